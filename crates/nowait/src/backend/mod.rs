@@ -1,0 +1,181 @@
+//! Backends: the part of the engine that hands reads to the kernel.
+//!
+//! # The contract every backend keeps
+//!
+//! The [`Queue`](crate::Queue) owns requests, buffers and retries; a backend
+//! only moves *raw reads* — "read `len` bytes at `offset` of `fd` into
+//! `ptr`" — to the kernel and raw results back. Keeping the contract that
+//! small is what lets the same queue logic (short-read completion, EINTR
+//! retry, bounce buffers, errno mapping) run unchanged over every backend.
+//!
+//! * **Capacity.** A backend is built for a queue depth `depth`. The queue
+//!   never has more than `depth` raw reads pushed and not yet reaped, so
+//!   [`Backend::push`] cannot run out of room; a backend sizes its rings for
+//!   that.
+//! * **`push` queues, it does not wait.** It may perform the read inline
+//!   when the result is immediately available without blocking (the `pool`
+//!   backend's `RWF_NOWAIT` fast path), but it never sleeps on I/O and it
+//!   never makes a system call that can block on the device.
+//! * **`submit` hands queued reads to the kernel.** It may block only where
+//!   the backend is synchronous by definition (`sync`, which *is* a `pread`
+//!   loop and is the baseline every benchmark compares against).
+//! * **Exactly once.** Every pushed read produces exactly one [`Cqe`] from
+//!   [`Backend::reap`], carrying the slot it was pushed with — also when it
+//!   fails, is cancelled, or the backend is torn down (`Drop` waits for or
+//!   cancels what is in flight before the memory behind `ptr` can go away).
+//!   Until then the backend may write to `ptr..ptr+len`; afterwards it never
+//!   touches it again. The queue relies on this to free and reuse buffers.
+//! * **Results, not interpretations.** A `Cqe` carries what the kernel
+//!   returned: bytes transferred (possibly fewer than asked) or `-errno`.
+//!   Retrying short reads, EINTR and EAGAIN, and turning errnos into typed
+//!   errors is the queue's job, in one place for all backends.
+//! * **Errors of the backend itself** (a failed `io_uring_enter`) are
+//!   returned from `submit`/`reap` as [`Error::Kernel`](crate::Error); they do
+//!   not consume any pushed read, which stays owed.
+//! * **No waker, callback or user code runs inside a backend.** Backends are
+//!   driven by the queue from the thread that owns it.
+
+use std::fmt;
+use std::os::fd::RawFd;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::Result;
+
+pub(crate) mod sync;
+pub(crate) mod uring;
+
+/// One raw read handed to a backend.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sqe {
+    /// The queue's slot index: returned unchanged in the matching [`Cqe`].
+    pub slot: u32,
+    /// File descriptor to read from (kept open by the slot until reaped).
+    pub fd: RawFd,
+    /// File offset.
+    pub offset: u64,
+    /// Destination; valid for `len` bytes until the matching `Cqe` is reaped.
+    pub ptr: *mut u8,
+    /// Bytes to read (at most [`MAX_READ`]).
+    pub len: u32,
+}
+
+/// One raw result from a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Cqe {
+    /// The slot given in the [`Sqe`].
+    pub slot: u32,
+    /// Bytes read (`>= 0`) or `-errno`.
+    pub res: i32,
+}
+
+/// Largest single read: the kernel's `MAX_RW_COUNT` (2 GiB minus a page),
+/// which also keeps every result representable in an `i32`.
+pub const MAX_READ: usize = 0x7fff_f000;
+
+/// Counters every backend keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BackendStats {
+    /// System calls made to submit or reap (`io_uring_enter`, `pread`, …).
+    pub syscalls: u64,
+}
+
+/// The interface the queue drives. See the module docs for the contract.
+#[allow(unsafe_code)] // `push` hands the kernel a raw pointer: its caller must keep it valid.
+pub(crate) trait Backend: Send {
+    /// Queue one raw read.
+    ///
+    /// # Safety
+    /// `sqe.ptr` must stay valid for writes of `sqe.len` bytes, and `sqe.fd`
+    /// must stay open, until the `Cqe` for `sqe.slot` has been returned by
+    /// [`Backend::reap`].
+    unsafe fn push(&mut self, sqe: &Sqe);
+
+    /// Hand every queued read to the kernel.
+    fn submit(&mut self) -> Result<()>;
+
+    /// Submit what is queued, then wait until at least `min` results are
+    /// available (or `timeout` passes) and append every available result to
+    /// `out`. `min` is never more than the number of reads owed.
+    fn reap(&mut self, min: usize, timeout: Option<Duration>, out: &mut Vec<Cqe>) -> Result<()>;
+
+    /// Counters.
+    fn stats(&self) -> BackendStats;
+
+    /// Setup details worth showing (`nowait probe`, benchmark output).
+    fn describe(&self) -> String;
+}
+
+/// The backends nowait can use. Names are spelled the same in modules,
+/// flags and JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BackendKind {
+    /// io_uring: async buffered and direct reads without a thread per I/O.
+    Uring,
+    /// A plain `pread(2)` loop on the calling thread: the baseline.
+    Sync,
+}
+
+impl BackendKind {
+    /// Every backend, in the order the engine prefers them.
+    pub const ALL: [BackendKind; 2] = [BackendKind::Uring, BackendKind::Sync];
+
+    /// The backend's name as used in flags and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Uring => "uring",
+            BackendKind::Sync => "sync",
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = String;
+
+    /// Accepts nowait's names and fio's (`io_uring`, `psync`, `sync`, `pvsync`).
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "uring" | "io_uring" => Ok(BackendKind::Uring),
+            "sync" | "psync" | "pvsync" | "pread" => Ok(BackendKind::Sync),
+            _ => Err(format!(
+                "unknown backend '{s}': expected one of uring (io_uring), sync (psync)"
+            )),
+        }
+    }
+}
+
+/// Which backend a queue should use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendChoice {
+    /// The fastest this machine offers, falling back down the ladder
+    /// (uring → sync) with the reason recorded.
+    #[default]
+    Auto,
+    /// Exactly this backend, or an error saying why it is unavailable.
+    Exactly(BackendKind),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backend_names_round_trip_and_fio_aliases_parse() {
+        for k in BackendKind::ALL {
+            assert_eq!(k.as_str().parse::<BackendKind>().unwrap(), k);
+        }
+        assert_eq!(
+            "io_uring".parse::<BackendKind>().unwrap(),
+            BackendKind::Uring
+        );
+        assert_eq!("psync".parse::<BackendKind>().unwrap(), BackendKind::Sync);
+        let e = "posixaio".parse::<BackendKind>().unwrap_err();
+        assert!(e.contains("posixaio") && e.contains("uring"), "{e}");
+    }
+}

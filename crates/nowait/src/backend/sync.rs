@@ -1,0 +1,80 @@
+//! The `sync` backend: a plain `pread(2)` loop on the calling thread.
+//!
+//! It is the baseline every benchmark compares against, and the last rung of
+//! the fallback ladder: it works wherever a file can be read at all. Reads
+//! are performed one after another in [`Backend::submit`] (or in
+//! [`Backend::reap`] when the caller reaps without submitting), so the
+//! effective queue depth is always 1 whatever depth the queue was built with.
+#![allow(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::{Backend, BackendStats, Cqe, Sqe};
+use crate::error::Result;
+use crate::sys;
+
+pub(crate) struct SyncBackend {
+    queued: VecDeque<Sqe>,
+    done: VecDeque<Cqe>,
+    stats: BackendStats,
+}
+
+// SAFETY: the raw pointers inside queued `Sqe`s point into buffers owned by
+// the queue that owns this backend; they move between threads together with
+// that queue and are only dereferenced by the kernel in `pread`.
+unsafe impl Send for SyncBackend {}
+
+impl SyncBackend {
+    pub(crate) fn new(depth: usize) -> SyncBackend {
+        SyncBackend {
+            queued: VecDeque::with_capacity(depth),
+            done: VecDeque::with_capacity(depth),
+            stats: BackendStats::default(),
+        }
+    }
+
+    fn run_queued(&mut self) {
+        while let Some(sqe) = self.queued.pop_front() {
+            // SAFETY: `push`'s contract keeps `ptr` valid for `len` bytes
+            // until this slot's Cqe is reaped, which happens after this call.
+            let r = unsafe { sys::pread(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset) };
+            self.stats.syscalls += 1;
+            let res = match r {
+                Ok(n) => n as i32, // n <= len <= MAX_READ < i32::MAX
+                Err(e) => -e,
+            };
+            self.done.push_back(Cqe {
+                slot: sqe.slot,
+                res,
+            });
+        }
+    }
+}
+
+impl Backend for SyncBackend {
+    unsafe fn push(&mut self, sqe: &Sqe) {
+        self.queued.push_back(*sqe);
+    }
+
+    fn submit(&mut self) -> Result<()> {
+        self.run_queued();
+        Ok(())
+    }
+
+    fn reap(&mut self, _min: usize, _timeout: Option<Duration>, out: &mut Vec<Cqe>) -> Result<()> {
+        // Everything owed is either done or queued: running the queue
+        // satisfies any `min`, so the timeout never needs to be waited out.
+        self.run_queued();
+        out.extend(self.done.drain(..));
+        Ok(())
+    }
+
+    fn stats(&self) -> BackendStats {
+        self.stats
+    }
+
+    fn describe(&self) -> String {
+        "pread(2) loop on the calling thread (queue depth 1 in effect)".into()
+    }
+}

@@ -1,0 +1,339 @@
+//! An open file together with what the engine learned about it when it was
+//! opened: direct or buffered, O_DIRECT alignment and where it came from, the
+//! filesystem, and why direct I/O was not used where it was asked for.
+
+use std::fs;
+use std::io::{self, Seek, SeekFrom};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::probe::fs_name;
+use crate::sys::{self, DioAlign};
+
+/// Whether reads bypass the page cache with `O_DIRECT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Direct {
+    /// Buffered reads through the page cache.
+    #[default]
+    Off,
+    /// `O_DIRECT`, strictly: opening fails where the filesystem refuses it,
+    /// and an unaligned read is refused with [`Error::Misaligned`].
+    On,
+    /// `O_DIRECT` where the filesystem allows it, buffered otherwise; an
+    /// unaligned read is bounced through an aligned buffer covering its range.
+    Auto,
+}
+
+/// What kind of object the file is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// A regular file on a filesystem.
+    Regular,
+    /// A block device node such as `/dev/zram0`.
+    BlockDevice,
+}
+
+/// O_DIRECT alignment requirements of a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DioAlignment {
+    /// Required alignment of the buffer address.
+    pub mem: u32,
+    /// Required alignment of the file offset and of the length.
+    pub offset: u32,
+    /// Where the numbers came from.
+    pub source: &'static str,
+}
+
+impl DioAlignment {
+    /// Alignment of a buffered file: anything goes.
+    pub const NONE: DioAlignment = DioAlignment {
+        mem: 1,
+        offset: 1,
+        source: "buffered: no alignment needed",
+    };
+
+    /// True if a read of `len` bytes at `offset` into memory at `addr` meets these rules.
+    pub fn fits(&self, offset: u64, len: usize, addr: usize) -> bool {
+        offset % self.offset as u64 == 0
+            && len % self.offset as usize == 0
+            && addr % self.mem as usize == 0
+    }
+}
+
+pub(crate) struct FileInner {
+    pub(crate) file: fs::File,
+    pub(crate) path: PathBuf,
+    pub(crate) direct: bool,
+    pub(crate) strict: bool,
+    pub(crate) align: DioAlignment,
+    pub(crate) kind: FileKind,
+    pub(crate) fs: &'static str,
+    pub(crate) fs_magic: i64,
+    pub(crate) buffered_reason: Option<String>,
+}
+
+/// An open file, cheap to clone (reference counted). Requests in flight keep
+/// it open, so dropping the last handle while reads are pending is safe.
+#[derive(Clone)]
+pub struct File {
+    pub(crate) inner: Arc<FileInner>,
+}
+
+impl std::fmt::Debug for File {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("File")
+            .field("path", &self.inner.path)
+            .field("direct", &self.inner.direct)
+            .field("align", &self.inner.align)
+            .field("fs", &self.inner.fs)
+            .finish()
+    }
+}
+
+fn open_raw(path: &Path, direct: bool) -> io::Result<fs::File> {
+    let mut o = fs::OpenOptions::new();
+    o.read(true);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path)
+}
+
+impl File {
+    /// Open `path` for reading (`open(2)` with `O_RDONLY|O_CLOEXEC`, plus
+    /// `O_DIRECT` as `direct` asks), and learn its O_DIRECT alignment from
+    /// `statx(2)` `STATX_DIOALIGN`, falling back to the device's logical
+    /// block size.
+    pub fn open(path: impl AsRef<Path>, direct: Direct) -> Result<File> {
+        let path = path.as_ref();
+        let mut buffered_reason = None;
+        let want_direct = direct != Direct::Off;
+        let mut file = match open_raw(path, want_direct) {
+            Ok(f) => f,
+            // EINVAL at open with O_DIRECT: the filesystem has no direct I/O.
+            Err(e) if want_direct && e.raw_os_error() == Some(libc::EINVAL) => {
+                if direct == Direct::On {
+                    // Tell a directory apart from a filesystem without O_DIRECT.
+                    if fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false) {
+                        return Err(Error::IsDirectory { path: path.into() });
+                    }
+                    return Err(Error::DirectUnsupported {
+                        path: path.into(),
+                        reason: "the filesystem answered EINVAL to O_DIRECT at open".into(),
+                    });
+                }
+                buffered_reason =
+                    Some("the filesystem answered EINVAL to O_DIRECT at open".to_string());
+                open_raw(path, false).map_err(|source| Error::Open {
+                    path: path.into(),
+                    source,
+                })?
+            }
+            Err(source) => {
+                return Err(Error::Open {
+                    path: path.into(),
+                    source,
+                })
+            }
+        };
+        let opened_direct = want_direct && buffered_reason.is_none();
+
+        let meta = file.metadata().map_err(|source| Error::Open {
+            path: path.into(),
+            source,
+        })?;
+        let ft = meta.file_type();
+        let kind = if ft.is_file() {
+            FileKind::Regular
+        } else if ft.is_block_device() {
+            FileKind::BlockDevice
+        } else if ft.is_dir() {
+            return Err(Error::IsDirectory { path: path.into() });
+        } else {
+            let what = if ft.is_char_device() {
+                "character device"
+            } else if ft.is_fifo() {
+                "fifo"
+            } else if ft.is_socket() {
+                "socket"
+            } else {
+                "special file"
+            };
+            return Err(Error::Unsupported {
+                path: path.into(),
+                kind: what,
+            });
+        };
+        let fs_magic = sys::fs_magic(file.as_fd()).unwrap_or(0);
+        let fs = if kind == FileKind::BlockDevice {
+            "block device"
+        } else {
+            fs_name(fs_magic)
+        };
+
+        let mut align = DioAlignment::NONE;
+        let mut direct_now = opened_direct;
+        if opened_direct {
+            match dio_alignment(&file, kind, &meta) {
+                Ok(a) => align = a,
+                Err(reason) => {
+                    if direct == Direct::On {
+                        return Err(Error::DirectUnsupported {
+                            path: path.into(),
+                            reason,
+                        });
+                    }
+                    file = open_raw(path, false).map_err(|source| Error::Open {
+                        path: path.into(),
+                        source,
+                    })?;
+                    buffered_reason = Some(reason);
+                    direct_now = false;
+                }
+            }
+        }
+
+        Ok(File {
+            inner: Arc::new(FileInner {
+                file,
+                path: path.into(),
+                direct: direct_now,
+                strict: direct == Direct::On,
+                align,
+                kind,
+                fs,
+                fs_magic,
+                buffered_reason,
+            }),
+        })
+    }
+
+    /// The path the file was opened with.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// True if reads bypass the page cache (`O_DIRECT`).
+    pub fn is_direct(&self) -> bool {
+        self.inner.direct
+    }
+
+    /// O_DIRECT alignment ([`DioAlignment::NONE`] for a buffered file).
+    pub fn dio_align(&self) -> DioAlignment {
+        self.inner.align
+    }
+
+    /// Regular file or block device.
+    pub fn kind(&self) -> FileKind {
+        self.inner.kind
+    }
+
+    /// Filesystem name (`ext4`, `xfs`, `tmpfs`, …, or `block device`).
+    pub fn fs(&self) -> &'static str {
+        self.inner.fs
+    }
+
+    /// Filesystem magic number from `fstatfs(2)`.
+    pub fn fs_magic(&self) -> i64 {
+        self.inner.fs_magic
+    }
+
+    /// Why the file is buffered although direct I/O was asked for (`Direct::Auto`).
+    pub fn buffered_reason(&self) -> Option<&str> {
+        self.inner.buffered_reason.as_deref()
+    }
+
+    /// Current size in bytes (`fstat(2)`, or the device size for a block device).
+    pub fn len(&self) -> Result<u64> {
+        let open_err = |source| Error::Open {
+            path: self.inner.path.clone(),
+            source,
+        };
+        match self.inner.kind {
+            FileKind::Regular => Ok(self.inner.file.metadata().map_err(open_err)?.len()),
+            FileKind::BlockDevice => (&self.inner.file).seek(SeekFrom::End(0)).map_err(open_err),
+        }
+    }
+
+    /// True if the file is empty.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Drop the file's pages from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)`),
+    /// as fio's `invalidate=1` does before a run.
+    pub fn drop_cache(&self) -> Result<()> {
+        sys::fadvise_dontneed(self.inner.file.as_fd(), 0, 0).map_err(|source| Error::Kernel {
+            what: "posix_fadvise(DONTNEED)",
+            source,
+        })
+    }
+
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        self.inner.file.as_raw_fd()
+    }
+}
+
+impl AsFd for File {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inner.file.as_fd()
+    }
+}
+
+/// O_DIRECT alignment: `statx` STATX_DIOALIGN first, then the logical block
+/// size of the device. `Err` carries why direct I/O cannot be used.
+fn dio_alignment(
+    file: &fs::File,
+    kind: FileKind,
+    meta: &fs::Metadata,
+) -> std::result::Result<DioAlignment, String> {
+    match sys::statx_dioalign(file.as_fd()) {
+        Ok(DioAlign::Known { mem, offset }) => {
+            return Ok(DioAlignment {
+                mem,
+                offset,
+                source: "statx STATX_DIOALIGN",
+            });
+        }
+        Ok(DioAlign::NotSupported) => {
+            return Err("statx STATX_DIOALIGN reports no direct I/O support for this file".into());
+        }
+        Ok(DioAlign::Unknown) | Err(_) => {}
+    }
+    let lbs = match kind {
+        FileKind::BlockDevice => sys::block_logical_size(file.as_fd()).ok(),
+        FileKind::Regular => sysfs_logical_block_size(meta.dev()),
+    };
+    Ok(match lbs {
+        Some(n) if n.is_power_of_two() => DioAlignment {
+            mem: n,
+            offset: n,
+            source: "device logical block size",
+        },
+        // Nothing reported: a page satisfies every device seen in practice.
+        _ => DioAlignment {
+            mem: 4096,
+            offset: 4096,
+            source: "assumed page size (no alignment reported)",
+        },
+    })
+}
+
+/// `/sys/dev/block/MAJ:MIN/queue/logical_block_size`, or the parent's for a partition.
+fn sysfs_logical_block_size(dev: u64) -> Option<u32> {
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    for p in [
+        format!("/sys/dev/block/{maj}:{min}/queue/logical_block_size"),
+        format!("/sys/dev/block/{maj}:{min}/../queue/logical_block_size"),
+    ] {
+        if let Ok(s) = fs::read_to_string(&p) {
+            if let Ok(n) = s.trim().parse() {
+                return Some(n);
+            }
+        }
+    }
+    None
+}

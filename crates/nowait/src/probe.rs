@@ -1,0 +1,426 @@
+//! What this machine and each file can do, found by asking the kernel —
+//! never by reading a version string.
+//!
+//! * io_uring: whether `io_uring_setup(2)` works at all (EPERM from seccomp
+//!   or `kernel.io_uring_disabled`, ENOSYS, ENOMEM), which setup flags it
+//!   accepts (each tried on a small ring), and which read opcodes it knows
+//!   (`IORING_REGISTER_PROBE`).
+//! * per file: filesystem (`fstatfs(2)`), O_DIRECT alignment (`statx(2)`
+//!   `STATX_DIOALIGN`, then the logical block size), whether the device's
+//!   queue polls (`/sys/block/*/queue/io_poll`), and which backend and path a
+//!   read of it would take, and why.
+
+use std::fmt;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+
+use io_uring::{opcode, IoUring, Probe};
+
+use crate::backend::BackendKind;
+use crate::file::{File, FileKind};
+use crate::queue::uring_refusal;
+
+/// Name of a filesystem from its `f_type` magic number.
+pub fn fs_name(magic: i64) -> &'static str {
+    match magic {
+        0xEF53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x0102_1994 => "tmpfs",
+        0x9123_683E => "btrfs",
+        0x794C_7630 => "overlayfs",
+        0x6573_5546 => "fuse",
+        0x6969 => "nfs",
+        0xF2F5_2010 => "f2fs",
+        0x2FC1_2FC1 => "zfs",
+        0x5346_544E => "ntfs",
+        0x4d44 => "vfat",
+        0x6264_6576 => "bdev",
+        0x1CD1 => "devpts",
+        0x9FA0 => "proc",
+        0x6265_6572 => "sysfs",
+        0x0102_1997 => "9p",
+        _ => "unknown",
+    }
+}
+
+/// Outcome of trying one io_uring setup flag.
+#[derive(Debug, Clone)]
+pub struct FlagProbe {
+    /// The flag (`SQPOLL`, `DEFER_TASKRUN`, …).
+    pub flag: &'static str,
+    /// `Ok(())` if a ring was set up with it, else the errno it was refused with.
+    pub result: Result<(), i32>,
+}
+
+/// Whether io_uring can be used here.
+#[derive(Debug, Clone)]
+pub enum UringStatus {
+    /// A ring can be set up.
+    Available {
+        /// Setup flags tried, one by one.
+        flags: Vec<FlagProbe>,
+        /// `IORING_OP_READ` is supported.
+        op_read: bool,
+        /// `IORING_OP_READ_FIXED` is supported.
+        op_read_fixed: bool,
+    },
+    /// `io_uring_setup(2)` failed.
+    Unavailable {
+        /// The errno.
+        errno: i32,
+        /// Why, in words, with what to do.
+        reason: String,
+    },
+}
+
+/// What the machine can do.
+#[derive(Debug, Clone)]
+pub struct MachineReport {
+    /// io_uring status.
+    pub uring: UringStatus,
+    /// `kernel.io_uring_disabled` (0, 1, 2) if the sysctl exists.
+    pub io_uring_disabled: Option<String>,
+    /// Kernel release, shown for the record (nothing is decided from it).
+    pub kernel_release: String,
+    /// Online CPUs.
+    pub cpus: usize,
+    /// `RLIMIT_MEMLOCK` soft limit in bytes (`None` = unlimited); bounds registered buffers.
+    pub memlock_bytes: Option<u64>,
+}
+
+fn try_flags(configure: impl Fn(&mut io_uring::Builder)) -> Result<(), i32> {
+    let mut b = IoUring::builder();
+    configure(&mut b);
+    b.build(8)
+        .map(drop)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL))
+}
+
+/// Probe the machine: can a ring be set up, with which flags.
+pub fn machine() -> MachineReport {
+    let uring = match IoUring::new(8) {
+        Err(e) => UringStatus::Unavailable {
+            errno: e.raw_os_error().unwrap_or(0),
+            reason: uring_refusal(&e),
+        },
+        Ok(ring) => {
+            let mut probe = Probe::new();
+            let known = ring.submitter().register_probe(&mut probe).is_ok();
+            let op_read = known && probe.is_supported(opcode::Read::CODE);
+            let op_read_fixed = known && probe.is_supported(opcode::ReadFixed::CODE);
+            let ring_fd = ring
+                .submitter()
+                .register_ring_fd()
+                .map(|_| ())
+                .map_err(|e| e.raw_os_error().unwrap_or(0));
+            let flags = vec![
+                FlagProbe {
+                    flag: "SQPOLL",
+                    result: try_flags(|b| {
+                        b.setup_sqpoll(100);
+                    }),
+                },
+                FlagProbe {
+                    flag: "IOPOLL",
+                    result: try_flags(|b| {
+                        b.setup_iopoll();
+                    }),
+                },
+                FlagProbe {
+                    flag: "SINGLE_ISSUER",
+                    result: try_flags(|b| {
+                        b.setup_single_issuer();
+                    }),
+                },
+                FlagProbe {
+                    flag: "DEFER_TASKRUN",
+                    result: try_flags(|b| {
+                        b.setup_single_issuer().setup_defer_taskrun();
+                    }),
+                },
+                FlagProbe {
+                    flag: "COOP_TASKRUN",
+                    result: try_flags(|b| {
+                        b.setup_coop_taskrun();
+                    }),
+                },
+                FlagProbe {
+                    flag: "TASKRUN_FLAG",
+                    result: try_flags(|b| {
+                        b.setup_coop_taskrun().setup_taskrun_flag();
+                    }),
+                },
+                FlagProbe {
+                    flag: "NO_SQARRAY",
+                    result: try_flags(|b| {
+                        b.setup_no_sqarray();
+                    }),
+                },
+                FlagProbe {
+                    flag: "registered ring fd",
+                    result: ring_fd,
+                },
+            ];
+            UringStatus::Available {
+                flags,
+                op_read,
+                op_read_fixed,
+            }
+        }
+    };
+    let io_uring_disabled = fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .ok()
+        .map(|s| s.trim().to_string());
+    let kernel_release = fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    MachineReport {
+        uring,
+        io_uring_disabled,
+        kernel_release,
+        cpus,
+        memlock_bytes: memlock(),
+    }
+}
+
+fn memlock() -> Option<u64> {
+    let limits = fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max locked memory"))?;
+    let soft = line.split_whitespace().nth(3)?;
+    soft.parse().ok()
+}
+
+/// Name of an errno for reports (`EINVAL`, …).
+pub fn errno_name(e: i32) -> String {
+    let name = match e {
+        libc::EPERM => "EPERM",
+        libc::ENOENT => "ENOENT",
+        libc::EINTR => "EINTR",
+        libc::EIO => "EIO",
+        libc::EBADF => "EBADF",
+        libc::EAGAIN => "EAGAIN",
+        libc::ENOMEM => "ENOMEM",
+        libc::EACCES => "EACCES",
+        libc::EFAULT => "EFAULT",
+        libc::EBUSY => "EBUSY",
+        libc::EEXIST => "EEXIST",
+        libc::EISDIR => "EISDIR",
+        libc::EINVAL => "EINVAL",
+        libc::EMFILE => "EMFILE",
+        libc::ENOSYS => "ENOSYS",
+        libc::EOPNOTSUPP => "EOPNOTSUPP",
+        libc::ECANCELED => "ECANCELED",
+        libc::ETIME => "ETIME",
+        _ => return format!("errno {e}"),
+    };
+    name.to_string()
+}
+
+/// What a file can do and what a read of it would take.
+#[derive(Debug, Clone)]
+pub struct FileReport {
+    /// The path.
+    pub path: std::path::PathBuf,
+    /// Regular file or block device.
+    pub kind: FileKind,
+    /// Filesystem name.
+    pub fs: &'static str,
+    /// Size in bytes.
+    pub size: u64,
+    /// Whether an `O_DIRECT` open worked, and if not why.
+    pub direct: Result<crate::file::DioAlignment, String>,
+    /// The device's `queue/io_poll` (None: not a block-backed file or unknown).
+    pub io_poll: Option<bool>,
+    /// The backend a read would take.
+    pub backend: BackendKind,
+    /// The path a buffered read would take, and why.
+    pub buffered_path: String,
+    /// The path a direct read would take, and why (None if direct is impossible).
+    pub direct_path: Option<String>,
+}
+
+/// Probe one file: open it buffered and with `Direct::Auto`, and describe
+/// what each read would do given the machine's capabilities.
+pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<FileReport> {
+    let buffered = File::open(path, crate::Direct::Off)?;
+    let size = buffered.len()?;
+    let auto = File::open(path, crate::Direct::Auto)?;
+    let direct = if auto.is_direct() {
+        Ok(auto.dio_align())
+    } else {
+        Err(auto.buffered_reason().unwrap_or("unknown").to_string())
+    };
+    let meta = fs::metadata(path).map_err(|source| crate::Error::Open {
+        path: path.into(),
+        source,
+    })?;
+    let dev = if buffered.kind() == FileKind::BlockDevice {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
+    let io_poll = sysfs_queue_attr(dev, "io_poll").map(|s| s == "1");
+    let (backend, buffered_path, direct_path) = match &machine.uring {
+        UringStatus::Available { .. } => (
+            BackendKind::Uring,
+            "uring: io_uring async buffered read (a page-cache miss is retried by callback; no worker thread parked)"
+                .to_string(),
+            direct.as_ref().ok().map(|_| {
+                let poll = match io_poll {
+                    Some(true) => "device polls (io_poll=1): an IOPOLL ring applies",
+                    Some(false) => "interrupt-driven: device queue does not poll (io_poll=0)",
+                    None => "interrupt-driven: no pollable block queue behind this file",
+                };
+                format!("uring: io_uring O_DIRECT read, {poll}")
+            }),
+        ),
+        UringStatus::Unavailable { reason, .. } => (
+            BackendKind::Sync,
+            format!("sync: pread(2) on the calling thread, because {reason}"),
+            direct.as_ref().ok().map(|_| format!("sync: pread(2) with O_DIRECT, because {reason}")),
+        ),
+    };
+    Ok(FileReport {
+        path: path.into(),
+        kind: buffered.kind(),
+        fs: buffered.fs(),
+        size,
+        direct,
+        io_poll,
+        backend,
+        buffered_path,
+        direct_path,
+    })
+}
+
+/// `/sys/dev/block/MAJ:MIN/queue/ATTR`, or the parent disk's for a partition.
+fn sysfs_queue_attr(dev: u64, attr: &str) -> Option<String> {
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    [
+        format!("/sys/dev/block/{maj}:{min}/queue/{attr}"),
+        format!("/sys/dev/block/{maj}:{min}/../queue/{attr}"),
+    ]
+    .iter()
+    .find_map(|p| fs::read_to_string(p).ok())
+    .map(|s| s.trim().to_string())
+}
+
+impl fmt::Display for MachineReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "machine: {} CPUs, kernel {} (informational)",
+            self.cpus, self.kernel_release
+        )?;
+        match &self.io_uring_disabled {
+            Some(v) => writeln!(f, "  kernel.io_uring_disabled = {v}")?,
+            None => writeln!(f, "  kernel.io_uring_disabled: sysctl absent")?,
+        }
+        match self.memlock_bytes {
+            Some(b) => writeln!(f, "  memlock limit: {} KiB", b / 1024)?,
+            None => writeln!(f, "  memlock limit: unlimited")?,
+        }
+        match &self.uring {
+            UringStatus::Available {
+                flags,
+                op_read,
+                op_read_fixed,
+            } => {
+                writeln!(
+                    f,
+                    "  io_uring: available (READ {}, READ_FIXED {})",
+                    yes(*op_read),
+                    yes(*op_read_fixed)
+                )?;
+                for p in flags {
+                    match p.result {
+                        Ok(()) => writeln!(f, "    {:<20} accepted", p.flag)?,
+                        Err(e) => writeln!(f, "    {:<20} refused ({})", p.flag, errno_name(e))?,
+                    }
+                }
+                writeln!(
+                    f,
+                    "    (IOPOLL is accepted at setup; whether a device polls shows per file as io_poll, \
+                     and is confirmed per request)"
+                )
+            }
+            UringStatus::Unavailable { reason, .. } => {
+                writeln!(f, "  io_uring: UNAVAILABLE — {reason}")?;
+                writeln!(f, "    reads fall back to the sync backend")
+            }
+        }
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+impl fmt::Display for FileReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            FileKind::Regular => "regular file",
+            FileKind::BlockDevice => "block device",
+        };
+        writeln!(
+            f,
+            "{}: {kind} on {}, {} bytes",
+            self.path.display(),
+            self.fs,
+            self.size
+        )?;
+        match &self.direct {
+            Ok(a) => writeln!(
+                f,
+                "  O_DIRECT: possible; buffer address aligned to {}, offset and length to {} ({})",
+                a.mem, a.offset, a.source
+            )?,
+            Err(why) => writeln!(f, "  O_DIRECT: not possible ({why})")?,
+        }
+        match self.io_poll {
+            Some(p) => writeln!(
+                f,
+                "  device queue io_poll: {}",
+                if p { "1 (polls)" } else { "0 (interrupts)" }
+            )?,
+            None => writeln!(f, "  device queue io_poll: not applicable")?,
+        }
+        writeln!(f, "  buffered read -> {}", self.buffered_path)?;
+        match &self.direct_path {
+            Some(p) => writeln!(f, "  direct read   -> {p}"),
+            None => writeln!(
+                f,
+                "  direct read   -> not possible; Direct::Auto reads buffered"
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fs_names_cover_the_filesystems_we_test_on() {
+        assert_eq!(fs_name(0xEF53), "ext4");
+        assert_eq!(fs_name(0x5846_5342), "xfs");
+        assert_eq!(fs_name(0x0102_1994), "tmpfs");
+        assert_eq!(fs_name(12345), "unknown");
+    }
+
+    #[test]
+    fn errno_names_are_symbolic() {
+        assert_eq!(errno_name(libc::EOPNOTSUPP), "EOPNOTSUPP");
+        assert_eq!(errno_name(9999), "errno 9999");
+    }
+}

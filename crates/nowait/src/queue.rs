@@ -1,0 +1,764 @@
+//! The queue: the low-level, single-thread interface a benchmark or a
+//! database drives, shaped like a liburing ring.
+//!
+//! [`Queue::push`] a read (file, offset, length, an owned [`Buf`],
+//! `user_data`), [`Queue::submit`] a batch, [`Queue::reap`] completions.
+//! Every request lives in one of `depth` slots allocated when the queue is
+//! built, so the hot path allocates nothing.
+//!
+//! What the queue does for every backend, in one place:
+//! * **short reads are finished**: a result shorter than asked is followed by
+//!   a read of the remainder, so a completion shorter than asked means end of
+//!   file and nothing else;
+//! * **EINTR and EAGAIN are retried** (bounded), every other errno becomes a
+//!   typed [`Error`] naming the file, offset and length;
+//! * **O_DIRECT alignment** is checked before the kernel sees the request:
+//!   an unaligned read on a `Direct::Auto` file is bounced through an aligned
+//!   buffer covering its range, on a `Direct::On` file it is refused;
+//! * **buffers come back exactly once**: with the completion, or with the
+//!   [`Rejected`] error of a push that was refused.
+//!
+//! The one `unsafe` block here hands a slot's buffer to the backend: this
+//! module owns the slots, so it is where that invariant is kept.
+#![allow(unsafe_code)]
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+use std::time::{Duration, Instant};
+
+use crate::backend::sync::SyncBackend;
+use crate::backend::uring::{self, UringConfig};
+use crate::backend::{Backend, BackendChoice, BackendKind, Cqe, Sqe, MAX_READ};
+use crate::buf::Buf;
+use crate::error::{Error, Result};
+use crate::file::File;
+
+/// Largest queue depth a queue can be built with.
+pub const MAX_DEPTH: usize = 16384;
+
+/// How many times one request is retried after EINTR/EAGAIN before failing.
+const MAX_RETRIES: u32 = 64;
+
+/// One read request.
+pub struct Read<'a> {
+    /// The file to read.
+    pub file: &'a File,
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// Bytes to read; at most `buf.capacity()`.
+    pub len: usize,
+    /// Destination, owned by the engine until the completion hands it back.
+    pub buf: Buf,
+    /// Returned unchanged with the completion.
+    pub user_data: u64,
+}
+
+/// A finished read.
+#[derive(Debug)]
+pub struct Completion {
+    /// The request's `user_data`.
+    pub user_data: u64,
+    /// Bytes read (fewer than asked only at end of file), or why it failed.
+    pub result: Result<usize>,
+    /// The request's buffer, its length set to the bytes read.
+    pub buf: Buf,
+}
+
+/// A request the queue refused before it reached the kernel, with its buffer.
+#[derive(Debug)]
+pub struct Rejected {
+    /// Why.
+    pub error: Error,
+    /// The request's buffer, handed back.
+    pub buf: Buf,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for Rejected {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl From<Rejected> for Error {
+    fn from(r: Rejected) -> Error {
+        r.error
+    }
+}
+
+impl From<Rejected> for io::Error {
+    fn from(r: Rejected) -> io::Error {
+        r.error.into()
+    }
+}
+
+/// Counters a queue keeps (cheap: plain integers on the owning thread).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Requests accepted by `push`.
+    pub pushed: u64,
+    /// Requests completed (successfully or not) and handed back.
+    pub completed: u64,
+    /// Requests completed with an error.
+    pub errors: u64,
+    /// Extra reads issued to finish short reads.
+    pub short_retries: u64,
+    /// Reads retried after EINTR or EAGAIN.
+    pub eintr_retries: u64,
+    /// Unaligned direct reads bounced through an aligned buffer.
+    pub bounced: u64,
+    /// System calls made by the backend to submit and reap.
+    pub syscalls: u64,
+}
+
+/// Where a queue's backend came from.
+#[derive(Debug, Clone)]
+pub struct BackendReport {
+    /// The backend in use.
+    pub kind: BackendKind,
+    /// Why it was chosen (and what was skipped on the way).
+    pub reason: String,
+    /// Setup details (ring flags, …).
+    pub detail: String,
+}
+
+/// Builds a [`Queue`].
+#[derive(Debug, Clone)]
+pub struct QueueBuilder {
+    depth: usize,
+    backend: BackendChoice,
+    single_issuer: bool,
+}
+
+impl Default for QueueBuilder {
+    fn default() -> Self {
+        QueueBuilder {
+            depth: 32,
+            backend: BackendChoice::Auto,
+            single_issuer: true,
+        }
+    }
+}
+
+impl QueueBuilder {
+    /// Requests in flight at most (default 32, at most [`MAX_DEPTH`]).
+    pub fn depth(mut self, depth: usize) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Which backend to use (default: the best available).
+    pub fn backend(mut self, choice: BackendChoice) -> Self {
+        self.backend = choice;
+        self
+    }
+
+    /// Let io_uring bind the ring to the building thread (`SINGLE_ISSUER`,
+    /// which enables `DEFER_TASKRUN`). Default on; turn it off to move a
+    /// queue between threads after first use.
+    pub fn single_issuer(mut self, on: bool) -> Self {
+        self.single_issuer = on;
+        self
+    }
+
+    /// Build the queue: set up the backend and allocate every slot.
+    pub fn build(self) -> Result<Queue> {
+        if self.depth == 0 || self.depth > MAX_DEPTH {
+            return Err(Error::Kernel {
+                what: "queue depth must be between 1 and 16384",
+                source: io::Error::from_raw_os_error(libc::EINVAL),
+            });
+        }
+        let (backend, report) = make_backend(self.backend, self.depth, self.single_issuer)?;
+        Ok(Queue::with_backend(backend, report, self.depth))
+    }
+}
+
+/// Why io_uring cannot be used, from the errno of `io_uring_setup(2)`.
+pub(crate) fn uring_refusal(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) => {
+            let sysctl =
+                std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").unwrap_or_default();
+            match sysctl.trim() {
+                "2" => "io_uring_setup answered EPERM: kernel.io_uring_disabled=2 disables io_uring for everyone".into(),
+                "1" => "io_uring_setup answered EPERM: kernel.io_uring_disabled=1 allows it only to the io_uring_group"
+                    .into(),
+                _ => "io_uring_setup answered EPERM: blocked by a seccomp filter (Docker's default profile does this)"
+                    .into(),
+            }
+        }
+        Some(libc::ENOSYS) => {
+            "io_uring_setup answered ENOSYS: the kernel is built without io_uring".into()
+        }
+        Some(libc::ENOMEM) => {
+            "io_uring_setup answered ENOMEM: the locked-memory limit is too low (ulimit -l)".into()
+        }
+        Some(libc::EMFILE) | Some(libc::ENFILE) => {
+            "io_uring_setup answered EMFILE: too many open files".into()
+        }
+        _ => format!("io_uring_setup failed: {e}"),
+    }
+}
+
+fn make_backend(
+    choice: BackendChoice,
+    depth: usize,
+    single_issuer: bool,
+) -> Result<(Box<dyn Backend>, BackendReport)> {
+    let forced_off =
+        std::env::var_os("NOWAIT_DISABLE_URING").is_some_and(|v| v != "0" && !v.is_empty());
+    let try_uring = || -> std::result::Result<uring::UringBackend, String> {
+        if forced_off {
+            return Err("disabled by NOWAIT_DISABLE_URING".into());
+        }
+        uring::setup(depth, UringConfig { single_issuer }).map_err(|e| uring_refusal(&e))
+    };
+    match choice {
+        BackendChoice::Exactly(BackendKind::Uring) => match try_uring() {
+            Ok(b) => {
+                let report = BackendReport {
+                    kind: BackendKind::Uring,
+                    reason: "asked for".into(),
+                    detail: b.describe(),
+                };
+                Ok((Box::new(b), report))
+            }
+            Err(reason) => Err(Error::BackendUnavailable {
+                backend: "uring",
+                reason: format!(
+                    "{reason}; use --ioengine sync (or BackendChoice::Auto) to fall back"
+                ),
+            }),
+        },
+        BackendChoice::Exactly(BackendKind::Sync) => {
+            let b = SyncBackend::new(depth);
+            let report = BackendReport {
+                kind: BackendKind::Sync,
+                reason: "asked for".into(),
+                detail: b.describe(),
+            };
+            Ok((Box::new(b), report))
+        }
+        BackendChoice::Auto => match try_uring() {
+            Ok(b) => {
+                let report = BackendReport {
+                    kind: BackendKind::Uring,
+                    reason: format!("io_uring is available (setup flags {})", b.flags()),
+                    detail: b.describe(),
+                };
+                Ok((Box::new(b), report))
+            }
+            Err(why) => {
+                let b = SyncBackend::new(depth);
+                let report = BackendReport {
+                    kind: BackendKind::Sync,
+                    reason: format!("fell back from uring: {why}"),
+                    detail: b.describe(),
+                };
+                Ok((Box::new(b), report))
+            }
+        },
+    }
+}
+
+/// A bounce buffer: the aligned read that covers an unaligned request.
+struct Bounce {
+    buf: Buf,
+    /// Bytes between the aligned start and the requested offset.
+    skip: usize,
+}
+
+#[derive(Default)]
+struct Slot {
+    user_data: u64,
+    file: Option<File>,
+    /// The request as asked.
+    offset: u64,
+    len: usize,
+    buf: Option<Buf>,
+    bounce: Option<Bounce>,
+    /// The read actually issued (the bounce range, or the request itself).
+    io_offset: u64,
+    io_len: usize,
+    /// Bytes of the issued read done so far.
+    done: usize,
+    retries: u32,
+    /// Set when the request is finished; the slot then waits in `ready`.
+    result: Option<Result<usize>>,
+}
+
+/// A submission/completion queue of reads. See the module docs.
+///
+/// ```no_run
+/// use nowait::{Buf, Direct, File, Queue, Read};
+/// let file = File::open("/etc/hostname", Direct::Off)?;
+/// let mut q = Queue::builder().depth(8).build()?;
+/// for i in 0..4u64 {
+///     q.push(Read { file: &file, offset: i * 4, len: 4, buf: Buf::new(4), user_data: i })?;
+/// }
+/// q.submit()?;
+/// let mut done = Vec::new();
+/// q.reap(4, None, &mut done)?;
+/// for c in done {
+///     println!("{}: {} bytes", c.user_data, c.result?);
+/// }
+/// # Ok::<(), nowait::Error>(())
+/// ```
+pub struct Queue {
+    backend: Box<dyn Backend>,
+    report: BackendReport,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Finished slots waiting to be handed back, in completion order.
+    ready: VecDeque<u32>,
+    /// Raw reads handed to the backend and not yet reaped.
+    owed: usize,
+    cqes: Vec<Cqe>,
+    /// Completions taken out by `read_at` while it waited for its own.
+    stash: VecDeque<Completion>,
+    stats: QueueStats,
+    next_private: u64,
+}
+
+impl fmt::Debug for Queue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queue")
+            .field("backend", &self.report.kind)
+            .field("depth", &self.slots.len())
+            .field("in_flight", &self.in_flight())
+            .finish()
+    }
+}
+
+impl Queue {
+    /// A builder with the defaults: depth 32, the best backend available.
+    pub fn builder() -> QueueBuilder {
+        QueueBuilder::default()
+    }
+
+    fn with_backend(backend: Box<dyn Backend>, report: BackendReport, depth: usize) -> Queue {
+        let mut slots = Vec::with_capacity(depth);
+        slots.resize_with(depth, Slot::default);
+        Queue {
+            backend,
+            report,
+            slots,
+            free: (0..depth as u32).rev().collect(),
+            ready: VecDeque::with_capacity(depth),
+            owed: 0,
+            cqes: Vec::with_capacity(depth * 2),
+            stash: VecDeque::new(),
+            stats: QueueStats::default(),
+            next_private: 1 << 63,
+        }
+    }
+
+    /// The backend in use and why it was chosen.
+    pub fn backend(&self) -> &BackendReport {
+        &self.report
+    }
+
+    /// Slots: the most requests in flight at once.
+    pub fn depth(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Requests pushed and not yet handed back by `reap`.
+    pub fn in_flight(&self) -> usize {
+        self.slots.len() - self.free.len() + self.stash.len()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> QueueStats {
+        QueueStats {
+            syscalls: self.backend.stats().syscalls,
+            ..self.stats
+        }
+    }
+
+    /// Queue one read. It reaches the kernel at the next [`Queue::submit`]
+    /// or [`Queue::reap`]. On refusal the buffer comes back in [`Rejected`].
+    pub fn push(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+        let Read {
+            file,
+            offset,
+            len,
+            buf,
+            user_data,
+        } = req;
+        if len > buf.capacity() {
+            return Err(Rejected {
+                error: Error::BufferTooSmall {
+                    len,
+                    capacity: buf.capacity(),
+                },
+                buf,
+            });
+        }
+        if len > MAX_READ {
+            return Err(Rejected {
+                error: Error::TooLarge { len, max: MAX_READ },
+                buf,
+            });
+        }
+        let align = file.dio_align();
+        let bounce = if file.is_direct() && len > 0 && !align.fits(offset, len, buf.addr()) {
+            if file.inner.strict {
+                return Err(Rejected {
+                    error: Error::Misaligned {
+                        path: file.path().into(),
+                        offset,
+                        len,
+                        offset_align: align.offset,
+                        mem_align: align.mem,
+                    },
+                    buf,
+                });
+            }
+            let a = align.offset as u64;
+            let start = offset - offset % a;
+            let end = (offset + len as u64).div_ceil(a) * a;
+            if (end - start) as usize > MAX_READ {
+                return Err(Rejected {
+                    error: Error::TooLarge { len, max: MAX_READ },
+                    buf,
+                });
+            }
+            let bounce_align = (align.mem as usize).max(crate::buf::PAGE);
+            Some(Bounce {
+                buf: Buf::with_align((end - start) as usize, bounce_align),
+                skip: (offset - start) as usize,
+            })
+        } else {
+            None
+        };
+        let Some(idx) = self.free.pop() else {
+            return Err(Rejected {
+                error: Error::QueueFull {
+                    depth: self.slots.len(),
+                },
+                buf,
+            });
+        };
+        self.stats.pushed += 1;
+        let s = &mut self.slots[idx as usize];
+        s.user_data = user_data;
+        s.file = Some(file.clone());
+        s.offset = offset;
+        s.len = len;
+        s.buf = Some(buf);
+        s.done = 0;
+        s.retries = 0;
+        s.result = None;
+        match bounce {
+            Some(b) => {
+                self.stats.bounced += 1;
+                s.io_offset = offset - b.skip as u64;
+                s.io_len = b.buf.capacity();
+                s.bounce = Some(b);
+            }
+            None => {
+                s.io_offset = offset;
+                s.io_len = len;
+                s.bounce = None;
+            }
+        }
+        if len == 0 {
+            // Nothing to read: complete without a system call.
+            self.finish(idx, Ok(()));
+        } else {
+            self.issue(idx);
+        }
+        Ok(())
+    }
+
+    /// Hand the remaining part of slot `idx`'s read to the backend.
+    fn issue(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        let file = s.file.as_ref().expect("an issued slot holds its file");
+        let target = match s.bounce.as_mut() {
+            Some(b) => &mut b.buf,
+            None => s.buf.as_mut().expect("an issued slot holds its buffer"),
+        };
+        let base = target.as_mut_ptr();
+        // `done < io_len <= capacity`, so the pointer stays inside the buffer.
+        let sqe = Sqe {
+            slot: idx,
+            fd: file.raw_fd(),
+            offset: s.io_offset + s.done as u64,
+            ptr: base.wrapping_add(s.done),
+            len: (s.io_len - s.done) as u32,
+        };
+        // SAFETY: the slot owns the buffer `ptr` points into and a clone of
+        // the file (so `fd` stays open); both stay in the slot until the
+        // backend returns this slot's Cqe from `reap`, the only place that
+        // finishes an issued slot. `Drop` waits for every owed Cqe.
+        unsafe { self.backend.push(&sqe) };
+        self.owed += 1;
+    }
+
+    /// Hand every queued read to the kernel (one system call for the batch
+    /// with `uring`; the reads themselves with `sync`).
+    pub fn submit(&mut self) -> Result<()> {
+        self.backend.submit()
+    }
+
+    /// Wait until at least `min` requests have completed (fewer if fewer
+    /// are in flight, or when `timeout` passes), and append every completed
+    /// request to `out`. Returns how many were appended. `min == 0` only
+    /// collects what is already done. Queued reads are submitted first.
+    pub fn reap(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<usize> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let before = out.len();
+        out.extend(self.stash.drain(..));
+        let target = min.min(self.in_flight() + (out.len() - before));
+        loop {
+            while let Some(idx) = self.ready.pop_front() {
+                out.push(self.take(idx));
+            }
+            let got = out.len() - before;
+            if got >= target {
+                if self.owed > 0 {
+                    // Collect whatever else is already done, without waiting.
+                    self.pump(0, None)?;
+                    while let Some(idx) = self.ready.pop_front() {
+                        out.push(self.take(idx));
+                    }
+                }
+                return Ok(out.len() - before);
+            }
+            let remaining = match deadline {
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => return Ok(out.len() - before),
+                },
+                None => None,
+            };
+            // Every slot not yet handed back is either ready or owed by the
+            // backend, so `owed > 0` here.
+            let want = (target - got).min(self.owed).max(1);
+            self.pump(want, remaining)?;
+        }
+    }
+
+    /// Ask the backend for at least `want` raw results and process them.
+    fn pump(&mut self, want: usize, timeout: Option<Duration>) -> Result<()> {
+        if self.owed == 0 {
+            return self.backend.submit();
+        }
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.clear();
+        let r = self.backend.reap(want.min(self.owed), timeout, &mut cqes);
+        for c in cqes.iter() {
+            self.owed -= 1;
+            self.on_result(c.slot, c.res);
+        }
+        self.cqes = cqes;
+        r
+    }
+
+    /// Interpret one raw result for slot `idx`: finish, or read the rest.
+    fn on_result(&mut self, idx: u32, res: i32) {
+        let s = &mut self.slots[idx as usize];
+        if res > 0 {
+            s.done += res as usize;
+            let file = s.file.as_ref().expect("an issued slot holds its file");
+            let align = file.dio_align().offset as u64;
+            let pos = s.io_offset + s.done as u64;
+            // A direct read that stops inside a block stopped at end of file:
+            // the kernel only returns unaligned counts there.
+            let eof_in_block = file.is_direct() && pos % align != 0;
+            if s.done >= s.io_len || eof_in_block {
+                self.finish(idx, Ok(()));
+            } else {
+                self.stats.short_retries += 1;
+                self.issue(idx);
+            }
+            return;
+        }
+        if res == 0 {
+            // End of file.
+            self.finish(idx, Ok(()));
+            return;
+        }
+        let errno = -res;
+        match errno {
+            // Interrupted by a signal, or the device asked us to try again:
+            // retry, but not forever.
+            libc::EINTR | libc::EAGAIN if s.retries < MAX_RETRIES => {
+                s.retries += 1;
+                self.stats.eintr_retries += 1;
+                self.issue(idx);
+            }
+            // Everything else (EIO, EINVAL, EBADF, EFAULT, ECANCELED, EOPNOTSUPP,
+            // and EINTR/EAGAIN past the retry limit) fails the request with
+            // the file, offset and length named.
+            _ => {
+                let file = s.file.as_ref().expect("an issued slot holds its file");
+                let err = Error::Read {
+                    path: file.path().into(),
+                    offset: s.offset,
+                    len: s.len,
+                    source: io::Error::from_raw_os_error(errno),
+                };
+                self.finish(idx, Err(err));
+            }
+        }
+    }
+
+    /// Record the outcome of slot `idx` and queue it for handing back.
+    fn finish(&mut self, idx: u32, outcome: Result<()>) {
+        let s = &mut self.slots[idx as usize];
+        let bounce = s.bounce.take();
+        let buf = s.buf.as_mut().expect("a pushed slot holds its buffer");
+        let result = match outcome {
+            Ok(()) => {
+                let n = match &bounce {
+                    Some(b) => s.done.saturating_sub(b.skip).min(s.len),
+                    None => s.done.min(s.len),
+                };
+                buf.set_len(n);
+                if let Some(b) = &bounce {
+                    buf.as_mut_slice()
+                        .copy_from_slice(&b.buf.full()[b.skip..b.skip + n]);
+                }
+                Ok(n)
+            }
+            Err(e) => {
+                self.stats.errors += 1;
+                buf.set_len(0);
+                Err(e)
+            }
+        };
+        s.result = Some(result);
+        self.ready.push_back(idx);
+    }
+
+    /// Hand slot `idx` back to the caller and free it.
+    fn take(&mut self, idx: u32) -> Completion {
+        let s = &mut self.slots[idx as usize];
+        let c = Completion {
+            user_data: s.user_data,
+            result: s.result.take().expect("a ready slot holds its result"),
+            buf: s.buf.take().expect("a ready slot holds its buffer"),
+        };
+        s.file = None;
+        self.free.push(idx);
+        self.stats.completed += 1;
+        c
+    }
+
+    /// Read up to `buf.capacity()` bytes at `offset`, waiting for the result
+    /// (a blocking convenience over push/submit/reap). Other requests in
+    /// flight keep going; their completions are kept for the next `reap`.
+    /// Returns the bytes read (fewer only at end of file) and the buffer.
+    pub fn read_at(&mut self, file: &File, offset: u64, buf: Buf) -> (Result<usize>, Buf) {
+        let len = buf.capacity();
+        self.read_len_at(file, offset, len, buf)
+    }
+
+    fn read_len_at(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: usize,
+        buf: Buf,
+    ) -> (Result<usize>, Buf) {
+        let tag = self.next_private;
+        self.next_private = self.next_private.wrapping_add(1) | (1 << 63);
+        if let Err(r) = self.push(Read {
+            file,
+            offset,
+            len,
+            buf,
+            user_data: tag,
+        }) {
+            return (Err(r.error), r.buf);
+        }
+        let mut out = Vec::with_capacity(4);
+        loop {
+            out.clear();
+            if let Err(e) = self.reap(1, None, &mut out) {
+                // The request is still owed; it will be handed back by a later reap.
+                // Give the caller an empty buffer so nothing the kernel may write is exposed.
+                return (Err(e), Buf::new(0));
+            }
+            let mut mine = None;
+            for c in out.drain(..) {
+                if c.user_data == tag && mine.is_none() {
+                    mine = Some(c);
+                } else {
+                    self.stash.push_back(c);
+                }
+            }
+            if let Some(c) = mine {
+                return (c.result, c.buf);
+            }
+        }
+    }
+
+    /// Read exactly `len` bytes at `offset` into `buf` (its capacity must
+    /// hold them); end of file before that is [`Error::UnexpectedEof`].
+    pub fn read_exact_at(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: usize,
+        buf: Buf,
+    ) -> (Result<()>, Buf) {
+        let (r, buf) = self.read_len_at(file, offset, len, buf);
+        let r = match r {
+            Ok(n) if n == len => Ok(()),
+            Ok(got) => Err(Error::UnexpectedEof {
+                path: file.path().into(),
+                offset,
+                len,
+                got,
+            }),
+            Err(e) => Err(e),
+        };
+        (r, buf)
+    }
+
+    /// Wait for every request in flight and hand them back (used before
+    /// tearing a queue down).
+    pub fn drain(&mut self, out: &mut Vec<Completion>) -> Result<usize> {
+        let n = self.in_flight();
+        self.reap(n, None, out)
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // The kernel may still write into buffers of owed reads: wait for
+        // every one before the slots (and their buffers) are freed.
+        while self.owed > 0 {
+            if self.pump(self.owed, None).is_err() {
+                // The backend cannot tell us when the kernel is done with the
+                // memory: leak the buffers rather than free memory that may
+                // still be written.
+                for s in self.slots.iter_mut() {
+                    if let Some(b) = s.buf.take() {
+                        std::mem::forget(b);
+                    }
+                    if let Some(b) = s.bounce.take() {
+                        std::mem::forget(b.buf);
+                    }
+                }
+                return;
+            }
+        }
+    }
+}
