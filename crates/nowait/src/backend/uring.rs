@@ -10,16 +10,50 @@
 //! with EINVAL: `SINGLE_ISSUER | DEFER_TASKRUN` (completions are posted when
 //! this thread asks, no inter-processor interrupt per completion), then
 //! `COOP_TASKRUN`, then none. `TASKRUN_FLAG` tells us when deferred work is
-//! waiting so a non-blocking reap knows to enter the kernel.
+//! waiting so a non-blocking reap knows to enter the kernel. With SQPOLL a
+//! kernel thread consumes the submission queue (no submit syscall while it is
+//! awake); with userspace spinning the ring is set up without deferred task
+//! work, so completions appear in the CQ while we spin.
+//!
+//! Files are registered on first use (`IORING_REGISTER_FILES_UPDATE` into a
+//! sparse table, indexed by descriptor and keyed by the file's unique id so a
+//! reused descriptor number is re-registered); reads from registered buffers
+//! use `READ_FIXED`.
+//!
+//! **Polled completions** (the seed `004_4c0685d70ffed433.txt`, today
+//! `IORING_SETUP_IOPOLL`): direct reads of files whose device queue polls go
+//! to a second ring set up with IOPOLL, whose completions we find by polling
+//! (entering with GETEVENTS) instead of waiting for an interrupt. Buffered
+//! reads never go there. Support is read from `queue/io_poll` at open and
+//! confirmed per request: a read the polled ring answers with EOPNOTSUPP is
+//! resubmitted on the interrupt-driven ring and the file is marked so it is
+//! never polled again.
 #![allow(unsafe_code)]
 
 use std::io;
-use std::time::Duration;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
-use io_uring::{opcode, types, IoUring};
+use io_uring::{opcode, squeue, types, IoUring};
 
 use super::{Backend, BackendStats, Cqe, Sqe};
 use crate::error::{Error, Result};
+use crate::file::{FileInner, POLL_REFUSED, POLL_YES};
+
+/// When direct reads use the polled (IOPOLL) ring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IoPoll {
+    /// Never.
+    Off,
+    /// Direct reads of files whose device queue polls (`io_poll = 1`).
+    #[default]
+    Auto,
+    /// Every direct read tries the polled ring first (a device that cannot
+    /// poll answers EOPNOTSUPP and the read is resubmitted unpolled): for
+    /// testing the fallback and for devices whose sysfs does not tell.
+    Always,
+}
 
 /// Ring setup preferences.
 #[derive(Debug, Clone, Copy)]
@@ -27,56 +61,100 @@ pub(crate) struct UringConfig {
     /// Allow `SINGLE_ISSUER` (and so `DEFER_TASKRUN`): the ring then belongs
     /// to the thread that created it.
     pub single_issuer: bool,
+    /// SQPOLL with this idle time in milliseconds.
+    pub sqpoll_idle_ms: Option<u32>,
+    /// Polled completions for direct reads.
+    pub iopoll: IoPoll,
+    /// Spin on the CQ for up to this long before sleeping in the kernel.
+    pub spin: Duration,
+    /// Register files on first use.
+    pub register_files: bool,
 }
 
-/// One set of setup flags to try, with its name for reports.
-struct Attempt {
-    name: &'static str,
-    single_issuer: bool,
-    defer_taskrun: bool,
-    coop_taskrun: bool,
-    taskrun_flag: bool,
+impl Default for UringConfig {
+    fn default() -> Self {
+        UringConfig {
+            single_issuer: true,
+            sqpoll_idle_ms: None,
+            iopoll: IoPoll::Auto,
+            spin: Duration::ZERO,
+            register_files: true,
+        }
+    }
 }
 
-const ATTEMPTS: [Attempt; 4] = [
-    Attempt {
-        name: "SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG",
-        single_issuer: true,
-        defer_taskrun: true,
-        coop_taskrun: false,
-        taskrun_flag: true,
-    },
-    Attempt {
-        name: "COOP_TASKRUN|TASKRUN_FLAG",
-        single_issuer: false,
-        defer_taskrun: false,
-        coop_taskrun: true,
-        taskrun_flag: true,
-    },
-    Attempt {
-        name: "COOP_TASKRUN",
-        single_issuer: false,
-        defer_taskrun: false,
-        coop_taskrun: true,
-        taskrun_flag: false,
-    },
-    Attempt {
-        name: "(none)",
-        single_issuer: false,
-        defer_taskrun: false,
-        coop_taskrun: false,
-        taskrun_flag: false,
-    },
-];
+const SI: u8 = 1; // SINGLE_ISSUER
+const DT: u8 = 2; // DEFER_TASKRUN
+const CT: u8 = 4; // COOP_TASKRUN
+const TF: u8 = 8; // TASKRUN_FLAG
+const SQ: u8 = 16; // SQPOLL
+
+fn flag_names(bits: u8) -> String {
+    let names: Vec<&str> = [(SQ, "SQPOLL"), (SI, "SINGLE_ISSUER"), (DT, "DEFER_TASKRUN"), (CT, "COOP_TASKRUN"), (TF, "TASKRUN_FLAG")]
+        .iter()
+        .filter(|(b, _)| bits & b != 0)
+        .map(|(_, n)| *n)
+        .collect();
+    if names.is_empty() {
+        "(none)".into()
+    } else {
+        names.join("|")
+    }
+}
+
+/// Flag sets to try, best first.
+fn attempts(cfg: &UringConfig) -> Vec<u8> {
+    let list: &[u8] = if cfg.sqpoll_idle_ms.is_some() {
+        // DEFER_TASKRUN is not allowed with SQPOLL.
+        &[SQ | SI, SQ, SI | DT | TF, CT | TF, CT, 0]
+    } else if !cfg.spin.is_zero() {
+        // Spinning needs completions posted without us entering the kernel:
+        // no deferred or cooperative task work.
+        &[SI, 0]
+    } else {
+        &[SI | DT | TF, CT | TF, CT, 0]
+    };
+    list.iter().copied().filter(|b| cfg.single_issuer || b & SI == 0).filter(|b| b & DT == 0 || b & SI != 0).collect()
+}
+
+/// Registered-file table size: descriptors below this are registered at
+/// their own number.
+const FILE_TABLE: usize = 1024;
 
 pub(crate) struct UringBackend {
     ring: IoUring,
     /// Reads pushed to the SQ and not yet handed to the kernel.
     unsubmitted: usize,
     stats: BackendStats,
-    flags: &'static str,
+    flags: String,
     registered_ring_fd: bool,
     entries: u32,
+    sqpoll: bool,
+    spin: Duration,
+    /// `files[fd]` = id of the file registered at index `fd` (0: none);
+    /// empty if registration is unavailable.
+    files: Vec<u64>,
+    files_note: &'static str,
+    /// The IOPOLL ring, set up on the first polled read.
+    poll: Option<PollRing>,
+    depth: usize,
+    poll_note: String,
+    iopoll: IoPoll,
+    /// Registered buffers: (address, length) by index.
+    fixed: Vec<(usize, usize)>,
+}
+
+// SAFETY: the raw pointers inside kept `Sqe`s point into buffers and files
+// owned by the queue that owns this backend; they move between threads
+// together with that queue and are only used by the kernel.
+unsafe impl Send for UringBackend {}
+
+struct PollRing {
+    ring: IoUring,
+    unsubmitted: usize,
+    in_flight: usize,
+    /// The read behind each polled slot, to resubmit it unpolled on EOPNOTSUPP.
+    sqes: Vec<Option<Sqe>>,
 }
 
 /// Build a ring for `depth` reads in flight.
@@ -86,39 +164,72 @@ pub(crate) struct UringBackend {
 pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> {
     let entries = (depth.max(1) as u32).next_power_of_two().max(8);
     let mut last = io::Error::from_raw_os_error(libc::EINVAL);
-    for a in ATTEMPTS
-        .iter()
-        .filter(|a| cfg.single_issuer || !a.single_issuer)
-    {
+    let mut sqpoll_refused = None;
+    for bits in attempts(&cfg) {
         let mut b = IoUring::builder();
         b.setup_cqsize(entries * 2);
-        if a.single_issuer {
+        if bits & SQ != 0 {
+            b.setup_sqpoll(cfg.sqpoll_idle_ms.unwrap_or(1000));
+        }
+        if bits & SI != 0 {
             b.setup_single_issuer();
         }
-        if a.defer_taskrun {
+        if bits & DT != 0 {
             b.setup_defer_taskrun();
         }
-        if a.coop_taskrun {
+        if bits & CT != 0 {
             b.setup_coop_taskrun();
         }
-        if a.taskrun_flag {
+        if bits & TF != 0 {
             b.setup_taskrun_flag();
         }
         match b.build(entries) {
             Ok(ring) => {
                 // A registered ring fd saves an fdget/fdput per enter; optional.
-                let registered_ring_fd = ring.submitter().register_ring_fd().is_ok();
+                // It is registered in the *calling thread's* io_uring context,
+                // so only a ring used from one thread may use it: from another
+                // thread the index names nothing (EBADF) or another ring.
+                let registered_ring_fd = cfg.single_issuer && ring.submitter().register_ring_fd().is_ok();
+                let (files, files_note) = if !cfg.register_files {
+                    (Vec::new(), "registered files off")
+                } else if ring.submitter().register_files_sparse(FILE_TABLE as u32).is_ok() {
+                    (vec![0; FILE_TABLE], "files registered on first use")
+                } else {
+                    (Vec::new(), "registered files refused; plain descriptors")
+                };
+                let poll_note = match cfg.iopoll {
+                    IoPoll::Off => "IOPOLL off".to_string(),
+                    _ => "IOPOLL ring set up when a polling device is read".to_string(),
+                };
+                let mut flags = flag_names(bits);
+                if let Some(e) = sqpoll_refused {
+                    flags.push_str(&format!(" (SQPOLL refused: {})", crate::probe::errno_name(e)));
+                }
                 return Ok(UringBackend {
                     ring,
                     unsubmitted: 0,
                     stats: BackendStats::default(),
-                    flags: a.name,
+                    flags,
                     registered_ring_fd,
                     entries,
+                    sqpoll: bits & SQ != 0,
+                    spin: cfg.spin,
+                    files,
+                    files_note,
+                    poll: None,
+                    poll_note,
+                    depth,
+                    iopoll: cfg.iopoll,
+                    fixed: Vec::new(),
                 });
             }
-            // EINVAL: this kernel does not know one of the flags; try fewer.
+            // EINVAL: this kernel does not know one of the flags; EPERM on
+            // SQPOLL alone (unprivileged before 5.11): try fewer flags.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = e,
+            Err(e) if bits & SQ != 0 && e.raw_os_error() == Some(libc::EPERM) => {
+                sqpoll_refused = Some(libc::EPERM);
+                last = e;
+            }
             // Anything else (EPERM, ENOSYS, ENOMEM, EMFILE) is not about flags.
             Err(e) => return Err(e),
         }
@@ -126,56 +237,105 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
     Err(last)
 }
 
-impl UringBackend {
-    /// The setup flags the kernel accepted.
-    pub(crate) fn flags(&self) -> &'static str {
-        self.flags
-    }
+fn setup_poll_ring(entries: u32, depth: usize) -> io::Result<PollRing> {
+    let ring = IoUring::builder().setup_iopoll().setup_cqsize(entries * 2).build(entries)?;
+    Ok(PollRing { ring, unsubmitted: 0, in_flight: 0, sqes: vec![None; depth] })
+}
 
-    fn enter(&mut self, want: usize, timeout: Option<Duration>) -> Result<()> {
-        let ts;
-        let r = match timeout {
-            Some(t) if want > 0 => {
-                ts = types::Timespec::from(t);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(want, &args)
-            }
-            _ => self.ring.submitter().submit_and_wait(want),
-        };
-        self.stats.syscalls += 1;
-        self.unsubmitted = self.ring.submission().len();
-        match r {
-            Ok(_) => Ok(()),
-            Err(e) => match e.raw_os_error() {
-                // A signal interrupted the wait: the caller loops.
-                Some(libc::EINTR) => Ok(()),
-                // The timeout passed: the caller sees fewer results than asked.
-                Some(libc::ETIME) => Ok(()),
-                // CQ overflow backlog or out of request memory: reap what is
-                // there, the caller enters again.
-                Some(libc::EBUSY) | Some(libc::EAGAIN) => Ok(()),
-                // SINGLE_ISSUER ring used from a thread that did not create it.
-                Some(libc::EEXIST) => Err(Error::Kernel {
-                    what: "io_uring_enter (this queue's ring was created SINGLE_ISSUER on another thread; \
-                           build the queue on the thread that uses it, or with single_issuer(false))",
-                    source: e,
-                }),
-                _ => Err(Error::Kernel { what: "io_uring_enter", source: e }),
-            },
+/// Enter `ring`: submit what is queued and wait for `want` completions.
+fn enter_ring(ring: &IoUring, want: usize, timeout: Option<Duration>) -> io::Result<usize> {
+    match timeout {
+        Some(t) if want > 0 => {
+            let ts = types::Timespec::from(t);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            ring.submitter().submit_with_args(want, &args)
         }
+        _ => ring.submitter().submit_and_wait(want),
     }
 }
 
-impl Backend for UringBackend {
-    unsafe fn push(&mut self, sqe: &Sqe) {
-        let entry = opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len)
-            .offset(sqe.offset)
-            .build()
-            .user_data(sqe.slot as u64);
+/// What an `io_uring_enter` error means for the caller.
+fn enter_result(r: io::Result<usize>) -> Result<()> {
+    match r {
+        Ok(_) => Ok(()),
+        Err(e) => match e.raw_os_error() {
+            // A signal interrupted the wait: the caller loops.
+            Some(libc::EINTR) => Ok(()),
+            // The timeout passed: the caller sees fewer results than asked.
+            Some(libc::ETIME) => Ok(()),
+            // CQ overflow backlog or out of request memory: reap what is
+            // there, the caller enters again.
+            Some(libc::EBUSY) | Some(libc::EAGAIN) => Ok(()),
+            // SINGLE_ISSUER ring used from a thread that did not create it.
+            Some(libc::EEXIST) => Err(Error::Kernel {
+                what: "io_uring_enter (this queue's ring was created SINGLE_ISSUER on another thread; \
+                       build the queue on the thread that uses it, or with single_issuer(false))",
+                source: e,
+            }),
+            _ => Err(Error::Kernel { what: "io_uring_enter", source: e }),
+        },
+    }
+}
+
+impl UringBackend {
+    /// The setup flags the kernel accepted.
+    pub(crate) fn flags(&self) -> &str {
+        &self.flags
+    }
+
+    fn enter(&mut self, want: usize, timeout: Option<Duration>) -> Result<()> {
+        // With SQPOLL and nothing to wait for, the crate skips the syscall
+        // while the kernel thread is awake.
+        let skips = self.sqpoll && want == 0 && !self.ring.submission().need_wakeup();
+        let r = enter_ring(&self.ring, want, timeout);
+        if !skips {
+            self.stats.syscalls += 1;
+        }
+        self.unsubmitted = self.ring.submission().len();
+        enter_result(r)
+    }
+
+    /// The registered-file index for `fd`, registering the file on first use.
+    fn fixed_file(&mut self, fd: RawFd, file: &FileInner) -> Option<u32> {
+        let i = usize::try_from(fd).ok().filter(|&i| i < self.files.len())?;
+        if self.files[i] != file.id {
+            // First use of this file (or the descriptor number now names
+            // another file): one io_uring_register, never per read.
+            self.stats.syscalls += 1;
+            match self.ring.submitter().register_files_update(i as u32, &[fd]) {
+                Ok(_) => self.files[i] = file.id,
+                Err(_) => {
+                    self.files[i] = 0;
+                    return None;
+                }
+            }
+        }
+        Some(i as u32)
+    }
+
+    fn push_main(&mut self, sqe: &Sqe, file: &FileInner) {
+        let fixed_file = self.fixed_file(sqe.fd, file);
+        let fixed_buf = sqe.fixed_buf.filter(|&i| (i as usize) < self.fixed.len());
+        let entry = match (fixed_buf, fixed_file) {
+            (Some(bi), Some(fi)) => {
+                self.stats.fixed_reads += 1;
+                opcode::ReadFixed::new(types::Fixed(fi), sqe.ptr, sqe.len, bi).offset(sqe.offset).build()
+            }
+            (Some(bi), None) => {
+                self.stats.fixed_reads += 1;
+                opcode::ReadFixed::new(types::Fd(sqe.fd), sqe.ptr, sqe.len, bi).offset(sqe.offset).build()
+            }
+            (None, Some(fi)) => opcode::Read::new(types::Fixed(fi), sqe.ptr, sqe.len).offset(sqe.offset).build(),
+            (None, None) => opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len).offset(sqe.offset).build(),
+        };
+        self.push_entry(entry.user_data(sqe.slot as u64));
+    }
+
+    fn push_entry(&mut self, entry: squeue::Entry) {
         loop {
-            // SAFETY: the caller guarantees (this fn's contract) that `ptr`
-            // stays valid for `len` bytes and `fd` stays open until this
-            // slot's CQE is reaped; the entry itself is copied into the ring.
+            // SAFETY: the caller of `Backend::push` guarantees that the
+            // buffer stays valid and the fd open until this slot's CQE is
+            // reaped; the entry itself is copied into the ring.
             let pushed = unsafe { self.ring.submission().push(&entry) };
             match pushed {
                 Ok(()) => break,
@@ -189,7 +349,142 @@ impl Backend for UringBackend {
         self.unsubmitted += 1;
     }
 
+    /// Whether this read goes to the polled ring (set up here on first use).
+    fn polled(&mut self, file: &FileInner) -> bool {
+        let wanted = file.direct
+            && match self.iopoll {
+                IoPoll::Off => false,
+                IoPoll::Auto => file.polls.load(Ordering::Relaxed) == POLL_YES,
+                IoPoll::Always => file.polls.load(Ordering::Relaxed) != POLL_REFUSED,
+            };
+        if !wanted || self.poll.is_some() {
+            return wanted;
+        }
+        match setup_poll_ring(self.entries, self.depth) {
+            Ok(p) => {
+                self.poll = Some(p);
+                self.poll_note = "IOPOLL ring for direct reads on polling devices".into();
+                true
+            }
+            Err(e) => {
+                // No polled ring to be had: stop asking.
+                self.iopoll = IoPoll::Off;
+                self.poll_note = format!("IOPOLL ring refused ({})", crate::probe::errno_name(e.raw_os_error().unwrap_or(0)));
+                false
+            }
+        }
+    }
+
+    /// Submit to and poll the IOPOLL ring once; move its results to `out`,
+    /// resubmitting EOPNOTSUPP refusals on the main ring.
+    fn poll_once(&mut self, out: &mut Vec<Cqe>) -> Result<()> {
+        let Some(p) = self.poll.as_mut() else { return Ok(()) };
+        if p.in_flight == 0 && p.unsubmitted == 0 {
+            return Ok(());
+        }
+        // IOPOLL rings only find completions when asked: enter with
+        // GETEVENTS (the crate sets it for IOPOLL rings) and min 0.
+        let r = p.ring.submitter().submit_and_wait(0);
+        self.stats.syscalls += 1;
+        p.unsubmitted = p.ring.submission().len();
+        enter_result(r)?;
+        let mut refused = Vec::new();
+        for cqe in p.ring.completion() {
+            let slot = cqe.user_data() as u32;
+            p.in_flight -= 1;
+            let sqe = p.sqes[slot as usize].take();
+            if cqe.result() == -libc::EOPNOTSUPP {
+                // The device cannot poll after all: this read goes to the
+                // interrupt-driven ring and the file is never polled again.
+                if let Some(s) = sqe {
+                    refused.push(s);
+                }
+                continue;
+            }
+            self.stats.polled += 1;
+            out.push(Cqe { slot, res: cqe.result() });
+        }
+        for s in refused {
+            self.stats.poll_fallbacks += 1;
+            // SAFETY: `s.file` is valid until this slot's Cqe is reaped (the
+            // Sqe contract), and that has not happened yet.
+            let file = unsafe { &*s.file };
+            file.polls.store(POLL_REFUSED, Ordering::Relaxed);
+            self.push_main(&s, file);
+        }
+        Ok(())
+    }
+
+    fn poll_in_flight(&self) -> bool {
+        self.poll.as_ref().is_some_and(|p| p.in_flight > 0 || p.unsubmitted > 0)
+    }
+
+    /// Reap from the interrupt-driven ring, waiting for `min`.
+    fn reap_main(&mut self, min: usize, timeout: Option<Duration>, out: &mut Vec<Cqe>) -> Result<()> {
+        let mut ready = self.ring.completion().len();
+        if ready < min && self.unsubmitted == 0 && !self.spin.is_zero() {
+            // Userspace polling: watch the CQ for a while before sleeping.
+            let until = Instant::now() + self.spin;
+            while ready < min && Instant::now() < until {
+                std::hint::spin_loop();
+                ready = self.ring.completion().len();
+            }
+            if ready >= min {
+                self.stats.spin_reaped += 1;
+            }
+        }
+        let taskrun = self.ring.submission().taskrun();
+        if self.unsubmitted > 0 || ready < min || taskrun {
+            let want = min.saturating_sub(ready);
+            self.enter(want, timeout)?;
+        }
+        for cqe in self.ring.completion() {
+            out.push(Cqe { slot: cqe.user_data() as u32, res: cqe.result() });
+        }
+        Ok(())
+    }
+}
+
+impl Backend for UringBackend {
+    unsafe fn push(&mut self, sqe: &Sqe) {
+        // SAFETY: the Sqe contract keeps `file` valid until this slot's Cqe
+        // is reaped.
+        let file = unsafe { &*sqe.file };
+        if self.polled(file) {
+            let p = self.poll.as_mut().expect("polled() checked the ring exists");
+            p.sqes[sqe.slot as usize] = Some(*sqe);
+            let entry = opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len)
+                .offset(sqe.offset)
+                .build()
+                .user_data(sqe.slot as u64);
+            loop {
+                // SAFETY: as in `push_entry`: the buffer and fd outlive the
+                // request (push's contract); the entry is copied.
+                let pushed = unsafe { p.ring.submission().push(&entry) };
+                match pushed {
+                    Ok(()) => break,
+                    Err(_) => {
+                        let _ = p.ring.submit();
+                        self.stats.syscalls += 1;
+                    }
+                }
+            }
+            p.unsubmitted += 1;
+            p.in_flight += 1;
+            return;
+        }
+        self.push_main(sqe, file);
+    }
+
     fn submit(&mut self) -> Result<()> {
+        if let Some(p) = self.poll.as_mut() {
+            if p.unsubmitted > 0 {
+                let r = p.ring.submit();
+                self.stats.syscalls += 1;
+                p.unsubmitted = p.ring.submission().len();
+                enter_result(r)?;
+            }
+        }
         if self.unsubmitted == 0 {
             return Ok(());
         }
@@ -197,35 +492,61 @@ impl Backend for UringBackend {
     }
 
     fn reap(&mut self, min: usize, timeout: Option<Duration>, out: &mut Vec<Cqe>) -> Result<()> {
-        let ready = self.ring.completion().len();
-        let taskrun = self.ring.submission().taskrun();
-        if self.unsubmitted > 0 || ready < min || taskrun {
-            let want = if ready >= min { 0 } else { min - ready };
-            self.enter(want, timeout)?;
+        if !self.poll_in_flight() {
+            return self.reap_main(min, timeout, out);
         }
-        for cqe in self.ring.completion() {
-            out.push(Cqe {
-                slot: cqe.user_data() as u32,
-                res: cqe.result(),
-            });
+        // Polled reads are found, not waited for: alternate between polling
+        // the IOPOLL ring and a non-blocking look at the main ring.
+        let start = out.len();
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            self.poll_once(out)?;
+            let got = out.len() - start;
+            if !self.poll_in_flight() {
+                return self.reap_main(min.saturating_sub(got), deadline.map(|d| d.saturating_duration_since(Instant::now())), out);
+            }
+            self.reap_main(0, None, out)?;
+            if out.len() - start >= min || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(());
+            }
         }
-        Ok(())
     }
 
     fn stats(&self) -> BackendStats {
         self.stats
     }
 
+    fn register_notify(&mut self, fd: RawFd) -> bool {
+        // IORING_REGISTER_EVENTFD: the kernel signals `fd` for every CQE posted.
+        // Reads on a polled ring are found by polling, never signalled: a
+        // notified backend keeps every read on the interrupt-driven ring.
+        if self.poll_in_flight() || !self.ring.submitter().register_eventfd(fd).is_ok() {
+            return false;
+        }
+        self.iopoll = IoPoll::Off;
+        self.poll_note = "IOPOLL off (completions are signalled through an eventfd)".into();
+        true
+    }
+
+    fn register_buffers(&mut self, bufs: &[(usize, usize)]) -> io::Result<()> {
+        let iovecs: Vec<libc::iovec> =
+            bufs.iter().map(|&(a, n)| libc::iovec { iov_base: a as *mut libc::c_void, iov_len: n }).collect();
+        // SAFETY: the caller (the queue) keeps every buffer allocated for
+        // the life of this backend: the registered pool is dropped after it.
+        unsafe { self.ring.submitter().register_buffers(&iovecs) }?;
+        self.fixed = bufs.to_vec();
+        Ok(())
+    }
+
     fn describe(&self) -> String {
         format!(
-            "io_uring, {} entries, setup flags {}{}",
+            "io_uring, {} entries, setup flags {}{}, {}, {}{}",
             self.entries,
             self.flags,
-            if self.registered_ring_fd {
-                ", registered ring fd"
-            } else {
-                ""
-            }
+            if self.registered_ring_fd { ", registered ring fd" } else { "" },
+            self.files_note,
+            self.poll_note,
+            if self.spin.is_zero() { String::new() } else { format!(", spin {} µs", self.spin.as_micros()) }
         )
     }
 }
