@@ -32,10 +32,9 @@ pub fn fill(offset: u64, out: &mut [u8]) {
     }
     // Whole words.
     let tail_start = pos + (out.len() - pos) / 8 * 8;
-    let mut word = (offset + pos as u64) >> 3;
-    for c in out[pos..tail_start].chunks_exact_mut(8) {
+    let first_word = (offset + pos as u64) >> 3;
+    for (word, c) in (first_word..).zip(out[pos..tail_start].chunks_exact_mut(8)) {
         c.copy_from_slice(&mix(word).to_le_bytes());
-        word += 1;
     }
     for (i, b) in out[tail_start..].iter_mut().enumerate() {
         *b = byte_at(offset + (tail_start + i) as u64);

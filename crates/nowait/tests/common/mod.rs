@@ -14,14 +14,20 @@ impl Rng {
     /// Seed from `NOWAIT_TEST_SEED` or the clock; the seed is printed so a
     /// failure can be replayed.
     pub fn from_env(test: &str) -> Rng {
-        let seed = std::env::var("NOWAIT_TEST_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64
-        });
+        let seed = std::env::var("NOWAIT_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            });
         eprintln!("{test}: seed {seed} (replay with NOWAIT_TEST_SEED={seed})");
         Rng(seed | 1)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -34,7 +40,7 @@ impl Rng {
         if n == 0 {
             0
         } else {
-            self.next() % n
+            self.next_u64() % n
         }
     }
 }
@@ -51,7 +57,11 @@ pub fn pattern_file(dir: &Path, name: &str, size: u64) -> PathBuf {
 pub fn backends(depth: usize) -> Vec<(BackendKind, Queue)> {
     let mut v = Vec::new();
     for k in BackendKind::ALL {
-        match Queue::builder().depth(depth).backend(BackendChoice::Exactly(k)).build() {
+        match Queue::builder()
+            .depth(depth)
+            .backend(BackendChoice::Exactly(k))
+            .build()
+        {
             Ok(q) => v.push((k, q)),
             Err(e) => eprintln!("SKIP backend {k}: {e}"),
         }
@@ -61,7 +71,9 @@ pub fn backends(depth: usize) -> Vec<(BackendKind, Queue)> {
 }
 
 pub fn is_root() -> bool {
-    std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap_or(false)
+    std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+        .unwrap_or(false)
 }
 
 /// Name of the filesystem holding `dir`.
@@ -95,15 +107,30 @@ impl LoopMount {
             .arg("-q")
             .arg(&image)
             .output()
-            .map_err(|e| format!("{mkfs_cmd} not runnable ({e}); install it (apt-get install xfsprogs)"))?;
+            .map_err(|e| {
+                format!("{mkfs_cmd} not runnable ({e}); install it (apt-get install xfsprogs)")
+            })?;
         if !out.status.success() {
-            return Err(format!("{mkfs_cmd} failed: {}", String::from_utf8_lossy(&out.stderr)));
+            return Err(format!(
+                "{mkfs_cmd} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let out = Command::new("mount").arg("-o").arg("loop").arg(&image).arg(dir.path()).output();
+        let out = Command::new("mount")
+            .arg("-o")
+            .arg("loop")
+            .arg(&image)
+            .arg(dir.path())
+            .output();
         match out {
             Ok(o) if o.status.success() => {}
-            Ok(o) => return Err(format!("mount -o loop failed: {}", String::from_utf8_lossy(&o.stderr))),
+            Ok(o) => {
+                return Err(format!(
+                    "mount -o loop failed: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                ))
+            }
             Err(e) => return Err(format!("mount not runnable: {e}")),
         }
         // Keep the image directory alive as long as the mount.

@@ -1,0 +1,207 @@
+//! `nowait bench`: parse options and job files, run every job (and fio's
+//! equivalent, alternating, with `--compare-fio`), print the report, the
+//! table, the JSON and the plot.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::fio;
+use crate::jobfile;
+use crate::options::{self, Format, Job, Settings};
+use crate::plot;
+use crate::report::{self, Row};
+use crate::run::{self, Failure};
+
+/// Help for `nowait bench`.
+pub fn help() -> String {
+    format!(
+        "\
+nowait bench — measure file reads like fio, with fio's option names
+
+USAGE:
+    nowait bench [OPTIONS] [JOBFILE...]
+
+Options take --name=value or --name value. JOBFILEs are fio job files
+([global] plus one section per job; sections run one after another);
+command-line options apply on top of every job. An option nowait does not
+support is an error naming it, never ignored.
+
+Options marked [comma list sweeps] take lists (--iodepth 1,2,4,8,16,32
+--ioengine uring,sync): every combination runs and one table is printed.
+
+OPTIONS:
+{}
+  -h, --help
+      This help.
+
+MEASURES:
+    IOPS, bandwidth, completion latency (clat: from just before the submit
+    call to the reap that returned the read; HdrHistogram, fio's
+    percentiles), submission latency (slat: the submit call), usr/sys CPU %
+    of wall time over all threads (getrusage; above 100% with several busy
+    threads), voluntary and involuntary context switches, and reads per
+    system call as counted by the engine.
+
+EXAMPLES:
+    nowait bench --filename=/tmp/f --size=1g --rw=randread --iodepth=32 --runtime=10
+    nowait bench --filename=/tmp/f --size=1g --rw=randread --iodepth 1,4,16,32 \\
+        --ioengine uring,sync --runtime=3 --plot qd.svg
+    nowait bench --filename=/tmp/f --rw=randread --iodepth=32 --invalidate=0 --compare-fio
+    nowait bench seed.fio --output-format=json --output result.json
+
+EXIT STATUS:
+    0 success, 1 a run failed (I/O error, data mismatch, fio failed),
+    2 usage error (the message names the option at fault)
+",
+        options::help()
+    )
+}
+
+/// Run `nowait bench` with the arguments after `bench`; returns the exit code.
+pub fn run(args: &[String]) -> i32 {
+    if args
+        .iter()
+        .any(|a| a == "-h" || a == "--help" || a == "help")
+    {
+        print!("{}", help());
+        return 0;
+    }
+    match main(args) {
+        Ok(()) => 0,
+        Err(f) => {
+            eprintln!("nowait bench: {}", f.message());
+            f.exit_code()
+        }
+    }
+}
+
+fn main(args: &[String]) -> Result<(), Failure> {
+    let (cli, files) = options::parse_args(args).map_err(Failure::Usage)?;
+    let (jobs, settings) = jobs(&cli, &files)?;
+    if jobs.is_empty() {
+        return Err(Failure::Usage("no job to run".into()));
+    }
+    let fio_version = if settings.compare_fio {
+        Some(fio::version().map_err(Failure::Runtime)?)
+    } else {
+        None
+    };
+
+    let mut rows: Vec<Row> = Vec::with_capacity(jobs.len());
+    for job in &jobs {
+        // Lay out and open once per job; fio then reads the same region.
+        let data = crate::layout::prepare(job)?;
+        if fio_version.is_none() {
+            let ours = run::run_prepared(job, &data)?;
+            rows.push(Row {
+                ours,
+                fio: None,
+                rounds: Vec::new(),
+            });
+            continue;
+        }
+        // Alternate ours and fio's, then keep each side's median round.
+        let mut ours = Vec::new();
+        let mut theirs = Vec::new();
+        for _ in 0..settings.compare_rounds {
+            ours.push(run::run_prepared(job, &data)?);
+            let f = fio::run(job, data.region);
+            if let Err(e) = &f {
+                eprintln!("nowait bench: fio run for job {} failed: {e}", job.name);
+            }
+            theirs.push(f);
+        }
+        let rounds = ours
+            .iter()
+            .zip(&theirs)
+            .map(|(o, f)| (o.measured.iops(), f.as_ref().ok().map(|f| f.iops)))
+            .collect();
+        ours.sort_by(|a, b| a.measured.iops().total_cmp(&b.measured.iops()));
+        let ours = ours.swap_remove(ours.len() / 2);
+        let mut ok: Vec<_> = theirs
+            .iter()
+            .filter_map(|f| f.as_ref().ok())
+            .cloned()
+            .collect();
+        ok.sort_by(|a, b| a.iops.total_cmp(&b.iops));
+        let fio = if ok.is_empty() {
+            theirs
+                .into_iter()
+                .next()
+                .map(|f| f.map(|_| unreachable!("no fio round succeeded")))
+        } else {
+            Some(Ok(ok.swap_remove(ok.len() / 2)))
+        };
+        rows.push(Row { ours, fio, rounds });
+    }
+    output(&rows, &settings, fio_version.as_deref())
+}
+
+/// Expand job files and the command line into jobs.
+fn jobs(cli: &[options::Setting], files: &[PathBuf]) -> Result<(Vec<Job>, Settings), Failure> {
+    if files.is_empty() {
+        return options::expand(cli, &Job::default()).map_err(Failure::Usage);
+    }
+    let mut all = Vec::new();
+    let mut settings = Settings::default();
+    for f in files {
+        for section in jobfile::load(f).map_err(Failure::Usage)? {
+            let base = Job {
+                name: section.name.clone(),
+                ..Job::default()
+            };
+            let mut set = section.settings.clone();
+            set.extend(cli.iter().cloned());
+            let (jobs, s) = options::expand(&set, &base).map_err(Failure::Usage)?;
+            settings = s;
+            all.extend(jobs);
+        }
+    }
+    Ok((all, settings))
+}
+
+fn output(rows: &[Row], settings: &Settings, fio_version: Option<&str>) -> Result<(), Failure> {
+    let text = match settings.format {
+        Format::Json => {
+            let mut doc = report::json_doc(rows);
+            if let Some(v) = fio_version {
+                doc["fio version"] = serde_json::Value::String(v.to_string());
+            }
+            serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
+        }
+        Format::Normal => {
+            let mut t = String::new();
+            for r in rows {
+                t.push_str(&report::human(r));
+                t.push('\n');
+            }
+            if rows.len() > 1 || rows.iter().any(|r| r.fio.is_some()) {
+                t.push_str(&report::table(rows));
+            }
+            t
+        }
+    };
+    match &settings.output {
+        Some(p) => std::fs::write(p, &text).map_err(|e| {
+            Failure::Runtime(format!("--output={}: cannot write: {e}", p.display()))
+        })?,
+        None => {
+            let mut o = std::io::stdout().lock();
+            let _ = o.write_all(text.as_bytes());
+        }
+    }
+    if let Some(p) = &settings.plot {
+        let title = match rows.first() {
+            Some(r) => format!(
+                "nowait bench: {} bs={} {} — IOPS and p99 vs queue depth",
+                r.ours.job.rw.as_str(),
+                r.ours.job.bs,
+                r.ours.path
+            ),
+            None => "nowait bench".into(),
+        };
+        std::fs::write(p, plot::svg(rows, &title))
+            .map_err(|e| Failure::Runtime(format!("--plot={}: cannot write: {e}", p.display())))?;
+    }
+    Ok(())
+}

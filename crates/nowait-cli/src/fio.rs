@@ -1,0 +1,241 @@
+//! Running fio with the job nowait just ran, and reading its JSON output.
+//!
+//! Every option that changes what is measured is passed explicitly (also
+//! where the defaults differ: nowait's `iodepth_batch_submit` default is 0,
+//! fio's 1), with fio's `--thread` so both sides use threads, and
+//! `--group_reporting` so several `numjobs` come back as one entry.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::options::Job;
+
+/// What fio measured, in the fields nowait compares.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioResult {
+    /// `jobs[0].read.iops`.
+    pub iops: f64,
+    /// `jobs[0].read.bw_bytes`.
+    pub bw_bytes: f64,
+    /// `jobs[0].read.clat_ns.mean`.
+    pub clat_mean_ns: f64,
+    /// `jobs[0].read.clat_ns.percentile["50.000000"]`.
+    pub clat_p50_ns: u64,
+    /// `jobs[0].read.clat_ns.percentile["99.000000"]`.
+    pub clat_p99_ns: u64,
+    /// `jobs[0].usr_cpu`.
+    pub usr_cpu: f64,
+    /// `jobs[0].sys_cpu`.
+    pub sys_cpu: f64,
+    /// `jobs[0].ctx`.
+    pub ctx: u64,
+    /// `jobs[0].read.runtime`, milliseconds.
+    pub runtime_ms: u64,
+    /// The command that was run.
+    pub command: String,
+}
+
+/// fio's name for a nowait engine, if fio has one.
+pub fn engine(job: &Job) -> Option<&'static str> {
+    match job.ioengine.as_str() {
+        "uring" => Some("io_uring"),
+        "sync" => Some("psync"),
+        "aio" => Some("libaio"),
+        _ => None,
+    }
+}
+
+/// fio's version, or how to install it.
+pub fn version() -> Result<String, String> {
+    match Command::new("fio").arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
+        Ok(o) => Err(format!(
+            "--compare-fio: `fio --version` failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(_) => Err("--compare-fio: fio is not installed; install it with \
+                       `apt-get install fio` (Debian/Ubuntu), `dnf install fio` (Fedora/RHEL) \
+                       or `pacman -S fio` (Arch), or run without --compare-fio"
+            .into()),
+    }
+}
+
+/// fio's command line for `job` over `region` bytes of its file.
+pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
+    let engine = engine(job).ok_or_else(|| {
+        format!(
+            "fio has no engine equivalent to nowait's {}; nothing to compare",
+            job.ioengine
+        )
+    })?;
+    let filename = job
+        .filename
+        .as_ref()
+        .ok_or("--filename is required")?
+        .display()
+        .to_string();
+    let depth = job.effective_iodepth();
+    let batch = match job.iodepth_batch_submit {
+        0 => depth,
+        n => n.min(depth),
+    };
+    let mut a = vec![
+        format!("--name={}", job.name),
+        format!("--filename={filename}"),
+        format!("--size={region}"),
+        format!("--rw={}", job.rw.as_str()),
+        format!("--bs={}", job.bs),
+        format!("--ioengine={engine}"),
+        format!("--iodepth={depth}"),
+        format!("--direct={}", u8::from(job.direct)),
+        format!("--invalidate={}", u8::from(job.invalidate)),
+        format!("--randseed={}", job.randseed),
+        format!("--fadvise_hint={}", u8::from(job.fadvise_hint)),
+        format!("--numjobs={}", job.numjobs),
+        format!("--iodepth_batch_submit={batch}"),
+        format!(
+            "--iodepth_batch_complete_min={}",
+            job.iodepth_batch_complete_min.min(depth)
+        ),
+        "--thread".into(),
+        "--group_reporting".into(),
+        "--output-format=json".into(),
+    ];
+    if let Some(r) = job.runtime {
+        a.push(format!("--runtime={}ms", r.as_millis().max(1)));
+    }
+    if job.time_based {
+        a.push("--time_based".into());
+    }
+    if let Some(n) = job.number_ios {
+        a.push(format!("--number_ios={n}"));
+    }
+    if !job.ramp_time.is_zero() {
+        a.push(format!("--ramp_time={}ms", job.ramp_time.as_millis()));
+    }
+    if job.norandommap {
+        a.push("--norandommap".into());
+    }
+    Ok(a)
+}
+
+/// Run fio with `job` and read its result.
+pub fn run(job: &Job, region: u64) -> Result<FioResult, String> {
+    let a = args(job, region)?;
+    let command = format!("fio {}", a.join(" "));
+    let out = Command::new("fio")
+        .args(&a)
+        .output()
+        .map_err(|e| format!("cannot run fio: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "`{command}` failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim(),
+            stdout.trim()
+        ));
+    }
+    let mut r = parse(&stdout)?;
+    r.command = command;
+    Ok(r)
+}
+
+/// Read fio's JSON output (fio may print notes before the JSON object).
+pub fn parse(text: &str) -> Result<FioResult, String> {
+    let start = text
+        .find('{')
+        .ok_or("fio printed no JSON (is it older than 2.x?)")?;
+    let v: Value = serde_json::from_str(&text[start..]).map_err(|e| format!("fio's JSON: {e}"))?;
+    let j = &v["jobs"][0];
+    if j.is_null() {
+        return Err("fio's JSON has no jobs[0]".into());
+    }
+    let r = &j["read"];
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let pct = |k: &str| r["clat_ns"]["percentile"][k].as_u64().unwrap_or(0);
+    Ok(FioResult {
+        iops: f(&r["iops"]),
+        bw_bytes: f(&r["bw_bytes"]),
+        clat_mean_ns: f(&r["clat_ns"]["mean"]),
+        clat_p50_ns: pct("50.000000"),
+        clat_p99_ns: pct("99.000000"),
+        usr_cpu: f(&j["usr_cpu"]),
+        sys_cpu: f(&j["sys_cpu"]),
+        ctx: j["ctx"].as_u64().unwrap_or(0),
+        runtime_ms: r["runtime"].as_u64().unwrap_or(0),
+        command: String::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{expand, parse_args};
+
+    fn job(s: &str) -> Job {
+        let a: Vec<String> = s.split_whitespace().map(String::from).collect();
+        let (set, _) = parse_args(&a).unwrap();
+        expand(&set, &Job::default()).unwrap().0.remove(0)
+    }
+
+    #[test]
+    fn passes_every_measuring_option() {
+        let j = job(
+            "--filename=/d/f --rw=randread --bs=4k --iodepth=32 --ioengine=uring --direct=1 \
+             --runtime=2 --time_based --randseed=89 --norandommap --invalidate=0 --numjobs=2 \
+             --iodepth_batch_submit=8 --iodepth_batch_complete_min=4 --number_ios=1000 --ramp_time=1",
+        );
+        let a = args(&j, 1 << 30).unwrap().join(" ");
+        for want in [
+            "--filename=/d/f",
+            "--size=1073741824",
+            "--rw=randread",
+            "--bs=4096",
+            "--ioengine=io_uring",
+            "--iodepth=32",
+            "--direct=1",
+            "--invalidate=0",
+            "--randseed=89",
+            "--numjobs=2",
+            "--iodepth_batch_submit=8",
+            "--iodepth_batch_complete_min=4",
+            "--runtime=2000ms",
+            "--time_based",
+            "--number_ios=1000",
+            "--ramp_time=1000ms",
+            "--norandommap",
+            "--fadvise_hint=1",
+            "--output-format=json",
+        ] {
+            assert!(a.contains(want), "missing {want} in {a}");
+        }
+    }
+
+    #[test]
+    fn sync_maps_to_psync_at_depth_one() {
+        let a = args(&job("--filename=/f --ioengine=sync --iodepth=32"), 4096)
+            .unwrap()
+            .join(" ");
+        assert!(
+            a.contains("--ioengine=psync") && a.contains("--iodepth=1 "),
+            "{a}"
+        );
+    }
+
+    #[test]
+    fn parses_fio_json_after_notes() {
+        let text = r#"note: both iodepth >= 1 and synchronous I/O engine are selected
+{"fio version":"fio-3.33","jobs":[{"jobname":"x","usr_cpu":1.5,"sys_cpu":20.25,"ctx":1234,
+"read":{"iops":50123.5,"bw_bytes":205306880,"runtime":3001,
+"clat_ns":{"mean":600.5,"percentile":{"50.000000":580,"99.000000":1200}}}}]}"#;
+        let r = parse(text).unwrap();
+        assert_eq!(r.iops, 50123.5);
+        assert_eq!(
+            (r.clat_p50_ns, r.clat_p99_ns, r.ctx, r.runtime_ms),
+            (580, 1200, 1234, 3001)
+        );
+        assert_eq!((r.usr_cpu, r.sys_cpu), (1.5, 20.25));
+    }
+}

@@ -1,0 +1,245 @@
+//! The benchmark's own data: check where the file goes, lay it out with the
+//! verifiable pattern when it does not exist (with a progress bar), and open
+//! it the way the job asks, checking `bs` against the O_DIRECT alignment.
+#![allow(unsafe_code)] // statvfs(2) and posix_fadvise(2), see `free_space` and `fadvise_access`
+
+use std::ffi::CString;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use nowait::{Direct, File};
+
+use crate::options::{Job, Rw};
+use crate::progress::Progress;
+use crate::run::Failure;
+
+/// The opened file and the region the job reads.
+#[derive(Debug)]
+pub struct Data {
+    /// The open file.
+    pub file: File,
+    /// Bytes read per pass (a multiple of `bs`).
+    pub region: u64,
+    /// True if this run laid the file out.
+    pub laid_out: bool,
+}
+
+/// Bytes free for an unprivileged writer on the filesystem holding `dir`.
+pub fn free_space(dir: &Path) -> Option<u64> {
+    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    let mut st = MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a buffer of the
+    // size statvfs writes; both live across the call.
+    let r = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if r != 0 {
+        return None;
+    }
+    // SAFETY: zero-initialised and filled by the kernel on success.
+    let st = unsafe { st.assume_init() };
+    #[allow(clippy::unnecessary_cast)] // the field widths differ between targets
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Tell the kernel how the file will be read, as fio's `fadvise_hint=1`
+/// does: `POSIX_FADV_RANDOM` (no readahead) for `randread`,
+/// `POSIX_FADV_SEQUENTIAL` for `read`.
+pub fn fadvise_access(file: &File, rw: Rw) -> std::io::Result<()> {
+    let advice = match rw {
+        Rw::RandRead => libc::POSIX_FADV_RANDOM,
+        Rw::Read => libc::POSIX_FADV_SEQUENTIAL,
+    };
+    // SAFETY: no memory is passed; the fd is open for as long as `file` lives.
+    let r = unsafe { libc::posix_fadvise(file.as_fd().as_raw_fd(), 0, 0, advice) };
+    if r != 0 {
+        return Err(std::io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+/// Human size: 4.0 GiB, 512 MiB, 4 KiB.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else if (v - v.round()).abs() < 0.05 {
+        format!("{:.0} {}", v, UNITS[u])
+    } else {
+        format!("{:.1} {}", v, UNITS[u])
+    }
+}
+
+/// Lay out `path` with the pattern at `size` bytes (checking directory and
+/// free space first). Errors name `filename` or `size`.
+pub fn lay_out(path: &Path, size: u64) -> Result<(), Failure> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--filename={}: directory {} does not exist; create it or point filename at an existing directory",
+            path.display(),
+            dir.display()
+        )));
+    }
+    if let Some(free) = free_space(dir) {
+        if size > free {
+            return Err(Failure::Usage(format!(
+                "--size={}: {} is more than the {} free on the filesystem of {}; \
+                 lower size or pick a filename on a larger filesystem",
+                size,
+                human_bytes(size),
+                human_bytes(free),
+                dir.display()
+            )));
+        }
+    }
+    let mut bar = Progress::new(format!(
+        "laying out {} ({})",
+        path.display(),
+        human_bytes(size)
+    ));
+    let t = std::time::Instant::now();
+    let r = nowait::pattern::write_file(path, size, |done| {
+        let mbs = done as f64 / t.elapsed().as_secs_f64().max(1e-3) / (1 << 20) as f64;
+        bar.update(Some(done as f64 / size as f64), &format!("{mbs:.0} MiB/s"));
+    });
+    bar.finish();
+    r.map_err(|e| {
+        let _ = std::fs::remove_file(path);
+        Failure::Runtime(format!(
+            "--filename={}: laying out {} failed: {e}",
+            path.display(),
+            human_bytes(size)
+        ))
+    })
+}
+
+/// Make sure the job's file exists (laying it out if not), open it and work
+/// out the region. Every error names the option at fault.
+pub fn prepare(job: &Job) -> Result<Data, Failure> {
+    let path = job.filename.as_deref().ok_or_else(|| {
+        Failure::Usage("--filename is required: the file or block device to read (a missing file is laid out at --size)".into())
+    })?;
+    let mut laid_out = false;
+    if !path.exists() {
+        let Some(size) = job.size else {
+            return Err(Failure::Usage(format!(
+                "--filename={}: the file does not exist; give --size to lay it out (e.g. --size=1g)",
+                path.display()
+            )));
+        };
+        lay_out(path, size)?;
+        laid_out = true;
+    }
+    let direct = if job.direct { Direct::On } else { Direct::Off };
+    let file = File::open(path, direct).map_err(|e| match e {
+        nowait::Error::DirectUnsupported { .. } => Failure::Usage(format!("--direct=1: {e}")),
+        _ => Failure::Runtime(format!("--filename={}: {e}", path.display())),
+    })?;
+    let len = file
+        .len()
+        .map_err(|e| Failure::Runtime(format!("--filename={}: {e}", path.display())))?;
+    let size = match job.size {
+        Some(s) if s > len => {
+            return Err(Failure::Usage(format!(
+                "--size={s}: {} is larger than {} ({}); lower size, or remove the file so it is laid out anew",
+                human_bytes(s),
+                path.display(),
+                human_bytes(len)
+            )))
+        }
+        Some(s) => s,
+        None => len,
+    };
+    if job.bs > size {
+        return Err(Failure::Usage(format!(
+            "--bs={}: larger than the region of {} bytes; lower bs or raise size",
+            job.bs, size
+        )));
+    }
+    if file.is_direct() {
+        let a = file.dio_align().offset as u64;
+        if job.bs % a != 0 {
+            return Err(Failure::Usage(format!(
+                "--bs={}: with --direct=1 the block size must be a multiple of {a} (O_DIRECT alignment of {}, from {}); \
+                 try --bs={}",
+                job.bs,
+                path.display(),
+                file.dio_align().source,
+                job.bs.div_ceil(a) * a
+            )));
+        }
+    }
+    let region = size / job.bs * job.bs;
+    Ok(Data {
+        file,
+        region,
+        laid_out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_sizes() {
+        assert_eq!(human_bytes(4096), "4 KiB");
+        assert_eq!(human_bytes(4 << 30), "4 GiB");
+        assert_eq!(human_bytes(1536 << 20), "1.5 GiB");
+        assert_eq!(human_bytes(12), "12 B");
+    }
+
+    #[test]
+    fn missing_directory_names_filename() {
+        let job = Job {
+            filename: Some("/nonexistent-dir-nowait/x".into()),
+            size: Some(1 << 20),
+            ..Job::default()
+        };
+        match prepare(&job) {
+            Err(Failure::Usage(m)) => assert!(m.contains("--filename"), "{m}"),
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn size_beyond_free_space_names_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let job = Job {
+            filename: Some(dir.path().join("big")),
+            size: Some(1 << 60),
+            ..Job::default()
+        };
+        match prepare(&job) {
+            Err(Failure::Usage(m)) => assert!(m.contains("--size"), "{m}"),
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn lays_out_a_verifiable_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d");
+        let job = Job {
+            filename: Some(path.clone()),
+            size: Some(100_000),
+            ..Job::default()
+        };
+        let d = prepare(&job).unwrap();
+        assert!(d.laid_out);
+        assert_eq!(d.region, 100_000 / 4096 * 4096);
+        let data = std::fs::read(&path).unwrap();
+        assert_eq!(data.len(), 100_000);
+        nowait::pattern::check(0, &data).unwrap();
+    }
+}

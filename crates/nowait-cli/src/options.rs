@@ -1,0 +1,1137 @@
+//! The options of `nowait bench`: one table, each option defined once with
+//! its fio name, help, default and parser. The same table serves the command
+//! line (`--name=value`, `--name value`), fio job files (`name=value`) and the
+//! help text, so adding an option is one entry here plus its test.
+//!
+//! Options that take comma lists (`--iodepth 1,2,4 --ioengine uring,sync`)
+//! are marked `sweep`; [`expand`] turns a list of settings into one [`Job`]
+//! per combination.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use nowait::BackendKind;
+
+/// Sequential or random reads (fio's `rw`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rw {
+    /// `rw=read`: sequential reads, wrapping at the end of the region.
+    Read,
+    /// `rw=randread`: random block-aligned reads.
+    RandRead,
+}
+
+impl Rw {
+    /// fio's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::RandRead => "randread",
+        }
+    }
+}
+
+/// Default random seed (fio's `randrepeat=1` makes its runs repeatable the same way).
+pub const DEFAULT_SEED: u64 = 0x6e6f_7761_6974; // "nowait"
+
+/// One benchmark job: every fio option nowait supports, with its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    /// Job name (`name`), shown in reports.
+    pub name: String,
+    /// The file to read (`filename`).
+    pub filename: Option<PathBuf>,
+    /// Region size in bytes (`size`); `None` = the file's size.
+    pub size: Option<u64>,
+    /// `rw`.
+    pub rw: Rw,
+    /// Block size in bytes (`bs`).
+    pub bs: u64,
+    /// Requests in flight per thread (`iodepth`).
+    pub iodepth: usize,
+    /// Backend (`ioengine`).
+    pub ioengine: BackendKind,
+    /// `O_DIRECT` (`direct`).
+    pub direct: bool,
+    /// `runtime`.
+    pub runtime: Option<Duration>,
+    /// Keep running for `runtime` even after the region was read (`time_based`).
+    pub time_based: bool,
+    /// Stop after this many I/Os per thread (`number_ios`).
+    pub number_ios: Option<u64>,
+    /// Run this long before measuring (`ramp_time`).
+    pub ramp_time: Duration,
+    /// Random offsets may repeat within a pass (`norandommap`).
+    pub norandommap: bool,
+    /// Seed of the offset generator (`randseed`).
+    pub randseed: u64,
+    /// Drop the file's page cache before the run (`invalidate`).
+    pub invalidate: bool,
+    /// Threads, each with its own queue (`numjobs`).
+    pub numjobs: usize,
+    /// Submit once this many reads are queued; 0 = as many as slots are free.
+    pub iodepth_batch_submit: usize,
+    /// Wait for at least this many completions per reap.
+    pub iodepth_batch_complete_min: usize,
+    /// Check every byte read against the offset pattern (`verify`).
+    pub verify: bool,
+    /// Advise the kernel of the access pattern (`fadvise_hint`).
+    pub fadvise_hint: bool,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Job {
+            name: "nowait".into(),
+            filename: None,
+            size: None,
+            rw: Rw::Read,
+            bs: 4096,
+            iodepth: 1,
+            ioengine: BackendKind::Uring,
+            direct: false,
+            runtime: None,
+            time_based: false,
+            number_ios: None,
+            ramp_time: Duration::ZERO,
+            norandommap: false,
+            randseed: DEFAULT_SEED,
+            invalidate: true,
+            numjobs: 1,
+            iodepth_batch_submit: 0,
+            iodepth_batch_complete_min: 1,
+            verify: false,
+            fadvise_hint: true,
+        }
+    }
+}
+
+impl Job {
+    /// Requests in flight the engine really gets: `sync` performs one
+    /// `pread` at a time whatever the depth (fio caps synchronous engines at 1 too).
+    pub fn effective_iodepth(&self) -> usize {
+        if self.ioengine == BackendKind::Sync {
+            1
+        } else {
+            self.iodepth
+        }
+    }
+}
+
+/// How the results are printed (`--output-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// fio-shaped text.
+    Normal,
+    /// fio-compatible JSON.
+    Json,
+}
+
+/// Settings of the invocation rather than of a job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    /// `--output-format`.
+    pub format: Format,
+    /// `--output FILE`.
+    pub output: Option<PathBuf>,
+    /// `--plot FILE.svg`.
+    pub plot: Option<PathBuf>,
+    /// `--compare-fio`.
+    pub compare_fio: bool,
+    /// `--compare-rounds`: ours/fio alternations per job.
+    pub compare_rounds: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            format: Format::Normal,
+            output: None,
+            plot: None,
+            compare_fio: false,
+            compare_rounds: 1,
+        }
+    }
+}
+
+/// What an option sets.
+#[derive(Clone, Copy)]
+pub enum Apply {
+    /// A job option (also valid in job files).
+    Job(fn(&mut Job, &str) -> Result<(), String>),
+    /// An invocation setting (command line only).
+    Run(fn(&mut Settings, &str) -> Result<(), String>),
+}
+
+/// One option: its fio name, what it takes, its help and how it is parsed.
+pub struct Opt {
+    /// fio's name.
+    pub name: &'static str,
+    /// What the value looks like in help (`INT`, `SIZE`, …; `""` for a flag).
+    pub arg: &'static str,
+    /// Default, as shown in help.
+    pub default: &'static str,
+    /// One-paragraph help.
+    pub help: &'static str,
+    /// Accepts a comma list that `bench` sweeps over.
+    pub sweep: bool,
+    /// May be given without a value (means `1`).
+    pub flag: bool,
+    /// The parser.
+    pub apply: Apply,
+}
+
+/// Every option of `nowait bench`, in help order.
+pub static OPTIONS: &[Opt] = &[
+    Opt {
+        name: "name",
+        arg: "STR",
+        default: "nowait",
+        help: "Job name shown in reports (a job file's section name sets it too).",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.name = nonempty(v)?.to_string();
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "filename",
+        arg: "PATH",
+        default: "(required)",
+        help: "File or block device to read. A missing file is laid out at `size` with \
+               nowait's verifiable pattern (each byte a function of its offset).",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.filename = Some(PathBuf::from(nonempty(v)?));
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "size",
+        arg: "SIZE",
+        default: "file size",
+        help: "Bytes of the file to read (the region); also the size a new file is laid \
+               out at. Suffixes k, m, g, t (powers of 1024, like fio): 512m, 4g.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            let n = parse_size(v)?;
+            if n == 0 {
+                return Err("size must be more than 0 (e.g. 1g)".into());
+            }
+            j.size = Some(n);
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "rw",
+        arg: "read|randread",
+        default: "read",
+        help: "Sequential (`read`) or random (`randread`) reads. Writes are not supported: \
+               nowait is a read engine.",
+        sweep: true,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.rw = match v {
+                "read" => Rw::Read,
+                "randread" => Rw::RandRead,
+                "write" | "randwrite" | "rw" | "readwrite" | "randrw" | "trim" | "randtrim" => {
+                    return Err(format!(
+                        "'{v}' is not supported: nowait only reads; use read or randread"
+                    ))
+                }
+                _ => return Err(format!("unknown '{v}'; use read or randread")),
+            };
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "bs",
+        arg: "SIZE",
+        default: "4k",
+        help: "Block size of each read. With direct=1 it must be a multiple of the file's \
+               O_DIRECT alignment (`nowait probe FILE` shows it).",
+        sweep: true,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            let n = parse_size(v)?;
+            if n == 0 || n > nowait::MAX_READ as u64 {
+                return Err(format!(
+                    "block size must be between 1 and {} bytes (e.g. 4k)",
+                    nowait::MAX_READ
+                ));
+            }
+            j.bs = n;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "ioengine",
+        arg: "ENGINE",
+        default: "uring",
+        help: "Backend: uring (io_uring), sync (pread loop, depth 1), and those the engine \
+               adds (pool, aio). fio's names are accepted: io_uring, psync, libaio.",
+        sweep: true,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.ioengine = parse_engine(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "iodepth",
+        arg: "INT",
+        default: "1",
+        help: "Reads in flight per thread. The sync engine performs one at a time \
+               whatever this says (fio caps synchronous engines the same way).",
+        sweep: true,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            let n = parse_count(v)?;
+            if n == 0 || n > nowait::MAX_DEPTH as u64 {
+                return Err(format!(
+                    "a queue depth of {n} is not possible; use 1 to {} (e.g. 32)",
+                    nowait::MAX_DEPTH
+                ));
+            }
+            j.iodepth = n as usize;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "direct",
+        arg: "BOOL",
+        default: "0",
+        help: "1: open with O_DIRECT, bypassing the page cache (an error if the filesystem \
+               refuses it); 0: buffered reads.",
+        sweep: true,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.direct = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "runtime",
+        arg: "TIME",
+        default: "none",
+        help: "Stop after this long (after ramp_time). Plain numbers are seconds; suffixes \
+               us, ms, s, m, h.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            let d = parse_time(v)?;
+            if d.is_zero() {
+                return Err("runtime must be more than 0 (e.g. 10s)".into());
+            }
+            j.runtime = Some(d);
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "time_based",
+        arg: "",
+        default: "0",
+        help: "Run for the whole runtime, starting the region over when it is done \
+               (without it a job ends after reading `size` bytes).",
+        sweep: false,
+        flag: true,
+        apply: Apply::Job(|j, v| {
+            j.time_based = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "number_ios",
+        arg: "INT",
+        default: "none",
+        help: "Stop each thread after this many reads.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            let n = parse_count(v)?;
+            if n == 0 {
+                return Err("number_ios must be at least 1".into());
+            }
+            j.number_ios = Some(n);
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "ramp_time",
+        arg: "TIME",
+        default: "0",
+        help: "Run this long before counting anything (warm-up).",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.ramp_time = parse_time(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "norandommap",
+        arg: "",
+        default: "0",
+        help: "randread: draw every offset independently (blocks may repeat). Without it \
+               each block is read exactly once per pass, in a seeded random order.",
+        sweep: false,
+        flag: true,
+        apply: Apply::Job(|j, v| {
+            j.norandommap = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "randseed",
+        arg: "INT",
+        default: "0x6e6f77616974",
+        help: "Seed of the random offsets (printed with every result so a run can be \
+               replayed). Thread i uses randseed + i.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.randseed = parse_u64(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "invalidate",
+        arg: "BOOL",
+        default: "1",
+        help: "Drop the file's pages from the page cache (posix_fadvise DONTNEED) before \
+               the run, as fio does by default. 0 keeps a warm cache.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.invalidate = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "numjobs",
+        arg: "INT",
+        default: "1",
+        help: "Threads, each with its own queue, all reading the same file; results are \
+               reported together (like fio's group_reporting).",
+        sweep: true,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            let n = parse_count(v)?;
+            if n == 0 || n > 1024 {
+                return Err(format!("{n} threads is not possible; use 1 to 1024"));
+            }
+            j.numjobs = n as usize;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "iodepth_batch_submit",
+        arg: "INT",
+        default: "0",
+        help: "Submit once this many reads are queued. 0 (nowait's default; fio's is 1) \
+               fills every free slot and submits them with one system call. \
+               Alias: iodepth_batch.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.iodepth_batch_submit = parse_count(v)? as usize;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "iodepth_batch_complete_min",
+        arg: "INT",
+        default: "1",
+        help: "Wait for at least this many completions each time (capped at the reads in \
+               flight). Alias: iodepth_batch_complete.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.iodepth_batch_complete_min = parse_count(v)? as usize;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "verify",
+        arg: "BOOL",
+        default: "0",
+        help: "Check every byte read against nowait's offset pattern and stop at the first \
+               mismatch, reporting its file offset (the file must have been laid out by nowait).",
+        sweep: false,
+        flag: true,
+        apply: Apply::Job(|j, v| {
+            j.verify = match v {
+                "pattern" | "nowait" => true,
+                _ => parse_bool(v).map_err(|_| {
+                    format!(
+                        "'{v}' is not supported: nowait verifies with its own offset pattern; \
+                         use verify=1 (or 0)"
+                    )
+                })?,
+            };
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "fadvise_hint",
+        arg: "BOOL",
+        default: "1",
+        help: "Advise the kernel of the access pattern before the run, as fio does by default: \
+               posix_fadvise RANDOM (no readahead) for randread, SEQUENTIAL for read.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.fadvise_hint = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "output-format",
+        arg: "normal|json",
+        default: "normal",
+        help: "normal: text shaped like fio's; json: fio's JSON field names (jobs[].read.iops, \
+               .bw, .clat_ns.percentile, jobs[].usr_cpu, .sys_cpu, .ctx) plus nowait's own.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Run(|s, v| {
+            s.format = match v {
+                "normal" | "terse-free" => Format::Normal,
+                "json" => Format::Json,
+                _ => return Err(format!("unknown format '{v}'; use normal or json")),
+            };
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "output",
+        arg: "FILE",
+        default: "stdout",
+        help: "Write the report to FILE instead of standard output.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Run(|s, v| {
+            s.output = Some(PathBuf::from(nonempty(v)?));
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "plot",
+        arg: "FILE.svg",
+        default: "none",
+        help: "Draw IOPS and p99 completion latency against queue depth, one line per \
+               engine, as an SVG (meant for --iodepth sweeps).",
+        sweep: false,
+        flag: false,
+        apply: Apply::Run(|s, v| {
+            s.plot = Some(PathBuf::from(nonempty(v)?));
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "compare-fio",
+        arg: "",
+        default: "0",
+        help: "Also run fio with the same job, alternating with ours, and print both with \
+               the ratio (needs fio: apt-get install fio).",
+        sweep: false,
+        flag: true,
+        apply: Apply::Run(|s, v| {
+            s.compare_fio = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "compare-rounds",
+        arg: "INT",
+        default: "1",
+        help: "With --compare-fio: run ours then fio this many times per job, alternating, \
+               and report each side's median round (a shared disk is noisy).",
+        sweep: false,
+        flag: false,
+        apply: Apply::Run(|s, v| {
+            let n = parse_count(v)?;
+            if n == 0 || n > 100 {
+                return Err("use 1 to 100 rounds".into());
+            }
+            s.compare_rounds = n as usize;
+            Ok(())
+        }),
+    },
+];
+
+/// fio's other spellings of options nowait supports.
+const ALIASES: &[(&str, &str)] = &[
+    ("iodepth_batch", "iodepth_batch_submit"),
+    ("iodepth_batch_complete", "iodepth_batch_complete_min"),
+    ("blocksize", "bs"),
+    ("readwrite", "rw"),
+    ("output_format", "output-format"),
+    ("compare_fio", "compare-fio"),
+];
+
+/// Look an option up by name (or fio alias).
+pub fn find(name: &str) -> Option<&'static Opt> {
+    let name = ALIASES
+        .iter()
+        .find(|(a, _)| *a == name)
+        .map_or(name, |(_, n)| n);
+    OPTIONS.iter().find(|o| o.name == name)
+}
+
+/// An option that does not exist, with the closest names as a hint.
+pub fn unknown(name: &str) -> String {
+    let mut near: Vec<&str> = OPTIONS
+        .iter()
+        .map(|o| o.name)
+        .filter(|n| n.contains(name) || name.contains(n) || edit_distance(n, name) <= 2)
+        .collect();
+    near.truncate(3);
+    let hint = if near.is_empty() {
+        "see `nowait bench --help` for the supported options".to_string()
+    } else {
+        format!("did you mean {}?", near.join(", "))
+    };
+    format!("unknown or unsupported option '{name}' (nowait never ignores an option): {hint}")
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// One `name=value` setting, with where it came from for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Setting {
+    /// Canonical option name.
+    pub name: &'static str,
+    /// Raw value (may be a comma list for sweep options).
+    pub value: String,
+    /// `--bs=4k` or `job.fio:3` — shown in errors.
+    pub origin: String,
+}
+
+/// Check a name and value against the table, returning the setting.
+/// Each element of a sweep list is validated here so errors come early.
+pub fn setting(name: &str, value: &str, origin: String) -> Result<Setting, String> {
+    let opt = find(name).ok_or_else(|| format!("{origin}: {}", unknown(name)))?;
+    let values: Vec<&str> = if opt.sweep {
+        value.split(',').map(str::trim).collect()
+    } else {
+        vec![value.trim()]
+    };
+    for v in &values {
+        check_one(opt, v).map_err(|e| format!("{origin}: {e}"))?;
+    }
+    Ok(Setting {
+        name: opt.name,
+        value: value.trim().to_string(),
+        origin,
+    })
+}
+
+fn check_one(opt: &Opt, v: &str) -> Result<(), String> {
+    match opt.apply {
+        Apply::Job(f) => f(&mut Job::default(), v),
+        Apply::Run(f) => f(&mut Settings::default(), v),
+    }
+    .map_err(|e| format!("{}={v}: {e}", opt.name))
+}
+
+/// Apply settings in order: a job for every combination of sweep lists
+/// (in table order: rw, bs, ioengine, iodepth, …; the last varies fastest),
+/// and the invocation settings.
+pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), String> {
+    let mut run = Settings::default();
+    let mut scalars = Vec::new();
+    // The last setting of each sweep option wins, like any other option.
+    let mut sweeps: Vec<(&'static Opt, Vec<String>, String)> = Vec::new();
+    for s in settings {
+        let opt = find(s.name).expect("settings hold known names");
+        if opt.sweep {
+            let vals = s.value.split(',').map(|v| v.trim().to_string()).collect();
+            match sweeps.iter_mut().find(|(o, _, _)| o.name == opt.name) {
+                Some(e) => {
+                    e.1 = vals;
+                    e.2 = s.origin.clone();
+                }
+                None => sweeps.push((opt, vals, s.origin.clone())),
+            }
+        } else {
+            scalars.push((opt, s));
+        }
+    }
+    sweeps.sort_by_key(|(o, _, _)| OPTIONS.iter().position(|x| x.name == o.name));
+    let mut job = base.clone();
+    for (opt, s) in &scalars {
+        let r = match opt.apply {
+            Apply::Job(f) => f(&mut job, &s.value),
+            Apply::Run(f) => f(&mut run, &s.value),
+        };
+        r.map_err(|e| format!("{}: {}={}: {e}", s.origin, opt.name, s.value))?;
+    }
+    let mut jobs = vec![job];
+    for (opt, vals, origin) in &sweeps {
+        let mut next = Vec::with_capacity(jobs.len() * vals.len());
+        for j in &jobs {
+            for v in vals {
+                let mut j = j.clone();
+                if let Apply::Job(f) = opt.apply {
+                    f(&mut j, v).map_err(|e| format!("{origin}: {}={v}: {e}", opt.name))?;
+                }
+                next.push(j);
+            }
+        }
+        jobs = next;
+    }
+    Ok((jobs, run))
+}
+
+/// Parse the command line of `bench` (everything after `bench`): options and
+/// job file paths. Returns the settings and the job files, in order.
+pub fn parse_args(args: &[String]) -> Result<(Vec<Setting>, Vec<PathBuf>), String> {
+    let mut settings = Vec::new();
+    let mut files = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        i += 1;
+        let Some(body) = a.strip_prefix("--") else {
+            if a.starts_with('-') && a.len() > 1 {
+                return Err(format!("{a}: {}", unknown(a.trim_start_matches('-'))));
+            }
+            files.push(PathBuf::from(a));
+            continue;
+        };
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (body, None),
+        };
+        let opt = find(name).ok_or_else(|| format!("--{name}: {}", unknown(name)))?;
+        let value = match inline {
+            Some(v) => v,
+            None if opt.flag => {
+                // A flag takes the next word only if it is a boolean.
+                match args.get(i) {
+                    Some(n) if parse_bool(n).is_ok() => {
+                        i += 1;
+                        n.clone()
+                    }
+                    _ => "1".into(),
+                }
+            }
+            None => match args.get(i) {
+                Some(n) if !n.starts_with("--") => {
+                    i += 1;
+                    n.clone()
+                }
+                _ => {
+                    return Err(format!(
+                        "--{}: needs a value ({}), e.g. --{}={}",
+                        opt.name,
+                        opt.arg,
+                        opt.name,
+                        example(opt)
+                    ))
+                }
+            },
+        };
+        settings.push(setting(name, &value, format!("--{}", opt.name))?);
+    }
+    Ok((settings, files))
+}
+
+fn example(opt: &Opt) -> &'static str {
+    match opt.arg {
+        "SIZE" => "4k",
+        "INT" => "32",
+        "TIME" => "10s",
+        "BOOL" => "1",
+        _ => "...",
+    }
+}
+
+/// The help text of every option, from the table.
+pub fn help() -> String {
+    let mut s = String::new();
+    for o in OPTIONS {
+        let head = if o.arg.is_empty() {
+            format!("--{}", o.name)
+        } else {
+            format!("--{}={}", o.name, o.arg)
+        };
+        let sweep = if o.sweep { " [comma list sweeps]" } else { "" };
+        s.push_str(&format!("  {head}   (default {}){sweep}\n", o.default));
+        s.push_str(&wrap(o.help, 6, 78));
+    }
+    s
+}
+
+fn wrap(text: &str, indent: usize, width: usize) -> String {
+    let pad = " ".repeat(indent);
+    let mut out = String::new();
+    let mut line = pad.clone();
+    for w in text.split_whitespace() {
+        if line.len() + w.len() + 1 > width && !line.trim().is_empty() {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = pad.clone();
+        }
+        line.push_str(w);
+        line.push(' ');
+    }
+    if !line.trim().is_empty() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+// ---- value parsers -------------------------------------------------------
+
+fn nonempty(v: &str) -> Result<&str, String> {
+    if v.trim().is_empty() {
+        Err("needs a value".into())
+    } else {
+        Ok(v.trim())
+    }
+}
+
+fn negative(v: &str) -> Option<String> {
+    v.trim()
+        .starts_with('-')
+        .then(|| format!("'{v}' is negative; give a number of 0 or more"))
+}
+
+/// An engine name: nowait's, or fio's alias.
+pub fn parse_engine(v: &str) -> Result<BackendKind, String> {
+    let v = v.trim();
+    let name = match v {
+        "libaio" => "aio",
+        other => other,
+    };
+    name.parse::<BackendKind>().map_err(|e| {
+        let known: Vec<&str> = BackendKind::ALL.iter().map(|k| k.as_str()).collect();
+        if v == "libaio" {
+            format!(
+                "'{v}' (aio) is not available in this build; use one of {}",
+                known.join(", ")
+            )
+        } else {
+            format!("{e}; this build has {}", known.join(", "))
+        }
+    })
+}
+
+/// A size: bytes with an optional k/m/g/t/p suffix in powers of 1024 (fio's
+/// default `kb_base`), `KiB`/`kb` spellings too.
+pub fn parse_size(v: &str) -> Result<u64, String> {
+    let v = v.trim();
+    if let Some(e) = negative(v) {
+        return Err(e);
+    }
+    let lower = v.to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(split);
+    if num.is_empty() {
+        return Err(format!(
+            "'{v}' is not a size; give bytes with an optional k, m, g or t suffix (e.g. 4k, 1g)"
+        ));
+    }
+    let mult: u64 = match unit {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        "t" | "tb" | "tib" => 1 << 40,
+        "p" | "pb" | "pib" => 1 << 50,
+        _ => {
+            return Err(format!(
+                "'{v}' has an unknown unit '{unit}'; use k, m, g or t (e.g. 4k, 1g)"
+            ))
+        }
+    };
+    let n: u64 = num.parse().map_err(|_| format!("'{v}' is too large"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("'{v}' is too large"))
+}
+
+/// A count: a plain non-negative integer.
+pub fn parse_count(v: &str) -> Result<u64, String> {
+    let v = v.trim();
+    if let Some(e) = negative(v) {
+        return Err(e);
+    }
+    v.parse()
+        .map_err(|_| format!("'{v}' is not a whole number (e.g. 32)"))
+}
+
+/// An integer in decimal or `0x` hex (for seeds).
+pub fn parse_u64(v: &str) -> Result<u64, String> {
+    let v = v.trim();
+    if let Some(e) = negative(v) {
+        return Err(e);
+    }
+    let r = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        Some(h) => u64::from_str_radix(h, 16),
+        None => v.parse(),
+    };
+    r.map_err(|_| format!("'{v}' is not a whole number (decimal or 0x hex)"))
+}
+
+/// A duration: plain numbers are seconds (fio's default unit); suffixes us, ms, s, m, h.
+pub fn parse_time(v: &str) -> Result<Duration, String> {
+    let v = v.trim();
+    if let Some(e) = negative(v) {
+        return Err(e);
+    }
+    let lower = v.to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(split);
+    let n: f64 = num.parse().map_err(|_| {
+        format!("'{v}' is not a time; give seconds or a suffix us, ms, s, m, h (e.g. 10s)")
+    })?;
+    let secs = match unit {
+        "" | "s" | "sec" => n,
+        "us" | "usec" => n / 1e6,
+        "ms" | "msec" => n / 1e3,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        "d" => n * 86400.0,
+        _ => {
+            return Err(format!(
+                "'{v}' has an unknown unit '{unit}'; use us, ms, s, m or h"
+            ))
+        }
+    };
+    if !secs.is_finite() || secs > 1e9 {
+        return Err(format!("'{v}' is too long"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// A boolean: 1/0, true/false, yes/no, on/off.
+pub fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("'{v}' is not a boolean; use 1 or 0")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    fn job(s: &str) -> Job {
+        let (set, files) = parse_args(&args(s)).unwrap();
+        assert!(files.is_empty());
+        let (jobs, _) = expand(&set, &Job::default()).unwrap();
+        assert_eq!(jobs.len(), 1);
+        jobs.into_iter().next().unwrap()
+    }
+
+    fn err(s: &str) -> String {
+        match parse_args(&args(s)) {
+            Err(e) => e,
+            Ok((set, _)) => expand(&set, &Job::default()).unwrap_err(),
+        }
+    }
+
+    /// Each option, in both spellings, with the value it should produce.
+    #[test]
+    fn every_job_option_parses_in_both_spellings() {
+        type Case = (&'static str, &'static str, fn(&Job) -> bool);
+        let cases: &[Case] = &[
+            ("name", "x", |j| j.name == "x"),
+            ("filename", "/tmp/f", |j| {
+                j.filename.as_deref() == Some("/tmp/f".as_ref())
+            }),
+            ("size", "2m", |j| j.size == Some(2 << 20)),
+            ("rw", "randread", |j| j.rw == Rw::RandRead),
+            ("bs", "8k", |j| j.bs == 8192),
+            ("ioengine", "sync", |j| j.ioengine == BackendKind::Sync),
+            ("iodepth", "16", |j| j.iodepth == 16),
+            ("direct", "1", |j| j.direct),
+            ("runtime", "3", |j| {
+                j.runtime == Some(Duration::from_secs(3))
+            }),
+            ("time_based", "1", |j| j.time_based),
+            ("number_ios", "100", |j| j.number_ios == Some(100)),
+            ("ramp_time", "500ms", |j| {
+                j.ramp_time == Duration::from_millis(500)
+            }),
+            ("norandommap", "1", |j| j.norandommap),
+            ("randseed", "89", |j| j.randseed == 89),
+            ("invalidate", "0", |j| !j.invalidate),
+            ("numjobs", "2", |j| j.numjobs == 2),
+            ("iodepth_batch_submit", "8", |j| j.iodepth_batch_submit == 8),
+            ("iodepth_batch_complete_min", "4", |j| {
+                j.iodepth_batch_complete_min == 4
+            }),
+            ("verify", "1", |j| j.verify),
+            ("fadvise_hint", "0", |j| !j.fadvise_hint),
+        ];
+        for (name, value, ok) in cases {
+            let a = job(&format!("--{name}={value}"));
+            assert!(ok(&a), "--{name}={value} -> {a:?}");
+            let b = job(&format!("--{name} {value}"));
+            assert_eq!(a, b, "--{name} {value}");
+        }
+        // Every job option of the table is covered above.
+        for o in OPTIONS {
+            if matches!(o.apply, Apply::Job(_)) {
+                assert!(
+                    cases.iter().any(|c| c.0 == o.name),
+                    "untested option {}",
+                    o.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn run_settings_parse() {
+        let (set, _) = parse_args(&args(
+            "--output-format json --output=/tmp/o --plot /tmp/p.svg --compare-fio --compare-rounds 3",
+        ))
+        .unwrap();
+        let (_, s) = expand(&set, &Job::default()).unwrap();
+        assert_eq!(s.format, Format::Json);
+        assert_eq!(s.output.as_deref(), Some("/tmp/o".as_ref()));
+        assert_eq!(s.plot.as_deref(), Some("/tmp/p.svg".as_ref()));
+        assert!(s.compare_fio);
+        assert_eq!(s.compare_rounds, 3);
+        assert!(err("--compare-rounds=0").contains("--compare-rounds"));
+    }
+
+    #[test]
+    fn flags_take_a_value_only_when_it_is_boolean() {
+        let (set, files) =
+            parse_args(&args("--time_based job.fio --verify 0 --norandommap")).unwrap();
+        assert_eq!(files, vec![PathBuf::from("job.fio")]);
+        let (jobs, _) = expand(&set, &Job::default()).unwrap();
+        assert!(jobs[0].time_based && !jobs[0].verify && jobs[0].norandommap);
+    }
+
+    #[test]
+    fn unknown_option_is_an_error_naming_it() {
+        let e = err("--iodepht=4");
+        assert!(e.contains("iodepht") && e.contains("iodepth"), "{e}");
+        let e = err("--rwmixread=50");
+        assert!(
+            e.contains("rwmixread") && e.contains("never ignores"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn bad_numbers_name_the_option() {
+        for (a, name) in [
+            ("--iodepth=0", "iodepth"),
+            ("--iodepth=-4", "iodepth"),
+            ("--iodepth=abc", "iodepth"),
+            ("--bs=-4k", "bs"),
+            ("--bs=4q", "bs"),
+            ("--size=lots", "size"),
+            ("--runtime=-1", "runtime"),
+            ("--runtime=5x", "runtime"),
+            ("--numjobs=0", "numjobs"),
+            ("--direct=maybe", "direct"),
+        ] {
+            let e = err(a);
+            assert!(e.contains(&format!("--{name}")), "{a}: {e}");
+        }
+        assert!(err("--iodepth=-4").contains("negative"));
+        assert!(err("--iodepth").contains("needs a value"));
+    }
+
+    #[test]
+    fn unknown_engine_lists_what_works() {
+        let e = err("--ioengine=posixaio");
+        assert!(
+            e.contains("--ioengine") && e.contains("posixaio") && e.contains("uring"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn fio_engine_aliases() {
+        assert_eq!(job("--ioengine=io_uring").ioengine, BackendKind::Uring);
+        assert_eq!(job("--ioengine=psync").ioengine, BackendKind::Sync);
+    }
+
+    #[test]
+    fn sizes_use_fio_suffixes() {
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4K").unwrap(), 4096);
+        assert_eq!(parse_size("4KiB").unwrap(), 4096);
+        assert_eq!(parse_size("1m").unwrap(), 1 << 20);
+        assert_eq!(parse_size("2g").unwrap(), 2 << 30);
+        assert_eq!(parse_size("1t").unwrap(), 1 << 40);
+        assert_eq!(parse_size("512").unwrap(), 512);
+        assert!(parse_size("99999999999999999999").is_err());
+        assert!(parse_size("k").is_err());
+    }
+
+    #[test]
+    fn times_default_to_seconds() {
+        assert_eq!(parse_time("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_time("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_time("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_time("250us").unwrap(), Duration::from_micros(250));
+    }
+
+    #[test]
+    fn sweeps_expand_every_combination_engine_outer() {
+        let (set, _) = parse_args(&args("--iodepth 1,2,4 --ioengine uring,sync")).unwrap();
+        let (jobs, _) = expand(&set, &Job::default()).unwrap();
+        let got: Vec<(BackendKind, usize)> = jobs.iter().map(|j| (j.ioengine, j.iodepth)).collect();
+        use BackendKind::*;
+        assert_eq!(
+            got,
+            vec![
+                (Uring, 1),
+                (Uring, 2),
+                (Uring, 4),
+                (Sync, 1),
+                (Sync, 2),
+                (Sync, 4)
+            ]
+        );
+        assert!(err("--iodepth 1,0").contains("--iodepth"));
+    }
+
+    #[test]
+    fn fio_aliases_of_option_names() {
+        assert_eq!(job("--iodepth_batch=4").iodepth_batch_submit, 4);
+        assert_eq!(job("--blocksize=8k").bs, 8192);
+    }
+
+    #[test]
+    fn help_mentions_every_option() {
+        let h = help();
+        for o in OPTIONS {
+            assert!(h.contains(&format!("--{}", o.name)), "{}", o.name);
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! `nowait probe [PATH…]`: what this machine and each file can do, and
+//! which backend and path a read would take, and why.
+
+use std::path::Path;
+
+use nowait::probe;
+
+const HELP: &str = "\
+nowait probe — show what this machine and each file can do
+
+USAGE:
+    nowait probe [PATH...]
+
+Prints the machine's io_uring status (available, or why not: seccomp,
+kernel.io_uring_disabled, ENOSYS), the setup flags the kernel accepts, the
+locked-memory limit; then for each PATH its filesystem, size, whether
+O_DIRECT works and with which alignment (statx STATX_DIOALIGN, else the
+device's logical block size), whether its device polls (io_poll), and which
+backend a buffered and a direct read would take, and why.
+
+Nothing is decided from the kernel version: every answer comes from asking
+the kernel.
+
+EXIT STATUS:
+    0  every path was probed
+    1  a path could not be probed (the message says why)
+    2  usage error
+";
+
+/// Run `nowait probe` with the arguments after `probe`; returns the exit code.
+pub fn run(args: &[String]) -> i32 {
+    let mut paths = Vec::new();
+    for a in args {
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return 0;
+            }
+            s if s.starts_with('-') => {
+                eprintln!("nowait probe: unknown option '{s}'; usage: nowait probe [PATH...] (see nowait probe --help)");
+                return 2;
+            }
+            s => paths.push(s.to_string()),
+        }
+    }
+    let machine = probe::machine();
+    print!("{machine}");
+    let mut code = 0;
+    for p in &paths {
+        println!();
+        match probe::file(Path::new(p), &machine) {
+            Ok(report) => print!("{report}"),
+            Err(e) => {
+                eprintln!("nowait probe: {e}");
+                code = 1;
+            }
+        }
+    }
+    code
+}
