@@ -24,9 +24,12 @@ struct SockFprog {
     filter: *const SockFilter,
 }
 
-const BPF_LD_W_ABS: u16 = 0x00 | 0x00 | 0x20;
-const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10 | 0x00;
-const BPF_RET_K: u16 = 0x06 | 0x00;
+/// BPF_LD | BPF_W | BPF_ABS (BPF_LD and BPF_W are 0).
+const BPF_LD_W_ABS: u16 = 0x20;
+/// BPF_JMP | BPF_JEQ | BPF_K (BPF_K is 0).
+const BPF_JMP_JEQ_K: u16 = 0x05 | 0x10;
+/// BPF_RET | BPF_K.
+const BPF_RET_K: u16 = 0x06;
 const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
 const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
 const SECCOMP_MODE_FILTER: libc::c_ulong = 2;

@@ -1,0 +1,302 @@
+//! Peer benchmark of the async front end: 32 concurrent tasks doing 4 KiB
+//! random reads over a cached and an uncached file, side by side:
+//!
+//! * `nowait-ct` / `nowait-mt`: nowait's `read_at(...).await` in tokio's
+//!   current-thread / multi-thread (2 workers) runtime;
+//! * `spawn_blocking`: what `tokio::fs` does — every read is a `pread(2)` on
+//!   tokio's blocking pool (multi-thread runtime, 2 workers);
+//! * `tokio-uring`: tokio-uring 0.5 in its own runtime;
+//! * `pread-loop`: one thread, one `pread(2)` after another (queue depth 1).
+//!
+//! Reported per run: IOPS, CPU seconds (user + system, whole process) per
+//! 100k reads, and context switches (voluntary + involuntary) per read.
+//! "Uncached" drops the file from the page cache (`POSIX_FADV_DONTNEED`)
+//! before the run; the file is large enough that a short run stays mostly
+//! uncached. Every read's data is checked against the pattern.
+//!
+//! ```text
+//! cargo run --release -p nowait --example async_peer_bench
+//! NOWAIT_BENCH_SECS=3 NOWAIT_BENCH_SIZE_MB=2048 NOWAIT_BENCH_DIR=/data \
+//!     cargo run --release -p nowait --example async_peer_bench -- nowait-mt tokio-uring
+//! ```
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nowait::sys::{rusage, Who};
+use nowait::{Buf, Direct, Engine};
+
+const TASKS: u64 = 32;
+const BS: usize = 4096;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Per-task xorshift: a reproducible random block index.
+struct Rng(u64);
+impl Rng {
+    fn next_block(&mut self, blocks: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % blocks
+    }
+}
+
+fn rng(task: u64) -> Rng {
+    Rng(task.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+}
+
+fn check(offset: u64, data: &[u8]) {
+    assert_eq!(data.len(), BS, "short read at {offset}");
+    if nowait::pattern::check(offset, data).is_err() {
+        panic!("data mismatch at {offset}");
+    }
+}
+
+struct Run {
+    reads: u64,
+    secs: f64,
+}
+
+fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool) -> Run {
+    let engine = Engine::builder().depth(64).build().expect("engine");
+    let file = engine.open(path, Direct::Off).expect("open");
+    let rt = if multi {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .build()
+    } else {
+        tokio::runtime::Builder::new_current_thread().build()
+    }
+    .expect("runtime");
+    let total = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    rt.block_on(async {
+        let hs: Vec<_> = (0..TASKS)
+            .map(|t| {
+                let file = file.clone();
+                let total = total.clone();
+                tokio::spawn(async move {
+                    let mut r = rng(t);
+                    let mut buf = Buf::new(BS);
+                    let mut n = 0;
+                    while start.elapsed() < dur {
+                        let off = r.next_block(size / BS as u64) * BS as u64;
+                        let (res, b) = file.read_at(buf, off).await;
+                        res.expect("read");
+                        check(off, b.as_slice());
+                        buf = b;
+                        n += 1;
+                    }
+                    total.fetch_add(n, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.await.expect("task");
+        }
+    });
+    Run {
+        reads: total.load(Ordering::Relaxed),
+        secs: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn spawn_blocking_run(path: &Path, size: u64, dur: Duration) -> Run {
+    let file = Arc::new(std::fs::File::open(path).expect("open"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .expect("runtime");
+    let total = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    rt.block_on(async {
+        let hs: Vec<_> = (0..TASKS)
+            .map(|t| {
+                let file = file.clone();
+                let total = total.clone();
+                tokio::spawn(async move {
+                    let mut r = rng(t);
+                    let mut buf = vec![0u8; BS];
+                    let mut n = 0;
+                    while start.elapsed() < dur {
+                        let off = r.next_block(size / BS as u64) * BS as u64;
+                        let f = file.clone();
+                        // What tokio::fs does for every read.
+                        let (res, b) = tokio::task::spawn_blocking(move || {
+                            let res = f.read_at(&mut buf, off);
+                            (res, buf)
+                        })
+                        .await
+                        .expect("blocking task");
+                        let got = res.expect("read");
+                        check(off, &b[..got]);
+                        buf = b;
+                        n += 1;
+                    }
+                    total.fetch_add(n, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        for h in hs {
+            h.await.expect("task");
+        }
+    });
+    Run {
+        reads: total.load(Ordering::Relaxed),
+        secs: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn tokio_uring_run(path: &Path, size: u64, dur: Duration) -> Run {
+    let path = path.to_path_buf();
+    tokio_uring::start(async move {
+        let file = Rc::new(tokio_uring::fs::File::open(&path).await.expect("open"));
+        let total = Rc::new(std::cell::Cell::new(0u64));
+        let start = Instant::now();
+        let hs: Vec<_> = (0..TASKS)
+            .map(|t| {
+                let file = file.clone();
+                let total = total.clone();
+                tokio_uring::spawn(async move {
+                    let mut r = rng(t);
+                    let mut buf = Vec::with_capacity(BS);
+                    while start.elapsed() < dur {
+                        let off = r.next_block(size / BS as u64) * BS as u64;
+                        buf.clear();
+                        let (res, b) = file.read_at(buf, off).await;
+                        res.expect("read");
+                        check(off, &b);
+                        buf = b;
+                        total.set(total.get() + 1);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.await.expect("task");
+        }
+        Run {
+            reads: total.get(),
+            secs: start.elapsed().as_secs_f64(),
+        }
+    })
+}
+
+fn pread_loop_run(path: &Path, size: u64, dur: Duration) -> Run {
+    let file = std::fs::File::open(path).expect("open");
+    let mut r = rng(1);
+    let mut buf = vec![0u8; BS];
+    let mut n = 0;
+    let start = Instant::now();
+    while start.elapsed() < dur {
+        let off = r.next_block(size / BS as u64) * BS as u64;
+        let got = file.read_at(&mut buf, off).expect("read");
+        check(off, &buf[..got]);
+        n += 1;
+    }
+    Run {
+        reads: n,
+        secs: start.elapsed().as_secs_f64(),
+    }
+}
+
+fn drop_cache(path: &Path) {
+    let f = nowait::File::open(path, Direct::Off).expect("open");
+    f.drop_cache().expect("fadvise");
+}
+
+fn warm_cache(path: &Path) {
+    let f = std::fs::File::open(path).expect("open");
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0;
+    while let Ok(n) = f.read_at(&mut buf, off) {
+        if n == 0 {
+            break;
+        }
+        off += n as u64;
+    }
+}
+
+fn main() {
+    let secs = env_u64("NOWAIT_BENCH_SECS", 2);
+    let cached_mb = env_u64("NOWAIT_BENCH_CACHED_MB", 256);
+    let uncached_mb = env_u64("NOWAIT_BENCH_SIZE_MB", 1024);
+    let dir: PathBuf = std::env::var_os("NOWAIT_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let only: Vec<String> = std::env::args().skip(1).collect();
+    let peers = [
+        "nowait-ct",
+        "nowait-mt",
+        "spawn_blocking",
+        "tokio-uring",
+        "pread-loop",
+    ];
+    let dur = Duration::from_secs(secs);
+    let cached = dir.join(format!("nowait-peer-cached-{cached_mb}m"));
+    let uncached = dir.join(format!("nowait-peer-uncached-{uncached_mb}m"));
+    for (p, mb) in [(&cached, cached_mb), (&uncached, uncached_mb)] {
+        let want = mb << 20;
+        if std::fs::metadata(p).map(|m| m.len()).ok() != Some(want) {
+            eprintln!("laying out {} ({mb} MiB)…", p.display());
+            nowait::pattern::write_file(p, want, |_| {}).expect("write the file");
+        }
+    }
+    println!(
+        "{TASKS} tasks, {BS}-byte random reads, {secs} s per run; files in {}",
+        dir.display()
+    );
+    println!(
+        "{:<9} {:<15} {:>10} {:>16} {:>13}",
+        "file", "peer", "IOPS", "CPU s/100k", "ctxsw/read"
+    );
+    for (label, path, size) in [
+        ("cached", &cached, cached_mb << 20),
+        ("uncached", &uncached, uncached_mb << 20),
+    ] {
+        for peer in peers {
+            if !only.is_empty() && !only.iter().any(|o| o == peer) {
+                continue;
+            }
+            if label == "cached" {
+                warm_cache(path);
+            } else {
+                drop_cache(path);
+            }
+            let before = rusage(Who::Process);
+            let run = match peer {
+                "nowait-ct" => nowait_run(path, size, dur, false),
+                "nowait-mt" => nowait_run(path, size, dur, true),
+                "spawn_blocking" => spawn_blocking_run(path, size, dur),
+                "tokio-uring" => tokio_uring_run(path, size, dur),
+                _ => pread_loop_run(path, size, dur),
+            };
+            let ru = rusage(Who::Process).since(&before);
+            let cpu = (ru.user_us + ru.sys_us) as f64 / 1e6;
+            let ctx = (ru.ctx_voluntary + ru.ctx_involuntary) as f64;
+            let reads = run.reads.max(1) as f64;
+            println!(
+                "{:<9} {:<15} {:>10.0} {:>16.3} {:>13.3}",
+                label,
+                peer,
+                reads / run.secs,
+                cpu / reads * 1e5,
+                ctx / reads
+            );
+        }
+    }
+    if std::env::var_os("NOWAIT_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_file(&cached);
+        let _ = std::fs::remove_file(&uncached);
+    }
+}

@@ -1,0 +1,703 @@
+//! The engine: a shareable handle ([`Engine`], `Clone + Send + Sync`) over
+//! one [`Queue`], and the files read through it ([`EngineFile`]).
+//!
+//! This is what the async and blocking front ends ([`crate::ReadAt`],
+//! [`crate::BlockingFile`]) stand on. It needs no runtime: any executor that
+//! hands a future a [`Waker`] can drive it.
+//!
+//! # How a read travels
+//!
+//! * The engine owns one queue, built with `single_issuer(false)` so any
+//!   thread may submit and reap, behind a [`Mutex`], and a table of `depth`
+//!   op states preallocated next to it (an op index is the read's
+//!   `user_data`). No allocation per read.
+//! * A future's first `poll` takes a free op, pushes its read and reaps
+//!   without waiting (`reap(0, …)`): with io_uring that is one
+//!   `io_uring_enter(2)` that both submits and collects. A read served from
+//!   the page cache usually completes inside that call and the future is
+//!   ready at once — no wake-up, no context switch.
+//! * Every reap, by any future or by the poller, stores other ops' results
+//!   in their op state and wakes their wakers *after the lock is dropped*.
+//! * Progress when every task is parked: io_uring signals an eventfd for
+//!   every completion (`IORING_REGISTER_EVENTFD`); one poller thread per
+//!   engine sleeps on it, reaps everything ready and wakes the tasks — one
+//!   wake-up of the poller per batch of completions, never a thread per read.
+//!   Backends that cannot signal an eventfd are ticked every
+//!   [`TICK`] while reads are in flight; the `sync` backend completes every
+//!   read inside `poll` and needs no poller at all.
+//!
+//! # Cancellation
+//!
+//! Dropping a future whose read is in flight marks its op *abandoned*. The
+//! queue keeps owning the buffer in its slot until the kernel's completion is
+//! reaped (that is the queue's own invariant); whoever reaps it then drops
+//! the buffer and frees the op. Nothing is handed out or freed before the
+//! kernel is done with it.
+//!
+//! # Shutdown
+//!
+//! Futures hold the engine's core alive, so dropping every [`Engine`] handle
+//! while reads are in flight loses nothing: those reads finish and are
+//! delivered. New reads on an [`EngineFile`] whose engine is gone fail with
+//! [`Error::Closed`]. When the last future is gone the core is dropped: the
+//! poller is stopped and the queue waits for every completion the kernel
+//! still owes (abandoned reads included) before any buffer is freed.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::Waker;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use crate::backend::{BackendChoice, BackendKind};
+use crate::buf::Buf;
+use crate::error::{Error, Result};
+use crate::eventfd::EventFd;
+use crate::file::{Direct, File};
+use crate::queue::{BackendReport, Completion, Queue, QueueStats, Read};
+
+/// How often the poller reaps while reads are in flight on a backend that
+/// cannot signal completions through an eventfd.
+pub const TICK: Duration = Duration::from_micros(200);
+
+/// How often the poller of an eventfd-notified backend looks anyway while
+/// reads are in flight (see the poller).
+const SAFETY_TICK: Duration = Duration::from_millis(10);
+
+/// Builds an [`Engine`].
+#[derive(Debug, Clone)]
+pub struct EngineBuilder {
+    depth: usize,
+    backend: BackendChoice,
+}
+
+impl Default for EngineBuilder {
+    fn default() -> Self {
+        EngineBuilder {
+            depth: 256,
+            backend: BackendChoice::Auto,
+        }
+    }
+}
+
+impl EngineBuilder {
+    /// Reads in flight at most (default 256). More concurrent reads wait
+    /// for a free op, in order.
+    pub fn depth(mut self, depth: usize) -> Self {
+        self.depth = depth;
+        self
+    }
+
+    /// Which backend to use (default: the best available).
+    pub fn backend(mut self, choice: BackendChoice) -> Self {
+        self.backend = choice;
+        self
+    }
+
+    /// Build the engine: the queue, its op table and (for backends that
+    /// complete asynchronously) the poller thread.
+    pub fn build(self) -> Result<Engine> {
+        let mut queue = Queue::builder()
+            .depth(self.depth)
+            .backend(self.backend)
+            .single_issuer(false)
+            .build()?;
+        let depth = queue.depth();
+        let report = queue.backend().clone();
+        let (notify, mode) = if report.kind == BackendKind::Sync {
+            // `sync` completes every read inside the poll that pushed it.
+            (None, PollerMode::None)
+        } else {
+            let efd = EventFd::new().map_err(|source| Error::Kernel {
+                what: "eventfd (the async front end's completion notification)",
+                source,
+            })?;
+            let mode = if queue.register_notify(efd.raw_fd()) {
+                PollerMode::Notified
+            } else {
+                PollerMode::Ticking
+            };
+            (Some(Arc::new(efd)), mode)
+        };
+        let mut ops = Vec::with_capacity(depth);
+        ops.resize_with(depth, || Op::Free);
+        let state = State {
+            queue,
+            ops,
+            free: (0..depth as u32).rev().collect(),
+            slot_waiters: VecDeque::new(),
+            grants: Vec::new(),
+            next_token: 0,
+            out: Vec::with_capacity(depth),
+            stats: Counters::default(),
+        };
+        let core = Arc::new(Core {
+            state: Mutex::new(state),
+            report,
+            depth,
+            notify: notify.clone(),
+            mode,
+            poller: Mutex::new(None),
+        });
+        if let Some(efd) = notify {
+            let weak = Arc::downgrade(&core);
+            let handle = thread::Builder::new()
+                .name("nowait-poller".into())
+                .spawn(move || poller(weak, efd, mode))
+                .map_err(|source| Error::Kernel {
+                    what: "spawning the nowait-poller thread",
+                    source,
+                })?;
+            *core.poller.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        }
+        Ok(Engine {
+            handle: Arc::new(Handle { core }),
+        })
+    }
+}
+
+/// A shareable engine handle (`Clone + Send + Sync`): open files with it and
+/// read them with `read_at(...).await` in any runtime, or blocking.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// # let path = dir.path().join("data");
+/// # nowait::pattern::write_file(&path, 1 << 20, |_| {})?;
+/// use nowait::{Buf, Direct, Engine};
+/// let engine = Engine::new()?;
+/// let file = engine.open(&path, Direct::Off)?;
+/// // Any executor works; this one is nowait's own `block_on`.
+/// let (n, buf) = nowait::block_on(file.read_at(Buf::new(4096), 8192));
+/// assert_eq!(n?, 4096);
+/// nowait::pattern::check(8192, buf.as_slice()).unwrap();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Engine {
+    handle: Arc<Handle>,
+}
+
+/// What [`EngineFile`]s point at weakly: alive while any [`Engine`] clone is.
+struct Handle {
+    core: Arc<Core>,
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("backend", &self.handle.core.report.kind)
+            .field("depth", &self.handle.core.depth)
+            .field("poller", &self.handle.core.mode)
+            .finish()
+    }
+}
+
+impl Engine {
+    /// An engine with the defaults: depth 256, the best backend available.
+    pub fn new() -> Result<Engine> {
+        EngineBuilder::default().build()
+    }
+
+    /// A builder with the defaults.
+    pub fn builder() -> EngineBuilder {
+        EngineBuilder::default()
+    }
+
+    /// Open `path` (see [`File::open`]) for reading through this engine.
+    pub fn open(&self, path: impl AsRef<Path>, direct: Direct) -> Result<EngineFile> {
+        Ok(self.file(File::open(path, direct)?))
+    }
+
+    /// Read an already open [`File`] through this engine.
+    pub fn file(&self, file: File) -> EngineFile {
+        EngineFile {
+            file,
+            handle: Arc::downgrade(&self.handle),
+        }
+    }
+
+    /// The backend in use and why it was chosen.
+    pub fn backend(&self) -> &BackendReport {
+        &self.handle.core.report
+    }
+
+    /// Reads in flight at most.
+    pub fn depth(&self) -> usize {
+        self.handle.core.depth
+    }
+
+    /// How completions reach waiting tasks when nobody else reaps.
+    pub fn poller(&self) -> PollerMode {
+        self.handle.core.mode
+    }
+
+    /// Counters so far, and what is in flight right now.
+    pub fn stats(&self) -> EngineStats {
+        self.handle.core.lock().stats()
+    }
+}
+
+/// How completions reach a task when no other task is reaping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollerMode {
+    /// No poller: the backend completes every read inside `poll` (`sync`).
+    None,
+    /// One poller thread sleeps on an eventfd the backend signals for every
+    /// completion (io_uring's `IORING_REGISTER_EVENTFD`).
+    Notified,
+    /// One poller thread reaps every [`TICK`] while reads are in flight (a
+    /// backend that cannot signal an eventfd).
+    Ticking,
+}
+
+/// Counters of an engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Ops in use right now: in flight, finished but not yet collected by
+    /// their future, or abandoned and waiting for the kernel.
+    pub in_flight: usize,
+    /// Of those, abandoned by a dropped future and owed by the kernel.
+    pub abandoned: usize,
+    /// Reads whose future was dropped while in flight and whose buffer was
+    /// reclaimed when the completion arrived.
+    pub reclaimed: u64,
+    /// Reads handed to their futures.
+    pub delivered: u64,
+    /// Times the poller woke up and reaped.
+    pub poller_wakeups: u64,
+    /// Tasks that had to wait for a free op.
+    pub op_waits: u64,
+    /// The queue's own counters (pushes, retries, system calls).
+    pub queue: QueueStats,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counters {
+    reclaimed: u64,
+    delivered: u64,
+    poller_wakeups: u64,
+    op_waits: u64,
+}
+
+/// A file read through an [`Engine`]. Cheap to clone. It refers to its
+/// engine weakly: once every [`Engine`] handle is dropped its reads fail
+/// with [`Error::Closed`].
+#[derive(Clone)]
+pub struct EngineFile {
+    pub(crate) file: File,
+    handle: Weak<Handle>,
+}
+
+impl fmt::Debug for EngineFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EngineFile")
+            .field("file", &self.file)
+            .field("engine_alive", &(self.handle.strong_count() > 0))
+            .finish()
+    }
+}
+
+impl EngineFile {
+    /// The underlying file (path, direct or buffered, alignment, size).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The engine's core, or why there is none.
+    pub(crate) fn core(&self) -> std::result::Result<Arc<Core>, Error> {
+        match self.handle.upgrade() {
+            Some(h) => Ok(h.core.clone()),
+            None => Err(self.closed()),
+        }
+    }
+
+    pub(crate) fn closed(&self) -> Error {
+        Error::Closed(format!(
+            "cannot read {}: the nowait Engine it was opened with has been dropped; \
+             keep an Engine handle alive while its files are in use",
+            self.file.path().display()
+        ))
+    }
+}
+
+/// The state of one op (one read owned by the engine).
+pub(crate) enum Op {
+    Free,
+    /// In the queue; wake this waker when it finishes.
+    InFlight(Option<Waker>),
+    /// Finished; waiting for its future to collect it.
+    Done(Result<usize>, Buf),
+    /// Its future was dropped while it was in flight: reclaim at completion.
+    Abandoned,
+}
+
+/// The engine's core: shared by every handle, file and future.
+pub(crate) struct Core {
+    state: Mutex<State>,
+    report: BackendReport,
+    depth: usize,
+    notify: Option<Arc<EventFd>>,
+    mode: PollerMode,
+    poller: Mutex<Option<JoinHandle<()>>>,
+}
+
+pub(crate) struct State {
+    queue: Queue,
+    ops: Vec<Op>,
+    free: Vec<u32>,
+    /// Tasks waiting for a free op, oldest first, by token.
+    slot_waiters: VecDeque<(u64, Waker)>,
+    /// Ops released to a waiter that has not polled yet: (token, op).
+    grants: Vec<(u64, u32)>,
+    next_token: u64,
+    out: Vec<Completion>,
+    stats: Counters,
+}
+
+/// What a future asked the engine to start.
+pub(crate) enum Started {
+    /// In flight as this op.
+    Op(u32),
+    /// Refused before reaching the kernel; the buffer comes back.
+    Refused(Error, Buf),
+    /// Every op is in use; the caller is queued under this token.
+    Wait(Buf, u64),
+}
+
+impl Core {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic under the lock cannot leave a buffer handed out early
+        // (buffers only leave the queue through `take`), so keep going.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Called with the lock held after starting an op on a ticking engine.
+    pub(crate) fn kick(&self, was_idle: bool) {
+        if was_idle && self.mode == PollerMode::Ticking {
+            if let Some(n) = &self.notify {
+                n.signal();
+            }
+        }
+    }
+}
+
+impl State {
+    /// Ops in use: in flight, done but not collected, or abandoned.
+    pub(crate) fn in_use(&self) -> usize {
+        self.ops.len() - self.free.len() - self.grants.len()
+    }
+
+    fn stats(&self) -> EngineStats {
+        EngineStats {
+            in_flight: self.in_use(),
+            abandoned: self
+                .ops
+                .iter()
+                .filter(|o| matches!(o, Op::Abandoned))
+                .count(),
+            reclaimed: self.stats.reclaimed,
+            delivered: self.stats.delivered,
+            poller_wakeups: self.stats.poller_wakeups,
+            op_waits: self.stats.op_waits,
+            queue: self.queue.stats(),
+        }
+    }
+
+    /// Start a read of `len` bytes at `offset` into `buf`, whose completion
+    /// wakes `waker`. `token` is the caller's place in the wait line, if it
+    /// has one.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: usize,
+        buf: Buf,
+        waker: &Waker,
+        token: Option<u64>,
+        d: &mut Deferred,
+    ) -> Started {
+        let idx = match token {
+            // Waiting in line: go ahead only once an op has been granted.
+            Some(t) => match self.grants.iter().position(|(gt, _)| *gt == t) {
+                Some(pos) => Some(self.grants.swap_remove(pos).1),
+                None => None,
+            },
+            // A newcomer does not overtake tasks already waiting.
+            None if self.slot_waiters.is_empty() => self.free.pop(),
+            None => None,
+        };
+        let Some(idx) = idx else {
+            let t = match token {
+                Some(t) => t,
+                None => {
+                    self.stats.op_waits += 1;
+                    self.next_token += 1;
+                    self.next_token
+                }
+            };
+            match self.slot_waiters.iter_mut().find(|(wt, _)| *wt == t) {
+                Some((_, w)) => {
+                    if !w.will_wake(waker) {
+                        d.discard.push(std::mem::replace(w, waker.clone()));
+                    }
+                }
+                None => self.slot_waiters.push_back((t, waker.clone())),
+            }
+            return Started::Wait(buf, t);
+        };
+        match self.queue.push(Read {
+            file,
+            offset,
+            len,
+            buf,
+            user_data: idx as u64,
+        }) {
+            Ok(()) => {
+                self.ops[idx as usize] = Op::InFlight(Some(waker.clone()));
+                Started::Op(idx)
+            }
+            Err(rejected) => {
+                self.release(idx, d);
+                Started::Refused(rejected.error, rejected.buf)
+            }
+        }
+    }
+
+    /// A future waiting in line under `token` was dropped: leave the line,
+    /// passing on an op that was already granted to it.
+    pub(crate) fn leave_line(&mut self, token: u64, d: &mut Deferred) {
+        if let Some(pos) = self.grants.iter().position(|(t, _)| *t == token) {
+            let (_, idx) = self.grants.swap_remove(pos);
+            self.release(idx, d);
+        } else if let Some(pos) = self.slot_waiters.iter().position(|(t, _)| *t == token) {
+            if let Some((_, w)) = self.slot_waiters.remove(pos) {
+                d.discard.push(w);
+            }
+        }
+    }
+
+    /// Submit what is queued and collect what is done, without waiting;
+    /// file every result in its op and queue the wakers to run.
+    pub(crate) fn reap(&mut self, d: &mut Deferred) -> Result<()> {
+        let mut out = std::mem::take(&mut self.out);
+        let mut r = Ok(());
+        loop {
+            // Processing results may re-issue reads (the rest of a short
+            // read, an EINTR/EAGAIN retry); the queue pushes them but hands
+            // them to the backend only at its next submit or reap. Reap
+            // again until nothing was re-issued, or a re-issued read could
+            // sit unsubmitted while every task is parked (regression:
+            // short_read_at_eof_and_read_exact_at_eof_error hung on `pool`).
+            let before = retries(&self.queue);
+            if let Err(e) = self.queue.reap(0, None, &mut out) {
+                r = Err(e);
+                break;
+            }
+            if retries(&self.queue) == before {
+                break;
+            }
+        }
+        for c in out.drain(..) {
+            self.file_result(c, d);
+        }
+        self.out = out;
+        r
+    }
+
+    fn file_result(&mut self, c: Completion, d: &mut Deferred) {
+        let idx = c.user_data as usize;
+        match std::mem::replace(&mut self.ops[idx], Op::Free) {
+            Op::InFlight(w) => {
+                self.ops[idx] = Op::Done(c.result, c.buf);
+                if let Some(w) = w {
+                    d.wake.push(w);
+                }
+            }
+            Op::Abandoned => {
+                // The kernel is done with the buffer: only now may it go.
+                drop(c.buf);
+                self.stats.reclaimed += 1;
+                self.release(idx as u32, d);
+            }
+            Op::Free | Op::Done(..) => {
+                unreachable!("completion for op {idx} that is not in flight")
+            }
+        }
+    }
+
+    /// If op `idx` is done, collect it (freeing the op); otherwise make sure
+    /// its completion wakes `waker`.
+    pub(crate) fn collect(
+        &mut self,
+        idx: u32,
+        waker: Option<&Waker>,
+        d: &mut Deferred,
+    ) -> Option<(Result<usize>, Buf)> {
+        let op = &mut self.ops[idx as usize];
+        match op {
+            Op::Done(..) => {
+                let Op::Done(r, buf) = std::mem::replace(op, Op::Free) else {
+                    unreachable!()
+                };
+                self.stats.delivered += 1;
+                self.release(idx, d);
+                Some((r, buf))
+            }
+            Op::InFlight(w) => {
+                if let Some(new) = waker {
+                    match w {
+                        Some(old) if old.will_wake(new) => {}
+                        _ => {
+                            if let Some(old) = w.replace(new.clone()) {
+                                d.discard.push(old);
+                            }
+                        }
+                    }
+                }
+                None
+            }
+            Op::Free | Op::Abandoned => unreachable!("op {idx} collected twice"),
+        }
+    }
+
+    /// The future owning op `idx` was dropped: give up on it without ever
+    /// releasing its buffer before the kernel is done.
+    pub(crate) fn abandon(&mut self, idx: u32, d: &mut Deferred) {
+        let op = &mut self.ops[idx as usize];
+        match std::mem::replace(op, Op::Abandoned) {
+            Op::InFlight(w) => {
+                if let Some(w) = w {
+                    d.discard.push(w);
+                }
+            }
+            Op::Done(_, buf) => {
+                // Already finished: the queue handed the buffer back, so
+                // nothing can write to it any more.
+                *op = Op::Free;
+                drop(buf);
+                self.release(idx, d);
+            }
+            Op::Free | Op::Abandoned => unreachable!("op {idx} abandoned twice"),
+        }
+    }
+
+    /// Op `idx` is free again: grant it to the first waiter in line (like a
+    /// semaphore permit), or put it back on the free list.
+    fn release(&mut self, idx: u32, d: &mut Deferred) {
+        match self.slot_waiters.pop_front() {
+            Some((t, w)) => {
+                self.grants.push((t, idx));
+                d.wake.push(w);
+            }
+            None => self.free.push(idx),
+        }
+    }
+}
+
+/// Reads the queue has re-issued so far.
+fn retries(q: &Queue) -> u64 {
+    let s = q.stats();
+    s.short_retries + s.eintr_retries
+}
+
+/// Wakers to run, and wakers to drop, once the lock is released: a waker
+/// may run arbitrary executor code (even drop a task holding one of our
+/// futures), which must never happen under the engine's lock.
+#[derive(Default)]
+pub(crate) struct Deferred {
+    pub(crate) wake: Vec<Waker>,
+    pub(crate) discard: Vec<Waker>,
+}
+
+thread_local! {
+    static SCRATCH: Cell<Deferred> = Cell::new(Deferred::default());
+}
+
+impl Deferred {
+    /// This thread's scratch lists (kept between calls: no allocation per read).
+    pub(crate) fn take() -> Deferred {
+        SCRATCH.try_with(Cell::take).unwrap_or_default()
+    }
+
+    /// Run and drop everything, then keep the lists for the next call.
+    /// Call only with no engine lock held.
+    pub(crate) fn run(mut self) {
+        for w in self.wake.drain(..) {
+            w.wake();
+        }
+        self.discard.clear();
+        let _ = SCRATCH.try_with(|c| {
+            let cur = c.take();
+            c.set(if cur.wake.capacity() > self.wake.capacity() {
+                cur
+            } else {
+                self
+            });
+        });
+    }
+}
+
+thread_local! {
+    static IS_POLLER: Cell<bool> = const { Cell::new(false) };
+}
+
+fn poller(core: Weak<Core>, efd: Arc<EventFd>, mode: PollerMode) {
+    IS_POLLER.with(|c| c.set(true));
+    let mut busy = false;
+    loop {
+        let timeout = match mode {
+            PollerMode::Ticking if busy => Some(TICK),
+            // A safety net while reads are in flight: the uring backend masks
+            // the eventfd while a task is inside the ring and re-checks after
+            // unmasking; should a completion ever slip between the two, it
+            // costs at most this long, never a hang.
+            PollerMode::Notified if busy => Some(SAFETY_TICK),
+            _ => None,
+        };
+        efd.wait(timeout);
+        // The core is gone (its Drop signalled us): stop.
+        let Some(core) = core.upgrade() else { return };
+        let mut d = Deferred::take();
+        {
+            let mut st = core.lock();
+            st.stats.poller_wakeups += 1;
+            // A failed io_uring_enter consumes nothing; the next wake-up
+            // (or a future's own poll) tries again.
+            let _ = st.reap(&mut d);
+            busy = st.in_use() > 0;
+        }
+        d.run();
+        // If this was the last reference, Core's Drop runs here, on the
+        // poller thread, and does not join itself.
+        drop(core);
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        if let Some(n) = &self.notify {
+            n.signal();
+        }
+        let handle = self
+            .poller
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = handle {
+            // On the poller thread itself (it held the last reference) the
+            // poller exits by itself after this; joining would deadlock.
+            // (A thread-local flag rather than `thread::current()`, which
+            // allocates a handle for the main thread that outlives it.)
+            if !IS_POLLER.try_with(Cell::get).unwrap_or(false) {
+                let _ = h.join();
+            }
+        }
+        // Dropping the state drops the queue, whose Drop waits for every
+        // completion the kernel still owes (abandoned reads included) before
+        // any buffer is freed.
+    }
+}

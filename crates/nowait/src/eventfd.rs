@@ -1,0 +1,115 @@
+//! An `eventfd(2)`: the one file descriptor the async front end's poller
+//! sleeps on. io_uring writes to it whenever it posts a completion
+//! (`IORING_REGISTER_EVENTFD`), and the engine writes to it to stop the
+//! poller or to start it ticking.
+//!
+//! This module talks to the kernel with raw `libc` calls, so it is one of the
+//! few places allowed `unsafe`; each block names the invariant it relies on.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+/// A non-semaphore eventfd: `signal` adds 1, `wait` returns and clears the count.
+#[derive(Debug)]
+pub(crate) struct EventFd {
+    fd: OwnedFd,
+}
+
+impl EventFd {
+    /// `eventfd(0, EFD_CLOEXEC)`, blocking reads.
+    pub(crate) fn new() -> io::Result<EventFd> {
+        // SAFETY: plain system call with constant arguments; no memory is passed.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by eventfd(2), is open and owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(EventFd { fd })
+    }
+
+    pub(crate) fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Add 1 to the counter, waking a sleeper.
+    pub(crate) fn signal(&self) {
+        let one: u64 = 1;
+        loop {
+            // SAFETY: writes 8 bytes from a live local `u64`, as eventfd requires.
+            let r = unsafe {
+                libc::write(
+                    self.fd.as_raw_fd(),
+                    (&one as *const u64).cast(),
+                    std::mem::size_of::<u64>(),
+                )
+            };
+            if r >= 0 {
+                return;
+            }
+            match io::Error::last_os_error().raw_os_error() {
+                // Interrupted by a signal: write again.
+                Some(libc::EINTR) => continue,
+                // EAGAIN: the counter is at its maximum, a wake-up is pending anyway.
+                // Anything else (EBADF, EINVAL) cannot happen on an eventfd we own.
+                _ => return,
+            }
+        }
+    }
+
+    /// Sleep until the counter is non-zero (or `timeout` passes), then clear
+    /// it. Returns true if it was signalled.
+    pub(crate) fn wait(&self, timeout: Option<Duration>) -> bool {
+        if let Some(t) = timeout {
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = t.as_millis().clamp(1, i32::MAX as u128) as i32;
+            // SAFETY: `pfd` is a live, initialised pollfd and we pass a count of 1.
+            let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+            // 0: timed out; <0: EINTR (or ENOMEM): the caller loops either way.
+            if r <= 0 {
+                return false;
+            }
+        }
+        let mut count: u64 = 0;
+        loop {
+            // SAFETY: reads 8 bytes into a live local `u64`, as eventfd requires.
+            let r = unsafe {
+                libc::read(
+                    self.fd.as_raw_fd(),
+                    (&mut count as *mut u64).cast(),
+                    std::mem::size_of::<u64>(),
+                )
+            };
+            if r >= 0 {
+                return true;
+            }
+            match io::Error::last_os_error().raw_os_error() {
+                // Interrupted by a signal: read again.
+                Some(libc::EINTR) => continue,
+                // Anything else cannot happen on a blocking eventfd we own;
+                // report "not signalled" and let the caller's loop decide.
+                _ => return false,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_then_wait_returns_and_clears() {
+        let e = EventFd::new().unwrap();
+        e.signal();
+        e.signal();
+        assert!(e.wait(None));
+        assert!(!e.wait(Some(Duration::from_millis(1))));
+    }
+}

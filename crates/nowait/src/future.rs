@@ -1,0 +1,402 @@
+//! The async front end: [`EngineFile::read_at`], [`EngineFile::read_exact_at`]
+//! and [`EngineFile::read_many`], as plain [`Future`]s that any executor can
+//! drive — tokio (current-thread or multi-thread), smol / async-io, or one
+//! that only provides a [`Waker`].
+//!
+//! Every read takes an owned [`Buf`] and gives it back with the result, so
+//! the buffer is never borrowed across an await. Each future is
+//! **cancel-safe**: dropping it at any point never frees or hands out a
+//! buffer the kernel may still write to (see [`crate::engine`]).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use crate::buf::Buf;
+use crate::engine::{Core, Deferred, EngineFile, Started};
+use crate::error::Error;
+
+impl EngineFile {
+    /// Read up to `buf.capacity()` bytes at `offset`. Resolves to the bytes
+    /// read (fewer only at end of file) and the buffer, its length set.
+    ///
+    /// With io_uring the first poll submits the read and collects whatever
+    /// is done in one `io_uring_enter(2)`; a read served from the page cache
+    /// usually resolves right there.
+    pub fn read_at(&self, buf: Buf, offset: u64) -> ReadAt {
+        let len = buf.capacity();
+        ReadAt::new(self, buf, offset, len)
+    }
+
+    /// Read exactly `buf.capacity()` bytes at `offset`; end of file before
+    /// that is an [`io::ErrorKind::UnexpectedEof`] error.
+    pub fn read_exact_at(&self, buf: Buf, offset: u64) -> ReadExactAt {
+        ReadExactAt {
+            inner: self.read_at(buf, offset),
+        }
+    }
+
+    /// Start many reads at once — each `(offset, buf)` reads up to
+    /// `buf.capacity()` bytes — and collect them as they finish with
+    /// [`ReadMany::next`]. As many as there are free ops are submitted in one
+    /// system call; the rest follow as ops free up.
+    pub fn read_many<I>(&self, reads: I) -> ReadMany
+    where
+        I: IntoIterator<Item = (u64, Buf)>,
+    {
+        let pending: VecDeque<(usize, u64, Buf)> = reads
+            .into_iter()
+            .enumerate()
+            .map(|(i, (off, buf))| (i, off, buf))
+            .collect();
+        ReadMany {
+            core: self.core().map_err(|_| ()),
+            file: self.clone(),
+            pending,
+            ops: Vec::new(),
+            ready: VecDeque::new(),
+            token: None,
+        }
+    }
+}
+
+enum St {
+    /// Not started yet, or waiting in line for a free op under a token.
+    Idle(Buf, Option<u64>),
+    /// In flight as this op.
+    InFlight(u32),
+    /// The result has been handed out.
+    Finished,
+}
+
+/// Future of [`EngineFile::read_at`]: `(io::Result<usize>, Buf)`.
+#[must_use = "futures do nothing unless polled"]
+pub struct ReadAt {
+    core: Option<Arc<Core>>,
+    file: EngineFile,
+    offset: u64,
+    len: usize,
+    st: St,
+}
+
+impl fmt::Debug for ReadAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadAt")
+            .field("path", &self.file.file.path())
+            .field("offset", &self.offset)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl ReadAt {
+    fn new(file: &EngineFile, buf: Buf, offset: u64, len: usize) -> ReadAt {
+        ReadAt {
+            core: file.core().ok(),
+            file: file.clone(),
+            offset,
+            len,
+            st: St::Idle(buf, None),
+        }
+    }
+}
+
+impl Future for ReadAt {
+    type Output = (io::Result<usize>, Buf);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let Some(core) = this.core.as_ref() else {
+            return match std::mem::replace(&mut this.st, St::Finished) {
+                St::Idle(buf, _) => Poll::Ready((Err(this.file.closed().into()), buf)),
+                _ => panic!("ReadAt polled after it completed"),
+            };
+        };
+        let mut d = Deferred::take();
+        let out = {
+            let mut st = core.lock();
+            let idx = match std::mem::replace(&mut this.st, St::Finished) {
+                St::Idle(buf, token) => {
+                    let was_idle = st.in_use() == 0;
+                    match st.start(
+                        &this.file.file,
+                        this.offset,
+                        this.len,
+                        buf,
+                        cx.waker(),
+                        token,
+                        &mut d,
+                    ) {
+                        Started::Op(idx) => {
+                            core.kick(was_idle);
+                            Some(idx)
+                        }
+                        Started::Refused(e, buf) => {
+                            drop(st);
+                            d.run();
+                            return Poll::Ready((Err(e.into()), buf));
+                        }
+                        Started::Wait(buf, t) => {
+                            this.st = St::Idle(buf, Some(t));
+                            None
+                        }
+                    }
+                }
+                St::InFlight(idx) => Some(idx),
+                St::Finished => panic!("ReadAt polled after it completed"),
+            };
+            match idx {
+                None => Poll::Pending,
+                Some(idx) => {
+                    let reaped = st.reap(&mut d);
+                    match st.collect(idx, Some(cx.waker()), &mut d) {
+                        Some((r, buf)) => Poll::Ready((r.map_err(io::Error::from), buf)),
+                        None => match reaped {
+                            Ok(()) => {
+                                this.st = St::InFlight(idx);
+                                Poll::Pending
+                            }
+                            // The backend failed (a failed io_uring_enter):
+                            // report it, abandon the op (its buffer is
+                            // reclaimed when the kernel is done) and hand back
+                            // an empty buffer rather than one the kernel may
+                            // still write to.
+                            Err(e) => {
+                                st.abandon(idx, &mut d);
+                                Poll::Ready((Err(e.into()), Buf::new(0)))
+                            }
+                        },
+                    }
+                }
+            }
+        };
+        d.run();
+        out
+    }
+}
+
+impl Drop for ReadAt {
+    fn drop(&mut self) {
+        let Some(core) = self.core.as_ref() else {
+            return;
+        };
+        let mut d = Deferred::take();
+        match std::mem::replace(&mut self.st, St::Finished) {
+            St::InFlight(idx) => core.lock().abandon(idx, &mut d),
+            St::Idle(_, Some(token)) => core.lock().leave_line(token, &mut d),
+            St::Idle(_, None) | St::Finished => return,
+        }
+        d.run();
+    }
+}
+
+/// Future of [`EngineFile::read_exact_at`]: `(io::Result<()>, Buf)`.
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct ReadExactAt {
+    inner: ReadAt,
+}
+
+impl Future for ReadExactAt {
+    type Output = (io::Result<()>, Buf);
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let (r, buf) = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
+        let r = match r {
+            Ok(n) if n == self.inner.len => Ok(()),
+            Ok(got) => Err(Error::UnexpectedEof {
+                path: self.inner.file.file.path().into(),
+                offset: self.inner.offset,
+                len: self.inner.len,
+                got,
+            }
+            .into()),
+            Err(e) => Err(e),
+        };
+        Poll::Ready((r, buf))
+    }
+}
+
+/// One finished read of a [`ReadMany`] batch.
+#[derive(Debug)]
+pub struct ManyItem {
+    /// Position of the request in the batch given to `read_many`.
+    pub index: usize,
+    /// The request's offset.
+    pub offset: u64,
+    /// Bytes read (fewer than the capacity only at end of file), or why not.
+    pub result: io::Result<usize>,
+    /// The request's buffer, its length set to the bytes read.
+    pub buf: Buf,
+}
+
+/// A batch of reads started by [`EngineFile::read_many`]; yields each as it
+/// finishes. Dropping it abandons what is still in flight (cancel-safe).
+pub struct ReadMany {
+    core: std::result::Result<Arc<Core>, ()>,
+    file: EngineFile,
+    /// Not started yet: (index, offset, buffer).
+    pending: VecDeque<(usize, u64, Buf)>,
+    /// In flight: (op, index, offset).
+    ops: Vec<(u32, usize, u64)>,
+    ready: VecDeque<ManyItem>,
+    /// Place in the engine's wait line while every op is in use.
+    token: Option<u64>,
+}
+
+impl fmt::Debug for ReadMany {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadMany")
+            .field("path", &self.file.file.path())
+            .field("pending", &self.pending.len())
+            .field("in_flight", &self.ops.len())
+            .field("ready", &self.ready.len())
+            .finish()
+    }
+}
+
+impl ReadMany {
+    /// Reads not yet handed out by `next`.
+    pub fn remaining(&self) -> usize {
+        self.pending.len() + self.ops.len() + self.ready.len()
+    }
+
+    /// The next finished read, or `None` when all have been handed out.
+    // The name async streams use (`StreamExt::next`); it returns a future.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Next<'_> {
+        Next { many: self }
+    }
+
+    /// Poll for the next finished read (the building block of [`ReadMany::next`]
+    /// and of a `Stream` adapter).
+    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<ManyItem>> {
+        if let Some(item) = self.ready.pop_front() {
+            return Poll::Ready(Some(item));
+        }
+        if self.pending.is_empty() && self.ops.is_empty() {
+            return Poll::Ready(None);
+        }
+        let core = match &self.core {
+            Ok(c) => c.clone(),
+            Err(()) => {
+                let (index, offset, buf) = self.pending.pop_front().expect("checked non-empty");
+                let result = Err(self.file.closed().into());
+                return Poll::Ready(Some(ManyItem {
+                    index,
+                    offset,
+                    result,
+                    buf,
+                }));
+            }
+        };
+        let mut d = Deferred::take();
+        {
+            let mut st = core.lock();
+            let was_idle = st.in_use() == 0;
+            let file = &self.file.file;
+            // Start as many as there are ops for: one submit for all of them.
+            while let Some((index, offset, buf)) = self.pending.pop_front() {
+                let len = buf.capacity();
+                match st.start(file, offset, len, buf, cx.waker(), self.token, &mut d) {
+                    Started::Op(idx) => {
+                        self.token = None;
+                        self.ops.push((idx, index, offset));
+                    }
+                    Started::Refused(e, buf) => {
+                        self.token = None;
+                        self.ready.push_back(ManyItem {
+                            index,
+                            offset,
+                            result: Err(e.into()),
+                            buf,
+                        });
+                    }
+                    Started::Wait(buf, t) => {
+                        self.token = Some(t);
+                        self.pending.push_front((index, offset, buf));
+                        break;
+                    }
+                }
+            }
+            if !self.ops.is_empty() {
+                core.kick(was_idle);
+            }
+            let reaped = st.reap(&mut d);
+            let mut i = 0;
+            while i < self.ops.len() {
+                let (idx, index, offset) = self.ops[i];
+                match st.collect(idx, Some(cx.waker()), &mut d) {
+                    Some((r, buf)) => {
+                        self.ops.swap_remove(i);
+                        self.ready.push_back(ManyItem {
+                            index,
+                            offset,
+                            result: r.map_err(io::Error::from),
+                            buf,
+                        });
+                    }
+                    None => i += 1,
+                }
+            }
+            if let Err(e) = reaped {
+                // The backend failed: report it on the first read still in
+                // flight, abandoned so its buffer is reclaimed when the
+                // kernel is done; the rest stay in flight.
+                if let Some((idx, index, offset)) = self.ops.pop() {
+                    st.abandon(idx, &mut d);
+                    self.ready.push_back(ManyItem {
+                        index,
+                        offset,
+                        result: Err(e.into()),
+                        buf: Buf::new(0),
+                    });
+                }
+            }
+        }
+        d.run();
+        match self.ready.pop_front() {
+            Some(item) => Poll::Ready(Some(item)),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for ReadMany {
+    fn drop(&mut self) {
+        let Ok(core) = &self.core else { return };
+        if self.ops.is_empty() && self.token.is_none() {
+            return;
+        }
+        let mut d = Deferred::take();
+        {
+            let mut st = core.lock();
+            for (idx, _, _) in self.ops.drain(..) {
+                st.abandon(idx, &mut d);
+            }
+            if let Some(t) = self.token.take() {
+                st.leave_line(t, &mut d);
+            }
+        }
+        d.run();
+    }
+}
+
+/// Future of [`ReadMany::next`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct Next<'a> {
+    many: &'a mut ReadMany,
+}
+
+impl Future for Next<'_> {
+    type Output = Option<ManyItem>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.many.poll_next(cx)
+    }
+}
