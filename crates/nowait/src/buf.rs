@@ -23,6 +23,10 @@ pub struct Buf {
     cap: usize,
     len: usize,
     align: usize,
+    /// Set only on buffers of a queue's registered pool: (registration id,
+    /// index). A tag travels with the buffer, so memory that merely reuses
+    /// a registered address is never mistaken for a registered buffer.
+    pub(crate) fixed: Option<(u32, u16)>,
 }
 
 // SAFETY: `Buf` owns its allocation exclusively (like `Vec<u8>`); nothing else
@@ -53,6 +57,7 @@ impl Buf {
                 cap: 0,
                 len: 0,
                 align,
+                fixed: None,
             };
         }
         let layout = Layout::from_size_align(cap, align)
@@ -67,6 +72,7 @@ impl Buf {
             cap,
             len: 0,
             align,
+            fixed: None,
         }
     }
 
@@ -191,6 +197,23 @@ impl BufPool {
         if buf.cap == self.size && buf.align == self.align {
             self.free.push(buf);
         }
+    }
+
+    /// Every buffer of the pool as (address, length), and tag them as
+    /// registered under `reg_id` (index = position). Only for a full pool.
+    pub(crate) fn register_all(&mut self, reg_id: u32) -> Vec<(usize, usize)> {
+        self.free
+            .iter_mut()
+            .enumerate()
+            .map(|(i, b)| {
+                b.fixed = Some((reg_id, i as u16));
+                (b.addr(), b.cap)
+            })
+            .collect()
+    }
+
+    pub(crate) fn free_mut(&mut self) -> &mut [Buf] {
+        &mut self.free
     }
 
     /// Buffers currently in the pool.

@@ -141,6 +141,10 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// A setting is out of range (queue depth, worker count, …).
+    #[error("{0}")]
+    Config(String),
+
     /// A request used a file with a queue that no longer exists.
     #[error("{0}")]
     Closed(String),
@@ -198,6 +202,7 @@ impl Error {
                 io::ErrorKind::InvalidInput
             }
             Error::QueueFull { .. } => io::ErrorKind::WouldBlock,
+            Error::Config(_) => io::ErrorKind::InvalidInput,
             Error::UnexpectedEof { .. } => io::ErrorKind::UnexpectedEof,
             Error::Closed(_) => io::ErrorKind::BrokenPipe,
         }

@@ -7,9 +7,11 @@ use std::io::{self, Seek, SeekFrom};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+use crate::fastpath::{FastPath, FastPathState};
 use crate::probe::fs_name;
 use crate::sys::{self, DioAlign};
 
@@ -73,7 +75,26 @@ pub(crate) struct FileInner {
     pub(crate) fs: &'static str,
     pub(crate) fs_magic: i64,
     pub(crate) buffered_reason: Option<String>,
+    /// The `pool` backend's RWF_NOWAIT hit ratio and on/off state, shared
+    /// by every queue reading this file.
+    pub(crate) fast: FastPath,
+    /// Unique for the life of the process (descriptor numbers are reused;
+    /// this is not): keys io_uring's registered-file table.
+    pub(crate) id: u64,
+    /// Whether the device's queue polls (`queue/io_poll`), for IOPOLL:
+    /// [`POLL_NO`], [`POLL_YES`], or [`POLL_REFUSED`] once a polled read
+    /// came back EOPNOTSUPP.
+    pub(crate) polls: AtomicU8,
 }
+
+/// The device does not poll (or the file is buffered).
+pub(crate) const POLL_NO: u8 = 0;
+/// The device's queue reports `io_poll = 1`.
+pub(crate) const POLL_YES: u8 = 1;
+/// A polled read was refused with EOPNOTSUPP: never poll this file again.
+pub(crate) const POLL_REFUSED: u8 = 2;
+
+static NEXT_FILE_ID: AtomicU64 = AtomicU64::new(1);
 
 /// An open file, cheap to clone (reference counted). Requests in flight keep
 /// it open, so dropping the last handle while reads are pending is safe.
@@ -207,6 +228,9 @@ impl File {
                 fs,
                 fs_magic,
                 buffered_reason,
+                fast: FastPath::default(),
+                id: NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed),
+                polls: AtomicU8::new(if direct_now && device_polls(kind, &meta) { POLL_YES } else { POLL_NO }),
             }),
         })
     }
@@ -244,6 +268,13 @@ impl File {
     /// Why the file is buffered although direct I/O was asked for (`Direct::Auto`).
     pub fn buffered_reason(&self) -> Option<&str> {
         self.inner.buffered_reason.as_deref()
+    }
+
+    /// The `pool` backend's `RWF_NOWAIT` fast-path state for this file:
+    /// its decaying hit ratio and, if the fast path is off, why (shared by
+    /// every queue reading the file).
+    pub fn fast_path(&self) -> FastPathState {
+        self.inner.fast.snapshot(self.inner.fs)
     }
 
     /// Current size in bytes (`fstat(2)`, or the device size for a block device).
@@ -320,6 +351,12 @@ fn dio_alignment(
             source: "assumed page size (no alignment reported)",
         },
     })
+}
+
+/// True if the block queue behind the file polls (`queue/io_poll` is 1).
+fn device_polls(kind: FileKind, meta: &fs::Metadata) -> bool {
+    let dev = if kind == FileKind::BlockDevice { meta.rdev() } else { meta.dev() };
+    crate::probe::sysfs_queue_attr(dev, "io_poll").is_some_and(|s| s == "1")
 }
 
 /// `/sys/dev/block/MAJ:MIN/queue/logical_block_size`, or the parent's for a partition.

@@ -8,6 +8,26 @@
 //! shorter than asked means end of file, nothing else.
 //!
 //! ```
+//! use nowait::{Buf, Direct, Engine};
+//! # let dir = tempfile::tempdir()?;
+//! # let path = dir.path().join("data");
+//! # nowait::pattern::write_file(&path, 1 << 20, |_| {})?;
+//! let engine = Engine::new()?; // Clone + Send + Sync; no runtime of its own
+//! let file = engine.open(&path, Direct::Auto)?;
+//! // In any async runtime (tokio, smol, …) or, as here, a plain thread:
+//! let (n, buf) = nowait::block_on(async { file.read_at(Buf::new(4096), 4096).await });
+//! assert_eq!(n?, 4096);
+//! nowait::pattern::check(4096, buf.as_slice()).unwrap();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The async front end ([`Engine`], [`EngineFile::read_at`],
+//! [`EngineFile::read_many`]) and the blocking one ([`BlockingFile`]) need
+//! no runtime and no thread per read; dropping a read in flight is safe (see
+//! [`engine`] for the design). Underneath is the low-level [`Queue`], shaped
+//! like a liburing ring:
+//!
+//! ```
 //! use nowait::{Buf, Direct, File, Queue, Read};
 //! # let dir = tempfile::tempdir()?;
 //! # let path = dir.path().join("data");
@@ -41,24 +61,35 @@
 //! do), [`File`] (an open file and what was learned about it), [`Buf`] and
 //! [`BufPool`] (owned aligned buffers), [`Queue`] (slots, submit and reap,
 //! short-read completion, errno mapping), [`backend`] (the written contract
-//! and one file per backend), [`sys`] (raw system calls), [`pattern`] (the
-//! verifiable data pattern).
+//! and one file per backend), [`fastpath`] (the `pool` backend's
+//! `RWF_NOWAIT` policy, per-file state and counters), [`sys`] (raw system
+//! calls), [`pattern`] (the verifiable data pattern).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod backend;
+mod blocking;
 mod buf;
+pub mod engine;
 mod error;
+mod eventfd;
+pub mod fastpath;
 mod file;
+mod future;
 pub mod pattern;
 pub mod probe;
 mod queue;
 pub mod sys;
 
+pub use backend::uring::IoPoll;
 pub use backend::{BackendChoice, BackendKind, BackendStats, MAX_READ};
+pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
+pub use engine::{Engine, EngineBuilder, EngineFile, EngineStats, PollerMode};
 pub use error::{Error, Result};
+pub use fastpath::{FastPathOff, FastPathState, FastPathStats, NowaitMode};
 pub use file::{DioAlignment, Direct, File, FileKind};
+pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 pub use queue::{
     BackendReport, Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH,
 };

@@ -17,6 +17,7 @@ use std::os::unix::fs::MetadataExt;
 use io_uring::{opcode, IoUring, Probe};
 
 use crate::backend::BackendKind;
+use crate::fastpath::{FastPathOff, FastPathState};
 use crate::file::{File, FileKind};
 use crate::queue::uring_refusal;
 
@@ -222,6 +223,57 @@ pub fn errno_name(e: i32) -> String {
     name.to_string()
 }
 
+/// What one `preadv2(RWF_NOWAIT)` of byte 0 of a file answered: whether the
+/// `pool` backend's inline fast path can work on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NowaitProbe {
+    /// Non-blocking buffered reads work; `cached` says whether byte 0 was
+    /// in the page cache (EAGAIN: it was not).
+    Supported {
+        /// Byte 0 was resident.
+        cached: bool,
+    },
+    /// The filesystem or device refuses them (EOPNOTSUPP: tmpfs, zram).
+    Unsupported {
+        /// The errno.
+        errno: i32,
+    },
+    /// `preadv2` itself is refused (ENOSYS: old kernel; EPERM: seccomp).
+    SyscallRefused {
+        /// The errno.
+        errno: i32,
+    },
+    /// Any other answer (EIO, EINVAL, …).
+    Failed {
+        /// The errno.
+        errno: i32,
+    },
+}
+
+impl NowaitProbe {
+    /// True if the fast path can work on this file.
+    pub fn works(&self) -> bool {
+        matches!(self, NowaitProbe::Supported { .. })
+    }
+}
+
+fn probe_nowait(file: &File) -> NowaitProbe {
+    use std::os::fd::AsFd;
+    match crate::sys::preadv2_nowait_probe(file.as_fd()) {
+        // Byte 0 came back (or the file is empty): supported.
+        Ok(n) => NowaitProbe::Supported { cached: n == 1 },
+        // Not cached, but the filesystem honoured RWF_NOWAIT.
+        Err(libc::EAGAIN) => NowaitProbe::Supported { cached: false },
+        // No FMODE_NOWAIT on this filesystem or device.
+        Err(libc::EOPNOTSUPP) => NowaitProbe::Unsupported {
+            errno: libc::EOPNOTSUPP,
+        },
+        // No preadv2 in the kernel, or a seccomp filter blocks it.
+        Err(e @ (libc::ENOSYS | libc::EPERM)) => NowaitProbe::SyscallRefused { errno: e },
+        Err(e) => NowaitProbe::Failed { errno: e },
+    }
+}
+
 /// What a file can do and what a read of it would take.
 #[derive(Debug, Clone)]
 pub struct FileReport {
@@ -243,6 +295,11 @@ pub struct FileReport {
     pub buffered_path: String,
     /// The path a direct read would take, and why (None if direct is impossible).
     pub direct_path: Option<String>,
+    /// Whether `preadv2(RWF_NOWAIT)` works on the file (the `pool` fast path).
+    pub rwf_nowait: NowaitProbe,
+    /// The file's fast-path state as this process has learned it so far
+    /// (on a freshly opened file: only what its filesystem taught).
+    pub fast_path: FastPathState,
 }
 
 /// Probe one file: open it buffered and with `Direct::Auto`, and describe
@@ -266,6 +323,7 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
         meta.dev()
     };
     let io_poll = sysfs_queue_attr(dev, "io_poll").map(|s| s == "1");
+    let rwf_nowait = probe_nowait(&buffered);
     let (backend, buffered_path, direct_path) = match &machine.uring {
         UringStatus::Available { .. } => (
             BackendKind::Uring,
@@ -281,9 +339,21 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
             }),
         ),
         UringStatus::Unavailable { reason, .. } => (
-            BackendKind::Sync,
-            format!("sync: pread(2) on the calling thread, because {reason}"),
-            direct.as_ref().ok().map(|_| format!("sync: pread(2) with O_DIRECT, because {reason}")),
+            BackendKind::Pool,
+            match rwf_nowait {
+                NowaitProbe::Supported { .. } => format!(
+                    "pool: preadv2(RWF_NOWAIT) inline on the submitting thread (a cached read \
+                     never waits for a thread), misses to worker threads doing pread(2), because {reason}"
+                ),
+                _ => format!(
+                    "pool: worker threads doing pread(2), no inline fast path ({}), because {reason}",
+                    nowait_words(rwf_nowait, buffered.fs())
+                ),
+            },
+            direct
+                .as_ref()
+                .ok()
+                .map(|_| format!("pool: pread(2) with O_DIRECT in worker threads, because {reason}")),
         ),
     };
     Ok(FileReport {
@@ -296,11 +366,13 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
         backend,
         buffered_path,
         direct_path,
+        rwf_nowait,
+        fast_path: buffered.fast_path(),
     })
 }
 
 /// `/sys/dev/block/MAJ:MIN/queue/ATTR`, or the parent disk's for a partition.
-fn sysfs_queue_attr(dev: u64, attr: &str) -> Option<String> {
+pub(crate) fn sysfs_queue_attr(dev: u64, attr: &str) -> Option<String> {
     let (maj, min) = (libc::major(dev), libc::minor(dev));
     [
         format!("/sys/dev/block/{maj}:{min}/queue/{attr}"),
@@ -352,8 +424,27 @@ impl fmt::Display for MachineReport {
             }
             UringStatus::Unavailable { reason, .. } => {
                 writeln!(f, "  io_uring: UNAVAILABLE — {reason}")?;
-                writeln!(f, "    reads fall back to the sync backend")
+                writeln!(
+                    f,
+                    "    reads fall back to the pool backend (worker threads with the RWF_NOWAIT fast path)"
+                )
             }
+        }
+    }
+}
+
+fn nowait_words(p: NowaitProbe, fs: &'static str) -> String {
+    match p {
+        NowaitProbe::Supported { cached: true } => {
+            "works (byte 0 is in the page cache: a read of it completes inline)".into()
+        }
+        NowaitProbe::Supported { cached: false } => {
+            "works (byte 0 is not cached: EAGAIN, a read of it goes to a worker)".into()
+        }
+        NowaitProbe::Unsupported { errno } => FastPathOff::Refused { fs, errno }.to_string(),
+        NowaitProbe::SyscallRefused { errno } => FastPathOff::Syscall { errno }.to_string(),
+        NowaitProbe::Failed { errno } => {
+            format!("preadv2(RWF_NOWAIT) failed with {}", errno_name(errno))
         }
     }
 }
@@ -394,6 +485,14 @@ impl fmt::Display for FileReport {
                 if p { "1 (polls)" } else { "0 (interrupts)" }
             )?,
             None => writeln!(f, "  device queue io_poll: not applicable")?,
+        }
+        writeln!(
+            f,
+            "  RWF_NOWAIT: {}",
+            nowait_words(self.rwf_nowait, self.fs)
+        )?;
+        if let Some(off) = self.fast_path.off {
+            writeln!(f, "  pool fast path: off ({off})")?;
         }
         writeln!(f, "  buffered read -> {}", self.buffered_path)?;
         match &self.direct_path {

@@ -27,11 +27,14 @@ use std::fmt;
 use std::io;
 use std::time::{Duration, Instant};
 
+use crate::backend::pool::{self, PoolConfig};
 use crate::backend::sync::SyncBackend;
-use crate::backend::uring::{self, UringConfig};
+use crate::backend::aio;
+use crate::backend::uring::{self, IoPoll, UringConfig};
 use crate::backend::{Backend, BackendChoice, BackendKind, Cqe, Sqe, MAX_READ};
-use crate::buf::Buf;
+use crate::buf::{Buf, BufPool};
 use crate::error::{Error, Result};
+use crate::fastpath::{FastPathStats, NowaitMode};
 use crate::file::File;
 
 /// Largest queue depth a queue can be built with.
@@ -115,6 +118,17 @@ pub struct QueueStats {
     pub bounced: u64,
     /// System calls made by the backend to submit and reap.
     pub syscalls: u64,
+    /// The `pool` backend's `RWF_NOWAIT` fast path and worker counters
+    /// (all zero on other backends).
+    pub fast_path: FastPathStats,
+    /// `uring`: reads issued as `READ_FIXED` from registered buffers.
+    pub fixed_reads: u64,
+    /// `uring`: reads completed on the polled (IOPOLL) ring.
+    pub polled: u64,
+    /// `uring`: polled reads refused with EOPNOTSUPP and resubmitted unpolled.
+    pub poll_fallbacks: u64,
+    /// `uring`: waits satisfied by spinning on the CQ, without sleeping.
+    pub spin_reaped: u64,
 }
 
 /// Where a queue's backend came from.
@@ -133,7 +147,9 @@ pub struct BackendReport {
 pub struct QueueBuilder {
     depth: usize,
     backend: BackendChoice,
-    single_issuer: bool,
+    uring: UringConfig,
+    pool: PoolConfig,
+    fixed_buffers: Option<(usize, usize)>,
 }
 
 impl Default for QueueBuilder {
@@ -141,7 +157,9 @@ impl Default for QueueBuilder {
         QueueBuilder {
             depth: 32,
             backend: BackendChoice::Auto,
-            single_issuer: true,
+            uring: UringConfig::default(),
+            pool: PoolConfig::default(),
+            fixed_buffers: None,
         }
     }
 }
@@ -163,20 +181,97 @@ impl QueueBuilder {
     /// which enables `DEFER_TASKRUN`). Default on; turn it off to move a
     /// queue between threads after first use.
     pub fn single_issuer(mut self, on: bool) -> Self {
-        self.single_issuer = on;
+        self.uring.single_issuer = on;
+        self
+    }
+
+    /// io_uring SQPOLL: a kernel thread polls the submission queue, so
+    /// submitting needs no system call while it is awake; it sleeps after
+    /// `idle_ms` without work. Its CPU time counts in the process's usage.
+    pub fn sqpoll(mut self, idle_ms: Option<u32>) -> Self {
+        self.uring.sqpoll_idle_ms = idle_ms;
+        self
+    }
+
+    /// Polled completions for direct reads (default [`IoPoll::Auto`]: on
+    /// devices whose queue polls).
+    pub fn iopoll(mut self, mode: IoPoll) -> Self {
+        self.uring.iopoll = mode;
+        self
+    }
+
+    /// Spin on the completion queue for up to `spin` before sleeping in
+    /// `io_uring_enter` (userspace completion polling; default off). The
+    /// ring is then set up without deferred task work.
+    pub fn spin(mut self, spin: Duration) -> Self {
+        self.uring.spin = spin;
+        self
+    }
+
+    /// Register files with io_uring on first use (default on).
+    pub fn register_files(mut self, on: bool) -> Self {
+        self.uring.register_files = on;
+        self
+    }
+
+    /// Give the queue a pool of `count` page-aligned buffers of `size`
+    /// bytes, registered with io_uring as fixed buffers where the backend
+    /// and the locked-memory limit allow (see [`Queue::take_buf`]).
+    pub fn fixed_buffers(mut self, count: usize, size: usize) -> Self {
+        self.fixed_buffers = Some((count, size));
+        self
+    }
+
+    /// The `pool` backend's `RWF_NOWAIT` fast path: try a buffered read
+    /// inline with `preadv2(RWF_NOWAIT)` before handing it to a worker
+    /// (default [`NowaitMode::Adaptive`]). No effect on other backends.
+    pub fn nowait(mut self, mode: NowaitMode) -> Self {
+        self.pool.mode = mode;
+        self
+    }
+
+    /// Worker threads of the `pool` backend (1 to 1024). Default:
+    /// `min(depth, max(4, 4 × CPUs))`, the bound io_uring's own worker pool
+    /// uses: workers mostly sleep in `pread` waiting for the device, so
+    /// their number is the pool's device queue depth.
+    pub fn pool_workers(mut self, workers: usize) -> Self {
+        self.pool.workers = Some(workers);
         self
     }
 
     /// Build the queue: set up the backend and allocate every slot.
     pub fn build(self) -> Result<Queue> {
         if self.depth == 0 || self.depth > MAX_DEPTH {
-            return Err(Error::Kernel {
-                what: "queue depth must be between 1 and 16384",
-                source: io::Error::from_raw_os_error(libc::EINVAL),
-            });
+            return Err(Error::Config(format!(
+                "queue depth {} is out of range: it must be between 1 and {MAX_DEPTH}",
+                self.depth
+            )));
         }
-        let (backend, report) = make_backend(self.backend, self.depth, self.single_issuer)?;
-        Ok(Queue::with_backend(backend, report, self.depth))
+        if let Some(w) = self.pool.workers {
+            if w == 0 || w > pool::MAX_WORKERS {
+                return Err(Error::Config(format!(
+                    "pool worker count {w} is out of range: it must be between 1 and {}",
+                    pool::MAX_WORKERS
+                )));
+            }
+        }
+        let (backend, report) = make_backend(
+            self.backend,
+            self.depth,
+            self.uring,
+            self.pool,
+        )?;
+        let mut q = Queue::with_backend(backend, report, self.depth);
+        if let Some((count, size)) = self.fixed_buffers {
+            if count == 0 || count > u16::MAX as usize || size == 0 {
+                return Err(Error::Config(format!(
+                    "fixed buffers: {count} of {size} bytes is out of range (1 to 65535 buffers, non-empty)"
+                )));
+            }
+            let note = q.set_up_fixed_buffers(count, size);
+            q.report.detail.push_str(&format!("; {note}"));
+        }
+        Ok(q)
     }
 }
 
@@ -210,7 +305,8 @@ pub(crate) fn uring_refusal(e: &io::Error) -> String {
 fn make_backend(
     choice: BackendChoice,
     depth: usize,
-    single_issuer: bool,
+    uring_cfg: UringConfig,
+    pool_cfg: PoolConfig,
 ) -> Result<(Box<dyn Backend>, BackendReport)> {
     let forced_off =
         std::env::var_os("NOWAIT_DISABLE_URING").is_some_and(|v| v != "0" && !v.is_empty());
@@ -218,7 +314,7 @@ fn make_backend(
         if forced_off {
             return Err("disabled by NOWAIT_DISABLE_URING".into());
         }
-        uring::setup(depth, UringConfig { single_issuer }).map_err(|e| uring_refusal(&e))
+        uring::setup(depth, uring_cfg).map_err(|e| uring_refusal(&e))
     };
     match choice {
         BackendChoice::Exactly(BackendKind::Uring) => match try_uring() {
@@ -233,7 +329,35 @@ fn make_backend(
             Err(reason) => Err(Error::BackendUnavailable {
                 backend: "uring",
                 reason: format!(
-                    "{reason}; use --ioengine sync (or BackendChoice::Auto) to fall back"
+                    "{reason}; use --ioengine pool (or BackendChoice::Auto) to fall back"
+                ),
+            }),
+        },
+        BackendChoice::Exactly(BackendKind::Pool) => match pool::setup(depth, pool_cfg) {
+            Ok(b) => {
+                let report = BackendReport {
+                    kind: BackendKind::Pool,
+                    reason: "asked for".into(),
+                    detail: b.describe(),
+                };
+                Ok((Box::new(b), report))
+            }
+            Err(e) => Err(Error::BackendUnavailable {
+                backend: "pool",
+                reason: format!(
+                    "cannot start worker threads: {e}; use --ioengine sync to read on the calling thread"
+                ),
+            }),
+        },
+        BackendChoice::Exactly(BackendKind::Aio) => match aio::setup(depth) {
+            Ok(b) => {
+                let report = BackendReport { kind: BackendKind::Aio, reason: "asked for".into(), detail: b.describe() };
+                Ok((Box::new(b), report))
+            }
+            Err(e) => Err(Error::BackendUnavailable {
+                backend: "aio",
+                reason: format!(
+                    "io_setup failed: {e} (raise /proc/sys/fs/aio-max-nr if EAGAIN); use --ioengine uring or pool"
                 ),
             }),
         },
@@ -255,15 +379,29 @@ fn make_backend(
                 };
                 Ok((Box::new(b), report))
             }
-            Err(why) => {
-                let b = SyncBackend::new(depth);
-                let report = BackendReport {
-                    kind: BackendKind::Sync,
-                    reason: format!("fell back from uring: {why}"),
-                    detail: b.describe(),
-                };
-                Ok((Box::new(b), report))
-            }
+            // Next rung: the thread pool with the RWF_NOWAIT fast path; the
+            // sync loop only if not even one thread can be started.
+            Err(why) => match pool::setup(depth, pool_cfg) {
+                Ok(b) => {
+                    let report = BackendReport {
+                        kind: BackendKind::Pool,
+                        reason: format!("fell back from uring: {why}"),
+                        detail: b.describe(),
+                    };
+                    Ok((Box::new(b), report))
+                }
+                Err(e) => {
+                    let b = SyncBackend::new(depth);
+                    let report = BackendReport {
+                        kind: BackendKind::Sync,
+                        reason: format!(
+                            "fell back from uring: {why}; and from pool: cannot start worker threads: {e}"
+                        ),
+                        detail: b.describe(),
+                    };
+                    Ok((Box::new(b), report))
+                }
+            },
         },
     }
 }
@@ -325,6 +463,11 @@ pub struct Queue {
     stash: VecDeque<Completion>,
     stats: QueueStats,
     next_private: u64,
+    /// Registration id of `fixed_pool` with the backend (0: none).
+    reg_id: u32,
+    /// The registered buffer pool; declared after `backend` so it is freed
+    /// only after the ring that references it is gone.
+    fixed_pool: Option<BufPool>,
 }
 
 impl fmt::Debug for Queue {
@@ -357,6 +500,57 @@ impl Queue {
             stash: VecDeque::new(),
             stats: QueueStats::default(),
             next_private: 1 << 63,
+            reg_id: 0,
+            fixed_pool: None,
+        }
+    }
+
+    /// Allocate `count` buffers of `size` bytes and register them with the
+    /// backend (io_uring fixed buffers). Returns a note for the report.
+    fn set_up_fixed_buffers(&mut self, count: usize, size: usize) -> String {
+        static NEXT_REG: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+        let mut pool = BufPool::new(count, size, crate::buf::PAGE);
+        let id = NEXT_REG.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let regions = pool.register_all(id);
+        let note = match self.backend.register_buffers(&regions) {
+            Ok(()) => {
+                self.reg_id = id;
+                format!("{count} registered buffers of {size} bytes (READ_FIXED)")
+            }
+            Err(e) => {
+                // Keep the pool (plain buffers still work) but drop the tags
+                // so nothing is issued as READ_FIXED.
+                for b in pool.free_mut() {
+                    b.fixed = None;
+                }
+                match e.raw_os_error() {
+                    Some(libc::ENOMEM) => format!(
+                        "{count} buffers of {size} bytes, NOT registered: the locked-memory limit \
+                         refused them (ENOMEM; raise ulimit -l), reads use plain buffers"
+                    ),
+                    Some(libc::EOPNOTSUPP) => {
+                        format!("{count} buffers of {size} bytes (this backend has no registered buffers)")
+                    }
+                    _ => format!("{count} buffers of {size} bytes, NOT registered ({e}), reads use plain buffers"),
+                }
+            }
+        };
+        self.fixed_pool = Some(pool);
+        note
+    }
+
+    /// Take a buffer from the queue's pool (see
+    /// [`QueueBuilder::fixed_buffers`]); reads into it use `READ_FIXED`
+    /// where the backend registered the pool. `None` when the pool is empty
+    /// or was not asked for.
+    pub fn take_buf(&mut self) -> Option<Buf> {
+        self.fixed_pool.as_mut()?.get()
+    }
+
+    /// Return a buffer taken with [`Queue::take_buf`].
+    pub fn give_buf(&mut self, buf: Buf) {
+        if let Some(p) = self.fixed_pool.as_mut() {
+            p.put(buf);
         }
     }
 
@@ -377,8 +571,14 @@ impl Queue {
 
     /// Counters so far.
     pub fn stats(&self) -> QueueStats {
+        let b = self.backend.stats();
         QueueStats {
-            syscalls: self.backend.stats().syscalls,
+            syscalls: b.syscalls,
+            fast_path: b.fast_path,
+            fixed_reads: b.fixed_reads,
+            polled: b.polled,
+            poll_fallbacks: b.poll_fallbacks,
+            spin_reaped: b.spin_reaped,
             ..self.stats
         }
     }
@@ -487,6 +687,7 @@ impl Queue {
             Some(b) => &mut b.buf,
             None => s.buf.as_mut().expect("an issued slot holds its buffer"),
         };
+        let target_fixed = target.fixed;
         let base = target.as_mut_ptr();
         // `done < io_len <= capacity`, so the pointer stays inside the buffer.
         let sqe = Sqe {
@@ -495,6 +696,12 @@ impl Queue {
             offset: s.io_offset + s.done as u64,
             ptr: base.wrapping_add(s.done),
             len: (s.io_len - s.done) as u32,
+            file: std::sync::Arc::as_ptr(&file.inner),
+            fixed_buf: match target_fixed {
+                Some((id, i)) if id == self.reg_id => Some(i),
+                _ => None,
+            },
+            first: s.done == 0 && s.retries == 0,
         };
         // SAFETY: the slot owns the buffer `ptr` points into and a clone of
         // the file (so `fd` stays open); both stay in the slot until the
@@ -502,6 +709,12 @@ impl Queue {
         // finishes an issued slot. `Drop` waits for every owed Cqe.
         unsafe { self.backend.push(&sqe) };
         self.owed += 1;
+    }
+
+    /// Ask the backend to signal eventfd `fd` whenever results are ready
+    /// (see [`Backend::register_notify`]); false if it cannot.
+    pub(crate) fn register_notify(&mut self, fd: std::os::fd::RawFd) -> bool {
+        self.backend.register_notify(fd)
     }
 
     /// Hand every queued read to the kernel (one system call for the batch

@@ -1,5 +1,5 @@
 //! Thin wrappers over the system calls the engine needs beyond io_uring:
-//! `pread(2)`, `preadv2(2)`, `statx(2)` (STATX_DIOALIGN), `fstatfs(2)`,
+//! `pread(2)`, `preadv2(2)` (with `RWF_NOWAIT`), `statx(2)` (STATX_DIOALIGN), `fstatfs(2)`,
 //! `ioctl(BLKSSZGET)`, `posix_fadvise(2)` and `getrusage(2)`.
 //!
 //! This is one of the few modules allowed to use `unsafe`: each call hands
@@ -47,6 +47,17 @@ pub unsafe fn preadv2(
     } else {
         Ok(r as usize)
     }
+}
+
+/// One `preadv2(2)` of 1 byte at offset 0 with `RWF_NOWAIT`: does the
+/// filesystem or device behind `fd` take non-blocking buffered reads?
+/// `Ok(_)` (byte cached, or an empty file) and `Err(EAGAIN)` (not cached)
+/// mean yes; `Err(EOPNOTSUPP)` means no (tmpfs, zram); `Err(ENOSYS)` or
+/// `Err(EPERM)` mean `preadv2` itself is refused.
+pub fn preadv2_nowait_probe(fd: BorrowedFd<'_>) -> Result<usize, i32> {
+    let mut byte = 0u8;
+    // SAFETY: `byte` is a live local, writable for the 1 byte asked.
+    unsafe { preadv2(fd.as_raw_fd(), &mut byte, 1, 0, libc::RWF_NOWAIT) }
 }
 
 fn errno() -> i32 {

@@ -15,7 +15,14 @@
 //! * **`push` queues, it does not wait.** It may perform the read inline
 //!   when the result is immediately available without blocking (the `pool`
 //!   backend's `RWF_NOWAIT` fast path), but it never sleeps on I/O and it
-//!   never makes a system call that can block on the device.
+//!   never makes a system call that can block on the device. A read done
+//!   inline still yields its `Cqe` from `reap`, like any other; a backend
+//!   that completes part of a read inline and hands the rest on reports the
+//!   sum in one `Cqe` (see `pool.rs`), so the queue never sees the split.
+//! * **`Sqe::file` and `Sqe::first` are hints.** A backend may read the
+//!   file's shared state through `file` (valid until the `Cqe` is reaped)
+//!   and may treat re-issues (`first == false`) differently, e.g. skip a
+//!   fast path that just came up short; it never needs to.
 //! * **`submit` hands queued reads to the kernel.** It may block only where
 //!   the backend is synchronous by definition (`sync`, which *is* a `pread`
 //!   loop and is the baseline every benchmark compares against).
@@ -33,7 +40,16 @@
 //!   returned from `submit`/`reap` as [`Error::Kernel`](crate::Error); they do
 //!   not consume any pushed read, which stays owed.
 //! * **No waker, callback or user code runs inside a backend.** Backends are
-//!   driven by the queue from the thread that owns it.
+//!   driven by the queue from the thread that owns it (for the async front
+//!   end, from whichever thread holds the engine's lock). A backend may run
+//!   threads of its own (`pool`'s workers); they only touch the memory of
+//!   reads handed to them, and `Drop` joins them.
+//! * **Completion notification is optional.** A backend that can tell the
+//!   engine when results become available accepts an eventfd in
+//!   [`Backend::register_notify`] and writes to it whenever it posts results
+//!   (io_uring does this itself with `IORING_REGISTER_EVENTFD`). The async
+//!   front end's poller then sleeps on that fd; without it, the poller has to
+//!   tick while reads are in flight.
 
 use std::fmt;
 use std::os::fd::RawFd;
@@ -41,7 +57,11 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::error::Result;
+use crate::fastpath::FastPathStats;
+use crate::file::FileInner;
 
+pub(crate) mod aio;
+pub(crate) mod pool;
 pub(crate) mod sync;
 pub(crate) mod uring;
 
@@ -58,6 +78,16 @@ pub(crate) struct Sqe {
     pub ptr: *mut u8,
     /// Bytes to read (at most [`MAX_READ`]).
     pub len: u32,
+    /// The file's shared state (direct or buffered, filesystem, fast-path
+    /// state); valid until the matching `Cqe` is reaped, because the slot
+    /// holds a clone of the `File` that owns it.
+    pub file: *const FileInner,
+    /// Index of the registered buffer `ptr` lies in, if the request's buffer
+    /// came from the queue's registered pool (`READ_FIXED`).
+    pub fixed_buf: Option<u16>,
+    /// True for a request's first read; false when the queue re-issues the
+    /// rest of a short read or retries after EINTR/EAGAIN.
+    pub first: bool,
 }
 
 /// One raw result from a backend.
@@ -76,8 +106,20 @@ pub const MAX_READ: usize = 0x7fff_f000;
 /// Counters every backend keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BackendStats {
-    /// System calls made to submit or reap (`io_uring_enter`, `pread`, …).
+    /// System calls made to submit or reap (`io_uring_enter`, `pread`,
+    /// `preadv2`, …; for `pool` also about one futex call per wakeup and
+    /// per wait that slept).
     pub syscalls: u64,
+    /// The `pool` backend's fast-path and worker counters (zero elsewhere).
+    pub fast_path: FastPathStats,
+    /// `uring`: reads issued as `READ_FIXED` from registered buffers.
+    pub fixed_reads: u64,
+    /// `uring`: reads completed on the polled (IOPOLL) ring.
+    pub polled: u64,
+    /// `uring`: polled reads refused with EOPNOTSUPP and resubmitted unpolled.
+    pub poll_fallbacks: u64,
+    /// `uring`: waits satisfied by spinning on the CQ, without sleeping.
+    pub spin_reaped: u64,
 }
 
 /// The interface the queue drives. See the module docs for the contract.
@@ -104,6 +146,23 @@ pub(crate) trait Backend: Send {
 
     /// Setup details worth showing (`nowait probe`, benchmark output).
     fn describe(&self) -> String;
+
+    /// Signal eventfd `fd` (write to it) whenever results become available
+    /// to [`Backend::reap`]. Returns false if this backend cannot (the
+    /// default): the async front end then polls on a timer instead. The
+    /// caller keeps `fd` open for the backend's lifetime.
+    fn register_notify(&mut self, fd: RawFd) -> bool {
+        let _ = fd;
+        false
+    }
+
+    /// Register buffers (address, length) with the kernel so reads into
+    /// them skip page pinning (`READ_FIXED`). The caller keeps them
+    /// allocated for the backend's lifetime. Unsupported by default.
+    fn register_buffers(&mut self, bufs: &[(usize, usize)]) -> std::io::Result<()> {
+        let _ = bufs;
+        Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+    }
 }
 
 /// The backends nowait can use. Names are spelled the same in modules,
@@ -112,18 +171,25 @@ pub(crate) trait Backend: Send {
 pub enum BackendKind {
     /// io_uring: async buffered and direct reads without a thread per I/O.
     Uring,
+    /// Linux native AIO (`io_submit`), asynchronous for `O_DIRECT` files.
+    Aio,
+    /// A pool of worker threads doing `pread(2)`, with the `RWF_NOWAIT`
+    /// inline fast path for cached buffered reads.
+    Pool,
     /// A plain `pread(2)` loop on the calling thread: the baseline.
     Sync,
 }
 
 impl BackendKind {
     /// Every backend, in the order the engine prefers them.
-    pub const ALL: [BackendKind; 2] = [BackendKind::Uring, BackendKind::Sync];
+    pub const ALL: [BackendKind; 4] = [BackendKind::Uring, BackendKind::Aio, BackendKind::Pool, BackendKind::Sync];
 
     /// The backend's name as used in flags and JSON.
     pub fn as_str(self) -> &'static str {
         match self {
             BackendKind::Uring => "uring",
+            BackendKind::Aio => "aio",
+            BackendKind::Pool => "pool",
             BackendKind::Sync => "sync",
         }
     }
@@ -138,13 +204,16 @@ impl fmt::Display for BackendKind {
 impl FromStr for BackendKind {
     type Err = String;
 
-    /// Accepts nowait's names and fio's (`io_uring`, `psync`, `sync`, `pvsync`).
+    /// Accepts nowait's names and fio's (`io_uring`, `psync`, `sync`, `pvsync`),
+    /// and `threads` for the pool.
     fn from_str(s: &str) -> std::result::Result<Self, String> {
         match s {
             "uring" | "io_uring" => Ok(BackendKind::Uring),
+            "aio" | "libaio" => Ok(BackendKind::Aio),
+            "pool" | "threads" => Ok(BackendKind::Pool),
             "sync" | "psync" | "pvsync" | "pread" => Ok(BackendKind::Sync),
             _ => Err(format!(
-                "unknown backend '{s}': expected one of uring (io_uring), sync (psync)"
+                "unknown backend '{s}': expected one of uring (io_uring), aio (libaio), pool (threads), sync (psync)"
             )),
         }
     }
@@ -154,7 +223,8 @@ impl FromStr for BackendKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendChoice {
     /// The fastest this machine offers, falling back down the ladder
-    /// (uring → sync) with the reason recorded.
+    /// (uring → pool → sync, the last only if threads cannot be started)
+    /// with the reason recorded.
     #[default]
     Auto,
     /// Exactly this backend, or an error saying why it is unavailable.

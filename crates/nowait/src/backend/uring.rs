@@ -433,15 +433,26 @@ impl UringBackend {
                 self.stats.spin_reaped += 1;
             }
         }
+        // Completions posted while this thread is in the ring are collected
+        // right here, so mask the registered eventfd (IORING_CQ_EVENTFD_DISABLED;
+        // no effect without one) to spare the async front end's poller a
+        // wake-up per read; unmask and look once more afterwards, so a
+        // completion posted meanwhile is either collected or signalled.
+        self.ring.completion().disable_eventfd();
         let taskrun = self.ring.submission().taskrun();
+        let mut r = Ok(());
         if self.unsubmitted > 0 || ready < min || taskrun {
             let want = min.saturating_sub(ready);
-            self.enter(want, timeout)?;
+            r = self.enter(want, timeout);
         }
         for cqe in self.ring.completion() {
             out.push(Cqe { slot: cqe.user_data() as u32, res: cqe.result() });
         }
-        Ok(())
+        self.ring.completion().enable_eventfd();
+        for cqe in self.ring.completion() {
+            out.push(Cqe { slot: cqe.user_data() as u32, res: cqe.result() });
+        }
+        r
     }
 }
 
@@ -520,7 +531,7 @@ impl Backend for UringBackend {
         // IORING_REGISTER_EVENTFD: the kernel signals `fd` for every CQE posted.
         // Reads on a polled ring are found by polling, never signalled: a
         // notified backend keeps every read on the interrupt-driven ring.
-        if self.poll_in_flight() || !self.ring.submitter().register_eventfd(fd).is_ok() {
+        if self.poll_in_flight() || self.ring.submitter().register_eventfd(fd).is_err() {
             return false;
         }
         self.iopoll = IoPoll::Off;

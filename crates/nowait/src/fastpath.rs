@@ -1,0 +1,494 @@
+//! The `RWF_NOWAIT` fast path of the `pool` backend: the policy, the
+//! per-file state every queue reading a file shares, and the counters.
+//!
+//! Before a buffered read is handed to a worker thread, the `pool` backend
+//! tries it inline with `preadv2(2)` and `RWF_NOWAIT` (seed
+//! `003_445ef0f4a2de0632.txt`): a read the page cache can answer completes on
+//! the submitting thread with no thread hop; a miss costs one cheap system
+//! call and goes to a worker. Where a file almost never hits, that call is
+//! waste, so [`NowaitMode::Adaptive`] keeps a decaying hit ratio per file and
+//! stops trying below [`ADAPTIVE_THRESHOLD`], re-probing every
+//! [`REPROBE_EVERY`] skipped reads so a file that becomes cached is noticed.
+//!
+//! A file whose filesystem has no `RWF_NOWAIT` reads (tmpfs and zram answer
+//! `EOPNOTSUPP`) has the fast path turned off, and the filesystem is
+//! remembered process-wide so the next file on it never tries.
+//!
+//! Everything here is safe code; the system calls are made by
+//! `backend/pool.rs`.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed};
+use std::sync::Mutex;
+
+use crate::file::FileKind;
+use crate::probe::{errno_name, fs_name};
+
+/// Whether the `pool` backend tries `preadv2(RWF_NOWAIT)` before handing a
+/// buffered read to a worker thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum NowaitMode {
+    /// Never: every read goes to a worker (a plain thread pool, tokio::fs style).
+    Off,
+    /// Always try inline first, whatever the file's hit ratio.
+    Always,
+    /// Try while the file's decaying hit ratio stays at or above
+    /// [`ADAPTIVE_THRESHOLD`]; below it, skip the try and re-probe every
+    /// [`REPROBE_EVERY`] skipped reads.
+    #[default]
+    Adaptive,
+}
+
+impl NowaitMode {
+    /// Every mode.
+    pub const ALL: [NowaitMode; 3] = [NowaitMode::Off, NowaitMode::Always, NowaitMode::Adaptive];
+
+    /// The mode's name as used in flags and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NowaitMode::Off => "off",
+            NowaitMode::Always => "always",
+            NowaitMode::Adaptive => "adaptive",
+        }
+    }
+}
+
+impl fmt::Display for NowaitMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for NowaitMode {
+    type Err = String;
+
+    /// Accepts `off`, `always`, `adaptive` (and `0`/`1` for off/always).
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" | "0" => Ok(NowaitMode::Off),
+            "always" | "1" => Ok(NowaitMode::Always),
+            "adaptive" => Ok(NowaitMode::Adaptive),
+            _ => Err(format!(
+                "unknown RWF_NOWAIT mode '{s}': expected one of off, always, adaptive"
+            )),
+        }
+    }
+}
+
+/// Hit ratio (in 1/1024ths) below which [`NowaitMode::Adaptive`] skips the
+/// inline try: 1/8. A miss costs one `preadv2` (~1 µs of the submitting
+/// thread's CPU, nothing else); a hit saves a thread hop (two context
+/// switches and a wakeup, several µs of CPU and far more latency), so trying
+/// pays even when only a small share of reads hit.
+pub const ADAPTIVE_THRESHOLD: u32 = SCALE / 8;
+
+/// Below the threshold, every this-many-th skipped read of a file tries
+/// anyway (a re-probe): one extra `preadv2` per 32 uncached reads is well
+/// under 1% of their cost, and a file that became cached is noticed within
+/// a few dozen reads.
+pub const REPROBE_EVERY: u32 = 32;
+
+/// Fixed-point scale of the hit ratio: 1024 = every try hit.
+const SCALE: u32 = 1024;
+/// Each outcome moves the ratio 1/16 of the way to its target: the ratio
+/// forgets a stretch of misses after a few dozen hits and vice versa.
+const DECAY_SHIFT: u32 = 4;
+/// Where a re-probe hit puts the ratio: twice the threshold, so the fast
+/// path comes back at once and needs about a dozen misses to leave again.
+const REPROBE_HIT_SCORE: u32 = 2 * ADAPTIVE_THRESHOLD;
+
+// Per-file state word: 0 = not yet checked against the process-wide
+// memory, 1 = on, otherwise `kind << 16 | errno` of why it is off.
+const UNCHECKED: u32 = 0;
+const ON: u32 = 1;
+const OFF_FILE: u32 = 2;
+const OFF_FS: u32 = 3;
+const OFF_SYSCALL: u32 = 4;
+
+fn off_word(kind: u32, errno: i32) -> u32 {
+    kind << 16 | (errno as u32 & 0xffff)
+}
+
+/// Why the fast path is off for a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FastPathOff {
+    /// This file answered `preadv2(RWF_NOWAIT)` with `errno` (EOPNOTSUPP:
+    /// the filesystem or device does not support non-blocking buffered
+    /// reads, as tmpfs and zram).
+    Refused {
+        /// Filesystem of the file.
+        fs: &'static str,
+        /// The errno.
+        errno: i32,
+    },
+    /// Another file on the same filesystem answered `errno`; this one never tried.
+    Filesystem {
+        /// Filesystem of the file.
+        fs: &'static str,
+        /// The errno.
+        errno: i32,
+    },
+    /// `preadv2(2)` itself is refused in this process (ENOSYS: the kernel
+    /// lacks it; EPERM: a seccomp filter blocks it).
+    Syscall {
+        /// The errno.
+        errno: i32,
+    },
+}
+
+impl fmt::Display for FastPathOff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            FastPathOff::Refused { fs, errno } => {
+                write!(f, "no RWF_NOWAIT on {fs} ({})", errno_name(errno))
+            }
+            FastPathOff::Filesystem { fs, errno } => write!(
+                f,
+                "no RWF_NOWAIT on {fs} ({} from another file on it)",
+                errno_name(errno)
+            ),
+            FastPathOff::Syscall { errno } => write!(
+                f,
+                "preadv2 is refused in this process ({}{})",
+                errno_name(errno),
+                if errno == libc::EPERM {
+                    ": blocked by seccomp?"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+}
+
+/// A snapshot of one file's fast-path state ([`crate::File::fast_path`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FastPathState {
+    /// The decaying share of inline tries that hit, 0.0 to 1.0 (starts at 1.0).
+    pub hit_ratio: f64,
+    /// True if [`NowaitMode::Adaptive`] currently skips the inline try.
+    pub adaptive_skipping: bool,
+    /// Why the fast path is off for this file, if it is.
+    pub off: Option<FastPathOff>,
+}
+
+/// Counters of the `pool` backend (all zero for other backends).
+///
+/// Every buffered read pushed to a pool queue is counted once in `tries` or
+/// `skipped` (or neither when the mode is off, the file's fast path is off,
+/// or it is the re-issue of a short read); every try ends in exactly one of
+/// `inline_hits`, `partial_hits`, `misses`, `refused`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FastPathStats {
+    /// `preadv2(RWF_NOWAIT)` calls made on the submitting thread.
+    pub tries: u64,
+    /// Tries that read every byte asked (or up to end of file): completed inline, no thread hop.
+    pub inline_hits: u64,
+    /// Tries that read a resident prefix: the prefix was kept, only the remainder went to a worker.
+    pub partial_hits: u64,
+    /// Tries that found nothing resident (EAGAIN, or 0 bytes before end of file): sent to a worker.
+    pub misses: u64,
+    /// Tries answered EOPNOTSUPP, ENOSYS or EPERM: the fast path was turned off for that file.
+    pub refused: u64,
+    /// Buffered reads not tried because the file's hit ratio was below the adaptive threshold.
+    pub skipped: u64,
+    /// Tries made although the hit ratio was below the threshold (counted in `tries` too).
+    pub reprobes: u64,
+    /// Reads handed to a worker thread (misses, partial remainders, skipped
+    /// and untried reads, direct reads, re-issues).
+    pub offloads: u64,
+    /// `pread(2)` calls made by worker threads.
+    pub worker_reads: u64,
+    /// Sleeping threads woken (workers by a submit, the reaper by a worker): about one futex call each.
+    pub wakeups: u64,
+}
+
+impl FastPathStats {
+    /// Share of tries that hit fully, 0.0 to 1.0 (0 if none were made).
+    pub fn hit_ratio(&self) -> f64 {
+        if self.tries == 0 {
+            0.0
+        } else {
+            self.inline_hits as f64 / self.tries as f64
+        }
+    }
+}
+
+impl fmt::Display for FastPathStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "RWF_NOWAIT tries {} (inline hits {}, partial hits {}, misses {}, refused {}), \
+             skipped {}, re-probes {}, offloads {}, worker preads {}, wakeups {}",
+            self.tries,
+            self.inline_hits,
+            self.partial_hits,
+            self.misses,
+            self.refused,
+            self.skipped,
+            self.reprobes,
+            self.offloads,
+            self.worker_reads,
+            self.wakeups
+        )
+    }
+}
+
+/// A filesystem the process learned has no `RWF_NOWAIT` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefusedFs {
+    /// `f_type` magic number from `fstatfs(2)`.
+    pub magic: i64,
+    /// Its name.
+    pub fs: &'static str,
+    /// What `preadv2(RWF_NOWAIT)` answered.
+    pub errno: i32,
+}
+
+/// Filesystems that answered EOPNOTSUPP, remembered for the process.
+static REFUSED_FS: Mutex<Vec<RefusedFs>> = Mutex::new(Vec::new());
+/// Non-zero: the errno `preadv2` itself was refused with (ENOSYS, EPERM).
+static SYSCALL_REFUSED: AtomicI32 = AtomicI32::new(0);
+
+/// Every filesystem this process learned has no `RWF_NOWAIT` reads.
+pub fn refused_filesystems() -> Vec<RefusedFs> {
+    REFUSED_FS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// What the inline try should do for one read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// Try `preadv2(RWF_NOWAIT)`.
+    Try,
+    /// Try although the ratio is low: a re-probe.
+    Reprobe,
+    /// Do not try (adaptive, ratio below the threshold).
+    Skip,
+    /// Do not try: the fast path is off for this file.
+    Off,
+}
+
+/// How one try ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Hit,
+    Partial,
+    Miss,
+}
+
+/// Per-file fast-path state, shared by every queue that reads the file.
+///
+/// Updates are relaxed loads and stores, not read-modify-writes: two queues
+/// racing on one file may lose an update of the ratio, which only makes it
+/// a little less exact, and keeps the hot path free of locked instructions.
+#[derive(Debug)]
+pub(crate) struct FastPath {
+    /// Decaying hit ratio in 1/1024ths.
+    score: AtomicU32,
+    /// Reads skipped since the last re-probe.
+    skipped: AtomicU32,
+    /// `UNCHECKED`, `ON`, or why it is off.
+    state: AtomicU32,
+}
+
+impl Default for FastPath {
+    fn default() -> Self {
+        FastPath {
+            score: AtomicU32::new(SCALE),
+            skipped: AtomicU32::new(0),
+            state: AtomicU32::new(UNCHECKED),
+        }
+    }
+}
+
+impl FastPath {
+    /// Decide whether a read of this file tries inline.
+    pub(crate) fn attempt(&self, mode: NowaitMode, fs_magic: i64, kind: FileKind) -> Attempt {
+        if self.state(fs_magic, kind) != ON {
+            return Attempt::Off;
+        }
+        match mode {
+            NowaitMode::Off => Attempt::Off,
+            NowaitMode::Always => Attempt::Try,
+            NowaitMode::Adaptive => {
+                if self.score.load(Relaxed) >= ADAPTIVE_THRESHOLD {
+                    return Attempt::Try;
+                }
+                let k = self.skipped.load(Relaxed) + 1;
+                if k >= REPROBE_EVERY {
+                    self.skipped.store(0, Relaxed);
+                    Attempt::Reprobe
+                } else {
+                    self.skipped.store(k, Relaxed);
+                    Attempt::Skip
+                }
+            }
+        }
+    }
+
+    /// Fold one try's outcome into the hit ratio.
+    pub(crate) fn record(&self, outcome: Outcome, reprobe: bool) {
+        let s = self.score.load(Relaxed);
+        let target = match outcome {
+            Outcome::Hit => SCALE,
+            // A prefix saved some bytes but not the thread hop.
+            Outcome::Partial => SCALE / 2,
+            Outcome::Miss => 0,
+        };
+        // Step at least 1 so the ratio reaches 0 and SCALE exactly.
+        let mut next = match target.cmp(&s) {
+            std::cmp::Ordering::Greater => s + ((target - s) >> DECAY_SHIFT).max(1),
+            std::cmp::Ordering::Less => s - ((s - target) >> DECAY_SHIFT).max(1),
+            std::cmp::Ordering::Equal => s,
+        };
+        if reprobe && outcome == Outcome::Hit {
+            next = next.max(REPROBE_HIT_SCORE);
+        }
+        self.score.store(next, Relaxed);
+    }
+
+    /// Turn the fast path off after `errno` (EOPNOTSUPP, ENOSYS, EPERM), and
+    /// remember it for the filesystem (EOPNOTSUPP on a regular file) or the
+    /// process (ENOSYS, EPERM). Returns true if this call turned it off.
+    pub(crate) fn refuse(&self, errno: i32, fs_magic: i64, kind: FileKind) -> bool {
+        let word = match errno {
+            // No preadv2 at all, or seccomp blocks it: true of every file.
+            libc::ENOSYS | libc::EPERM => {
+                SYSCALL_REFUSED.store(errno, Relaxed);
+                off_word(OFF_SYSCALL, errno)
+            }
+            _ => {
+                // A block device node's magic is that of the filesystem
+                // holding the node (devtmpfs), which says nothing about the
+                // device: only regular files teach the filesystem.
+                if kind == FileKind::Regular && fs_magic != 0 {
+                    let mut v = REFUSED_FS.lock().unwrap_or_else(|e| e.into_inner());
+                    if !v.iter().any(|r| r.magic == fs_magic) {
+                        v.push(RefusedFs {
+                            magic: fs_magic,
+                            fs: fs_name(fs_magic),
+                            errno,
+                        });
+                    }
+                }
+                off_word(OFF_FILE, errno)
+            }
+        };
+        matches!(self.state.swap(word, Relaxed), ON | UNCHECKED)
+    }
+
+    /// The state word, checking the process-wide memory on first use.
+    fn state(&self, fs_magic: i64, kind: FileKind) -> u32 {
+        let s = self.state.load(Relaxed);
+        if s != UNCHECKED {
+            return s;
+        }
+        let e = SYSCALL_REFUSED.load(Relaxed);
+        let word = if e != 0 {
+            off_word(OFF_SYSCALL, e)
+        } else if let Some(r) = (kind == FileKind::Regular)
+            .then(refused_filesystems)
+            .and_then(|v| v.into_iter().find(|r| r.magic == fs_magic))
+        {
+            off_word(OFF_FS, r.errno)
+        } else {
+            ON
+        };
+        match self
+            .state
+            .compare_exchange(UNCHECKED, word, Relaxed, Relaxed)
+        {
+            Ok(_) => word,
+            Err(now) => now,
+        }
+    }
+
+    /// A snapshot for reports.
+    pub(crate) fn snapshot(&self, fs: &'static str) -> FastPathState {
+        let score = self.score.load(Relaxed);
+        let s = self.state.load(Relaxed);
+        let errno = (s & 0xffff) as i32;
+        let off = match s >> 16 {
+            OFF_FILE => Some(FastPathOff::Refused { fs, errno }),
+            OFF_FS => Some(FastPathOff::Filesystem { fs, errno }),
+            OFF_SYSCALL => Some(FastPathOff::Syscall { errno }),
+            _ => None,
+        };
+        FastPathState {
+            hit_ratio: score as f64 / SCALE as f64,
+            adaptive_skipping: score < ADAPTIVE_THRESHOLD,
+            off,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_round_trip() {
+        for m in NowaitMode::ALL {
+            assert_eq!(m.as_str().parse::<NowaitMode>().unwrap(), m);
+        }
+        assert_eq!(NowaitMode::default(), NowaitMode::Adaptive);
+        let e = "sometimes".parse::<NowaitMode>().unwrap_err();
+        assert!(e.contains("sometimes") && e.contains("adaptive"), "{e}");
+    }
+
+    #[test]
+    fn adaptive_switches_off_after_misses_and_reprobes() {
+        let fp = FastPath::default();
+        let kind = FileKind::Regular;
+        // 0xEF53: ext4, never refused in this test.
+        let mut tries = 0;
+        for _ in 0..200 {
+            match fp.attempt(NowaitMode::Adaptive, 0xEF53, kind) {
+                Attempt::Try | Attempt::Reprobe => {
+                    tries += 1;
+                    fp.record(Outcome::Miss, false);
+                }
+                Attempt::Skip => {}
+                Attempt::Off => unreachable!(),
+            }
+        }
+        assert!(tries < 60, "a cold file stops being tried ({tries} tries)");
+        assert!(fp.snapshot("ext4").adaptive_skipping);
+        // Always mode ignores the ratio.
+        assert_eq!(fp.attempt(NowaitMode::Always, 0xEF53, kind), Attempt::Try);
+        // Within REPROBE_EVERY skipped reads one re-probe comes; a hit brings it back.
+        let mut reprobed = false;
+        for _ in 0..REPROBE_EVERY {
+            if fp.attempt(NowaitMode::Adaptive, 0xEF53, kind) == Attempt::Reprobe {
+                fp.record(Outcome::Hit, true);
+                reprobed = true;
+                break;
+            }
+        }
+        assert!(reprobed);
+        assert_eq!(fp.attempt(NowaitMode::Adaptive, 0xEF53, kind), Attempt::Try);
+    }
+
+    #[test]
+    fn refusal_turns_the_file_off() {
+        let fp = FastPath::default();
+        // A made-up magic so the process-wide memory does not affect other tests.
+        let magic = 0x7e57_0001;
+        assert!(fp.refuse(libc::EOPNOTSUPP, magic, FileKind::Regular));
+        assert_eq!(
+            fp.attempt(NowaitMode::Always, magic, FileKind::Regular),
+            Attempt::Off
+        );
+        assert!(refused_filesystems().iter().any(|r| r.magic == magic));
+        let other = FastPath::default();
+        assert_eq!(
+            other.attempt(NowaitMode::Always, magic, FileKind::Regular),
+            Attempt::Off
+        );
+        assert!(matches!(
+            other.snapshot("x").off,
+            Some(FastPathOff::Filesystem { errno, .. }) if errno == libc::EOPNOTSUPP
+        ));
+    }
+}
