@@ -230,7 +230,11 @@ impl File {
                 buffered_reason,
                 fast: FastPath::default(),
                 id: NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed),
-                polls: AtomicU8::new(if direct_now && device_polls(kind, &meta) { POLL_YES } else { POLL_NO }),
+                polls: AtomicU8::new(if direct_now && device_polls(kind, &meta) {
+                    POLL_YES
+                } else {
+                    POLL_NO
+                }),
             }),
         })
     }
@@ -355,7 +359,11 @@ fn dio_alignment(
 
 /// True if the block queue behind the file polls (`queue/io_poll` is 1).
 fn device_polls(kind: FileKind, meta: &fs::Metadata) -> bool {
-    let dev = if kind == FileKind::BlockDevice { meta.rdev() } else { meta.dev() };
+    let dev = if kind == FileKind::BlockDevice {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
     crate::probe::sysfs_queue_attr(dev, "io_poll").is_some_and(|s| s == "1")
 }
 

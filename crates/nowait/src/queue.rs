@@ -27,9 +27,9 @@ use std::fmt;
 use std::io;
 use std::time::{Duration, Instant};
 
+use crate::backend::aio;
 use crate::backend::pool::{self, PoolConfig};
 use crate::backend::sync::SyncBackend;
-use crate::backend::aio;
 use crate::backend::uring::{self, IoPoll, UringConfig};
 use crate::backend::{Backend, BackendChoice, BackendKind, Cqe, Sqe, MAX_READ};
 use crate::buf::{Buf, BufPool};
@@ -255,12 +255,7 @@ impl QueueBuilder {
                 )));
             }
         }
-        let (backend, report) = make_backend(
-            self.backend,
-            self.depth,
-            self.uring,
-            self.pool,
-        )?;
+        let (backend, report) = make_backend(self.backend, self.depth, self.uring, self.pool)?;
         let mut q = Queue::with_backend(backend, report, self.depth);
         if let Some((count, size)) = self.fixed_buffers {
             if count == 0 || count > u16::MAX as usize || size == 0 {
@@ -302,107 +297,93 @@ pub(crate) fn uring_refusal(e: &io::Error) -> String {
     }
 }
 
+/// Set up one backend, or say why it cannot be had here.
+fn build_one(
+    kind: BackendKind,
+    depth: usize,
+    uring_cfg: UringConfig,
+    pool_cfg: PoolConfig,
+) -> std::result::Result<Box<dyn Backend>, String> {
+    match kind {
+        BackendKind::Uring => {
+            if std::env::var_os("NOWAIT_DISABLE_URING").is_some_and(|v| v != "0" && !v.is_empty()) {
+                return Err("disabled by NOWAIT_DISABLE_URING".into());
+            }
+            match uring::setup(depth, uring_cfg) {
+                Ok(b) => Ok(Box::new(b)),
+                Err(e) => Err(uring_refusal(&e)),
+            }
+        }
+        BackendKind::Aio => match aio::setup(depth) {
+            Ok(b) => Ok(Box::new(b)),
+            Err(e) => Err(format!(
+                "io_setup failed: {e} (raise /proc/sys/fs/aio-max-nr if EAGAIN)"
+            )),
+        },
+        BackendKind::Pool => match pool::setup(depth, pool_cfg) {
+            Ok(b) => Ok(Box::new(b)),
+            Err(e) => Err(format!("cannot start worker threads: {e}")),
+        },
+        BackendKind::Sync => Ok(Box::new(SyncBackend::new(depth))),
+    }
+}
+
+/// What to suggest when the backend asked for is unavailable.
+fn fallback_hint(kind: BackendKind) -> &'static str {
+    match kind {
+        BackendKind::Uring => "use --ioengine pool (or BackendChoice::Auto) to fall back",
+        BackendKind::Aio => "use --ioengine uring or pool",
+        BackendKind::Pool => "use --ioengine sync to read on the calling thread",
+        BackendKind::Sync => "",
+    }
+}
+
+/// The ladder `BackendChoice::Auto` walks: the first that can be set up wins.
+const LADDER: [BackendKind; 3] = [BackendKind::Uring, BackendKind::Pool, BackendKind::Sync];
+
 fn make_backend(
     choice: BackendChoice,
     depth: usize,
     uring_cfg: UringConfig,
     pool_cfg: PoolConfig,
 ) -> Result<(Box<dyn Backend>, BackendReport)> {
-    let forced_off =
-        std::env::var_os("NOWAIT_DISABLE_URING").is_some_and(|v| v != "0" && !v.is_empty());
-    let try_uring = || -> std::result::Result<uring::UringBackend, String> {
-        if forced_off {
-            return Err("disabled by NOWAIT_DISABLE_URING".into());
-        }
-        uring::setup(depth, uring_cfg).map_err(|e| uring_refusal(&e))
+    let report = |kind, reason: String, b: &dyn Backend| BackendReport {
+        kind,
+        reason,
+        detail: b.describe(),
     };
     match choice {
-        BackendChoice::Exactly(BackendKind::Uring) => match try_uring() {
+        BackendChoice::Exactly(kind) => match build_one(kind, depth, uring_cfg, pool_cfg) {
             Ok(b) => {
-                let report = BackendReport {
-                    kind: BackendKind::Uring,
-                    reason: "asked for".into(),
-                    detail: b.describe(),
-                };
-                Ok((Box::new(b), report))
+                let r = report(kind, "asked for".into(), b.as_ref());
+                Ok((b, r))
             }
             Err(reason) => Err(Error::BackendUnavailable {
-                backend: "uring",
-                reason: format!(
-                    "{reason}; use --ioengine pool (or BackendChoice::Auto) to fall back"
-                ),
+                backend: kind.as_str(),
+                reason: format!("{reason}; {}", fallback_hint(kind)),
             }),
         },
-        BackendChoice::Exactly(BackendKind::Pool) => match pool::setup(depth, pool_cfg) {
-            Ok(b) => {
-                let report = BackendReport {
-                    kind: BackendKind::Pool,
-                    reason: "asked for".into(),
-                    detail: b.describe(),
-                };
-                Ok((Box::new(b), report))
+        BackendChoice::Auto => {
+            let mut skipped: Vec<String> = Vec::new();
+            for kind in LADDER {
+                match build_one(kind, depth, uring_cfg, pool_cfg) {
+                    Ok(b) => {
+                        let reason = if skipped.is_empty() {
+                            format!("{kind} is available; it is the first choice")
+                        } else {
+                            format!("fell back {}", skipped.join("; then "))
+                        };
+                        let r = report(kind, reason, b.as_ref());
+                        return Ok((b, r));
+                    }
+                    Err(why) => skipped.push(format!("from {kind}: {why}")),
+                }
             }
-            Err(e) => Err(Error::BackendUnavailable {
-                backend: "pool",
-                reason: format!(
-                    "cannot start worker threads: {e}; use --ioengine sync to read on the calling thread"
-                ),
-            }),
-        },
-        BackendChoice::Exactly(BackendKind::Aio) => match aio::setup(depth) {
-            Ok(b) => {
-                let report = BackendReport { kind: BackendKind::Aio, reason: "asked for".into(), detail: b.describe() };
-                Ok((Box::new(b), report))
-            }
-            Err(e) => Err(Error::BackendUnavailable {
-                backend: "aio",
-                reason: format!(
-                    "io_setup failed: {e} (raise /proc/sys/fs/aio-max-nr if EAGAIN); use --ioengine uring or pool"
-                ),
-            }),
-        },
-        BackendChoice::Exactly(BackendKind::Sync) => {
-            let b = SyncBackend::new(depth);
-            let report = BackendReport {
-                kind: BackendKind::Sync,
-                reason: "asked for".into(),
-                detail: b.describe(),
-            };
-            Ok((Box::new(b), report))
+            Err(Error::BackendUnavailable {
+                backend: "sync",
+                reason: skipped.join("; "),
+            })
         }
-        BackendChoice::Auto => match try_uring() {
-            Ok(b) => {
-                let report = BackendReport {
-                    kind: BackendKind::Uring,
-                    reason: format!("io_uring is available (setup flags {})", b.flags()),
-                    detail: b.describe(),
-                };
-                Ok((Box::new(b), report))
-            }
-            // Next rung: the thread pool with the RWF_NOWAIT fast path; the
-            // sync loop only if not even one thread can be started.
-            Err(why) => match pool::setup(depth, pool_cfg) {
-                Ok(b) => {
-                    let report = BackendReport {
-                        kind: BackendKind::Pool,
-                        reason: format!("fell back from uring: {why}"),
-                        detail: b.describe(),
-                    };
-                    Ok((Box::new(b), report))
-                }
-                Err(e) => {
-                    let b = SyncBackend::new(depth);
-                    let report = BackendReport {
-                        kind: BackendKind::Sync,
-                        reason: format!(
-                            "fell back from uring: {why}; and from pool: cannot start worker threads: {e}"
-                        ),
-                        detail: b.describe(),
-                    };
-                    Ok((Box::new(b), report))
-                }
-            },
-        },
     }
 }
 

@@ -53,7 +53,15 @@ pub unsafe fn preadv2(
 /// holds at `offset`, or EAGAIN if they are not resident.
 pub fn preadv2_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> Result<usize, i32> {
     // SAFETY: `buf` is a live, exclusively borrowed slice of `buf.len()` bytes.
-    unsafe { preadv2(fd.as_raw_fd(), buf.as_mut_ptr(), buf.len(), offset, libc::RWF_NOWAIT) }
+    unsafe {
+        preadv2(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr(),
+            buf.len(),
+            offset,
+            libc::RWF_NOWAIT,
+        )
+    }
 }
 
 /// One `preadv2(2)` of 1 byte at offset 0 with `RWF_NOWAIT`: does the

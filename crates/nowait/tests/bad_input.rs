@@ -16,7 +16,10 @@ fn missing_file_names_the_path() {
         assert!(matches!(e, Error::Open { .. }), "{e:?}");
         assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
         let msg = e.to_string();
-        assert!(msg.contains("/nonexistent/nowait/data") && msg.contains("check the path"), "{msg}");
+        assert!(
+            msg.contains("/nonexistent/nowait/data") && msg.contains("check the path"),
+            "{msg}"
+        );
         let io: io::Error = e.into();
         assert_eq!(io.kind(), io::ErrorKind::NotFound);
     }
@@ -35,7 +38,16 @@ fn directory_is_refused_for_every_direct_mode() {
 #[test]
 fn character_device_is_refused() {
     let e = File::open("/dev/null", Direct::Off).unwrap_err();
-    assert!(matches!(e, Error::Unsupported { kind: "character device", .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Error::Unsupported {
+                kind: "character device",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
 }
 
 /// Runs in a child process as `nobody` (see `permission_denied`).
@@ -66,7 +78,9 @@ fn permission_denied() {
     // Root bypasses permissions (CAP_DAC_OVERRIDE): rerun this check as `nobody`.
     let exe = std::env::current_exe().unwrap();
     let status = std::os::unix::process::CommandExt::uid(
-        Command::new(&exe).args(["--exact", "permission_denied_child", "--nocapture"]).env("NOWAIT_EACCES_PATH", &path),
+        Command::new(&exe)
+            .args(["--exact", "permission_denied_child", "--nocapture"])
+            .env("NOWAIT_EACCES_PATH", &path),
         65534,
     )
     .status();
@@ -96,7 +110,10 @@ fn unaligned_strict_direct_read_is_refused_with_the_numbers() {
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::On).unwrap();
     if !f.is_direct() || f.dio_align().offset == 1 {
-        eprintln!("SKIP unaligned_strict_direct_read: {} has no O_DIRECT alignment rules", f.fs());
+        eprintln!(
+            "SKIP unaligned_strict_direct_read: {} has no O_DIRECT alignment rules",
+            f.fs()
+        );
         return;
     }
     let a = f.dio_align();
@@ -105,13 +122,32 @@ fn unaligned_strict_direct_read_is_refused_with_the_numbers() {
         let (r, b) = q.read_at(&f, 4097, Buf::new(4096));
         let e = r.unwrap_err();
         let msg = e.to_string();
-        assert!(matches!(e, Error::Misaligned { offset: 4097, len: 4096, .. }), "{kind}: {e:?}");
-        assert!(msg.contains("offset 4097") && msg.contains(&format!("multiples of {}", a.offset)), "{msg}");
-        assert!(msg.contains("Direct::Auto"), "the message says what to do: {msg}");
+        assert!(
+            matches!(
+                e,
+                Error::Misaligned {
+                    offset: 4097,
+                    len: 4096,
+                    ..
+                }
+            ),
+            "{kind}: {e:?}"
+        );
+        assert!(
+            msg.contains("offset 4097") && msg.contains(&format!("multiples of {}", a.offset)),
+            "{msg}"
+        );
+        assert!(
+            msg.contains("Direct::Auto"),
+            "the message says what to do: {msg}"
+        );
         assert_eq!(b.capacity(), 4096, "buffer handed back");
         // Unaligned length.
         let (r, _) = q.read_at(&f, 0, Buf::new(100));
-        assert!(matches!(r, Err(Error::Misaligned { len: 100, .. })), "{kind}: {r:?}");
+        assert!(
+            matches!(r, Err(Error::Misaligned { len: 100, .. })),
+            "{kind}: {r:?}"
+        );
         // Aligned works.
         let (r, b) = q.read_at(&f, 8192, Buf::new(4096));
         assert_eq!(r.unwrap(), 4096);
@@ -125,9 +161,25 @@ fn request_larger_than_buffer_is_refused_and_buffer_returned() {
     let path = pattern_file(dir.path(), "f.dat", 8192);
     let f = File::open(&path, Direct::Off).unwrap();
     for (kind, mut q) in backends(2) {
-        let r = q.push(Read { file: &f, offset: 0, len: 8192, buf: Buf::new(4096), user_data: 7 });
+        let r = q.push(Read {
+            file: &f,
+            offset: 0,
+            len: 8192,
+            buf: Buf::new(4096),
+            user_data: 7,
+        });
         let rej = r.unwrap_err();
-        assert!(matches!(rej.error, Error::BufferTooSmall { len: 8192, capacity: 4096 }), "{kind}: {:?}", rej.error);
+        assert!(
+            matches!(
+                rej.error,
+                Error::BufferTooSmall {
+                    len: 8192,
+                    capacity: 4096
+                }
+            ),
+            "{kind}: {:?}",
+            rej.error
+        );
         assert_eq!(rej.buf.capacity(), 4096);
         assert_eq!(q.in_flight(), 0, "a refused request takes no slot");
         let (r, _) = q.read_exact_at(&f, 0, 8192, Buf::new(10));
@@ -142,15 +194,37 @@ fn full_queue_refuses_and_hands_buffer_back() {
     let f = File::open(&path, Direct::Off).unwrap();
     for (kind, mut q) in backends(2) {
         for i in 0..2 {
-            q.push(Read { file: &f, offset: 0, len: 10, buf: Buf::new(10), user_data: i }).unwrap();
+            q.push(Read {
+                file: &f,
+                offset: 0,
+                len: 10,
+                buf: Buf::new(10),
+                user_data: i,
+            })
+            .unwrap();
         }
-        let rej = q.push(Read { file: &f, offset: 0, len: 10, buf: Buf::new(10), user_data: 2 }).unwrap_err();
+        let rej = q
+            .push(Read {
+                file: &f,
+                offset: 0,
+                len: 10,
+                buf: Buf::new(10),
+                user_data: 2,
+            })
+            .unwrap_err();
         assert!(matches!(rej.error, Error::QueueFull { depth: 2 }), "{kind}");
         let mut out = Vec::new();
         q.drain(&mut out).unwrap();
         assert_eq!(out.len(), 2);
         // Room again.
-        q.push(Read { file: &f, offset: 0, len: 10, buf: rej.buf, user_data: 3 }).unwrap();
+        q.push(Read {
+            file: &f,
+            offset: 0,
+            len: 10,
+            buf: rej.buf,
+            user_data: 3,
+        })
+        .unwrap();
     }
 }
 
@@ -168,7 +242,14 @@ fn dropping_a_queue_with_reads_in_flight_waits_for_them() {
     f.drop_cache().unwrap();
     for (_, mut q) in backends(64) {
         for i in 0..64u64 {
-            q.push(Read { file: &f, offset: i * 65536, len: 65536, buf: Buf::new(65536), user_data: i }).unwrap();
+            q.push(Read {
+                file: &f,
+                offset: i * 65536,
+                len: 65536,
+                buf: Buf::new(65536),
+                user_data: i,
+            })
+            .unwrap();
         }
         q.submit().unwrap();
         drop(q); // must not free buffers the kernel is still writing
@@ -183,7 +264,14 @@ fn file_outlives_its_handle_while_reads_are_in_flight() {
     for (_, mut q) in backends(8) {
         let f = File::open(&path, Direct::Off).unwrap();
         for i in 0..8u64 {
-            q.push(Read { file: &f, offset: i * 4096, len: 4096, buf: Buf::new(4096), user_data: i }).unwrap();
+            q.push(Read {
+                file: &f,
+                offset: i * 4096,
+                len: 4096,
+                buf: Buf::new(4096),
+                user_data: i,
+            })
+            .unwrap();
         }
         drop(f); // the slots keep the descriptor open
         let mut out = Vec::new();

@@ -38,21 +38,59 @@ const SECCOMP_MODE_FILTER: libc::c_ulong = 2;
 fn deny_io_uring_setup_on_this_thread() -> Result<(), String> {
     let nr = libc::SYS_io_uring_setup as u32;
     let prog = [
-        SockFilter { code: BPF_LD_W_ABS, jt: 0, jf: 0, k: 0 }, // seccomp_data.nr
-        SockFilter { code: BPF_JMP_JEQ_K, jt: 0, jf: 1, k: nr },
-        SockFilter { code: BPF_RET_K, jt: 0, jf: 0, k: SECCOMP_RET_ERRNO | libc::EPERM as u32 },
-        SockFilter { code: BPF_RET_K, jt: 0, jf: 0, k: SECCOMP_RET_ALLOW },
+        SockFilter {
+            code: BPF_LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        }, // seccomp_data.nr
+        SockFilter {
+            code: BPF_JMP_JEQ_K,
+            jt: 0,
+            jf: 1,
+            k: nr,
+        },
+        SockFilter {
+            code: BPF_RET_K,
+            jt: 0,
+            jf: 0,
+            k: SECCOMP_RET_ERRNO | libc::EPERM as u32,
+        },
+        SockFilter {
+            code: BPF_RET_K,
+            jt: 0,
+            jf: 0,
+            k: SECCOMP_RET_ALLOW,
+        },
     ];
-    let fprog = SockFprog { len: prog.len() as u16, filter: prog.as_ptr() };
+    let fprog = SockFprog {
+        len: prog.len() as u16,
+        filter: prog.as_ptr(),
+    };
     // SAFETY: PR_SET_NO_NEW_PRIVS takes integer arguments only.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(format!("PR_SET_NO_NEW_PRIVS: {}", std::io::Error::last_os_error()));
+        return Err(format!(
+            "PR_SET_NO_NEW_PRIVS: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     // SAFETY: `fprog` points to `prog`, both alive for the call; the kernel
     // copies the program. Without SECCOMP_FILTER_FLAG_TSYNC only this thread
     // (and threads it creates later) are filtered.
-    if unsafe { libc::prctl(libc::PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fprog as *const SockFprog, 0, 0) } != 0 {
-        return Err(format!("PR_SET_SECCOMP: {}", std::io::Error::last_os_error()));
+    if unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            SECCOMP_MODE_FILTER,
+            &fprog as *const SockFprog,
+            0,
+            0,
+        )
+    } != 0
+    {
+        return Err(format!(
+            "PR_SET_SECCOMP: {}",
+            std::io::Error::last_os_error()
+        ));
     }
     Ok(())
 }
@@ -60,7 +98,9 @@ fn deny_io_uring_setup_on_this_thread() -> Result<(), String> {
 #[test]
 fn io_uring_blocked_by_seccomp_falls_back() {
     if cfg!(not(target_arch = "x86_64")) && cfg!(not(target_arch = "aarch64")) {
-        eprintln!("SKIP io_uring_blocked_by_seccomp_falls_back: filter written for x86_64/aarch64 only");
+        eprintln!(
+            "SKIP io_uring_blocked_by_seccomp_falls_back: filter written for x86_64/aarch64 only"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -48,10 +48,14 @@ fn single_reads(dir: &Path, label: &str) {
             let mut n_reads = 0;
             for len in SIZES {
                 for off in offsets(FILE_SIZE, len) {
-                    let ctx = format!("{label} {kind} {direct:?} (direct={}) off={off} len={len}", file.is_direct());
+                    let ctx = format!(
+                        "{label} {kind} {direct:?} (direct={}) off={off} len={len}",
+                        file.is_direct()
+                    );
                     let (r, buf) = q.read_at(&file, off, Buf::new(len));
                     assert_eq!(buf.capacity(), len, "{ctx}: buffer must come back");
-                    let strict_misaligned = direct == Direct::On && file.is_direct() && !align.fits(off, len, 0);
+                    let strict_misaligned =
+                        direct == Direct::On && file.is_direct() && !align.fits(off, len, 0);
                     if strict_misaligned {
                         match r {
                             Err(Error::Misaligned { offset, len: l, .. }) => {
@@ -70,9 +74,15 @@ fn single_reads(dir: &Path, label: &str) {
             }
             assert!(n_reads > 0);
             let st = q.stats();
-            assert_eq!(st.pushed, st.completed, "{label} {kind}: every request handed back");
+            assert_eq!(
+                st.pushed, st.completed,
+                "{label} {kind}: every request handed back"
+            );
             if file.is_direct() && direct == Direct::Auto {
-                assert!(st.bounced > 0, "{label} {kind}: unaligned direct reads must have been bounced");
+                assert!(
+                    st.bounced > 0,
+                    "{label} {kind}: unaligned direct reads must have been bounced"
+                );
             }
         }
     }
@@ -102,8 +112,14 @@ fn deep_queues(dir: &Path, label: &str) {
                         (rng.below(FILE_SIZE + 8192), 1 + rng.below(65536) as usize)
                     };
                     asked.push((off, len));
-                    q.push(Read { file: &file, offset: off, len, buf: Buf::new(len), user_data: i as u64 })
-                        .unwrap_or_else(|r| panic!("{label} {kind} qd={qd}: push: {}", r.error));
+                    q.push(Read {
+                        file: &file,
+                        offset: off,
+                        len,
+                        buf: Buf::new(len),
+                        user_data: i as u64,
+                    })
+                    .unwrap_or_else(|r| panic!("{label} {kind} qd={qd}: push: {}", r.error));
                 }
                 assert_eq!(q.in_flight(), qd);
                 q.submit().unwrap();
@@ -111,7 +127,11 @@ fn deep_queues(dir: &Path, label: &str) {
                 while done.len() < qd {
                     q.reap(1, None, &mut done).unwrap();
                 }
-                assert_eq!(done.len(), qd, "{label} {kind} qd={qd}: exactly one completion each");
+                assert_eq!(
+                    done.len(),
+                    qd,
+                    "{label} {kind} qd={qd}: exactly one completion each"
+                );
                 let mut seen = vec![false; qd];
                 for c in done {
                     let i = c.user_data as usize;
@@ -166,7 +186,10 @@ fn matrix_on_ext4() {
     let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
     let fs = fs_of(dir.path());
     if fs != "ext4" {
-        eprintln!("SKIP matrix_on_ext4: {} is on {fs}, not ext4 (set TMPDIR to an ext4 directory)", dir.path().display());
+        eprintln!(
+            "SKIP matrix_on_ext4: {} is on {fs}, not ext4 (set TMPDIR to an ext4 directory)",
+            dir.path().display()
+        );
         return;
     }
     whole_matrix(dir.path(), "ext4");
@@ -202,7 +225,10 @@ fn auto_backend_reports_its_choice() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "auto.dat", 10_000);
     let file = File::open(&path, Direct::Off).unwrap();
-    let mut q = Queue::builder().backend(BackendChoice::Auto).build().unwrap();
+    let mut q = Queue::builder()
+        .backend(BackendChoice::Auto)
+        .build()
+        .unwrap();
     assert!(!q.backend().reason.is_empty());
     let (r, b) = q.read_at(&file, 1234, Buf::new(5000));
     assert_eq!(r.unwrap(), 5000);

@@ -77,7 +77,9 @@ fn dontneed_empties_cache(file: &File, size: u64, rng: &mut Rng) -> Result<(), S
     for _ in 0..16 {
         let off = rng.below(size / 4096) * 4096;
         if let Ok(n) = nowait::sys::preadv2_nowait(std::os::fd::AsFd::as_fd(file), &mut b, off) {
-            return Err(format!("page at {off} still cached after DONTNEED ({n} bytes)"));
+            return Err(format!(
+                "page at {off} still cached after DONTNEED ({n} bytes)"
+            ));
         }
     }
     Ok(())
@@ -335,12 +337,19 @@ fn nowait_miss_goes_to_a_worker() {
     // POSIX_FADV_DONTNEED cannot drop a page still sitting in another CPU's
     // LRU batch (the worker that just read it ran there), so now and then a
     // try still hits; most must miss, and every miss goes to a worker.
-    assert!(fp.misses >= n / 2, "tries after DONTNEED should mostly miss: {fp}");
+    assert!(
+        fp.misses >= n / 2,
+        "tries after DONTNEED should mostly miss: {fp}"
+    );
     assert_eq!(fp.misses + fp.inline_hits + fp.partial_hits, n, "{fp}");
     // A worker's pread may itself come up short now and then; the queue
     // re-issues the rest, which goes straight to a worker again.
     let short = q.stats().short_retries;
-    assert_eq!(fp.offloads, fp.misses + short, "{fp}; {short} short-read retries");
+    assert_eq!(
+        fp.offloads,
+        fp.misses + short,
+        "{fp}; {short} short-read retries"
+    );
     assert_eq!(fp.worker_reads, fp.offloads, "{fp}");
     assert!(file.fast_path().hit_ratio < 0.5, "{:?}", file.fast_path());
 }

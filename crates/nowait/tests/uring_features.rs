@@ -6,7 +6,9 @@
 mod common;
 
 use common::pattern_file;
-use nowait::{pattern, BackendChoice, BackendKind, Buf, Direct, File, IoPoll, Queue, QueueBuilder, Read};
+use nowait::{
+    pattern, BackendChoice, BackendKind, Buf, Direct, File, IoPoll, Queue, QueueBuilder, Read,
+};
 use std::time::Duration;
 
 fn uring() -> QueueBuilder {
@@ -25,10 +27,24 @@ fn build(b: QueueBuilder, what: &str) -> Option<Queue> {
 }
 
 /// Push `n` reads of `len` at spread offsets, reap all, verify every byte.
-fn read_and_verify(q: &mut Queue, f: &File, n: u64, len: usize, mut buf: impl FnMut(&mut Queue) -> Buf) {
+fn read_and_verify(
+    q: &mut Queue,
+    f: &File,
+    n: u64,
+    len: usize,
+    mut buf: impl FnMut(&mut Queue) -> Buf,
+) {
     for i in 0..n {
         let b = buf(q);
-        q.push(Read { file: f, offset: i * 8192, len, buf: b, user_data: i }).map_err(|r| r.error).unwrap();
+        q.push(Read {
+            file: f,
+            offset: i * 8192,
+            len,
+            buf: b,
+            user_data: i,
+        })
+        .map_err(|r| r.error)
+        .unwrap();
     }
     q.submit().unwrap();
     let mut out = Vec::new();
@@ -47,18 +63,30 @@ fn iopoll_eopnotsupp_resubmits_unpolled_and_marks_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::On).unwrap();
-    let Some(mut q) = build(uring().iopoll(IoPoll::Always).depth(16), "iopoll fallback") else { return };
+    let Some(mut q) = build(uring().iopoll(IoPoll::Always).depth(16), "iopoll fallback") else {
+        return;
+    };
     read_and_verify(&mut q, &f, 16, 4096, |_| Buf::new(4096));
     let st = q.stats();
     if st.polled > 0 {
-        eprintln!("NOTE: this device polls: {} reads completed polled, the fallback was not needed", st.polled);
+        eprintln!(
+            "NOTE: this device polls: {} reads completed polled, the fallback was not needed",
+            st.polled
+        );
         return;
     }
-    assert!(st.poll_fallbacks >= 1, "a device without io_poll must refuse polled reads: {st:?}");
+    assert!(
+        st.poll_fallbacks >= 1,
+        "a device without io_poll must refuse polled reads: {st:?}"
+    );
     assert!(st.poll_fallbacks <= 16);
     // The file is now marked: no more polled tries, no more fallbacks.
     read_and_verify(&mut q, &f, 16, 4096, |_| Buf::new(4096));
-    assert_eq!(q.stats().poll_fallbacks, st.poll_fallbacks, "file must not be polled again after EOPNOTSUPP");
+    assert_eq!(
+        q.stats().poll_fallbacks,
+        st.poll_fallbacks,
+        "file must not be polled again after EOPNOTSUPP"
+    );
 }
 
 #[test]
@@ -66,10 +94,16 @@ fn iopoll_never_takes_buffered_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::Off).unwrap();
-    let Some(mut q) = build(uring().iopoll(IoPoll::Always).depth(8), "iopoll buffered") else { return };
+    let Some(mut q) = build(uring().iopoll(IoPoll::Always).depth(8), "iopoll buffered") else {
+        return;
+    };
     read_and_verify(&mut q, &f, 8, 4096, |_| Buf::new(4096));
     let st = q.stats();
-    assert_eq!((st.polled, st.poll_fallbacks), (0, 0), "buffered reads must stay on the interrupt ring");
+    assert_eq!(
+        (st.polled, st.poll_fallbacks),
+        (0, 0),
+        "buffered reads must stay on the interrupt ring"
+    );
 }
 
 #[test]
@@ -78,13 +112,22 @@ fn fixed_buffers_read_with_read_fixed() {
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     for direct in [Direct::Off, Direct::On] {
         let f = File::open(&path, direct).unwrap();
-        let Some(mut q) = build(uring().depth(32).fixed_buffers(32, 4096), "fixed buffers") else { return };
+        let Some(mut q) = build(uring().depth(32).fixed_buffers(32, 4096), "fixed buffers") else {
+            return;
+        };
         if !q.backend().detail.contains("registered buffers of") {
-            eprintln!("SKIP fixed_buffers_read_with_read_fixed: {}", q.backend().detail);
+            eprintln!(
+                "SKIP fixed_buffers_read_with_read_fixed: {}",
+                q.backend().detail
+            );
             return;
         }
         read_and_verify(&mut q, &f, 32, 4096, |q| q.take_buf().expect("pool has 32"));
-        assert_eq!(q.stats().fixed_reads, 32, "{direct:?}: every read from the pool is READ_FIXED");
+        assert_eq!(
+            q.stats().fixed_reads,
+            32,
+            "{direct:?}: every read from the pool is READ_FIXED"
+        );
         // A buffer from elsewhere is read normally.
         let (r, b) = q.read_at(&f, 4096, Buf::new(4096));
         assert_eq!(r.unwrap(), 4096);
@@ -101,7 +144,9 @@ fn registered_file_slot_is_not_confused_by_descriptor_reuse() {
     let a = pattern_file(dir.path(), "a.dat", 65536);
     let b = dir.path().join("b.dat");
     std::fs::write(&b, vec![0xABu8; 65536]).unwrap();
-    let Some(mut q) = build(uring().depth(4), "registered files") else { return };
+    let Some(mut q) = build(uring().depth(4), "registered files") else {
+        return;
+    };
     let fa = File::open(&a, Direct::Off).unwrap();
     let (r, buf) = q.read_at(&fa, 0, Buf::new(4096));
     assert_eq!(r.unwrap(), 4096);
@@ -114,7 +159,10 @@ fn registered_file_slot_is_not_confused_by_descriptor_reuse() {
     }
     let (r, buf) = q.read_at(&fb, 0, Buf::new(4096));
     assert_eq!(r.unwrap(), 4096);
-    assert!(buf.as_slice().iter().all(|&x| x == 0xAB), "read the old file through a stale registration");
+    assert!(
+        buf.as_slice().iter().all(|&x| x == 0xAB),
+        "read the old file through a stale registration"
+    );
 }
 
 #[test]
@@ -122,9 +170,14 @@ fn sqpoll_reads_verify() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::Auto).unwrap();
-    let Some(mut q) = build(uring().depth(32).sqpoll(Some(20)), "sqpoll") else { return };
+    let Some(mut q) = build(uring().depth(32).sqpoll(Some(20)), "sqpoll") else {
+        return;
+    };
     if !q.backend().detail.contains("SQPOLL") {
-        eprintln!("SKIP sqpoll_reads_verify: kernel refused SQPOLL: {}", q.backend().detail);
+        eprintln!(
+            "SKIP sqpoll_reads_verify: kernel refused SQPOLL: {}",
+            q.backend().detail
+        );
         return;
     }
     for _ in 0..4 {
@@ -137,8 +190,13 @@ fn spinning_reaper_reads_verify() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::On).unwrap();
-    let Some(mut q) = build(uring().depth(8).spin(Duration::from_micros(200)), "spin") else { return };
-    assert!(!q.backend().detail.contains("DEFER_TASKRUN"), "spinning needs completions posted without entering");
+    let Some(mut q) = build(uring().depth(8).spin(Duration::from_micros(200)), "spin") else {
+        return;
+    };
+    assert!(
+        !q.backend().detail.contains("DEFER_TASKRUN"),
+        "spinning needs completions posted without entering"
+    );
     for _ in 0..8 {
         read_and_verify(&mut q, &f, 8, 4096, |_| Buf::new(4096));
     }
@@ -149,7 +207,11 @@ fn aio_reads_direct_files_and_fails_cleanly_on_bad_requests() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::On).unwrap();
-    let mut q = match Queue::builder().backend(BackendChoice::Exactly(BackendKind::Aio)).depth(64).build() {
+    let mut q = match Queue::builder()
+        .backend(BackendChoice::Exactly(BackendKind::Aio))
+        .depth(64)
+        .build()
+    {
         Ok(q) => q,
         Err(e) => {
             eprintln!("SKIP aio: {e}");
@@ -159,5 +221,9 @@ fn aio_reads_direct_files_and_fails_cleanly_on_bad_requests() {
     for _ in 0..4 {
         read_and_verify(&mut q, &f, 64, 4096, |_| Buf::new(4096));
     }
-    assert!(q.stats().syscalls < 4 * 64, "batched: fewer syscalls than reads ({:?})", q.stats());
+    assert!(
+        q.stats().syscalls < 4 * 64,
+        "batched: fewer syscalls than reads ({:?})",
+        q.stats()
+    );
 }

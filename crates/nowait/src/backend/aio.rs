@@ -94,7 +94,13 @@ unsafe impl Send for AioBackend {}
 pub(crate) fn setup(depth: usize) -> io::Result<AioBackend> {
     let mut ctx: u64 = 0;
     // SAFETY: io_setup writes one aio_context_t (u64) to the pointer.
-    let r = unsafe { libc::syscall(libc::SYS_io_setup, depth as libc::c_long, &mut ctx as *mut u64) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_setup,
+            depth as libc::c_long,
+            &mut ctx as *mut u64,
+        )
+    };
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -136,7 +142,10 @@ impl AioBackend {
             let mut n = 0;
             while head != tail {
                 let ev = ptr::read_volatile(events.add(head as usize));
-                out.push(Cqe { slot: ev.data as u32, res: clamp_res(ev.res) });
+                out.push(Cqe {
+                    slot: ev.data as u32,
+                    res: clamp_res(ev.res),
+                });
                 head = (head + 1) % nr;
                 n += 1;
             }
@@ -148,9 +157,19 @@ impl AioBackend {
         }
     }
 
-    fn getevents(&mut self, min: usize, timeout: Option<Duration>, out: &mut Vec<Cqe>) -> Result<()> {
-        let ts = timeout.map(|t| libc::timespec { tv_sec: t.as_secs() as libc::time_t, tv_nsec: t.subsec_nanos() as _ });
-        let ts_ptr = ts.as_ref().map_or(ptr::null(), |t| t as *const libc::timespec);
+    fn getevents(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Cqe>,
+    ) -> Result<()> {
+        let ts = timeout.map(|t| libc::timespec {
+            tv_sec: t.as_secs() as libc::time_t,
+            tv_nsec: t.subsec_nanos() as _,
+        });
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(ptr::null(), |t| t as *const libc::timespec);
         let max = self.events.len().min(self.in_kernel.max(1));
         // SAFETY: `events` has room for `max` io_events; `ts_ptr` is null or
         // points to a timespec alive for the call.
@@ -170,11 +189,17 @@ impl AioBackend {
             return match e.raw_os_error() {
                 // A signal: the caller loops.
                 Some(libc::EINTR) => Ok(()),
-                _ => Err(Error::Kernel { what: "io_getevents", source: e }),
+                _ => Err(Error::Kernel {
+                    what: "io_getevents",
+                    source: e,
+                }),
             };
         }
         for ev in &self.events[..r as usize] {
-            out.push(Cqe { slot: ev.data as u32, res: clamp_res(ev.res) });
+            out.push(Cqe {
+                slot: ev.data as u32,
+                res: clamp_res(ev.res),
+            });
         }
         self.in_kernel -= r as usize;
         Ok(())
@@ -221,7 +246,13 @@ impl Backend for AioBackend {
                 self.in_kernel += r as usize;
                 continue;
             }
-            let errno = if r == 0 { libc::EAGAIN } else { io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) };
+            let errno = if r == 0 {
+                libc::EAGAIN
+            } else {
+                io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO)
+            };
             match errno {
                 // The context is full or the kernel is short of resources:
                 // what is pending stays pending until completions free room.
@@ -261,7 +292,11 @@ impl Backend for AioBackend {
         format!(
             "Linux native AIO (io_submit/io_getevents by raw syscalls), {} slots, {}",
             self.iocbs.len(),
-            if self.user_reap { "completions reaped from the user-mapped ring" } else { "io_getevents reaping" }
+            if self.user_reap {
+                "completions reaped from the user-mapped ring"
+            } else {
+                "io_getevents reaping"
+            }
         )
     }
 }

@@ -182,7 +182,12 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// Every backend, in the order the engine prefers them.
-    pub const ALL: [BackendKind; 4] = [BackendKind::Uring, BackendKind::Aio, BackendKind::Pool, BackendKind::Sync];
+    pub const ALL: [BackendKind; 4] = [
+        BackendKind::Uring,
+        BackendKind::Aio,
+        BackendKind::Pool,
+        BackendKind::Sync,
+    ];
 
     /// The backend's name as used in flags and JSON.
     pub fn as_str(self) -> &'static str {

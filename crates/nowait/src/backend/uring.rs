@@ -90,11 +90,17 @@ const TF: u8 = 8; // TASKRUN_FLAG
 const SQ: u8 = 16; // SQPOLL
 
 fn flag_names(bits: u8) -> String {
-    let names: Vec<&str> = [(SQ, "SQPOLL"), (SI, "SINGLE_ISSUER"), (DT, "DEFER_TASKRUN"), (CT, "COOP_TASKRUN"), (TF, "TASKRUN_FLAG")]
-        .iter()
-        .filter(|(b, _)| bits & b != 0)
-        .map(|(_, n)| *n)
-        .collect();
+    let names: Vec<&str> = [
+        (SQ, "SQPOLL"),
+        (SI, "SINGLE_ISSUER"),
+        (DT, "DEFER_TASKRUN"),
+        (CT, "COOP_TASKRUN"),
+        (TF, "TASKRUN_FLAG"),
+    ]
+    .iter()
+    .filter(|(b, _)| bits & b != 0)
+    .map(|(_, n)| *n)
+    .collect();
     if names.is_empty() {
         "(none)".into()
     } else {
@@ -114,7 +120,11 @@ fn attempts(cfg: &UringConfig) -> Vec<u8> {
     } else {
         &[SI | DT | TF, CT | TF, CT, 0]
     };
-    list.iter().copied().filter(|b| cfg.single_issuer || b & SI == 0).filter(|b| b & DT == 0 || b & SI != 0).collect()
+    list.iter()
+        .copied()
+        .filter(|b| cfg.single_issuer || b & SI == 0)
+        .filter(|b| b & DT == 0 || b & SI != 0)
+        .collect()
 }
 
 /// Registered-file table size: descriptors below this are registered at
@@ -189,10 +199,15 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                 // It is registered in the *calling thread's* io_uring context,
                 // so only a ring used from one thread may use it: from another
                 // thread the index names nothing (EBADF) or another ring.
-                let registered_ring_fd = cfg.single_issuer && ring.submitter().register_ring_fd().is_ok();
+                let registered_ring_fd =
+                    cfg.single_issuer && ring.submitter().register_ring_fd().is_ok();
                 let (files, files_note) = if !cfg.register_files {
                     (Vec::new(), "registered files off")
-                } else if ring.submitter().register_files_sparse(FILE_TABLE as u32).is_ok() {
+                } else if ring
+                    .submitter()
+                    .register_files_sparse(FILE_TABLE as u32)
+                    .is_ok()
+                {
                     (vec![0; FILE_TABLE], "files registered on first use")
                 } else {
                     (Vec::new(), "registered files refused; plain descriptors")
@@ -203,7 +218,10 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                 };
                 let mut flags = flag_names(bits);
                 if let Some(e) = sqpoll_refused {
-                    flags.push_str(&format!(" (SQPOLL refused: {})", crate::probe::errno_name(e)));
+                    flags.push_str(&format!(
+                        " (SQPOLL refused: {})",
+                        crate::probe::errno_name(e)
+                    ));
                 }
                 return Ok(UringBackend {
                     ring,
@@ -238,8 +256,16 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
 }
 
 fn setup_poll_ring(entries: u32, depth: usize) -> io::Result<PollRing> {
-    let ring = IoUring::builder().setup_iopoll().setup_cqsize(entries * 2).build(entries)?;
-    Ok(PollRing { ring, unsubmitted: 0, in_flight: 0, sqes: vec![None; depth] })
+    let ring = IoUring::builder()
+        .setup_iopoll()
+        .setup_cqsize(entries * 2)
+        .build(entries)?;
+    Ok(PollRing {
+        ring,
+        unsubmitted: 0,
+        in_flight: 0,
+        sqes: vec![None; depth],
+    })
 }
 
 /// Enter `ring`: submit what is queued and wait for `want` completions.
@@ -278,11 +304,6 @@ fn enter_result(r: io::Result<usize>) -> Result<()> {
 }
 
 impl UringBackend {
-    /// The setup flags the kernel accepted.
-    pub(crate) fn flags(&self) -> &str {
-        &self.flags
-    }
-
     fn enter(&mut self, want: usize, timeout: Option<Duration>) -> Result<()> {
         // With SQPOLL and nothing to wait for, the crate skips the syscall
         // while the kernel thread is awake.
@@ -319,14 +340,22 @@ impl UringBackend {
         let entry = match (fixed_buf, fixed_file) {
             (Some(bi), Some(fi)) => {
                 self.stats.fixed_reads += 1;
-                opcode::ReadFixed::new(types::Fixed(fi), sqe.ptr, sqe.len, bi).offset(sqe.offset).build()
+                opcode::ReadFixed::new(types::Fixed(fi), sqe.ptr, sqe.len, bi)
+                    .offset(sqe.offset)
+                    .build()
             }
             (Some(bi), None) => {
                 self.stats.fixed_reads += 1;
-                opcode::ReadFixed::new(types::Fd(sqe.fd), sqe.ptr, sqe.len, bi).offset(sqe.offset).build()
+                opcode::ReadFixed::new(types::Fd(sqe.fd), sqe.ptr, sqe.len, bi)
+                    .offset(sqe.offset)
+                    .build()
             }
-            (None, Some(fi)) => opcode::Read::new(types::Fixed(fi), sqe.ptr, sqe.len).offset(sqe.offset).build(),
-            (None, None) => opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len).offset(sqe.offset).build(),
+            (None, Some(fi)) => opcode::Read::new(types::Fixed(fi), sqe.ptr, sqe.len)
+                .offset(sqe.offset)
+                .build(),
+            (None, None) => opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len)
+                .offset(sqe.offset)
+                .build(),
         };
         self.push_entry(entry.user_data(sqe.slot as u64));
     }
@@ -369,7 +398,10 @@ impl UringBackend {
             Err(e) => {
                 // No polled ring to be had: stop asking.
                 self.iopoll = IoPoll::Off;
-                self.poll_note = format!("IOPOLL ring refused ({})", crate::probe::errno_name(e.raw_os_error().unwrap_or(0)));
+                self.poll_note = format!(
+                    "IOPOLL ring refused ({})",
+                    crate::probe::errno_name(e.raw_os_error().unwrap_or(0))
+                );
                 false
             }
         }
@@ -378,7 +410,9 @@ impl UringBackend {
     /// Submit to and poll the IOPOLL ring once; move its results to `out`,
     /// resubmitting EOPNOTSUPP refusals on the main ring.
     fn poll_once(&mut self, out: &mut Vec<Cqe>) -> Result<()> {
-        let Some(p) = self.poll.as_mut() else { return Ok(()) };
+        let Some(p) = self.poll.as_mut() else {
+            return Ok(());
+        };
         if p.in_flight == 0 && p.unsubmitted == 0 {
             return Ok(());
         }
@@ -402,7 +436,10 @@ impl UringBackend {
                 continue;
             }
             self.stats.polled += 1;
-            out.push(Cqe { slot, res: cqe.result() });
+            out.push(Cqe {
+                slot,
+                res: cqe.result(),
+            });
         }
         for s in refused {
             self.stats.poll_fallbacks += 1;
@@ -416,11 +453,18 @@ impl UringBackend {
     }
 
     fn poll_in_flight(&self) -> bool {
-        self.poll.as_ref().is_some_and(|p| p.in_flight > 0 || p.unsubmitted > 0)
+        self.poll
+            .as_ref()
+            .is_some_and(|p| p.in_flight > 0 || p.unsubmitted > 0)
     }
 
     /// Reap from the interrupt-driven ring, waiting for `min`.
-    fn reap_main(&mut self, min: usize, timeout: Option<Duration>, out: &mut Vec<Cqe>) -> Result<()> {
+    fn reap_main(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Cqe>,
+    ) -> Result<()> {
         let mut ready = self.ring.completion().len();
         if ready < min && self.unsubmitted == 0 && !self.spin.is_zero() {
             // Userspace polling: watch the CQ for a while before sleeping.
@@ -446,11 +490,17 @@ impl UringBackend {
             r = self.enter(want, timeout);
         }
         for cqe in self.ring.completion() {
-            out.push(Cqe { slot: cqe.user_data() as u32, res: cqe.result() });
+            out.push(Cqe {
+                slot: cqe.user_data() as u32,
+                res: cqe.result(),
+            });
         }
         self.ring.completion().enable_eventfd();
         for cqe in self.ring.completion() {
-            out.push(Cqe { slot: cqe.user_data() as u32, res: cqe.result() });
+            out.push(Cqe {
+                slot: cqe.user_data() as u32,
+                res: cqe.result(),
+            });
         }
         r
     }
@@ -462,7 +512,10 @@ impl Backend for UringBackend {
         // is reaped.
         let file = unsafe { &*sqe.file };
         if self.polled(file) {
-            let p = self.poll.as_mut().expect("polled() checked the ring exists");
+            let p = self
+                .poll
+                .as_mut()
+                .expect("polled() checked the ring exists");
             p.sqes[sqe.slot as usize] = Some(*sqe);
             let entry = opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len)
                 .offset(sqe.offset)
@@ -514,7 +567,11 @@ impl Backend for UringBackend {
             self.poll_once(out)?;
             let got = out.len() - start;
             if !self.poll_in_flight() {
-                return self.reap_main(min.saturating_sub(got), deadline.map(|d| d.saturating_duration_since(Instant::now())), out);
+                return self.reap_main(
+                    min.saturating_sub(got),
+                    deadline.map(|d| d.saturating_duration_since(Instant::now())),
+                    out,
+                );
             }
             self.reap_main(0, None, out)?;
             if out.len() - start >= min || deadline.is_some_and(|d| Instant::now() >= d) {
@@ -540,8 +597,13 @@ impl Backend for UringBackend {
     }
 
     fn register_buffers(&mut self, bufs: &[(usize, usize)]) -> io::Result<()> {
-        let iovecs: Vec<libc::iovec> =
-            bufs.iter().map(|&(a, n)| libc::iovec { iov_base: a as *mut libc::c_void, iov_len: n }).collect();
+        let iovecs: Vec<libc::iovec> = bufs
+            .iter()
+            .map(|&(a, n)| libc::iovec {
+                iov_base: a as *mut libc::c_void,
+                iov_len: n,
+            })
+            .collect();
         // SAFETY: the caller (the queue) keeps every buffer allocated for
         // the life of this backend: the registered pool is dropped after it.
         unsafe { self.ring.submitter().register_buffers(&iovecs) }?;
@@ -554,10 +616,18 @@ impl Backend for UringBackend {
             "io_uring, {} entries, setup flags {}{}, {}, {}{}",
             self.entries,
             self.flags,
-            if self.registered_ring_fd { ", registered ring fd" } else { "" },
+            if self.registered_ring_fd {
+                ", registered ring fd"
+            } else {
+                ""
+            },
             self.files_note,
             self.poll_note,
-            if self.spin.is_zero() { String::new() } else { format!(", spin {} µs", self.spin.as_micros()) }
+            if self.spin.is_zero() {
+                String::new()
+            } else {
+                format!(", spin {} µs", self.spin.as_micros())
+            }
         )
     }
 }
