@@ -81,6 +81,10 @@ fn main(args: &[String]) -> Result<(), Failure> {
     if jobs.is_empty() {
         return Err(Failure::Usage("no job to run".into()));
     }
+    let jobs = applicable(jobs);
+    if settings.peak {
+        return crate::peak::run_all(&jobs, &settings);
+    }
     let fio_version = if settings.compare_fio {
         Some(fio::version().map_err(Failure::Runtime)?)
     } else {
@@ -137,19 +141,71 @@ fn main(args: &[String]) -> Result<(), Failure> {
     output(&rows, &settings, fio_version.as_deref())
 }
 
+/// Say which engine options a job's engine does not take (never silently),
+/// and drop the duplicates a sweep makes of them (`--ioengine uring,pool
+/// --nowait off,adaptive` runs uring once).
+fn applicable(jobs: Vec<Job>) -> Vec<Job> {
+    let mut out: Vec<Job> = Vec::with_capacity(jobs.len());
+    let mut noted: Vec<(&'static str, nowait::BackendKind)> = Vec::new();
+    for j in jobs {
+        for flag in j.inapplicable() {
+            if !noted.contains(&(flag, j.ioengine)) {
+                noted.push((flag, j.ioengine));
+                eprintln!(
+                    "nowait bench: note: {flag} does not apply to ioengine={} (not used for those jobs)",
+                    j.ioengine
+                );
+            }
+        }
+        let n = j.normalized();
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// The defaults of `--peak` (fio's t/io_uring): what the command line or a
+/// job file does not set.
+fn peak_base(name: &str) -> Job {
+    Job {
+        name: name.into(),
+        rw: options::Rw::RandRead,
+        iodepth: 128,
+        iodepth_batch_submit: 32,
+        iodepth_batch_complete_min: 1,
+        direct: true,
+        fixedbufs: true,
+        registerfiles: true,
+        norandommap: true,
+        time_based: true,
+        runtime: Some(std::time::Duration::from_secs(10)),
+        invalidate: false,
+        ..Job::default()
+    }
+}
+
 /// Expand job files and the command line into jobs.
 fn jobs(cli: &[options::Setting], files: &[PathBuf]) -> Result<(Vec<Job>, Settings), Failure> {
+    let (_, first) = options::expand(cli, &Job::default()).map_err(Failure::Usage)?;
+    let base = |name: &str| {
+        if first.peak {
+            peak_base(name)
+        } else {
+            Job {
+                name: name.into(),
+                ..Job::default()
+            }
+        }
+    };
     if files.is_empty() {
-        return options::expand(cli, &Job::default()).map_err(Failure::Usage);
+        return options::expand(cli, &base("nowait")).map_err(Failure::Usage);
     }
     let mut all = Vec::new();
     let mut settings = Settings::default();
     for f in files {
         for section in jobfile::load(f).map_err(Failure::Usage)? {
-            let base = Job {
-                name: section.name.clone(),
-                ..Job::default()
-            };
+            let base = base(&section.name);
             let mut set = section.settings.clone();
             set.extend(cli.iter().cloned());
             let (jobs, s) = options::expand(&set, &base).map_err(Failure::Usage)?;

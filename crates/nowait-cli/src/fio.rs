@@ -117,6 +117,19 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
     if job.norandommap {
         a.push("--norandommap".into());
     }
+    // io_uring's own options, under fio's names.
+    if engine == "io_uring" {
+        a.push(format!("--registerfiles={}", u8::from(job.registerfiles)));
+        if job.fixedbufs {
+            a.push("--fixedbufs=1".into());
+        }
+        if job.sqthread_poll {
+            a.push("--sqthread_poll=1".into());
+        }
+        if job.hipri == Some(true) {
+            a.push("--hipri=1".into());
+        }
+    }
     Ok(a)
 }
 
@@ -211,6 +224,28 @@ mod tests {
         ] {
             assert!(a.contains(want), "missing {want} in {a}");
         }
+    }
+
+    #[test]
+    fn passes_io_uring_options_under_fio_names() {
+        let a = args(
+            &job("--filename=/f --ioengine=uring --direct=1 --sqthread_poll --fixedbufs --hipri"),
+            4096,
+        )
+        .unwrap()
+        .join(" ");
+        for want in [
+            "--sqthread_poll=1",
+            "--fixedbufs=1",
+            "--hipri=1",
+            "--registerfiles=1",
+        ] {
+            assert!(a.contains(want), "missing {want} in {a}");
+        }
+        let a = args(&job("--filename=/f --ioengine=aio --direct=1"), 4096)
+            .unwrap()
+            .join(" ");
+        assert!(!a.contains("registerfiles"), "{a}");
     }
 
     #[test]

@@ -9,12 +9,16 @@ mod layout;
 mod metrics;
 mod offsets;
 mod options;
+mod peak;
 mod plot;
 mod probe_cmd;
 mod progress;
 mod report;
 mod run;
 mod scenario;
+mod scenario_mixed;
+mod scenario_qd;
+mod sqpoll;
 
 const HELP: &str = "\
 nowait — fast asynchronous file reads on Linux, and the tool that measures them
@@ -26,13 +30,18 @@ COMMANDS:
     bench      measure reads like fio (fio's option names, job files, JSON),
                sweep queue depths and engines, compare with fio, plot
     scenario   reproduce a seed's experiment on this machine
-               (`nowait scenario async-buffered`: preadv vs io_uring async
-               buffered reads, the seed's numbers beside ours)
+               (async-buffered: preadv vs thread offload vs io_uring;
+               mixed: cached reads behind uncached ones, RWF_NOWAIT fast path;
+               qd-sweep: direct randread QD sweep, aio/uring/polled, fio beside)
     probe      what this machine and a file can do, and which path a read takes
     help       `nowait help <COMMAND>` shows a command's options
 
 EXAMPLES:
     nowait scenario async-buffered
+    nowait scenario mixed
+    nowait scenario qd-sweep --qd 1,64,128,256
+    nowait bench --filename=/tmp/f --size=1g --peak
+    nowait bench --filename=/tmp/f --size=1g --ioengine pool --nowait off,adaptive --rw=randread
     nowait bench --filename=/tmp/f --size=1g --rw=randread --iodepth=32 --runtime=10
     nowait bench --filename=/tmp/f --size=1g --rw=randread --iodepth 1,2,4,8,16,32 \\
         --ioengine uring,sync --runtime=3 --plot qd.svg

@@ -6,6 +6,9 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use nowait::sys::Rusage;
+use nowait::{FastPathStats, QueueStats};
+
+use crate::sqpoll::SqpollCpu;
 
 /// fio's completion-latency percentile set.
 pub const PERCENTILES: [f64; 17] = [
@@ -47,6 +50,16 @@ impl Latency {
     pub fn merge(&mut self, other: &Latency) {
         // Same bounds on both sides, so adding cannot fail.
         let _ = self.0.add(&other.0);
+    }
+
+    /// Share of samples at or below `ns`, in percent (fio's latency
+    /// buckets: `lat (usec) : 2=70.63%` counts reads of at most 2 us).
+    pub fn pct_at_or_below(&self, ns: u64) -> f64 {
+        if self.0.is_empty() {
+            return 0.0;
+        }
+        let n = self.0.count_between(0, ns);
+        n as f64 / self.0.len() as f64 * 100.0
     }
 
     /// Summary for reports.
@@ -109,6 +122,11 @@ pub struct Measured {
     pub syscalls: u64,
     /// Process CPU and context switches during the measurement.
     pub rusage: Rusage,
+    /// The queues' counters during the measurement (fast path, polled, fixed reads…).
+    pub queue: QueueStats,
+    /// CPU time of the SQPOLL kernel threads (with `sqthread_poll`; also
+    /// counted in `rusage`).
+    pub sqpoll: Option<SqpollCpu>,
 }
 
 impl Measured {
@@ -147,6 +165,66 @@ impl Measured {
     }
 }
 
+/// Counter-wise `later - earlier` (saturating).
+pub fn stats_since(later: &QueueStats, earlier: &QueueStats) -> QueueStats {
+    let f = |a: &FastPathStats, b: &FastPathStats| FastPathStats {
+        tries: a.tries.saturating_sub(b.tries),
+        inline_hits: a.inline_hits.saturating_sub(b.inline_hits),
+        partial_hits: a.partial_hits.saturating_sub(b.partial_hits),
+        misses: a.misses.saturating_sub(b.misses),
+        refused: a.refused.saturating_sub(b.refused),
+        skipped: a.skipped.saturating_sub(b.skipped),
+        reprobes: a.reprobes.saturating_sub(b.reprobes),
+        offloads: a.offloads.saturating_sub(b.offloads),
+        worker_reads: a.worker_reads.saturating_sub(b.worker_reads),
+        wakeups: a.wakeups.saturating_sub(b.wakeups),
+    };
+    QueueStats {
+        pushed: later.pushed.saturating_sub(earlier.pushed),
+        completed: later.completed.saturating_sub(earlier.completed),
+        errors: later.errors.saturating_sub(earlier.errors),
+        short_retries: later.short_retries.saturating_sub(earlier.short_retries),
+        eintr_retries: later.eintr_retries.saturating_sub(earlier.eintr_retries),
+        bounced: later.bounced.saturating_sub(earlier.bounced),
+        syscalls: later.syscalls.saturating_sub(earlier.syscalls),
+        fast_path: f(&later.fast_path, &earlier.fast_path),
+        fixed_reads: later.fixed_reads.saturating_sub(earlier.fixed_reads),
+        polled: later.polled.saturating_sub(earlier.polled),
+        poll_fallbacks: later.poll_fallbacks.saturating_sub(earlier.poll_fallbacks),
+        spin_reaped: later.spin_reaped.saturating_sub(earlier.spin_reaped),
+    }
+}
+
+/// Counter-wise sum (several threads' queues).
+pub fn stats_add(a: &QueueStats, b: &QueueStats) -> QueueStats {
+    let (x, y) = (&a.fast_path, &b.fast_path);
+    QueueStats {
+        pushed: a.pushed + b.pushed,
+        completed: a.completed + b.completed,
+        errors: a.errors + b.errors,
+        short_retries: a.short_retries + b.short_retries,
+        eintr_retries: a.eintr_retries + b.eintr_retries,
+        bounced: a.bounced + b.bounced,
+        syscalls: a.syscalls + b.syscalls,
+        fast_path: FastPathStats {
+            tries: x.tries + y.tries,
+            inline_hits: x.inline_hits + y.inline_hits,
+            partial_hits: x.partial_hits + y.partial_hits,
+            misses: x.misses + y.misses,
+            refused: x.refused + y.refused,
+            skipped: x.skipped + y.skipped,
+            reprobes: x.reprobes + y.reprobes,
+            offloads: x.offloads + y.offloads,
+            worker_reads: x.worker_reads + y.worker_reads,
+            wakeups: x.wakeups + y.wakeups,
+        },
+        fixed_reads: a.fixed_reads + b.fixed_reads,
+        polled: a.polled + b.polled,
+        poll_fallbacks: a.poll_fallbacks + b.poll_fallbacks,
+        spin_reaped: a.spin_reaped + b.spin_reaped,
+    }
+}
+
 fn per_sec(x: f64, d: Duration) -> f64 {
     let s = d.as_secs_f64();
     if s > 0.0 {
@@ -176,6 +254,34 @@ mod tests {
         assert!((p50 - 500_000.0).abs() / 500_000.0 < 0.01, "{p50}");
         let p99 = s.at(99.0) as f64;
         assert!((p99 - 990_000.0).abs() / 990_000.0 < 0.01, "{p99}");
+    }
+
+    #[test]
+    fn share_at_or_below_a_bound() {
+        let mut l = Latency::new();
+        l.record_n(Duration::from_nanos(1500), 7);
+        l.record_n(Duration::from_millis(3), 3);
+        assert!((l.pct_at_or_below(2000) - 70.0).abs() < 1e-9);
+        assert_eq!(Latency::new().pct_at_or_below(2000), 0.0);
+    }
+
+    #[test]
+    fn stats_subtract_and_add_counter_wise() {
+        let a = QueueStats {
+            syscalls: 10,
+            fast_path: FastPathStats {
+                inline_hits: 5,
+                ..FastPathStats::default()
+            },
+            ..QueueStats::default()
+        };
+        let mut b = a;
+        b.syscalls = 25;
+        b.fast_path.inline_hits = 9;
+        let d = stats_since(&b, &a);
+        assert_eq!((d.syscalls, d.fast_path.inline_hits), (15, 4));
+        let s = stats_add(&d, &d);
+        assert_eq!((s.syscalls, s.fast_path.inline_hits), (30, 8));
     }
 
     #[test]

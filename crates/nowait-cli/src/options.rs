@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nowait::BackendKind;
+use nowait::{BackendKind, NowaitMode};
 
 /// Sequential or random reads (fio's `rw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +77,25 @@ pub struct Job {
     pub verify: bool,
     /// Advise the kernel of the access pattern (`fadvise_hint`).
     pub fadvise_hint: bool,
+    /// `pool` only: the `RWF_NOWAIT` inline fast path (`nowait`); `None`
+    /// leaves the engine's default (adaptive).
+    pub nowait: Option<NowaitMode>,
+    /// `pool` only: worker threads (`pool_workers`); `None`: the engine's default.
+    pub pool_workers: Option<usize>,
+    /// `uring` only: SQPOLL, a kernel thread polls the submission queue (`sqthread_poll`).
+    pub sqthread_poll: bool,
+    /// `uring` only: the SQPOLL thread sleeps after this long idle (`sqthread_poll_idle`).
+    pub sqthread_poll_idle: Duration,
+    /// Registered buffers, reads issued as `READ_FIXED` (`fixedbufs`).
+    pub fixedbufs: bool,
+    /// `uring` only: register the file with the ring (`registerfiles`).
+    pub registerfiles: bool,
+    /// `uring` only: polled completions (`hipri`): `Some(true)` polls every
+    /// direct read (IOPOLL), `Some(false)` never; `None` polls where the
+    /// device's queue polls (the engine's default).
+    pub hipri: Option<bool>,
+    /// `uring` only: spin on the completion queue this long before sleeping (`spin_us`).
+    pub spin_us: u64,
 }
 
 impl Default for Job {
@@ -102,6 +121,14 @@ impl Default for Job {
             iodepth_batch_complete_min: 1,
             verify: false,
             fadvise_hint: true,
+            nowait: None,
+            pool_workers: None,
+            sqthread_poll: false,
+            sqthread_poll_idle: Duration::from_secs(1),
+            fixedbufs: false,
+            registerfiles: true,
+            hipri: None,
+            spin_us: 0,
         }
     }
 }
@@ -115,6 +142,75 @@ impl Job {
         } else {
             self.iodepth
         }
+    }
+}
+
+impl Job {
+    /// The engine with the options that shape it, as shown in tables:
+    /// `pool:off`, `uring+hipri`, `uring+sqpoll`.
+    pub fn engine_label(&self) -> String {
+        let mut l = self.ioengine.as_str().to_string();
+        match self.ioengine {
+            BackendKind::Pool => {
+                l.push(':');
+                l.push_str(self.nowait.unwrap_or_default().as_str());
+            }
+            BackendKind::Uring => {
+                if self.hipri == Some(true) {
+                    l.push_str("+hipri");
+                }
+                if self.sqthread_poll {
+                    l.push_str("+sqpoll");
+                }
+            }
+            _ => {}
+        }
+        l
+    }
+
+    /// Options given that do not apply to this job's engine (each named
+    /// as its flag), so the caller can say so instead of ignoring them.
+    pub fn inapplicable(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.ioengine != BackendKind::Pool {
+            if self.nowait.is_some() {
+                v.push("--nowait");
+            }
+            if self.pool_workers.is_some() {
+                v.push("--pool_workers");
+            }
+        }
+        if self.ioengine != BackendKind::Uring {
+            if self.sqthread_poll {
+                v.push("--sqthread_poll");
+            }
+            if self.hipri == Some(true) {
+                v.push("--hipri");
+            }
+            if self.spin_us > 0 {
+                v.push("--spin_us");
+            }
+        }
+        v
+    }
+
+    /// The job with the options that do not apply to its engine reset, so
+    /// that sweeps (`--ioengine uring,pool --nowait off,adaptive`) do not run
+    /// the same uring job twice.
+    pub fn normalized(&self) -> Job {
+        let mut j = self.clone();
+        let d = Job::default();
+        if j.ioengine != BackendKind::Pool {
+            j.nowait = d.nowait;
+            j.pool_workers = d.pool_workers;
+        }
+        if j.ioengine != BackendKind::Uring {
+            j.sqthread_poll = d.sqthread_poll;
+            j.sqthread_poll_idle = d.sqthread_poll_idle;
+            j.hipri = d.hipri;
+            j.spin_us = d.spin_us;
+        }
+        j
     }
 }
 
@@ -140,6 +236,8 @@ pub struct Settings {
     pub compare_fio: bool,
     /// `--compare-rounds`: ours/fio alternations per job.
     pub compare_rounds: usize,
+    /// `--peak`: the lean peak-IOPS loop (like fio's t/io_uring).
+    pub peak: bool,
 }
 
 impl Default for Settings {
@@ -150,6 +248,7 @@ impl Default for Settings {
             plot: None,
             compare_fio: false,
             compare_rounds: 1,
+            peak: false,
         }
     }
 }
@@ -489,6 +588,129 @@ pub static OPTIONS: &[Opt] = &[
         }),
     },
     Opt {
+        name: "nowait",
+        arg: "off|always|adaptive",
+        default: "adaptive",
+        help: "ioengine=pool only: the RWF_NOWAIT fast path. off: every read goes to a worker \
+               thread (plain thread offload); always: try each buffered read inline with \
+               preadv2(RWF_NOWAIT) first, only a miss goes to a worker; adaptive: try while \
+               the file's hit ratio stays high. Not applied to other engines.",
+        sweep: true,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.nowait = Some(v.trim().parse::<NowaitMode>()?);
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "pool_workers",
+        arg: "INT",
+        default: "min(iodepth, 4 x CPUs)",
+        help: "ioengine=pool only: worker threads doing pread(2) (1 to 1024).",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            let n = parse_count(v)?;
+            if n == 0 || n > 1024 {
+                return Err(format!("{n} workers is not possible; use 1 to 1024"));
+            }
+            j.pool_workers = Some(n as usize);
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "sqthread_poll",
+        arg: "",
+        default: "0",
+        help: "ioengine=uring only: SQPOLL, a kernel thread (iou-sqp-*) polls the submission \
+               queue so submitting needs no system call while it is awake. Its CPU time is \
+               reported apart (sqpoll_cpu) and is included in usr/sys.",
+        sweep: false,
+        flag: true,
+        apply: Apply::Job(|j, v| {
+            j.sqthread_poll = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "sqthread_poll_idle",
+        arg: "TIME",
+        default: "1s",
+        help: "With sqthread_poll: the SQPOLL thread goes to sleep after this long without \
+               work (the next submit then wakes it: IORING_SQ_NEED_WAKEUP). Milliseconds \
+               resolution; plain numbers are seconds.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            let d = parse_time(v)?;
+            if d.as_millis() > u32::MAX as u128 {
+                return Err(format!("'{v}' is too long for the kernel's idle time"));
+            }
+            j.sqthread_poll_idle = d;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "fixedbufs",
+        arg: "",
+        default: "0",
+        help: "Read into buffers registered with io_uring (READ_FIXED: no page pinning per \
+               read). Where the locked-memory limit refuses them, plain buffers are used and \
+               the report says so.",
+        sweep: false,
+        flag: true,
+        apply: Apply::Job(|j, v| {
+            j.fixedbufs = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "registerfiles",
+        arg: "BOOL",
+        default: "1",
+        help: "ioengine=uring: register the file with the ring (fixed files: no file \
+               reference taken per read). nowait does this by default; fio does not.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.registerfiles = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "hipri",
+        arg: "",
+        default: "auto",
+        help: "ioengine=uring, direct=1: polled completions (IOPOLL): the reaping thread \
+               polls the device instead of waiting for an interrupt. 1 polls every direct \
+               read; on a device that cannot poll, each read is refused (EOPNOTSUPP) and \
+               resubmitted unpolled, and the report shows it as unsupported. 0 never polls; \
+               unset, reads poll where the device's queue polls (io_poll=1).",
+        sweep: false,
+        flag: true,
+        apply: Apply::Job(|j, v| {
+            j.hipri = Some(parse_bool(v)?);
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "spin_us",
+        arg: "INT",
+        default: "0",
+        help: "ioengine=uring only: spin on the completion queue for up to this many \
+               microseconds before sleeping in io_uring_enter (nowait's own; fio has none).",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            let n = parse_count(v)?;
+            if n > 1_000_000 {
+                return Err("spin at most 1000000 us (1 s)".into());
+            }
+            j.spin_us = n;
+            Ok(())
+        }),
+    },
+    Opt {
         name: "output-format",
         arg: "normal|json",
         default: "normal",
@@ -560,6 +782,21 @@ pub static OPTIONS: &[Opt] = &[
             Ok(())
         }),
     },
+    Opt {
+        name: "peak",
+        arg: "",
+        default: "0",
+        help: "Peak IOPS, like fio's t/io_uring: a lean loop with registered files and \
+               buffers, direct reads, random offsets, iodepth 128, batches of 32 submitted \
+               per call, runtime 10s (each overridable), no latency histogram; prints IOPS \
+               every second and reads per submit and per reap call.",
+        sweep: false,
+        flag: true,
+        apply: Apply::Run(|s, v| {
+            s.peak = parse_bool(v)?;
+            Ok(())
+        }),
+    },
 ];
 
 /// fio's other spellings of options nowait supports.
@@ -570,6 +807,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("readwrite", "rw"),
     ("output_format", "output-format"),
     ("compare_fio", "compare-fio"),
+    ("sqpoll", "sqthread_poll"),
+    ("pool-workers", "pool_workers"),
 ];
 
 /// Look an option up by name (or fio alias).
@@ -990,6 +1229,16 @@ mod tests {
             }),
             ("verify", "1", |j| j.verify),
             ("fadvise_hint", "0", |j| !j.fadvise_hint),
+            ("nowait", "always", |j| j.nowait == Some(NowaitMode::Always)),
+            ("pool_workers", "3", |j| j.pool_workers == Some(3)),
+            ("sqthread_poll", "1", |j| j.sqthread_poll),
+            ("sqthread_poll_idle", "20ms", |j| {
+                j.sqthread_poll_idle == Duration::from_millis(20)
+            }),
+            ("fixedbufs", "1", |j| j.fixedbufs),
+            ("registerfiles", "0", |j| !j.registerfiles),
+            ("hipri", "1", |j| j.hipri == Some(true)),
+            ("spin_us", "50", |j| j.spin_us == 50),
         ];
         for (name, value, ok) in cases {
             let a = job(&format!("--{name}={value}"));
@@ -1125,6 +1374,51 @@ mod tests {
     fn fio_aliases_of_option_names() {
         assert_eq!(job("--iodepth_batch=4").iodepth_batch_submit, 4);
         assert_eq!(job("--blocksize=8k").bs, 8192);
+    }
+
+    #[test]
+    fn nowait_modes_sweep_and_bad_values_name_the_option() {
+        let (set, _) = parse_args(&args("--ioengine pool --nowait off,always,adaptive")).unwrap();
+        let (jobs, _) = expand(&set, &Job::default()).unwrap();
+        let modes: Vec<_> = jobs.iter().map(|j| j.nowait.unwrap()).collect();
+        assert_eq!(modes, NowaitMode::ALL.to_vec());
+        assert_eq!(jobs[0].engine_label(), "pool:off");
+        let e = err("--nowait=sometimes");
+        assert!(e.contains("--nowait") && e.contains("adaptive"), "{e}");
+    }
+
+    #[test]
+    fn pool_workers_out_of_range_names_the_option() {
+        assert!(err("--pool_workers=0").contains("--pool_workers"));
+        assert!(err("--pool_workers=5000").contains("--pool_workers"));
+        assert_eq!(job("--pool-workers=8").pool_workers, Some(8));
+    }
+
+    #[test]
+    fn uring_options_and_their_engine() {
+        let j = job("--ioengine=uring --sqthread_poll --hipri --fixedbufs --spin_us=10");
+        assert!(j.inapplicable().is_empty());
+        assert_eq!(j.engine_label(), "uring+hipri+sqpoll");
+        assert!(err("--spin_us=abc").contains("--spin_us"));
+        assert!(err("--sqthread_poll_idle=-1").contains("--sqthread_poll_idle"));
+        assert!(err("--hipri=maybe").contains("--hipri"));
+        let j = job("--ioengine=aio --sqthread_poll --nowait=off");
+        assert_eq!(j.inapplicable(), vec!["--nowait", "--sqthread_poll"]);
+        assert_eq!(
+            j.normalized(),
+            Job {
+                ioengine: BackendKind::Aio,
+                ..Job::default()
+            }
+        );
+    }
+
+    #[test]
+    fn peak_is_a_run_setting() {
+        let (set, _) = parse_args(&args("--peak --runtime=1")).unwrap();
+        let (_, s) = expand(&set, &Job::default()).unwrap();
+        assert!(s.peak);
+        assert!(err("--peak=perhaps").contains("--peak"));
     }
 
     #[test]

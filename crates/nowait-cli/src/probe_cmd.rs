@@ -16,7 +16,10 @@ kernel.io_uring_disabled, ENOSYS), the setup flags the kernel accepts, the
 locked-memory limit; then for each PATH its filesystem, size, whether
 O_DIRECT works and with which alignment (statx STATX_DIOALIGN, else the
 device's logical block size), whether its device polls (io_poll), and which
-backend a buffered and a direct read would take, and why.
+backend a buffered and a direct read would take, and why, and the state of
+the pool backend's RWF_NOWAIT fast path for the file (on with its hit
+ratio, or off and why). Fast-path counters of a run (inline hits, partial
+hits, misses, offloads) are in `nowait bench --ioengine=pool`.
 
 Nothing is decided from the kernel version: every answer comes from asking
 the kernel.
@@ -49,7 +52,18 @@ pub fn run(args: &[String]) -> i32 {
     for p in &paths {
         println!();
         match probe::file(Path::new(p), &machine) {
-            Ok(report) => print!("{report}"),
+            Ok(report) => {
+                print!("{report}");
+                // The report prints the fast path only when it is off; say
+                // what it is otherwise (the file's live state, as a pool
+                // queue reading it would start with).
+                if report.fast_path.off.is_none() && report.rwf_nowait.works() {
+                    println!(
+                        "  pool fast path: {} (--ioengine=pool --nowait=adaptive tries cached reads inline)",
+                        crate::report::fast_path_state_words(&report.fast_path)
+                    );
+                }
+            }
             Err(e) => {
                 eprintln!("nowait probe: {e}");
                 code = 1;

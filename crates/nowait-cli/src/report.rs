@@ -9,7 +9,8 @@ use serde_json::{json, Map, Value};
 
 use crate::fio::FioResult;
 use crate::layout::human_bytes;
-use crate::metrics::{LatSummary, PERCENTILES};
+use crate::metrics::{LatSummary, Measured, PERCENTILES};
+use crate::options::Job;
 use crate::run::Outcome;
 
 /// One job's result, with fio's if it was compared.
@@ -57,6 +58,119 @@ pub fn short_ns(ns: f64) -> String {
     }
 }
 
+/// What became of `hipri=1` (polled completions), from the counters:
+/// `None` when it was not asked for.
+pub fn hipri_status(job: &Job, m: &Measured) -> Option<String> {
+    if job.ioengine != nowait::BackendKind::Uring || job.hipri != Some(true) {
+        return None;
+    }
+    let q = &m.queue;
+    Some(if !job.direct {
+        "not applied: only direct reads are polled (use --direct=1)".into()
+    } else if q.polled > 0 && q.poll_fallbacks == 0 {
+        format!("polled ({} reads completed by polling)", q.polled)
+    } else if q.polled == 0 && q.poll_fallbacks > 0 {
+        "unsupported: device does not poll (EOPNOTSUPP), fell back to interrupts".into()
+    } else if q.polled == 0 {
+        "unsupported: device does not poll (refused earlier on this file), interrupts used".into()
+    } else {
+        format!(
+            "partly polled: {} polled, {} refused (EOPNOTSUPP) and resubmitted",
+            q.polled, q.poll_fallbacks
+        )
+    })
+}
+
+/// Options shaping the engine, for the job header (`, nowait=off`).
+fn engine_opts(j: &Job) -> String {
+    let n = j.normalized();
+    let mut v = Vec::new();
+    if n.ioengine == nowait::BackendKind::Pool {
+        v.push(format!("nowait={}", n.nowait.unwrap_or_default()));
+        if let Some(w) = n.pool_workers {
+            v.push(format!("pool_workers={w}"));
+        }
+    }
+    if n.sqthread_poll {
+        v.push(format!(
+            "sqthread_poll=1 (idle {}ms)",
+            n.sqthread_poll_idle.as_millis()
+        ));
+    }
+    if n.fixedbufs {
+        v.push("fixedbufs=1".into());
+    }
+    if let Some(h) = n.hipri {
+        v.push(format!("hipri={}", u8::from(h)));
+    }
+    if n.spin_us > 0 {
+        v.push(format!("spin_us={}", n.spin_us));
+    }
+    v.iter().map(|x| format!(", {x}")).collect()
+}
+
+/// The pool's fast-path counters and the file's state, as JSON
+/// (`jobs[].nowait.fast_path`).
+pub fn fast_path_json(
+    mode: Option<nowait::NowaitMode>,
+    f: &nowait::FastPathStats,
+    files: &[(String, nowait::FastPathState)],
+) -> Value {
+    json!({
+        "mode": mode.map(|m| m.as_str()),
+        "tries": f.tries,
+        "inline_hits": f.inline_hits,
+        "partial_hits": f.partial_hits,
+        "misses": f.misses,
+        "refused": f.refused,
+        "skipped": f.skipped,
+        "reprobes": f.reprobes,
+        "offloads": f.offloads,
+        "worker_reads": f.worker_reads,
+        "wakeups": f.wakeups,
+        "hit_ratio": f.hit_ratio(),
+        "files": files.iter().map(|(p, st)| json!({
+            "filename": p,
+            "hit_ratio": st.hit_ratio,
+            "adaptive_skipping": st.adaptive_skipping,
+            "off": st.off.map(|o| o.to_string()),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// One line of fast-path counters for text reports.
+pub fn fast_path_line(f: &nowait::FastPathStats) -> String {
+    format!(
+        "inline hits {} ({:.1}% of tries), partial {}, misses {}, refused {}, skipped {}, \
+         offloads {} (worker preads {}), wakeups {}",
+        f.inline_hits,
+        f.hit_ratio() * 100.0,
+        f.partial_hits,
+        f.misses,
+        f.refused,
+        f.skipped,
+        f.offloads,
+        f.worker_reads,
+        f.wakeups
+    )
+}
+
+/// A file's fast-path state in words.
+pub fn fast_path_state_words(st: &nowait::FastPathState) -> String {
+    match st.off {
+        Some(off) => format!("off: {off}"),
+        None => format!(
+            "on, hit ratio {:.2}{}",
+            st.hit_ratio,
+            if st.adaptive_skipping {
+                " (adaptive: skipping the inline try, re-probing)"
+            } else {
+                ""
+            }
+        ),
+    }
+}
+
 fn unit_for(mean_ns: f64) -> (&'static str, f64) {
     if mean_ns >= 10e6 {
         ("msec", 1e6)
@@ -87,12 +201,13 @@ pub fn human(row: &Row) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{}: (groupid=0, jobs={}): err= 0: rw={}, bs={}, ioengine={}, iodepth={}{}",
+        "{}: (groupid=0, jobs={}): err= 0: rw={}, bs={}, ioengine={}{}, iodepth={}{}",
         j.name,
         j.numjobs,
         j.rw.as_str(),
         human_bytes(j.bs),
         j.ioengine,
+        engine_opts(j),
         j.iodepth,
         if o.effective_iodepth != j.iodepth {
             format!(
@@ -141,6 +256,36 @@ pub fn human(row: &Row) -> String {
         m.syscalls,
         m.ios_per_syscall()
     );
+    let q = &m.queue;
+    if j.ioengine == nowait::BackendKind::Pool {
+        let _ = writeln!(s, "  fast path    : {}", fast_path_line(&q.fast_path));
+        if let Some(st) = &o.fast_path {
+            let _ = writeln!(s, "  fast path    : file {}", fast_path_state_words(st));
+        }
+    }
+    if j.ioengine == nowait::BackendKind::Uring
+        && (q.fixed_reads + q.polled + q.poll_fallbacks + q.spin_reaped > 0 || j.hipri.is_some())
+    {
+        let _ = writeln!(
+            s,
+            "  uring        : fixed reads {}, polled {}, poll fallbacks {}, spin-reaped waits {}",
+            q.fixed_reads, q.polled, q.poll_fallbacks, q.spin_reaped
+        );
+    }
+    if let Some(h) = hipri_status(j, m) {
+        let _ = writeln!(s, "  hipri        : {h}");
+    }
+    if let Some(c) = &m.sqpoll {
+        let _ = writeln!(
+            s,
+            "  sqpoll cpu   : {:.1}% (usr={:.2}%, sys={:.2}%) in {} iou-sqp thread(s); \
+             included in cpu above",
+            c.pct(m.elapsed),
+            c.user_us as f64 / 1e4 / m.elapsed.as_secs_f64().max(1e-9),
+            c.sys_us as f64 / 1e4 / m.elapsed.as_secs_f64().max(1e-9),
+            c.threads
+        );
+    }
     let _ = writeln!(
         s,
         "  backend      : {} ({}; {})",
@@ -211,7 +356,7 @@ pub fn table(rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = write!(
         s,
-        "{:<7} {:<8} {:>6} {:>4} {:>4} {:>9} {:>8} {:>9} {:>9} {:>6} {:>6} {:>8} {:>7}",
+        "{:<13} {:<8} {:>6} {:>4} {:>4} {:>9} {:>8} {:>9} {:>9} {:>6} {:>6} {:>8} {:>7}",
         "engine",
         "rw",
         "bs",
@@ -236,8 +381,8 @@ pub fn table(rows: &[Row]) -> String {
         let c = m.clat.summary();
         let _ = write!(
             s,
-            "{:<7} {:<8} {:>6} {:>4} {:>4} {:>9} {:>8.1} {:>9} {:>9} {:>6.1} {:>6.1} {:>8} {:>7.2}",
-            o.job.ioengine.as_str(),
+            "{:<13} {:<8} {:>6} {:>4} {:>4} {:>9} {:>8.1} {:>9} {:>9} {:>6.1} {:>6.1} {:>8} {:>7.2}",
+            o.job.engine_label(),
             o.job.rw.as_str(),
             human_bytes(o.job.bs).replace(' ', ""),
             o.effective_iodepth,
@@ -318,6 +463,38 @@ pub fn job_json(row: &Row) -> Value {
         "verified_ios": o.verified_ios,
         "clat_from": "just before the submit call (fio's clat likewise starts before io_uring_enter)",
     });
+    let q = &m.queue;
+    let files: Vec<(String, nowait::FastPathState)> = o
+        .fast_path
+        .iter()
+        .map(|st| {
+            let p = j
+                .filename
+                .as_ref()
+                .map_or(String::new(), |p| p.display().to_string());
+            (p, *st)
+        })
+        .collect();
+    let mode = (j.ioengine == nowait::BackendKind::Pool).then(|| j.nowait.unwrap_or_default());
+    nw["fast_path"] = fast_path_json(mode, &q.fast_path, &files);
+    nw["uring"] = json!({
+        "fixed_reads": q.fixed_reads,
+        "polled": q.polled,
+        "poll_fallbacks": q.poll_fallbacks,
+        "spin_reaped": q.spin_reaped,
+        "hipri": hipri_status(j, m),
+        "sqthread_poll": j.sqthread_poll && j.ioengine == nowait::BackendKind::Uring,
+    });
+    nw["sqpoll_cpu"] = match &m.sqpoll {
+        Some(c) => json!({
+            "threads": c.threads,
+            "usr_us": c.user_us,
+            "sys_us": c.sys_us,
+            "cpu_pct": c.pct(m.elapsed),
+            "included_in_usr_sys": true,
+        }),
+        None => Value::Null,
+    };
     if let Some(f) = &row.fio {
         nw["fio"] = match f {
             Ok(f) => json!({
@@ -362,6 +539,14 @@ pub fn job_json(row: &Row) -> Value {
             "iodepth_batch_complete_min": j.iodepth_batch_complete_min.to_string(),
             "verify": u8::from(j.verify).to_string(),
             "fadvise_hint": u8::from(j.fadvise_hint).to_string(),
+            "nowait": j.normalized().nowait.map(|m| m.as_str()),
+            "pool_workers": opt(j.normalized().pool_workers.map(|n| n.to_string())),
+            "sqthread_poll": u8::from(j.normalized().sqthread_poll).to_string(),
+            "sqthread_poll_idle": format!("{}ms", j.sqthread_poll_idle.as_millis()),
+            "fixedbufs": u8::from(j.fixedbufs).to_string(),
+            "registerfiles": u8::from(j.registerfiles).to_string(),
+            "hipri": j.normalized().hipri.map(|h| u8::from(h).to_string()),
+            "spin_us": j.normalized().spin_us.to_string(),
         },
         "read": {
             "io_bytes": m.bytes,
@@ -436,6 +621,7 @@ mod tests {
                 region: 1 << 20,
                 laid_out: false,
                 verified_ios: 0,
+                fast_path: None,
             },
             fio: None,
             rounds: Vec::new(),

@@ -17,13 +17,17 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use nowait::sys::{rusage, Who};
-use nowait::{BackendChoice, BackendReport, Buf, Completion, File, Queue, Read, PAGE};
+use nowait::{
+    BackendChoice, BackendKind, BackendReport, Buf, Completion, FastPathState, File, IoPoll, Queue,
+    QueueStats, Read, PAGE,
+};
 
 use crate::layout::{self, Data};
-use crate::metrics::{Latency, Measured};
+use crate::metrics::{self, Latency, Measured};
 use crate::offsets::Offsets;
 use crate::options::Job;
 use crate::progress::Progress;
+use crate::sqpoll::{self, SqpollCpu};
 
 /// Why a run did not finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +74,9 @@ pub struct Outcome {
     pub laid_out: bool,
     /// Reads whose data was checked against the pattern.
     pub verified_ios: u64,
+    /// `pool`: the file's `RWF_NOWAIT` fast-path state after the run
+    /// (hit ratio; off and why).
+    pub fast_path: Option<FastPathState>,
 }
 
 /// What one thread hands back.
@@ -79,7 +86,8 @@ struct ThreadOut {
     elapsed: Duration,
     clat: Latency,
     slat: Latency,
-    syscalls: u64,
+    queue: QueueStats,
+    sqpoll: Option<SqpollCpu>,
     verified: u64,
     backend: BackendReport,
 }
@@ -189,7 +197,14 @@ pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
                 measured.elapsed = measured.elapsed.max(t.elapsed);
                 measured.clat.merge(&t.clat);
                 measured.slat.merge(&t.slat);
-                measured.syscalls += t.syscalls;
+                measured.syscalls += t.queue.syscalls;
+                measured.queue = metrics::stats_add(&measured.queue, &t.queue);
+                if let Some(c) = t.sqpoll {
+                    measured
+                        .sqpoll
+                        .get_or_insert_with(SqpollCpu::default)
+                        .add(&c);
+                }
                 verified += t.verified;
                 backend.get_or_insert(t.backend);
             }
@@ -224,6 +239,7 @@ pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
         region: data.region,
         laid_out: data.laid_out,
         verified_ios: verified,
+        fast_path: (job.ioengine == BackendKind::Pool).then(|| file.fast_path()),
     })
 }
 
@@ -247,6 +263,12 @@ fn worker(
     // Build everything before the barrier, and always reach the barrier so
     // the main thread is never left waiting.
     let setup = setup(job, file);
+    // SQPOLL threads are named after the thread that set the ring up.
+    let os_tid = if job.sqthread_poll {
+        sqpoll::current_tid()
+    } else {
+        None
+    };
     barrier.wait();
     let (mut q, mut bufs) = setup?;
     let backend = q.backend().clone();
@@ -278,7 +300,8 @@ fn worker(
     let end = job.runtime.map(|r| ramp_end + r);
     let mut measuring = job.ramp_time.is_zero();
     let mut measure_start = start;
-    let mut syscalls_base = 0;
+    let mut stats_base = q.stats();
+    let mut sq_base = os_tid.map(|t| sqpoll::cpu_of(Some(t)));
     let (mut ios, mut bytes, mut verified) = (0u64, 0u64, 0u64);
     let mut issued = 0u64;
     let mut in_flight = 0usize;
@@ -362,7 +385,8 @@ fn worker(
         if !measuring && now >= ramp_end {
             measuring = true;
             measure_start = now;
-            syscalls_base = q.stats().syscalls;
+            stats_base = q.stats();
+            sq_base = os_tid.map(|t| sqpoll::cpu_of(Some(t)));
         }
         if end.is_some_and(|e| now >= e) || shared.abort.load(Ordering::Relaxed) {
             stopping = true;
@@ -374,7 +398,11 @@ fn worker(
         elapsed: now.saturating_duration_since(measure_start),
         clat,
         slat,
-        syscalls: q.stats().syscalls - syscalls_base,
+        queue: metrics::stats_since(&q.stats(), &stats_base),
+        sqpoll: match (os_tid, sq_base) {
+            (Some(t), Some(b)) => Some(sqpoll::cpu_of(Some(t)).since(&b)),
+            _ => None,
+        },
         verified,
         backend,
     })
@@ -382,18 +410,69 @@ fn worker(
 
 type Setup = (Queue, Vec<Option<Buf>>);
 
+/// The queue a job asks for: backend, depth and every engine option.
+pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
+    let n = job.normalized();
+    let mut b = Queue::builder()
+        .depth(depth)
+        .backend(BackendChoice::Exactly(n.ioengine))
+        .register_files(n.registerfiles)
+        .spin(Duration::from_micros(n.spin_us))
+        .iopoll(match n.hipri {
+            None => IoPoll::Auto,
+            Some(true) => IoPoll::Always,
+            Some(false) => IoPoll::Off,
+        });
+    if let Some(m) = n.nowait {
+        b = b.nowait(m);
+    }
+    if let Some(w) = n.pool_workers {
+        b = b.pool_workers(w);
+    }
+    if n.sqthread_poll {
+        b = b.sqpoll(Some(n.sqthread_poll_idle.as_millis() as u32));
+    }
+    if n.fixedbufs {
+        b = b.fixed_buffers(depth, job.bs as usize);
+    }
+    b
+}
+
+/// Build a job's queue, with an error naming the option at fault.
+pub fn build_queue(job: &Job, depth: usize) -> Result<Queue, Failure> {
+    builder(job, depth).build().map_err(|e| {
+        let flag = if job.sqthread_poll && job.ioengine == BackendKind::Uring {
+            "--ioengine=uring --sqthread_poll".to_string()
+        } else {
+            format!("--ioengine={}", job.ioengine)
+        };
+        match e {
+            nowait::Error::Config(m) => Failure::Usage(format!("{flag}: {m}")),
+            e => Failure::Runtime(format!("{flag}: {e}")),
+        }
+    })
+}
+
+/// One buffer per slot: the queue's registered ones with `fixedbufs`.
+pub fn slot_buffers(job: &Job, q: &mut Queue, file: &File, depth: usize) -> Vec<Option<Buf>> {
+    let align = (file.dio_align().mem as usize).max(PAGE);
+    (0..depth)
+        .map(|_| {
+            let fixed = if job.fixedbufs && align <= PAGE {
+                q.take_buf()
+            } else {
+                None
+            };
+            Some(fixed.unwrap_or_else(|| Buf::with_align(job.bs as usize, align)))
+        })
+        .collect()
+}
+
 /// Build the thread's queue and one buffer per slot.
 fn setup(job: &Job, file: &File) -> Result<Setup, Failure> {
     let depth = job.effective_iodepth();
-    let q = Queue::builder()
-        .depth(depth)
-        .backend(BackendChoice::Exactly(job.ioengine))
-        .build()
-        .map_err(|e| Failure::Runtime(format!("--ioengine={}: {e}", job.ioengine)))?;
-    let align = (file.dio_align().mem as usize).max(PAGE);
-    let bufs = (0..depth)
-        .map(|_| Some(Buf::with_align(job.bs as usize, align)))
-        .collect();
+    let mut q = build_queue(job, depth)?;
+    let bufs = slot_buffers(job, &mut q, file, depth);
     Ok((q, bufs))
 }
 

@@ -68,7 +68,14 @@ pub const SEED: [SeedRow; 3] = [
 ];
 
 const HELP: &str = "\
-nowait scenario async-buffered — the seed 002's experiment on this machine
+nowait scenario — reproduce a seed's experiment on this machine
+
+SCENARIOS:
+    async-buffered   seed 002: preadv vs thread offload vs io_uring async buffered reads
+    mixed            seed 003: cached reads queued behind uncached ones, with and
+                     without the RWF_NOWAIT fast path (nowait scenario mixed --help)
+    qd-sweep         seed 001: 4 KiB direct randread QD sweep, aio / uring / uring
+                     polled on ext4 and xfs, fio beside (nowait scenario qd-sweep --help)
 
 USAGE:
     nowait scenario async-buffered [OPTIONS]
@@ -76,7 +83,9 @@ USAGE:
 Random 4 KiB buffered reads, queue depth 32, the page cache dropped before
 each run, over a file laid out with nowait's pattern; every backend the
 engine has (sync = preadv one at a time, uring = async buffered reads, pool
-= thread offload when present) reads the same blocks. Prints wall time,
+with its RWF_NOWAIT fast path off = thread offload, the seed's \"mainline\";
+uncached reads give the fast path nothing to do anyway) reads the same
+blocks. Prints wall time,
 user, sys, CPU %, context switches and IOPS with the seed's published
 numbers beside ours (the seed: 4 GiB file, 1M reads).
 
@@ -192,8 +201,12 @@ pub fn run_cmd(args: &[String]) -> i32 {
                 }
             }
         }
+        Some("mixed") => crate::scenario_mixed::run_cmd(&args[1..]),
+        Some("qd-sweep") => crate::scenario_qd::run_cmd(&args[1..]),
         Some(other) => {
-            eprintln!("nowait scenario: unknown scenario '{other}'; available: async-buffered");
+            eprintln!(
+                "nowait scenario: unknown scenario '{other}'; available: async-buffered, mixed, qd-sweep"
+            );
             2
         }
     }
@@ -284,6 +297,9 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
         let job = Job {
             ioengine: k,
             number_ios: Some(reads),
+            // The seed's "mainline" column is io_uring punting every read
+            // to a thread: the pool with its inline fast path off.
+            nowait: (k == BackendKind::Pool).then_some(nowait::NowaitMode::Off),
             ..base.clone()
         };
         let r = match run::run_prepared(&job, &data) {
@@ -314,6 +330,14 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
     Ok(())
 }
 
+/// The column's name: the pool runs with its fast path off, as thread offload.
+fn label(k: BackendKind) -> &'static str {
+    match k {
+        BackendKind::Pool => "thread offload",
+        other => other.as_str(),
+    }
+}
+
 fn seed_for(k: BackendKind) -> Option<&'static SeedRow> {
     SEED.iter().find(|s| s.engine == k.as_str())
 }
@@ -323,7 +347,7 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\n{:<7} {:>9} {:>8} {:>8} {:>6} {:>18} {:>8} {:>8} | seed (4 GiB, 1M reads): {:<26} {:>8} {:>7} {:>8} {:>5}",
+        "\n{:<14} {:>9} {:>8} {:>8} {:>6} {:>18} {:>8} {:>8} | seed (4 GiB, 1M reads): {:<26} {:>8} {:>7} {:>8} {:>5}",
         "engine", "real", "user", "sys", "CPU%", "ctx (vol/invol)", "IOPS", "clat p99", "run", "real", "user", "sys", "CPU"
     );
     let sync_real = results
@@ -338,8 +362,8 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
                 let real = m.elapsed.as_secs_f64();
                 let (u, sy) = (m.rusage.user_us as f64 / 1e6, m.rusage.sys_us as f64 / 1e6);
                 format!(
-                    "{:<7} {:>8.3}s {:>7.3}s {:>7.3}s {:>5.0}% {:>18} {:>8} {:>8}",
-                    k.as_str(),
+                    "{:<14} {:>8.3}s {:>7.3}s {:>7.3}s {:>5.0}% {:>18} {:>8} {:>8}",
+                    label(*k),
                     real,
                     u,
                     sy,
@@ -349,7 +373,7 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
                     crate::report::short_ns(m.clat.summary().at(99.0) as f64)
                 )
             }
-            Err(_) => format!("{:<7} {:>9}", k.as_str(), "skipped"),
+            Err(_) => format!("{:<14} {:>9}", label(*k), "skipped"),
         };
         let seed = match seed_for(*k) {
             Some(sr) => format!(
@@ -371,14 +395,19 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
                 });
                 let _ = writeln!(
                     s,
-                    "{k} is {ours:.2}x faster than sync in wall time ({seed})"
+                    "{} is {ours:.2}x faster than sync in wall time ({seed})",
+                    label(*k)
                 );
             }
         }
     }
     let _ = writeln!(
         s,
-        "\nCPU% = (user + sys) / real over every thread of the process, like time(1); \
+        "\nthread offload = pool backend with --nowait=off: every read handed to a worker thread."
+    );
+    let _ = writeln!(
+        s,
+        "CPU% = (user + sys) / real over every thread of the process, like time(1); \
          the seed's CPU column is its author's estimate including io-wq workers."
     );
     s
@@ -400,6 +429,8 @@ fn json_report(
                 let (u, s) = (m.rusage.user_us as f64 / 1e6, m.rusage.sys_us as f64 / 1e6);
                 json!({
                     "engine": k.as_str(),
+                    "label": label(*k),
+                    "nowait": o.job.normalized().nowait.map(|m| m.as_str()),
                     "real_s": real,
                     "user_s": u,
                     "sys_s": s,
@@ -435,6 +466,54 @@ fn json_report(
         "runs": runs,
         "seed": { "source": "002_088a891439d1aa29.txt", "size": 4u64 << 30, "reads": 1u64 << 20, "runs": seed },
     })
+}
+
+/// Split a scenario's arguments into `(name, value)` pairs: `--name=value`,
+/// `--name value`, and the bare `flags` (value `1`). Every error names the
+/// argument at fault.
+pub(crate) fn split_args(
+    args: &[String],
+    flags: &[&str],
+    scenario: &str,
+) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        let body = arg.strip_prefix("--").ok_or_else(|| {
+            format!("unexpected argument '{arg}'; see `nowait scenario {scenario} --help`")
+        })?;
+        let (name, value) = match body.split_once('=') {
+            Some((n, v)) => (n.replace('_', "-"), v.to_string()),
+            None if flags.contains(&body.replace('_', "-").as_str()) => {
+                (body.replace('_', "-"), "1".to_string())
+            }
+            None => {
+                let v = args
+                    .get(i)
+                    .filter(|v| !v.starts_with("--"))
+                    .ok_or_else(|| format!("--{body}: needs a value"))?;
+                i += 1;
+                (body.replace('_', "-"), v.clone())
+            }
+        };
+        out.push((name, value));
+    }
+    Ok(out)
+}
+
+/// Write a scenario's report to `--output` or standard output.
+pub(crate) fn emit(text: &str, output: Option<&std::path::Path>) -> Result<(), Failure> {
+    match output {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| Failure::Runtime(format!("--output={}: {e}", p.display()))),
+        None => {
+            use std::io::Write;
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            Ok(())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,1090 @@
+//! `nowait scenario mixed`: the workload of the seed `003_445ef0f4a2de0632.txt`.
+//!
+//! A database's 16 KiB reads through one thread-pool queue: cached requests
+//! wait behind uncached ones, unless they are tried inline with
+//! `preadv2(RWF_NOWAIT)` first. Three streams share ONE queue (one backend,
+//! one pool) per configuration, as in the seed's home-spun POSIX-AIO queue:
+//!
+//! * f1 (~73% of requests): random over a data set that is cached (read once
+//!   before each configuration; far below RAM), offsets zipf-distributed;
+//! * f2 (~18%): uniform random over a data set that is not cached: its page
+//!   cache is dropped before each configuration and every 100 ms during the
+//!   run (`posix_fadvise(DONTNEED)` from a helper thread), so it behaves
+//!   like a data set much larger than RAM whatever its size here;
+//! * f3 (~9%): sequential over a large file, readahead as usual; the pages
+//!   behind the reader are dropped the same way so a wrap finds nothing.
+//!
+//! One thread drives a queue of depth 32: every new request is drawn
+//! f1/f2/f3 with the mix's probabilities, timed from just before its `push`,
+//! pushed and submitted at once (a server hands each request over as it
+//! arrives), and anything already complete is collected at once (an inline
+//! hit is complete when `push` returns). Completion latency per stream goes
+//! into its own HdrHistogram. Configurations: the pool with the fast path
+//! off (the seed's "before"), the pool adaptive (the seed's "after"), and
+//! io_uring; the seed's published figures are printed beside ours.
+
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use nowait::sys::{rusage, Who};
+use nowait::{
+    BackendChoice, BackendKind, Buf, Completion, Direct, File, NowaitMode, Queue, Read, PAGE,
+};
+use serde_json::{json, Value};
+
+use crate::layout::{self, human_bytes};
+use crate::metrics::{self, Latency};
+use crate::offsets::Rng;
+use crate::options;
+use crate::report::{self, short_ns, short_num};
+use crate::run::Failure;
+use crate::scenario::{emit, split_args};
+
+const HELP: &str = "\
+nowait scenario mixed — the seed 003's workload: cached reads behind uncached ones
+
+USAGE:
+    nowait scenario mixed [OPTIONS]
+
+Three streams of 16 KiB reads share ONE queue (depth 32, one thread):
+  f1  ~73%  random, zipf-distributed, over a data set warmed into the page cache
+  f2  ~18%  uniform random over a data set kept uncached (cache dropped before
+            each configuration and every 100 ms during it)
+  f3   ~9%  sequential over a large file
+Each request is drawn f1/f2/f3 by the mix, timed from just before it is
+pushed, pushed and submitted at once. Configurations: the pool backend with
+its RWF_NOWAIT fast path off (thread offload: the seed's \"before\"), the pool
+adaptive (the seed's \"after\"), and uring. Prints bandwidth and latency
+percentiles per stream, the fast-path counters, and the seed's figures.
+
+With no options it lays out its own files in a temporary directory (removed
+afterwards): f1 256 MiB, f2 1 GiB, f3 1 GiB, 20 s per configuration.
+
+OPTIONS:
+  --dir=PATH            make (or reuse) the files here instead of a temporary directory
+  --size=SIZE           f2 and f3 size (default 1g); f1 is an eighth of it (at most 256m)
+  --f1-size, --f2-size, --f3-size=SIZE   each file's size
+  --runtime=TIME        per configuration (default 20s)
+  --iodepth=INT         queue depth (default 32)
+  --bs=SIZE             read size (default 16k, as in the seed)
+  --mix=F1,F2,F3        request shares in percent (default 73,18,9)
+  --zipf=THETA          f1's zipf exponent (default 1.2)
+  --configs=LIST        default pool:off,pool:adaptive,uring (also pool:always, sync)
+  --pool_workers=INT    pool worker threads (default: the engine's)
+  --verify              check every byte read against the pattern
+  --keep-uncached=0     do not drop f2's cache during the run (only before it)
+  --randseed=INT        seed of the request draw and offsets
+  --output-format=normal|json
+  --output=FILE
+  -h, --help
+
+EXIT STATUS:
+    0 success, 1 a run failed, 2 usage error (the message names the option)
+";
+
+/// A seed figure set for one stream: average bandwidth (KB/s) and its latency in words.
+struct SeedStream {
+    bw_kbs: f64,
+    lat: &'static str,
+}
+
+/// The seed's "before" (thread pool only) figures, f1..f3.
+const SEED_BEFORE: [SeedStream; 3] = [
+    SeedStream {
+        bw_kbs: 969.54,
+        lat: "49.86% 1-2 s, 17.27% 0.75-1 s, 9.42% >=2 s",
+    },
+    SeedStream {
+        bw_kbs: 273.28,
+        lat: "46.56% 1-2 s, 24.59% 0.75-1 s",
+    },
+    SeedStream {
+        bw_kbs: 174575.10,
+        lat: "50.34% 50-100 us, 10.82% 20-50 us, 8.73% 1-2 ms",
+    },
+];
+
+/// The seed's "after" (preadv2 fast read before submit) figures, f1..f3.
+const SEED_AFTER: [SeedStream; 3] = [
+    SeedStream {
+        bw_kbs: 2276.69,
+        lat: "70.63% <=2 us, 25.53% >=2 s",
+    },
+    SeedStream {
+        bw_kbs: 249.83,
+        lat: "52.18% 1-2 s, 20.49% 0.75-1 s",
+    },
+    SeedStream {
+        bw_kbs: 177366.50,
+        lat: "64.04% <=2 us, 14.27% 1-2 ms",
+    },
+];
+
+/// The seed's aggregate bandwidth, KB/s: before, after.
+const SEED_TOTAL_KBS: (f64, f64) = (174669.0, 177339.0);
+
+const STREAMS: [&str; 3] = ["f1", "f2", "f3"];
+
+#[derive(Debug, Clone)]
+struct Args {
+    dir: Option<PathBuf>,
+    sizes: [u64; 3],
+    runtime: Duration,
+    iodepth: usize,
+    bs: u64,
+    mix: [u32; 3],
+    zipf: f64,
+    configs: Vec<(BackendKind, Option<NowaitMode>)>,
+    pool_workers: Option<usize>,
+    verify: bool,
+    /// Drop f2's (and f3's stale) cache every 100 ms during the run.
+    keep_uncached: bool,
+    seed: u64,
+    json: bool,
+    output: Option<PathBuf>,
+}
+
+fn parse_config(v: &str) -> Result<(BackendKind, Option<NowaitMode>), String> {
+    let (engine, mode) = match v.split_once(':') {
+        Some((e, m)) => (e, Some(m)),
+        None => (v, None),
+    };
+    let k = options::parse_engine(engine)?;
+    let mode = match (k, mode) {
+        (BackendKind::Pool, Some(m)) => Some(m.parse::<NowaitMode>()?),
+        (BackendKind::Pool, None) => Some(NowaitMode::Adaptive),
+        (_, Some(_)) => return Err(format!("'{v}': only pool takes a :MODE")),
+        (_, None) => None,
+    };
+    Ok((k, mode))
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut a = Args {
+        dir: None,
+        sizes: [256 << 20, 1 << 30, 1 << 30],
+        runtime: Duration::from_secs(20),
+        iodepth: 32,
+        bs: 16 << 10,
+        mix: [73, 18, 9],
+        zipf: 1.2,
+        configs: vec![
+            (BackendKind::Pool, Some(NowaitMode::Off)),
+            (BackendKind::Pool, Some(NowaitMode::Adaptive)),
+            (BackendKind::Uring, None),
+        ],
+        pool_workers: None,
+        verify: false,
+        keep_uncached: true,
+        seed: options::DEFAULT_SEED,
+        json: false,
+        output: None,
+    };
+    let mut explicit = [false; 3];
+    let mut size = None;
+    for (name, value) in split_args(args, &["verify"], "mixed")? {
+        let e = |m: String| format!("--{name}={value}: {m}");
+        match name.as_str() {
+            "dir" => a.dir = Some(PathBuf::from(&value)),
+            "size" => size = Some(nonzero(options::parse_size(&value).map_err(e)?, &name)?),
+            "f1-size" | "f2-size" | "f3-size" => {
+                let i = (name.as_bytes()[1] - b'1') as usize;
+                a.sizes[i] = nonzero(options::parse_size(&value).map_err(e)?, &name)?;
+                explicit[i] = true;
+            }
+            "runtime" => {
+                a.runtime = options::parse_time(&value).map_err(e)?;
+                if a.runtime.is_zero() {
+                    return Err(format!("--runtime={value}: must be more than 0"));
+                }
+            }
+            "iodepth" => {
+                let n = options::parse_count(&value).map_err(e)?;
+                if n == 0 || n > nowait::MAX_DEPTH as u64 {
+                    return Err(format!("--iodepth={value}: use 1 to {}", nowait::MAX_DEPTH));
+                }
+                a.iodepth = n as usize;
+            }
+            "bs" => {
+                let n = options::parse_size(&value).map_err(e)?;
+                if n == 0 || n % 512 != 0 || n > 1 << 24 {
+                    return Err(format!(
+                        "--bs={value}: use a multiple of 512 up to 16m (e.g. 16k)"
+                    ));
+                }
+                a.bs = n;
+            }
+            "mix" => {
+                let v: Vec<u32> = value
+                    .split(',')
+                    .map(|x| x.trim().parse::<u32>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|_| {
+                        format!("--mix={value}: give three whole percentages, e.g. 73,18,9")
+                    })?;
+                if v.len() != 3 || v.iter().sum::<u32>() != 100 {
+                    return Err(format!(
+                        "--mix={value}: give three percentages adding up to 100, e.g. 73,18,9"
+                    ));
+                }
+                a.mix = [v[0], v[1], v[2]];
+            }
+            "zipf" => {
+                a.zipf = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|t| t.is_finite() && *t > 0.0 && (*t - 1.0).abs() > 1e-9)
+                    .ok_or_else(|| {
+                        format!("--zipf={value}: give an exponent above 0, not 1 (e.g. 1.2)")
+                    })?;
+            }
+            "configs" => {
+                a.configs = value
+                    .split(',')
+                    .map(|c| parse_config(c.trim()))
+                    .collect::<Result<_, _>>()
+                    .map_err(|m| format!("--configs={value}: {m}"))?;
+            }
+            "pool-workers" => {
+                let n = options::parse_count(&value).map_err(e)?;
+                if n == 0 || n > 1024 {
+                    return Err(format!("--pool_workers={value}: use 1 to 1024"));
+                }
+                a.pool_workers = Some(n as usize);
+            }
+            "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
+            "keep-uncached" => a.keep_uncached = options::parse_bool(&value).map_err(e)?,
+            "randseed" => a.seed = options::parse_u64(&value).map_err(e)?,
+            "output-format" => {
+                a.json = match value.as_str() {
+                    "json" => true,
+                    "normal" => false,
+                    _ => return Err(format!("--output-format={value}: use normal or json")),
+                }
+            }
+            "output" => a.output = Some(PathBuf::from(&value)),
+            _ => {
+                return Err(format!(
+                "--{name}: unknown option for scenario mixed; see `nowait scenario mixed --help`"
+            ))
+            }
+        }
+    }
+    if let Some(s) = size {
+        if !explicit[1] {
+            a.sizes[1] = s;
+        }
+        if !explicit[2] {
+            a.sizes[2] = s;
+        }
+        if !explicit[0] {
+            a.sizes[0] = (s / 8).min(256 << 20).max(a.bs);
+        }
+    }
+    for (i, s) in a.sizes.iter().enumerate() {
+        if *s < a.bs {
+            return Err(format!(
+                "--f{}-size={s}: smaller than one {} read; raise it",
+                i + 1,
+                human_bytes(a.bs)
+            ));
+        }
+    }
+    Ok(a)
+}
+
+fn nonzero(n: u64, name: &str) -> Result<u64, String> {
+    if n == 0 {
+        Err(format!("--{name}: must be more than 0"))
+    } else {
+        Ok(n)
+    }
+}
+
+/// Run `nowait scenario mixed`; returns the exit code.
+pub fn run_cmd(args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        print!("{HELP}");
+        return 0;
+    }
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("nowait scenario mixed: {e}");
+            return 2;
+        }
+    };
+    match run(&a) {
+        Ok(()) => 0,
+        Err(f) => {
+            eprintln!("nowait scenario mixed: {}", f.message());
+            f.exit_code()
+        }
+    }
+}
+
+/// Zipf-distributed ranks `1..=n` by rejection-inversion (Hörmann and
+/// Derflinger 1996): O(1) per draw, no table, no allocation.
+#[derive(Debug, Clone)]
+pub struct Zipf {
+    n: f64,
+    theta: f64,
+    h_x1: f64,
+    h_n: f64,
+    s: f64,
+}
+
+impl Zipf {
+    /// Ranks `1..=n` with exponent `theta` (> 0, not 1).
+    pub fn new(n: u64, theta: f64) -> Zipf {
+        let mut z = Zipf {
+            n: n.max(1) as f64,
+            theta,
+            h_x1: 0.0,
+            h_n: 0.0,
+            s: 0.0,
+        };
+        z.h_x1 = z.h_integral(1.5) - 1.0;
+        z.h_n = z.h_integral(z.n + 0.5);
+        z.s = 2.0 - z.h_integral_inv(z.h_integral(2.5) - z.h(2.0));
+        z
+    }
+
+    fn h(&self, x: f64) -> f64 {
+        (-self.theta * x.ln()).exp()
+    }
+
+    fn h_integral(&self, x: f64) -> f64 {
+        (x.powf(1.0 - self.theta) - 1.0) / (1.0 - self.theta)
+    }
+
+    fn h_integral_inv(&self, x: f64) -> f64 {
+        let t = (x * (1.0 - self.theta)).max(-1.0);
+        (1.0 + t).powf(1.0 / (1.0 - self.theta))
+    }
+
+    /// One rank, `1..=n`.
+    #[inline]
+    pub fn sample(&self, rng: &mut Rng) -> u64 {
+        loop {
+            let u01 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            let u = self.h_n + u01 * (self.h_x1 - self.h_n);
+            let x = self.h_integral_inv(u);
+            let k = (x + 0.5).floor().clamp(1.0, self.n);
+            if k - x <= self.s || u >= self.h_integral(k + 0.5) - self.h(k) {
+                return k as u64;
+            }
+        }
+    }
+}
+
+/// Where the next read of each stream goes.
+struct Streams {
+    rng: Rng,
+    mix: [u32; 3],
+    zipf: Zipf,
+    blocks: [u64; 3],
+    bs: u64,
+    seq: u64,
+}
+
+impl Streams {
+    /// The next request: its stream and offset.
+    #[inline]
+    fn next(&mut self) -> (usize, u64) {
+        let r = self.rng.below(100) as u32;
+        let stream = if r < self.mix[0] {
+            0
+        } else if r < self.mix[0] + self.mix[1] {
+            1
+        } else {
+            2
+        };
+        let block = match stream {
+            // Spread the hot ranks over the file: rank * prime mod n is a
+            // bijection for any n below the prime.
+            0 => (self.zipf.sample(&mut self.rng) - 1) * 2_654_435_761 % self.blocks[0],
+            1 => self.rng.below(self.blocks[1]),
+            _ => {
+                let b = self.seq;
+                self.seq = (self.seq + 1) % self.blocks[2];
+                b
+            }
+        };
+        (stream, block * self.bs)
+    }
+}
+
+/// What one configuration measured.
+struct ConfigResult {
+    label: String,
+    engine: BackendKind,
+    mode: Option<NowaitMode>,
+    elapsed: Duration,
+    ios: [u64; 3],
+    lat: [Latency; 3],
+    queue: nowait::QueueStats,
+    rusage: nowait::sys::Rusage,
+    backend: nowait::BackendReport,
+    file_states: Vec<(String, nowait::FastPathState)>,
+    verified: u64,
+}
+
+impl ConfigResult {
+    fn bw_bytes(&self, i: usize, bs: u64) -> f64 {
+        self.ios[i] as f64 * bs as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    fn total_bw_bytes(&self, bs: u64) -> f64 {
+        (0..3).map(|i| self.bw_bytes(i, bs)).sum()
+    }
+}
+
+fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
+    match (k, mode) {
+        (BackendKind::Pool, Some(NowaitMode::Off)) => "pool:off (thread offload)".into(),
+        (BackendKind::Pool, Some(m)) => format!("pool:{m} (fast path)"),
+        (k, _) => k.as_str().into(),
+    }
+}
+
+fn run(a: &Args) -> Result<(), Failure> {
+    let tmp;
+    let dir = match &a.dir {
+        Some(d) => d.clone(),
+        None => {
+            tmp = tempfile::Builder::new()
+                .prefix("nowait-mixed-")
+                .tempdir()
+                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
+            tmp.path().to_path_buf()
+        }
+    };
+    if !dir.is_dir() {
+        return Err(Failure::Usage(format!(
+            "--dir={}: not a directory",
+            dir.display()
+        )));
+    }
+    let mut files = Vec::new();
+    let mut laid_out = false;
+    for (i, size) in a.sizes.iter().enumerate() {
+        let p = dir.join(format!("mixed-{}.data", STREAMS[i]));
+        let ok = std::fs::metadata(&p).is_ok_and(|m| m.len() == *size);
+        if !ok {
+            let _ = std::fs::remove_file(&p);
+            let flag = format!("--f{}-size", i + 1);
+            layout::lay_out(&p, *size).map_err(|f| match f {
+                Failure::Usage(m) => Failure::Usage(format!("{flag}: {m}")),
+                Failure::Runtime(m) => Failure::Runtime(m),
+            })?;
+            laid_out = true;
+        }
+        let f = File::open(&p, Direct::Off)
+            .map_err(|e| Failure::Runtime(format!("--dir={}: {e}", dir.display())))?;
+        files.push(f);
+    }
+    let _ = laid_out;
+    if !a.json {
+        println!(
+            "mixed: {} reads, one queue of depth {}, mix f1/f2/f3 = {}/{}/{}%, {} per configuration",
+            human_bytes(a.bs),
+            a.iodepth,
+            a.mix[0],
+            a.mix[1],
+            a.mix[2],
+            humantime(a.runtime)
+        );
+        for (i, f) in files.iter().enumerate() {
+            println!(
+                "  {}: {} ({}, {}) — {}",
+                STREAMS[i],
+                f.path().display(),
+                human_bytes(a.sizes[i]),
+                f.fs(),
+                [
+                    "zipf random, warmed into the page cache",
+                    "uniform random, kept uncached",
+                    "sequential"
+                ][i]
+            );
+        }
+    }
+    let mut results = Vec::new();
+    for &(k, mode) in &a.configs {
+        match run_config(a, &files, k, mode) {
+            Ok(r) => {
+                if !a.json {
+                    eprintln!(
+                        "  {}: {:.0} KB/s total, f1 p50 {} p99 {}",
+                        r.label,
+                        r.total_bw_bytes(a.bs) / 1024.0,
+                        short_ns(r.lat[0].summary().at(50.0) as f64),
+                        short_ns(r.lat[0].summary().at(99.0) as f64)
+                    );
+                }
+                results.push(Ok(r));
+            }
+            Err(Failure::Runtime(m))
+                if m.contains("unavailable") || m.contains("not available") =>
+            {
+                eprintln!("SKIP {}: {m}", config_label(k, mode));
+                results.push(Err((config_label(k, mode), m)));
+            }
+            Err(f) => return Err(f),
+        }
+    }
+    let text = if a.json {
+        serde_json::to_string_pretty(&json_report(a, &files, &results))
+            .expect("JSON values serialise")
+            + "\n"
+    } else {
+        table(a, &results)
+    };
+    emit(&text, a.output.as_deref())
+}
+
+fn humantime(d: Duration) -> String {
+    if d.as_millis() % 1000 == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+/// Read a whole file once so its pages are cached (checking it with `verify`).
+fn warm(f: &File, verify: bool) -> Result<(), Failure> {
+    use std::os::unix::fs::FileExt;
+    let std_file = std::fs::File::open(f.path())
+        .map_err(|e| Failure::Runtime(format!("warming {}: {e}", f.path().display())))?;
+    let len = f
+        .len()
+        .map_err(|e| Failure::Runtime(format!("warming {}: {e}", f.path().display())))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0;
+    while off < len {
+        let n = std_file
+            .read_at(&mut buf, off)
+            .map_err(|e| Failure::Runtime(format!("warming {}: {e}", f.path().display())))?;
+        if n == 0 {
+            break;
+        }
+        if verify {
+            nowait::pattern::check(off, &buf[..n]).map_err(|m| {
+                Failure::Runtime(format!("--verify: {m} in {}", f.path().display()))
+            })?;
+        }
+        off += n as u64;
+    }
+    Ok(())
+}
+
+fn drop_range(f: &File, offset: u64, len: u64) {
+    // Best effort: a failed drop only leaves pages cached, which the report's
+    // f2 latencies would show.
+    let _ = nowait::sys::fadvise_dontneed(f.as_fd(), offset, len);
+}
+
+fn run_config(
+    a: &Args,
+    files: &[File],
+    k: BackendKind,
+    mode: Option<NowaitMode>,
+) -> Result<ConfigResult, Failure> {
+    let label = config_label(k, mode);
+    let fail =
+        |what: &str, e: nowait::Error| Failure::Runtime(format!("{label}: {what} failed: {e}"));
+    // f1 cached, f2 and f3 not.
+    warm(&files[0], a.verify)?;
+    files[1]
+        .drop_cache()
+        .map_err(|e| Failure::Runtime(format!("dropping f2's cache: {e}")))?;
+    files[2]
+        .drop_cache()
+        .map_err(|e| Failure::Runtime(format!("dropping f3's cache: {e}")))?;
+    let mut b = Queue::builder()
+        .depth(a.iodepth)
+        .backend(BackendChoice::Exactly(k));
+    if let Some(m) = mode {
+        b = b.nowait(m);
+    }
+    if let Some(w) = a.pool_workers {
+        b = b.pool_workers(w);
+    }
+    let mut q = b
+        .build()
+        .map_err(|e| Failure::Runtime(format!("--configs: {label}: {e}")))?;
+    let backend = q.backend().clone();
+    let depth = a.iodepth;
+    let bs = a.bs as usize;
+    let mut bufs: Vec<Option<Buf>> = (0..depth)
+        .map(|_| Some(Buf::with_align(bs, PAGE)))
+        .collect();
+    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+    let mut issued_at = vec![Instant::now(); depth];
+    let mut slot_of = vec![(0usize, 0u64); depth];
+    let mut done: Vec<Completion> = Vec::with_capacity(depth);
+    let mut streams = Streams {
+        rng: Rng::new(a.seed),
+        mix: a.mix,
+        zipf: Zipf::new(a.sizes[0] / a.bs, a.zipf),
+        blocks: [a.sizes[0] / a.bs, a.sizes[1] / a.bs, a.sizes[2] / a.bs],
+        bs: a.bs,
+        seq: 0,
+    };
+    let mut lat = [Latency::new(), Latency::new(), Latency::new()];
+    let mut ios = [0u64; 3];
+    let mut verified = 0u64;
+    let f3_pos = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+
+    let r = std::thread::scope(|s| {
+        // Keep f2 uncached, and f3 uncached behind its reader.
+        s.spawn(|| {
+            while a.keep_uncached && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                drop_range(&files[1], 0, 0);
+                let pos = f3_pos.load(Ordering::Relaxed);
+                let keep = 16u64 << 20;
+                drop_range(&files[2], 0, pos.saturating_sub(keep));
+                drop_range(&files[2], pos + keep, 0);
+            }
+        });
+        let r = (|| -> Result<(Duration, nowait::QueueStats, nowait::sys::Rusage), Failure> {
+            let stats0 = q.stats();
+            let ru0 = rusage(Who::Process);
+            let start = Instant::now();
+            let end = start + a.runtime;
+            let mut in_flight = 0usize;
+            let mut stopping = false;
+            let mut now = start;
+            loop {
+                while !stopping && in_flight < depth {
+                    let id = free.pop().expect("a slot is free while in_flight < depth") as usize;
+                    let (stream, offset) = streams.next();
+                    if stream == 2 {
+                        f3_pos.store(offset, Ordering::Relaxed);
+                    }
+                    slot_of[id] = (stream, offset);
+                    let buf = bufs[id].take().expect("a free slot holds its buffer");
+                    issued_at[id] = Instant::now();
+                    q.push(Read {
+                        file: &files[stream],
+                        offset,
+                        len: bs,
+                        buf,
+                        user_data: id as u64,
+                    })
+                    .map_err(|r| fail("queueing a read", r.error))?;
+                    q.submit().map_err(|e| fail("submit", e))?;
+                    in_flight += 1;
+                    // An inline hit is complete already: collect it now.
+                    if q.reap(0, None, &mut done).map_err(|e| fail("reap", e))? > 0 {
+                        now = Instant::now();
+                        in_flight -= finish(
+                            &mut done,
+                            now,
+                            &issued_at,
+                            &slot_of,
+                            &mut bufs,
+                            &mut free,
+                            &mut lat,
+                            &mut ios,
+                            a.verify,
+                            &mut verified,
+                            files,
+                        )?;
+                    }
+                }
+                if in_flight == 0 {
+                    break;
+                }
+                q.reap(1, None, &mut done).map_err(|e| fail("reap", e))?;
+                now = Instant::now();
+                in_flight -= finish(
+                    &mut done,
+                    now,
+                    &issued_at,
+                    &slot_of,
+                    &mut bufs,
+                    &mut free,
+                    &mut lat,
+                    &mut ios,
+                    a.verify,
+                    &mut verified,
+                    files,
+                )?;
+                if now >= end {
+                    stopping = true;
+                }
+            }
+            let ru = rusage(Who::Process).since(&ru0);
+            Ok((now - start, metrics::stats_since(&q.stats(), &stats0), ru))
+        })();
+        stop.store(true, Ordering::Relaxed);
+        r
+    });
+    let (elapsed, queue, rusage) = r?;
+    let file_states = if k == BackendKind::Pool {
+        files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (STREAMS[i].to_string(), f.fast_path()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Ok(ConfigResult {
+        label,
+        engine: k,
+        mode,
+        elapsed,
+        ios,
+        lat,
+        queue,
+        rusage,
+        backend,
+        file_states,
+        verified,
+    })
+}
+
+/// Record completions: latency, count, data check; free their slots.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn finish(
+    done: &mut Vec<Completion>,
+    now: Instant,
+    issued_at: &[Instant],
+    slot_of: &[(usize, u64)],
+    bufs: &mut [Option<Buf>],
+    free: &mut Vec<u32>,
+    lat: &mut [Latency; 3],
+    ios: &mut [u64; 3],
+    verify: bool,
+    verified: &mut u64,
+    files: &[File],
+) -> Result<usize, Failure> {
+    let mut n = 0;
+    for c in done.drain(..) {
+        let id = c.user_data as usize;
+        let (stream, offset) = slot_of[id];
+        let got = c
+            .result
+            .map_err(|e| Failure::Runtime(format!("{}: {e}", STREAMS[stream])))?;
+        if got != c.buf.capacity() {
+            return Err(Failure::Runtime(format!(
+                "{}: read at offset {offset} of {} returned {got} bytes of {}",
+                STREAMS[stream],
+                files[stream].path().display(),
+                c.buf.capacity()
+            )));
+        }
+        lat[stream].record(now - issued_at[id]);
+        ios[stream] += 1;
+        if verify {
+            nowait::pattern::check(offset, c.buf.as_slice()).map_err(|m| {
+                Failure::Runtime(format!(
+                    "--verify: {m} (read at offset {offset} of {})",
+                    files[stream].path().display()
+                ))
+            })?;
+            *verified += 1;
+        }
+        bufs[id] = Some(c.buf);
+        free.push(id as u32);
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// The seed's figures that a configuration plays the part of.
+fn seed_for(r: &ConfigResult) -> Option<(&'static str, &'static [SeedStream; 3], f64)> {
+    match (r.engine, r.mode) {
+        (BackendKind::Pool, Some(NowaitMode::Off)) => {
+            Some(("before", &SEED_BEFORE, SEED_TOTAL_KBS.0))
+        }
+        (BackendKind::Pool, Some(_)) => Some(("after", &SEED_AFTER, SEED_TOTAL_KBS.1)),
+        _ => None,
+    }
+}
+
+fn table(a: &Args, results: &[Result<ConfigResult, (String, String)>]) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n{:<26} {:<3} {:>6} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} | seed {:<6} {:>10}  latency",
+        "configuration", "", "share", "IOPS", "bw KB/s", "p50", "p90", "p99", "p99.9", "max", "<=2us",
+        "", "bw KB/s"
+    );
+    for r in results {
+        let r = match r {
+            Ok(r) => r,
+            Err((label, why)) => {
+                let _ = writeln!(s, "{label:<26} skipped: {why}");
+                continue;
+            }
+        };
+        let total: u64 = r.ios.iter().sum();
+        let secs = r.elapsed.as_secs_f64().max(1e-9);
+        let seed = seed_for(r);
+        for i in 0..3 {
+            let l = r.lat[i].summary();
+            let seed_cols = match seed {
+                Some((when, ss, _)) => format!("{:<6} {:>10.0}  {}", when, ss[i].bw_kbs, ss[i].lat),
+                None => format!("{:<6} {:>10}  {}", "-", "-", "(no seed figure)"),
+            };
+            let _ = writeln!(
+                s,
+                "{:<26} {:<3} {:>5.1}% {:>8} {:>10.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6.1}% | seed {seed_cols}",
+                if i == 0 { r.label.as_str() } else { "" },
+                STREAMS[i],
+                r.ios[i] as f64 / total.max(1) as f64 * 100.0,
+                short_num(r.ios[i] as f64 / secs),
+                r.bw_bytes(i, a.bs) / 1024.0,
+                short_ns(l.at(50.0) as f64),
+                short_ns(l.at(90.0) as f64),
+                short_ns(l.at(99.0) as f64),
+                short_ns(l.at(99.9) as f64),
+                short_ns(l.max_ns as f64),
+                r.lat[i].pct_at_or_below(2000),
+            );
+        }
+        let seed_total = seed.map_or("-".to_string(), |(_, _, t)| format!("{t:.0}"));
+        let _ = writeln!(
+            s,
+            "{:<26} {:<3} {:>6} {:>8} {:>10.0} | usr {:.1}% sys {:.1}% ctx {} syscalls {} | seed total {seed_total} KB/s",
+            "",
+            "all",
+            "",
+            short_num(total as f64 / secs),
+            r.total_bw_bytes(a.bs) / 1024.0,
+            r.rusage.user_us as f64 / 1e4 / secs,
+            r.rusage.sys_us as f64 / 1e4 / secs,
+            r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
+            r.queue.syscalls,
+        );
+        if r.engine == BackendKind::Pool {
+            let _ = writeln!(
+                s,
+                "{:<26} fast path: {}",
+                "",
+                report::fast_path_line(&r.queue.fast_path)
+            );
+            let states: Vec<String> = r
+                .file_states
+                .iter()
+                .map(|(n, st)| format!("{n} {}", report::fast_path_state_words(st)))
+                .collect();
+            let _ = writeln!(s, "{:<26} files: {}", "", states.join("; "));
+        }
+        if a.verify {
+            let _ = writeln!(
+                s,
+                "{:<26} verify: {} reads checked, all bytes match",
+                "", r.verified
+            );
+        }
+    }
+    // The seed's claim, on our numbers: same bandwidth, f1 latency collapses.
+    let find = |off: bool| {
+        results
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .find(|r| r.engine == BackendKind::Pool && (r.mode == Some(NowaitMode::Off)) == off)
+    };
+    if let (Some(before), Some(after)) = (find(true), find(false)) {
+        let (b, f) = (before.total_bw_bytes(a.bs), after.total_bw_bytes(a.bs));
+        let _ = writeln!(
+            s,
+            "\n{} vs {}: total bandwidth {:+.1}% (seed {:+.1}%); f1 p50 {} -> {}, p99 {} -> {}; \
+             f1 reads <=2us {:.1}% -> {:.1}% (seed 0% -> 70.63%)",
+            after.label,
+            before.label,
+            (f / b.max(1e-9) - 1.0) * 100.0,
+            (SEED_TOTAL_KBS.1 / SEED_TOTAL_KBS.0 - 1.0) * 100.0,
+            short_ns(before.lat[0].summary().at(50.0) as f64),
+            short_ns(after.lat[0].summary().at(50.0) as f64),
+            short_ns(before.lat[0].summary().at(99.0) as f64),
+            short_ns(after.lat[0].summary().at(99.0) as f64),
+            before.lat[0].pct_at_or_below(2000),
+            after.lat[0].pct_at_or_below(2000),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nLatency: from just before the read is pushed to the reap that returns it (fio's clat \
+         for the seed). The seed ran 10 min on ext4 over RAID0 with fio's posixaio engine; its \
+         bandwidth is dominated by f3."
+    );
+    s
+}
+
+fn json_report(
+    a: &Args,
+    files: &[File],
+    results: &[Result<ConfigResult, (String, String)>],
+) -> Value {
+    let lat_json = |l: &Latency| {
+        let s = l.summary();
+        json!({
+            "N": s.n,
+            "mean_ns": s.mean_ns,
+            "min_ns": s.min_ns,
+            "max_ns": s.max_ns,
+            "p50_ns": s.at(50.0),
+            "p90_ns": s.at(90.0),
+            "p99_ns": s.at(99.0),
+            "p99_9_ns": s.at(99.9),
+            "pct_le_2us": l.pct_at_or_below(2000),
+        })
+    };
+    let configs: Vec<Value> = results
+        .iter()
+        .map(|r| match r {
+            Err((label, why)) => json!({ "name": label, "skipped": why }),
+            Ok(r) => {
+                let secs = r.elapsed.as_secs_f64().max(1e-9);
+                let total: u64 = r.ios.iter().sum();
+                let streams: Vec<Value> = (0..3)
+                    .map(|i| {
+                        json!({
+                            "stream": STREAMS[i],
+                            "ios": r.ios[i],
+                            "share_pct": r.ios[i] as f64 / total.max(1) as f64 * 100.0,
+                            "iops": r.ios[i] as f64 / secs,
+                            "bw_bytes": r.bw_bytes(i, a.bs),
+                            "bw_kbs": r.bw_bytes(i, a.bs) / 1024.0,
+                            "lat": lat_json(&r.lat[i]),
+                        })
+                    })
+                    .collect();
+                json!({
+                    "name": r.label,
+                    "engine": r.engine.as_str(),
+                    "nowait": r.mode.map(|m| m.as_str()),
+                    "runtime_ms": r.elapsed.as_millis() as u64,
+                    "total": {
+                        "ios": total,
+                        "iops": total as f64 / secs,
+                        "bw_bytes": r.total_bw_bytes(a.bs),
+                        "bw_kbs": r.total_bw_bytes(a.bs) / 1024.0,
+                    },
+                    "streams": streams,
+                    "fast_path": report::fast_path_json(r.mode, &r.queue.fast_path, &r.file_states),
+                    "syscalls": r.queue.syscalls,
+                    "usr_cpu": r.rusage.user_us as f64 / 1e4 / secs,
+                    "sys_cpu": r.rusage.sys_us as f64 / 1e4 / secs,
+                    "ctx": r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
+                    "backend_detail": r.backend.detail,
+                    "verified_ios": r.verified,
+                    "seed_part": seed_for(r).map(|(w, _, _)| w),
+                })
+            }
+        })
+        .collect();
+    let seed_streams = |ss: &[SeedStream; 3]| -> Vec<Value> {
+        (0..3)
+            .map(|i| json!({"stream": STREAMS[i], "bw_kbs": ss[i].bw_kbs, "lat": ss[i].lat}))
+            .collect()
+    };
+    json!({
+        "scenario": "mixed",
+        "bs": a.bs,
+        "iodepth": a.iodepth,
+        "runtime_ms": a.runtime.as_millis() as u64,
+        "mix_pct": { "f1": a.mix[0], "f2": a.mix[1], "f3": a.mix[2] },
+        "zipf": a.zipf,
+        "verify": a.verify,
+        "files": files.iter().enumerate().map(|(i, f)| json!({
+            "stream": STREAMS[i],
+            "filename": f.path().display().to_string(),
+            "size": a.sizes[i],
+            "fs": f.fs(),
+        })).collect::<Vec<_>>(),
+        "configs": configs,
+        "seed": {
+            "source": "003_445ef0f4a2de0632.txt",
+            "before": { "streams": seed_streams(&SEED_BEFORE), "total_kbs": SEED_TOTAL_KBS.0 },
+            "after": { "streams": seed_streams(&SEED_AFTER), "total_kbs": SEED_TOTAL_KBS.1,
+                       "f1_pct_le_2us": 70.63 },
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn options_name_the_flag() {
+        for (args, flag) in [
+            ("--mix=50,50", "--mix"),
+            ("--f2-size=0", "--f2-size"),
+            ("--runtime=abc", "--runtime"),
+            ("--configs=pool:sometimes", "--configs"),
+            ("--configs=uring:off", "--configs"),
+            ("--zipf=1", "--zipf"),
+            ("--bogus 1", "--bogus"),
+        ] {
+            let e = parse(&a(args)).unwrap_err();
+            assert!(e.contains(flag), "{args}: {e}");
+        }
+        let ok = parse(&a(
+            "--size 64m --runtime=300ms --verify --output-format json",
+        ))
+        .unwrap();
+        assert_eq!(ok.sizes, [8 << 20, 64 << 20, 64 << 20]);
+        assert!(ok.verify && ok.json);
+        assert_eq!(ok.runtime, Duration::from_millis(300));
+        assert_eq!(ok.configs.len(), 3);
+    }
+
+    #[test]
+    fn zipf_favours_low_ranks_and_stays_in_range() {
+        let z = Zipf::new(1000, 1.2);
+        let mut rng = Rng::new(7);
+        let mut counts = [0u32; 1001];
+        for _ in 0..100_000 {
+            let k = z.sample(&mut rng);
+            assert!((1..=1000).contains(&k));
+            counts[k as usize] += 1;
+        }
+        // Rank 1 is drawn about 2^1.2 = 2.3 times as often as rank 2.
+        let r = counts[1] as f64 / counts[2] as f64;
+        assert!((1.9..2.8).contains(&r), "rank1/rank2 = {r}");
+        assert!(counts[1] > counts[100] * 50);
+    }
+
+    #[test]
+    fn streams_follow_the_mix_and_the_sequence() {
+        let mut s = Streams {
+            rng: Rng::new(1),
+            mix: [73, 18, 9],
+            zipf: Zipf::new(64, 1.2),
+            blocks: [64, 1000, 10],
+            bs: 16384,
+            seq: 0,
+        };
+        let mut n = [0u32; 3];
+        let mut seq = Vec::new();
+        for _ in 0..100_000 {
+            let (st, off) = s.next();
+            n[st] += 1;
+            assert!(off / 16384 < s.blocks[st]);
+            if st == 2 && seq.len() < 12 {
+                seq.push(off / 16384);
+            }
+        }
+        assert!((72_000..74_000).contains(&n[0]), "{n:?}");
+        assert!((17_000..19_000).contains(&n[1]), "{n:?}");
+        assert_eq!(seq, vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]);
+    }
+}

@@ -1,0 +1,368 @@
+//! The pool backend's fast-path counters, `bench --peak`, SQPOLL's CPU and
+//! the `mixed` and `qd-sweep` scenarios, run through the built binary on
+//! tiny files with short runtimes. Every byte read is verified; what the
+//! machine cannot do (io_uring blocked, fio, root or mkfs.xfs missing) is
+//! skipped loudly. No timed assertions.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn nowait(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .args(args)
+        .output()
+        .expect("the nowait binary runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&o.stdout),
+            stderr(o)
+        )
+    })
+}
+
+fn path_arg(p: &Path) -> String {
+    format!("--filename={}", p.display())
+}
+
+/// True (after printing why) when the run failed because the machine
+/// lacks what it needs.
+fn skipped(what: &str, o: &Output) -> bool {
+    let e = stderr(o);
+    if !o.status.success() && (e.contains("not available") || e.contains("unavailable")) {
+        eprintln!("SKIP {what}: {}", e.trim());
+        return true;
+    }
+    false
+}
+
+#[test]
+fn pool_nowait_always_reports_fast_path_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let o = nowait(&[
+        "bench",
+        &path_arg(&file),
+        "--size=2m",
+        "--rw=randread",
+        "--iodepth=8",
+        "--ioengine=pool",
+        "--nowait",
+        "always",
+        "--pool_workers=2",
+        "--invalidate=0",
+        "--verify",
+        "--output-format=json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let j = &v["jobs"][0];
+    assert_eq!(j["nowait"]["backend"], "pool");
+    assert_eq!(j["read"]["total_ios"], 512);
+    assert_eq!(j["nowait"]["verified_ios"], 512);
+    let f = &j["nowait"]["fast_path"];
+    assert_eq!(f["mode"], "always");
+    let n = |k: &str| {
+        f[k].as_u64()
+            .unwrap_or_else(|| panic!("fast_path.{k} missing: {f}"))
+    };
+    // Every buffered read is tried once and ends in exactly one outcome.
+    assert_eq!(n("tries"), 512, "{f}");
+    assert_eq!(
+        n("inline_hits") + n("partial_hits") + n("misses") + n("refused"),
+        n("tries"),
+        "{f}"
+    );
+    assert_eq!(n("skipped"), 0, "{f}");
+    for k in ["offloads", "worker_reads", "wakeups", "reprobes"] {
+        n(k);
+    }
+    assert!(f["hit_ratio"].is_f64());
+    let files = f["files"].as_array().expect("fast_path.files");
+    assert_eq!(files.len(), 1);
+    assert!(files[0]["hit_ratio"].is_f64());
+    if n("refused") > 0 {
+        eprintln!(
+            "NOTE: RWF_NOWAIT refused here: {}",
+            files[0]["off"].as_str().unwrap_or("?")
+        );
+    }
+    assert_eq!(j["job options"]["nowait"], "always");
+
+    // The text report shows them too.
+    let o = nowait(&[
+        "bench",
+        &path_arg(&file),
+        "--ioengine=pool",
+        "--nowait=adaptive",
+        "--verify",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains("ioengine=pool, nowait=adaptive") && t.contains("fast path    : inline hits"),
+        "{t}"
+    );
+}
+
+#[test]
+fn bad_nowait_mode_is_a_usage_error_naming_it() {
+    let o = nowait(&["bench", "--filename=/tmp/x", "--nowait=sometimes"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--nowait"), "{}", stderr(&o));
+}
+
+#[test]
+fn nowait_mode_sweep_runs_each_pool_mode_and_uring_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let o = nowait(&[
+        "bench",
+        &path_arg(&file),
+        "--size=1m",
+        "--ioengine=uring,pool",
+        "--nowait=off,always",
+        "--verify",
+        "--output-format=json",
+    ]);
+    if skipped("uring", &o) {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let got: Vec<(String, Value)> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["nowait"]["backend"].as_str().unwrap().to_string(),
+                j["nowait"]["fast_path"]["mode"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("uring".into(), Value::Null),
+            ("pool".into(), "off".into()),
+            ("pool".into(), "always".into())
+        ]
+    );
+    // Mode off: nothing tried inline, every read offloaded.
+    let off = &v["jobs"][1]["nowait"]["fast_path"];
+    assert_eq!(off["tries"], 0);
+    assert_eq!(off["offloads"], 256);
+    assert!(stderr(&o).contains("--nowait does not apply to ioengine=uring"));
+}
+
+#[test]
+fn peak_runs_one_second_with_registered_buffers_and_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let o = nowait(&[
+        "bench",
+        &path_arg(&file),
+        "--size=4m",
+        "--peak",
+        "--runtime=1",
+        "--iodepth=16",
+        "--iodepth_batch_submit=4",
+        "--verify",
+        "--output-format=json",
+    ]);
+    if skipped("peak on uring", &o) {
+        return;
+    }
+    if !o.status.success() && stderr(&o).contains("--direct=1") {
+        eprintln!("SKIP peak: no O_DIRECT here: {}", stderr(&o).trim());
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let j = &v["jobs"][0];
+    let p = &j["nowait"];
+    assert_eq!(p["peak"], true);
+    assert_eq!(p["iodepth"], 16);
+    assert_eq!(p["direct"], true);
+    assert_eq!(p["fixedbufs"], true);
+    let ios = j["read"]["total_ios"].as_u64().unwrap();
+    assert!(ios > 0);
+    assert_eq!(p["verified_ios"].as_u64(), Some(ios));
+    let per_submit = p["ios_per_submit"].as_f64().unwrap();
+    assert!(per_submit > 0.0 && per_submit <= 4.0, "{per_submit}");
+    assert!(p["ios_per_reap"].as_f64().unwrap() > 0.0);
+    assert!(p["syscalls"].as_u64().unwrap() > 0);
+    assert!(p["per_second"].is_array());
+    // Every read went through a registered buffer unless memlock refused them.
+    let detail = p["backend_detail"].as_str().unwrap();
+    if detail.contains("READ_FIXED") {
+        assert_eq!(p["fixed_reads"].as_u64(), Some(ios), "{detail}");
+    } else {
+        eprintln!("NOTE: buffers not registered: {detail}");
+    }
+    // The live lines went to stderr, the JSON alone to stdout.
+    assert!(
+        stderr(&o).contains("peak: uring randread"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn sqthread_poll_reports_its_kernel_threads_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let o = nowait(&[
+        "bench",
+        &path_arg(&file),
+        "--size=2m",
+        "--rw=randread",
+        "--iodepth=8",
+        "--sqthread_poll",
+        "--sqthread_poll_idle=10ms",
+        "--verify",
+        "--output-format=json",
+    ]);
+    if skipped("sqpoll", &o) || (!o.status.success() && stderr(&o).contains("sqthread_poll")) {
+        eprintln!("SKIP sqpoll: {}", stderr(&o).trim());
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let n = &v["jobs"][0]["nowait"];
+    assert_eq!(n["verified_ios"], 512);
+    assert_eq!(n["uring"]["sqthread_poll"], true);
+    let c = &n["sqpoll_cpu"];
+    assert_eq!(c["threads"], 1, "{c}");
+    assert!(c["usr_us"].is_u64() && c["sys_us"].is_u64() && c["cpu_pct"].is_f64());
+    assert_eq!(c["included_in_usr_sys"], true);
+}
+
+#[test]
+fn scenario_mixed_tiny_reports_every_stream_and_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = format!("--dir={}", dir.path().display());
+    let o = nowait(&[
+        "scenario",
+        "mixed",
+        &d,
+        "--size=8m",
+        "--runtime=300ms",
+        "--verify",
+        "--output-format=json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["scenario"], "mixed");
+    assert_eq!(v["bs"], 16384);
+    assert_eq!(v["seed"]["after"]["total_kbs"], 177339.0);
+    let configs = v["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 3);
+    let names: Vec<&str> = configs
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(names[0].starts_with("pool:off") && names[1].starts_with("pool:adaptive"));
+    for c in configs {
+        if let Some(why) = c["skipped"].as_str() {
+            eprintln!("SKIP {}: {why}", c["name"]);
+            continue;
+        }
+        let streams = c["streams"].as_array().unwrap();
+        assert_eq!(streams.len(), 3);
+        let mut total = 0;
+        for s in streams {
+            for k in ["p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns"] {
+                assert!(s["lat"][k].is_u64(), "{k}: {s}");
+            }
+            assert!(s["lat"]["pct_le_2us"].is_f64());
+            assert!(s["bw_kbs"].is_f64() && s["iops"].is_f64());
+            total += s["ios"].as_u64().unwrap();
+        }
+        assert!(total > 0);
+        assert_eq!(c["total"]["ios"].as_u64(), Some(total));
+        assert_eq!(
+            c["verified_ios"].as_u64(),
+            Some(total),
+            "every read checked"
+        );
+        assert!(c["fast_path"]["inline_hits"].is_u64());
+    }
+    // Fast path off: nothing inline; adaptive: the cached f1 hits inline.
+    assert_eq!(configs[0]["fast_path"]["tries"], 0);
+    let adaptive = &configs[1]["fast_path"];
+    if adaptive["refused"].as_u64() == Some(0) {
+        assert!(adaptive["inline_hits"].as_u64().unwrap() > 0, "{adaptive}");
+    }
+}
+
+#[test]
+fn scenario_qd_sweep_tiny_compares_with_fio_and_marks_polling() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = format!("--dir={}", dir.path().display());
+    let o = nowait(&[
+        "scenario",
+        "qd-sweep",
+        &d,
+        "--size=8m",
+        "--qd=1,4",
+        "--runtime=200ms",
+        "--verify",
+        "--output-format=json",
+    ]);
+    if skipped("qd-sweep", &o) {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["scenario"], "qd-sweep");
+    assert_eq!(v["qd"], serde_json::json!([1, 4]));
+    if v["fio_version"].is_null() {
+        eprintln!("SKIP fio comparison: {}", stderr(&o).trim());
+    }
+    let mut ran = Vec::new();
+    for f in v["filesystems"].as_array().unwrap() {
+        match f["skipped"].as_str() {
+            Some(why) => eprintln!("SKIP {}: {why}", f["fs"]),
+            None => ran.push(f["fs"].as_str().unwrap().to_string()),
+        }
+    }
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), ran.len() * 3 * 2);
+    for r in results {
+        let n = &r["nowait"];
+        if let Some(e) = n["error"].as_str() {
+            eprintln!("NOTE {} {} qd {}: {e}", r["fs"], r["engine"], r["qd"]);
+            continue;
+        }
+        assert!(n["iops"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(n["verified_ios"].as_u64().unwrap() > 0, "{r}");
+        let status = r["status"].as_str().unwrap();
+        if r["engine"] == "uring-poll" {
+            // Either polled, or marked unsupported with the reason.
+            assert!(
+                status.starts_with("polled") || status.starts_with("unsupported: "),
+                "{status}"
+            );
+        } else {
+            assert_eq!(status, "ok");
+        }
+        if !v["fio_version"].is_null() {
+            assert!(
+                r["fio"]["iops"].is_f64() || r["fio"]["error"].is_string(),
+                "{r}"
+            );
+        }
+        assert!(r["seed"].is_null() || r["seed"]["simple1_iops"].is_u64());
+    }
+}
