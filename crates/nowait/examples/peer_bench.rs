@@ -1,9 +1,13 @@
-//! Quick measurement of the `pool` backend's RWF_NOWAIT fast path:
-//! random 4 KiB reads at queue depth 32 over one file, side by side with a
-//! single-thread `pread` loop and the `sync` backend.
+//! The engine against its peers, through the queue API: random 4 KiB reads
+//! at queue depth 32 over one file with the `uring` backend and the `pool`
+//! backend in each fast-path mode (`off` is a plain thread pool), side by
+//! side with a single-thread `pread` loop (and a `preadv2(RWF_NOWAIT)` loop)
+//! in the same run. Every mode runs once per round, rounds alternate, and
+//! the medians are printed, as ratios to the pread loop and to the pool with
+//! the fast path off.
 //!
 //! ```text
-//! cargo run --release -p nowait --example pool_bench -- [--file PATH] [--size-mib 256] [--secs 3] [--cold] [--qd 32]
+//! cargo run --release -p nowait --example peer_bench -- [--file PATH] [--size-mib 256] [--secs 3] [--rounds 3] [--cold] [--qd 32]
 //! ```
 //!
 //! Warm (default): the whole file is read once first, so every read hits the
@@ -65,7 +69,15 @@ fn pread_loop(file: &File, blocks: u64, secs: f64, cold: bool, nowait: bool) -> 
                 // SAFETY: `buf` is a live Vec of BS bytes.
                 unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), BS, off as i64) }
             };
-            assert_eq!(r, BS as isize);
+            // RWF_NOWAIT may refuse a cached page that carries a readahead
+            // marker (EAGAIN): read it the ordinary way, like the pool does.
+            let r = if r < 0 && nowait {
+                // SAFETY: `buf` is a live Vec of BS bytes.
+                unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), BS, off as i64) }
+            } else {
+                r
+            };
+            assert_eq!(r, BS as isize, "read at {off}: {}", std::io::Error::last_os_error());
             n += 1;
         }
     }
@@ -161,6 +173,7 @@ fn main() {
     let mut secs = 3.0f64;
     let mut cold = false;
     let mut qd = 32usize;
+    let mut rounds = 1usize;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--file" => path = args.next().expect("--file PATH").into(),
@@ -168,6 +181,7 @@ fn main() {
             "--secs" => secs = args.next().expect("--secs S").parse().unwrap(),
             "--qd" => qd = args.next().expect("--qd N").parse().unwrap(),
             "--cold" => cold = true,
+            "--rounds" => rounds = args.next().expect("--rounds N").parse().unwrap(),
             other => {
                 eprintln!("unknown argument {other}");
                 std::process::exit(2);
@@ -196,24 +210,36 @@ fn main() {
             .backend(BackendChoice::Exactly(BackendKind::Pool))
             .nowait(m)
     };
-    let mut runs = vec![pread_loop(&file, blocks, secs, cold, false)];
-    if !cold {
-        runs.push(pread_loop(&file, blocks, secs, cold, true));
-    }
-    let sync = Queue::builder().backend(BackendChoice::Exactly(BackendKind::Sync));
-    runs.push(queue_run(
-        "sync backend",
-        sync,
-        &file,
-        blocks,
-        secs,
-        qd,
-        cold,
-    ));
-    for m in [NowaitMode::Adaptive, NowaitMode::Always, NowaitMode::Off] {
-        let name = format!("pool nowait={m}");
-        runs.push(queue_run(&name, pool(m), &file, blocks, secs, qd, cold));
-    }
+    let uring = || Queue::builder().backend(BackendChoice::Exactly(BackendKind::Uring));
+    let one_round = || {
+        let mut runs = vec![pread_loop(&file, blocks, secs, cold, false)];
+        if !cold {
+            runs.push(pread_loop(&file, blocks, secs, cold, true));
+        }
+        let sync = Queue::builder().backend(BackendChoice::Exactly(BackendKind::Sync));
+        runs.push(queue_run("sync backend", sync, &file, blocks, secs, qd, cold));
+        runs.push(queue_run("uring", uring(), &file, blocks, secs, qd, cold));
+        for m in [NowaitMode::Adaptive, NowaitMode::Always, NowaitMode::Off] {
+            let name = format!("pool nowait={m}");
+            runs.push(queue_run(&name, pool(m), &file, blocks, secs, qd, cold));
+        }
+        runs
+    };
+    let all: Vec<Vec<Run>> = (0..rounds.max(1)).map(|_| one_round()).collect();
+    // Median of each mode over the rounds (IOPS and CPU separately).
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+        v[v.len() / 2]
+    };
+    let runs: Vec<Run> = (0..all[0].len())
+        .map(|i| Run {
+            name: all[0][i].name.clone(),
+            iops: median(all.iter().map(|r| r[i].iops).collect()),
+            cpu_us_per_io: median(all.iter().map(|r| r[i].cpu_us_per_io).collect()),
+            detail: all.last().unwrap()[i].detail.clone(),
+        })
+        .collect();
+    println!("medians over {} round(s):", all.len());
     let base = runs[0].iops;
     let off = runs.last().unwrap().iops;
     for r in &runs {
