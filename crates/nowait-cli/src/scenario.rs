@@ -174,6 +174,36 @@ fn parse(args: &[String]) -> Result<Args, String> {
     Ok(a)
 }
 
+/// The shape every scenario command shares: `--help`, parse (a usage
+/// error exits 2), run (a failure exits 1 or 2 as it says), each message
+/// prefixed with the scenario's name.
+pub fn dispatch<A>(
+    name: &str,
+    help: &str,
+    args: &[String],
+    parse: impl Fn(&[String]) -> Result<A, String>,
+    run: impl Fn(&A) -> Result<(), Failure>,
+) -> i32 {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        print!("{help}");
+        return 0;
+    }
+    let a = match parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("nowait scenario {name}: {e}");
+            return 2;
+        }
+    };
+    match run(&a) {
+        Ok(()) => 0,
+        Err(f) => {
+            eprintln!("nowait scenario {name}: {}", f.message());
+            f.exit_code()
+        }
+    }
+}
+
 /// Run `nowait scenario …`; returns the exit code.
 pub fn run_cmd(args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
@@ -182,24 +212,7 @@ pub fn run_cmd(args: &[String]) -> i32 {
             i32::from(args.is_empty()) * 2
         }
         Some("async-buffered") => {
-            if args[1..].iter().any(|a| a == "-h" || a == "--help") {
-                print!("{HELP}");
-                return 0;
-            }
-            let a = match parse(&args[1..]) {
-                Ok(a) => a,
-                Err(e) => {
-                    eprintln!("nowait scenario: {e}");
-                    return 2;
-                }
-            };
-            match async_buffered(&a) {
-                Ok(()) => 0,
-                Err(f) => {
-                    eprintln!("nowait scenario async-buffered: {}", f.message());
-                    f.exit_code()
-                }
-            }
+            dispatch("async-buffered", HELP, &args[1..], parse, async_buffered)
         }
         Some("mixed") => crate::scenario_mixed::run_cmd(&args[1..]),
         Some("qd-sweep") => crate::scenario_qd::run_cmd(&args[1..]),

@@ -305,24 +305,7 @@ fn nonzero(n: u64, name: &str) -> Result<u64, String> {
 
 /// Run `nowait scenario mixed`; returns the exit code.
 pub fn run_cmd(args: &[String]) -> i32 {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{HELP}");
-        return 0;
-    }
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("nowait scenario mixed: {e}");
-            return 2;
-        }
-    };
-    match run(&a) {
-        Ok(()) => 0,
-        Err(f) => {
-            eprintln!("nowait scenario mixed: {}", f.message());
-            f.exit_code()
-        }
-    }
+    crate::scenario::dispatch("mixed", HELP, args, parse, run)
 }
 
 /// Zipf-distributed ranks `1..=n` by rejection-inversion (Hörmann and

@@ -221,24 +221,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
 
 /// Run `nowait scenario qd-sweep`; returns the exit code.
 pub fn run_cmd(args: &[String]) -> i32 {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{HELP}");
-        return 0;
-    }
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("nowait scenario qd-sweep: {e}");
-            return 2;
-        }
-    };
-    match run(&a) {
-        Ok(()) => 0,
-        Err(f) => {
-            eprintln!("nowait scenario qd-sweep: {}", f.message());
-            f.exit_code()
-        }
-    }
+    crate::scenario::dispatch("qd-sweep", HELP, args, parse, run)
 }
 
 /// A filesystem made on a loop device for the sweep; unmounted and

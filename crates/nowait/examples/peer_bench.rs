@@ -77,7 +77,12 @@ fn pread_loop(file: &File, blocks: u64, secs: f64, cold: bool, nowait: bool) -> 
             } else {
                 r
             };
-            assert_eq!(r, BS as isize, "read at {off}: {}", std::io::Error::last_os_error());
+            assert_eq!(
+                r,
+                BS as isize,
+                "read at {off}: {}",
+                std::io::Error::last_os_error()
+            );
             n += 1;
         }
     }
@@ -217,7 +222,15 @@ fn main() {
             runs.push(pread_loop(&file, blocks, secs, cold, true));
         }
         let sync = Queue::builder().backend(BackendChoice::Exactly(BackendKind::Sync));
-        runs.push(queue_run("sync backend", sync, &file, blocks, secs, qd, cold));
+        runs.push(queue_run(
+            "sync backend",
+            sync,
+            &file,
+            blocks,
+            secs,
+            qd,
+            cold,
+        ));
         runs.push(queue_run("uring", uring(), &file, blocks, secs, qd, cold));
         for m in [NowaitMode::Adaptive, NowaitMode::Always, NowaitMode::Off] {
             let name = format!("pool nowait={m}");
