@@ -138,7 +138,9 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 let v = args
                     .get(i)
                     .filter(|v| !v.starts_with("--"))
-                    .ok_or_else(|| format!("--{body}: needs a value"))?;
+                    .ok_or_else(|| {
+                        format!("--{body}: needs a value, or is not an option here (see --help)")
+                    })?;
                 i += 1;
                 (body.to_string(), v.clone())
             }
@@ -506,7 +508,9 @@ pub(crate) fn split_args(
                 let v = args
                     .get(i)
                     .filter(|v| !v.starts_with("--"))
-                    .ok_or_else(|| format!("--{body}: needs a value"))?;
+                    .ok_or_else(|| {
+                        format!("--{body}: needs a value, or is not an option here (see --help)")
+                    })?;
                 i += 1;
                 (body.replace('_', "-"), v.clone())
             }
