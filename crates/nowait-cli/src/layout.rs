@@ -1,12 +1,8 @@
 //! The benchmark's own data: check where the file goes, lay it out with the
 //! verifiable pattern when it does not exist (with a progress bar), and open
 //! it the way the job asks, checking `bs` against the O_DIRECT alignment.
-#![allow(unsafe_code)] // statvfs(2) and posix_fadvise(2), see `free_space` and `fadvise_access`
 
-use std::ffi::CString;
-use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::AsFd;
 use std::path::Path;
 
 use nowait::{Direct, File};
@@ -28,18 +24,7 @@ pub struct Data {
 
 /// Bytes free for an unprivileged writer on the filesystem holding `dir`.
 pub fn free_space(dir: &Path) -> Option<u64> {
-    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
-    let mut st = MaybeUninit::<libc::statvfs>::zeroed();
-    // SAFETY: `c` is a valid NUL-terminated path and `st` a buffer of the
-    // size statvfs writes; both live across the call.
-    let r = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
-    if r != 0 {
-        return None;
-    }
-    // SAFETY: zero-initialised and filled by the kernel on success.
-    let st = unsafe { st.assume_init() };
-    #[allow(clippy::unnecessary_cast)] // the field widths differ between targets
-    Some(st.f_bavail as u64 * st.f_frsize as u64)
+    nowait::sys::free_space(dir).ok()
 }
 
 /// Tell the kernel how the file will be read, as fio's `fadvise_hint=1`
@@ -47,15 +32,10 @@ pub fn free_space(dir: &Path) -> Option<u64> {
 /// `POSIX_FADV_SEQUENTIAL` for `read`.
 pub fn fadvise_access(file: &File, rw: Rw) -> std::io::Result<()> {
     let advice = match rw {
-        Rw::RandRead => libc::POSIX_FADV_RANDOM,
-        Rw::Read => libc::POSIX_FADV_SEQUENTIAL,
+        Rw::RandRead => nowait::sys::Advice::Random,
+        Rw::Read => nowait::sys::Advice::Sequential,
     };
-    // SAFETY: no memory is passed; the fd is open for as long as `file` lives.
-    let r = unsafe { libc::posix_fadvise(file.as_fd().as_raw_fd(), 0, 0, advice) };
-    if r != 0 {
-        return Err(std::io::Error::from_raw_os_error(r));
-    }
-    Ok(())
+    nowait::sys::fadvise(file.as_fd(), advice)
 }
 
 /// Human size: 4.0 GiB, 512 MiB, 4 KiB.

@@ -1,6 +1,7 @@
 //! The `nowait` command: `bench` (fio-compatible benchmark), `scenario`
 //! (the seeds' experiments on this machine) and `probe` (what this machine
 //! and a file can do). Thin: every subcommand lives in its own module.
+#![forbid(unsafe_code)] // the kernel-facing code lives in the engine (`nowait::sys`)
 
 mod bench;
 mod fio;

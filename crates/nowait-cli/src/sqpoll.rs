@@ -9,7 +9,6 @@
 //! fields 14 and 15: utime and stime in clock ticks) so it can be shown on
 //! its own. Finding the thread under `/proc/self/task` is also the proof
 //! that it belongs to the process and is counted in `getrusage`.
-#![allow(unsafe_code)] // sysconf(3), see `ticks_per_sec`
 
 use std::time::Duration;
 
@@ -59,13 +58,7 @@ pub fn current_tid() -> Option<u32> {
 }
 
 fn ticks_per_sec() -> u64 {
-    // SAFETY: sysconf only reads a configuration value; no memory is passed.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as u64
-    } else {
-        100
-    }
+    nowait::sys::clock_ticks_per_sec()
 }
 
 /// utime and stime (clock ticks) from a `/proc/.../stat` line: the fields

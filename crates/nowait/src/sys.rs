@@ -211,6 +211,64 @@ pub fn fadvise_dontneed(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result
     Ok(())
 }
 
+/// Access pattern advice for `posix_fadvise(2)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    /// `POSIX_FADV_RANDOM`: no readahead.
+    Random,
+    /// `POSIX_FADV_SEQUENTIAL`: aggressive readahead.
+    Sequential,
+    /// `POSIX_FADV_NORMAL`: the default.
+    Normal,
+}
+
+/// `posix_fadvise(2)` over the whole file with an access-pattern advice.
+/// It sets the readahead policy of this open file description only.
+pub fn fadvise(fd: BorrowedFd<'_>, advice: Advice) -> io::Result<()> {
+    let a = match advice {
+        Advice::Random => libc::POSIX_FADV_RANDOM,
+        Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
+        Advice::Normal => libc::POSIX_FADV_NORMAL,
+    };
+    // SAFETY: no memory is passed; an invalid fd is reported as EBADF.
+    let r = unsafe { libc::posix_fadvise(fd.as_raw_fd(), 0, 0, a) };
+    if r != 0 {
+        return Err(io::Error::from_raw_os_error(r));
+    }
+    Ok(())
+}
+
+/// Bytes free for an unprivileged writer on the filesystem holding `path`
+/// (`statvfs(3)`: `f_bavail × f_frsize`).
+pub fn free_space(path: &std::path::Path) -> io::Result<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut st = MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a buffer of the
+    // size statvfs writes; both live across the call.
+    let r = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: zero-initialised and filled by the kernel on success.
+    let st = unsafe { st.assume_init() };
+    #[allow(clippy::unnecessary_cast)] // the field widths differ between targets
+    Ok(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit of the CPU
+/// times in `/proc/*/stat`; 100 if the system does not say.
+pub fn clock_ticks_per_sec() -> u64 {
+    // SAFETY: sysconf only reads a configuration value; no memory is passed.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}
+
 /// CPU time and context switches of this process (all threads) or of the calling thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Rusage {
