@@ -11,11 +11,13 @@
 //!   thread may submit and reap, behind a [`Mutex`], and a table of `depth`
 //!   op states preallocated next to it (an op index is the read's
 //!   `user_data`). No allocation per read.
-//! * A future's first `poll` takes a free op, pushes its read and reaps
-//!   without waiting (`reap(0, …)`): with io_uring that is one
-//!   `io_uring_enter(2)` that both submits and collects. A read served from
-//!   the page cache usually completes inside that call and the future is
-//!   ready at once — no wake-up, no context switch.
+//! * A future's first `poll` takes a free op and pushes its read, then
+//!   reschedules its own task and returns `Pending`, so the reads of the
+//!   other tasks the executor polls in the same tick join the queue. The
+//!   next poll submits them all and reaps without waiting (`reap(0, …)`):
+//!   with io_uring one `io_uring_enter(2)` for the batch. Reads served from
+//!   the page cache complete inside that call; their futures collect them
+//!   on their second poll without a system call or a context switch.
 //! * Every reap, by any future or by the poller, stores other ops' results
 //!   in their op state and wakes their wakers *after the lock is dropped*.
 //! * Progress when every task is parked: io_uring signals an eventfd for
@@ -131,6 +133,7 @@ impl EngineBuilder {
             slot_waiters: VecDeque::new(),
             grants: Vec::new(),
             next_token: 0,
+            unsubmitted: 0,
             out: Vec::with_capacity(depth),
             stats: Counters::default(),
         };
@@ -353,6 +356,10 @@ pub(crate) struct State {
     /// Ops released to a waiter that has not polled yet: (token, op).
     grants: Vec<(u64, u32)>,
     next_token: u64,
+    /// Reads pushed since the last reap: queued, not yet handed to the
+    /// backend. Their futures rescheduled themselves and submit them on
+    /// their next poll (or whoever reaps first does).
+    unsubmitted: usize,
     out: Vec<Completion>,
     stats: Counters,
 }
@@ -375,6 +382,13 @@ impl Core {
     }
 
     /// Called with the lock held after starting an op on a ticking engine.
+    /// Whether a newly pushed read may wait for its future's next poll to be
+    /// submitted (batched with other tasks' reads). `sync` does the read
+    /// itself at submission, so there is nothing to batch.
+    pub(crate) fn defers(&self) -> bool {
+        self.mode != PollerMode::None
+    }
+
     pub(crate) fn kick(&self, was_idle: bool) {
         if was_idle && self.mode == PollerMode::Ticking {
             if let Some(n) = &self.notify {
@@ -418,6 +432,7 @@ impl State {
         buf: Buf,
         waker: &Waker,
         token: Option<u64>,
+        wake_on_done: bool,
         d: &mut Deferred,
     ) -> Started {
         let idx = match token {
@@ -457,7 +472,8 @@ impl State {
             user_data: idx as u64,
         }) {
             Ok(()) => {
-                self.ops[idx as usize] = Op::InFlight(Some(waker.clone()));
+                self.unsubmitted += 1;
+                self.ops[idx as usize] = Op::InFlight(wake_on_done.then(|| waker.clone()));
                 Started::Op(idx)
             }
             Err(rejected) => {
@@ -485,6 +501,7 @@ impl State {
     pub(crate) fn reap(&mut self, d: &mut Deferred) -> Result<()> {
         let mut out = std::mem::take(&mut self.out);
         let mut r = Ok(());
+        self.unsubmitted = 0;
         loop {
             // Processing results may re-issue reads (the rest of a short
             // read, an EINTR/EAGAIN retry); the queue pushes them but hands
@@ -527,6 +544,16 @@ impl State {
                 unreachable!("completion for op {idx} that is not in flight")
             }
         }
+    }
+
+    /// Reads pushed and not yet handed to the backend (see [`State::reap`]).
+    pub(crate) fn unsubmitted(&self) -> usize {
+        self.unsubmitted
+    }
+
+    /// Whether op `idx` has finished and waits to be collected.
+    pub(crate) fn is_done(&self, idx: u32) -> bool {
+        matches!(self.ops[idx as usize], Op::Done(..))
     }
 
     /// If op `idx` is done, collect it (freeing the op); otherwise make sure

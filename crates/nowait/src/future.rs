@@ -24,9 +24,10 @@ impl EngineFile {
     /// Read up to `buf.capacity()` bytes at `offset`. Resolves to the bytes
     /// read (fewer only at end of file) and the buffer, its length set.
     ///
-    /// With io_uring the first poll submits the read and collects whatever
-    /// is done in one `io_uring_enter(2)`; a read served from the page cache
-    /// usually resolves right there.
+    /// The first poll queues the read and reschedules the task; the next
+    /// poll of any task submits the queued batch and collects whatever is
+    /// done — with io_uring one `io_uring_enter(2)` for the batch. A read
+    /// served from the page cache usually resolves on its second poll.
     pub fn read_at(&self, buf: Buf, offset: u64) -> ReadAt {
         let len = buf.capacity();
         ReadAt::new(self, buf, offset, len)
@@ -64,10 +65,14 @@ impl EngineFile {
     }
 }
 
+/// Reads a first poll leaves queued for a later poll to submit together; the
+/// poll that would queue more submits at once (bounds the batch's latency).
+const SUBMIT_BATCH: usize = 32;
+
 enum St {
     /// Not started yet, or waiting in line for a free op under a token.
     Idle(Buf, Option<u64>),
-    /// In flight as this op.
+    /// In flight as this op (possibly still queued for submission).
     InFlight(u32),
     /// The result has been handed out.
     Finished,
@@ -122,6 +127,7 @@ impl Future for ReadAt {
             let idx = match std::mem::replace(&mut this.st, St::Finished) {
                 St::Idle(buf, token) => {
                     let was_idle = st.in_use() == 0;
+                    let defer = core.defers();
                     match st.start(
                         &this.file.file,
                         this.offset,
@@ -129,10 +135,24 @@ impl Future for ReadAt {
                         buf,
                         cx.waker(),
                         token,
+                        !defer,
                         &mut d,
                     ) {
                         Started::Op(idx) => {
                             core.kick(was_idle);
+                            if defer && st.unsubmitted() < SUBMIT_BATCH {
+                                // Leave the read queued and come back after
+                                // the executor has polled the other ready
+                                // tasks: their reads join the batch, and the
+                                // next poll (ours or theirs) submits them all
+                                // in one system call. The op stores no
+                                // waker: the task is already rescheduled.
+                                this.st = St::InFlight(idx);
+                                drop(st);
+                                d.run();
+                                cx.waker().wake_by_ref();
+                                return Poll::Pending;
+                            }
                             Some(idx)
                         }
                         Started::Refused(e, buf) => {
@@ -152,7 +172,13 @@ impl Future for ReadAt {
             match idx {
                 None => Poll::Pending,
                 Some(idx) => {
-                    let reaped = st.reap(&mut d);
+                    // Filed by another poll's reap already: collect it
+                    // without a system call.
+                    let reaped = if st.is_done(idx) {
+                        Ok(())
+                    } else {
+                        st.reap(&mut d)
+                    };
                     match st.collect(idx, Some(cx.waker()), &mut d) {
                         Some((r, buf)) => Poll::Ready((r.map_err(io::Error::from), buf)),
                         None => match reaped {
@@ -186,7 +212,16 @@ impl Drop for ReadAt {
         };
         let mut d = Deferred::take();
         match std::mem::replace(&mut self.st, St::Finished) {
-            St::InFlight(idx) => core.lock().abandon(idx, &mut d),
+            St::InFlight(idx) => {
+                let mut st = core.lock();
+                st.abandon(idx, &mut d);
+                if st.unsubmitted() > 0 {
+                    // The read may still be queued (its first poll defers
+                    // submission): hand it to the kernel now so it completes
+                    // and is reclaimed, rather than at the next read.
+                    let _ = st.reap(&mut d);
+                }
+            }
             St::Idle(_, Some(token)) => core.lock().leave_line(token, &mut d),
             St::Idle(_, None) | St::Finished => return,
         }
@@ -302,7 +337,7 @@ impl ReadMany {
             // Start as many as there are ops for: one submit for all of them.
             while let Some((index, offset, buf)) = self.pending.pop_front() {
                 let len = buf.capacity();
-                match st.start(file, offset, len, buf, cx.waker(), self.token, &mut d) {
+                match st.start(file, offset, len, buf, cx.waker(), self.token, true, &mut d) {
                     Started::Op(idx) => {
                         self.token = None;
                         self.ops.push((idx, index, offset));
