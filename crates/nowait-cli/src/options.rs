@@ -90,6 +90,9 @@ pub struct Job {
     pub fixedbufs: bool,
     /// `uring` only: register the file with the ring (`registerfiles`).
     pub registerfiles: bool,
+    /// The small direct-read fast path (`small_fast_path`; nowait's own,
+    /// not in fio).
+    pub small_fast_path: bool,
     /// `uring` only: polled completions (`hipri`): `Some(true)` polls every
     /// direct read (IOPOLL), `Some(false)` never; `None` polls where the
     /// device's queue polls (the engine's default).
@@ -127,6 +130,7 @@ impl Default for Job {
             sqthread_poll_idle: Duration::from_secs(1),
             fixedbufs: false,
             registerfiles: true,
+            small_fast_path: true,
             hipri: None,
             spin_us: 0,
         }
@@ -674,6 +678,22 @@ pub static OPTIONS: &[Opt] = &[
         flag: false,
         apply: Apply::Job(|j, v| {
             j.registerfiles = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "small_fast_path",
+        arg: "BOOL",
+        default: "1",
+        help: "direct=1 with fixedbufs: the small direct-read fast path. An aligned read of at \
+               most one block (4 KiB, or the file's offset alignment if larger) into a \
+               registered buffer goes out as one READ_FIXED without the general checks and \
+               bounce logic, and a full result is handed back inline; other reads take the \
+               general path. 0 sends every read the general way. nowait only, not passed to fio.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.small_fast_path = parse_bool(v)?;
             Ok(())
         }),
     },
@@ -1237,6 +1257,7 @@ mod tests {
             }),
             ("fixedbufs", "1", |j| j.fixedbufs),
             ("registerfiles", "0", |j| !j.registerfiles),
+            ("small_fast_path", "0", |j| !j.small_fast_path),
             ("hipri", "1", |j| j.hipri == Some(true)),
             ("spin_us", "50", |j| j.spin_us == 50),
         ];

@@ -157,7 +157,7 @@ pub fn run(job: &Job, data: &Data, live_to_stderr: bool) -> Result<PeakResult, F
         }
     };
     say(format!(
-        "peak: {} {} bs={} qd={} batch submit={} complete min={} direct={} fixedbufs={} registerfiles={} threads={}",
+        "peak: {} {} bs={} qd={} batch submit={} complete min={} direct={} fixedbufs={} registerfiles={} small_fast_path={} threads={}",
         job.engine_label(),
         job.rw.as_str(),
         job.bs,
@@ -167,6 +167,7 @@ pub fn run(job: &Job, data: &Data, live_to_stderr: bool) -> Result<PeakResult, F
         u8::from(job.direct),
         u8::from(job.fixedbufs),
         u8::from(job.registerfiles),
+        u8::from(job.small_fast_path),
         job.numjobs
     ));
     let (outs, usage) = std::thread::scope(|s| {
@@ -443,6 +444,16 @@ pub fn human(r: &PeakResult) -> String {
         "  uring        : fixed reads {}, polled {}, poll fallbacks {}\n",
         q.fixed_reads, q.polled, q.poll_fallbacks
     );
+    s += &format!(
+        "  small_fast   : {} reads on the small direct-read fast path ({:.1}%{})\n",
+        q.small_fast,
+        100.0 * ratio(q.small_fast, m.ios),
+        if r.job.small_fast_path {
+            ""
+        } else {
+            "; off: --small_fast_path=0"
+        }
+    );
     if let Some(h) = report::hipri_status(&r.job, m) {
         s += &format!("  hipri        : {h}\n");
     }
@@ -487,6 +498,7 @@ fn json_doc(results: &[PeakResult]) -> Value {
                     "direct": r.job.direct,
                     "fixedbufs": r.job.fixedbufs,
                     "registerfiles": r.job.registerfiles,
+                    "small_fast_path": r.job.small_fast_path,
                     "iodepth_batch_submit": r.job.iodepth_batch_submit,
                     "iodepth_batch_complete_min": r.job.iodepth_batch_complete_min,
                     "submit_calls": r.submit_calls,
@@ -496,6 +508,7 @@ fn json_doc(results: &[PeakResult]) -> Value {
                     "syscalls": m.syscalls,
                     "syscalls_per_io": ratio(m.syscalls, m.ios),
                     "fixed_reads": q.fixed_reads,
+                    "small_fast": q.small_fast,
                     "polled": q.polled,
                     "poll_fallbacks": q.poll_fallbacks,
                     "hipri": report::hipri_status(&r.job, m),

@@ -417,6 +417,7 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         .depth(depth)
         .backend(BackendChoice::Exactly(n.ioengine))
         .register_files(n.registerfiles)
+        .small_direct_fast_path(n.small_fast_path)
         .spin(Duration::from_micros(n.spin_us))
         .iopoll(match n.hipri {
             None => IoPoll::Auto,

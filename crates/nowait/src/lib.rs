@@ -92,4 +92,5 @@ pub use file::{DioAlignment, Direct, File, FileKind};
 pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 pub use queue::{
     BackendReport, Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH,
+    SMALL_READ_MAX,
 };

@@ -18,8 +18,19 @@
 //! * **buffers come back exactly once**: with the completion, or with the
 //!   [`Rejected`] error of a push that was refused.
 //!
-//! The one `unsafe` block here hands a slot's buffer to the backend: this
-//! module owns the slots, so it is where that invariant is kept.
+//! **The small direct-read fast path** (after the kernel's simple iomap dio
+//! path, seed 001): an aligned direct read of at most one block
+//! ([`SMALL_READ_MAX`], or the file's offset alignment if larger) into one of
+//! this queue's registered buffers skips the general validation and bounce
+//! logic and goes out as one `READ_FIXED` from its preallocated slot. A
+//! result that is the whole read is finished inline in `reap` (handed
+//! straight to the caller, no ready-queue round trip); anything else (short,
+//! error, EINTR/EAGAIN) falls back to the general handling, so the outcome is
+//! the same either way. [`QueueBuilder::small_direct_fast_path`] turns it off.
+//!
+//! The two `unsafe` blocks here hand a slot's buffer to the backend (the
+//! general `issue` and the fast path's `push_small`): this module owns the
+//! slots, so it is where that invariant is kept.
 #![allow(unsafe_code)]
 
 use std::collections::VecDeque;
@@ -42,6 +53,10 @@ pub const MAX_DEPTH: usize = 16384;
 
 /// How many times one request is retried after EINTR/EAGAIN before failing.
 const MAX_RETRIES: u32 = 64;
+
+/// Largest read the small direct-read fast path takes: one 4 KiB block (or
+/// the file's offset alignment, where that is larger).
+pub const SMALL_READ_MAX: usize = 4096;
 
 /// One read request.
 pub struct Read<'a> {
@@ -129,6 +144,9 @@ pub struct QueueStats {
     pub poll_fallbacks: u64,
     /// `uring`: waits satisfied by spinning on the CQ, without sleeping.
     pub spin_reaped: u64,
+    /// Reads that took the small direct-read fast path (aligned, at most one
+    /// block, into a registered buffer; see [`QueueBuilder::small_direct_fast_path`]).
+    pub small_fast: u64,
 }
 
 /// Where a queue's backend came from.
@@ -150,6 +168,7 @@ pub struct QueueBuilder {
     uring: UringConfig,
     pool: PoolConfig,
     fixed_buffers: Option<(usize, usize)>,
+    small_fast: bool,
 }
 
 impl Default for QueueBuilder {
@@ -160,6 +179,7 @@ impl Default for QueueBuilder {
             uring: UringConfig::default(),
             pool: PoolConfig::default(),
             fixed_buffers: None,
+            small_fast: true,
         }
     }
 }
@@ -222,6 +242,17 @@ impl QueueBuilder {
         self
     }
 
+    /// The small direct-read fast path (default on): an aligned `O_DIRECT`
+    /// read of at most one block ([`SMALL_READ_MAX`], or the file's offset
+    /// alignment if larger) into a buffer from this queue's registered pool
+    /// ([`QueueBuilder::fixed_buffers`]) goes out as one `READ_FIXED` with no
+    /// bounce logic, and a full result is handed back inline from `reap`.
+    /// Other reads take the general path; results are identical either way.
+    pub fn small_direct_fast_path(mut self, on: bool) -> Self {
+        self.small_fast = on;
+        self
+    }
+
     /// The `pool` backend's `RWF_NOWAIT` fast path: try a buffered read
     /// inline with `preadv2(RWF_NOWAIT)` before handing it to a worker
     /// (default [`NowaitMode::Adaptive`]). No effect on other backends.
@@ -257,6 +288,7 @@ impl QueueBuilder {
         }
         let (backend, report) = make_backend(self.backend, self.depth, self.uring, self.pool)?;
         let mut q = Queue::with_backend(backend, report, self.depth);
+        q.small_fast = self.small_fast;
         if let Some((count, size)) = self.fixed_buffers {
             if count == 0 || count > u16::MAX as usize || size == 0 {
                 return Err(Error::Config(format!(
@@ -411,6 +443,9 @@ struct Slot {
     retries: u32,
     /// Set when the request is finished; the slot then waits in `ready`.
     result: Option<Result<usize>>,
+    /// Pushed by the small direct-read fast path and not yet fallen back to
+    /// the general handling: a full result is finished inline.
+    fast: bool,
 }
 
 /// A submission/completion queue of reads. See the module docs.
@@ -449,6 +484,8 @@ pub struct Queue {
     /// The registered buffer pool; declared after `backend` so it is freed
     /// only after the ring that references it is gone.
     fixed_pool: Option<BufPool>,
+    /// The small direct-read fast path is on.
+    small_fast: bool,
 }
 
 impl fmt::Debug for Queue {
@@ -483,6 +520,7 @@ impl Queue {
             next_private: 1 << 63,
             reg_id: 0,
             fixed_pool: None,
+            small_fast: false,
         }
     }
 
@@ -574,6 +612,25 @@ impl Queue {
             buf,
             user_data,
         } = req;
+        // The small direct-read fast path: a handful of compares, then one
+        // READ_FIXED. `reg_id != 0` only when the pool was registered, so the
+        // tag test also says the backend issues READ_FIXED.
+        if self.small_fast && self.reg_id != 0 && file.is_direct() {
+            if let Some((id, index)) = buf.fixed {
+                let align = file.dio_align();
+                if id == self.reg_id
+                    && len > 0
+                    && len <= SMALL_READ_MAX.max(align.offset as usize)
+                    && len <= buf.capacity()
+                    && align.fits(offset, len, buf.addr())
+                {
+                    if let Some(idx) = self.free.pop() {
+                        self.push_small(idx, file, offset, len, buf, user_data, index);
+                        return Ok(());
+                    }
+                }
+            }
+        }
         if len > buf.capacity() {
             return Err(Rejected {
                 error: Error::BufferTooSmall {
@@ -638,6 +695,7 @@ impl Queue {
         s.done = 0;
         s.retries = 0;
         s.result = None;
+        s.fast = false;
         match bounce {
             Some(b) => {
                 self.stats.bounced += 1;
@@ -658,6 +716,58 @@ impl Queue {
             self.issue(idx);
         }
         Ok(())
+    }
+
+    /// The small direct-read fast path's push: fill only what the
+    /// completion (or a fallback to the general handling) reads, and issue
+    /// one `READ_FIXED` into registered buffer `index`. The caller checked
+    /// that the read is direct, aligned, non-empty, at most one block, within
+    /// `buf`, and that `buf` is tagged with this queue's registration.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn push_small(
+        &mut self,
+        idx: u32,
+        file: &File,
+        offset: u64,
+        len: usize,
+        buf: Buf,
+        user_data: u64,
+        index: u16,
+    ) {
+        self.stats.pushed += 1;
+        self.stats.small_fast += 1;
+        let s = &mut self.slots[idx as usize];
+        // A free slot has no bounce buffer and no result: `finish` takes the
+        // one and `take` the other before the slot is freed.
+        debug_assert!(s.bounce.is_none() && s.result.is_none());
+        s.user_data = user_data;
+        s.offset = offset;
+        s.len = len;
+        s.io_offset = offset;
+        s.io_len = len;
+        s.done = 0;
+        s.retries = 0;
+        s.fast = true;
+        let ptr = s.buf.insert(buf).as_mut_ptr();
+        let sqe = Sqe {
+            slot: idx,
+            fd: file.raw_fd(),
+            offset,
+            ptr,
+            len: len as u32,
+            file: std::sync::Arc::as_ptr(&file.inner),
+            fixed_buf: Some(index),
+            first: true,
+        };
+        s.file = Some(file.clone());
+        // SAFETY: as in `issue`: the slot now owns the buffer `ptr` points
+        // into (`len <= capacity`, checked in `push`) and a clone of the file
+        // (so `fd` stays open); both stay in the slot until the backend
+        // returns this slot's Cqe from `reap` (`pump` is the only place that
+        // finishes an issued slot). `Drop` waits for every owed Cqe.
+        unsafe { self.backend.push(&sqe) };
+        self.owed += 1;
     }
 
     /// Hand the remaining part of slot `idx`'s read to the backend.
@@ -726,7 +836,7 @@ impl Queue {
             if got >= target {
                 if self.owed > 0 {
                     // Collect whatever else is already done, without waiting.
-                    self.pump(0, None)?;
+                    self.pump(0, None, Some(out))?;
                     while let Some(idx) = self.ready.pop_front() {
                         out.push(self.take(idx));
                     }
@@ -743,12 +853,19 @@ impl Queue {
             // Every slot not yet handed back is either ready or owed by the
             // backend, so `owed > 0` here.
             let want = (target - got).min(self.owed).max(1);
-            self.pump(want, remaining)?;
+            self.pump(want, remaining, Some(out))?;
         }
     }
 
     /// Ask the backend for at least `want` raw results and process them.
-    fn pump(&mut self, want: usize, timeout: Option<Duration>) -> Result<()> {
+    /// Fast-path reads that completed in full go straight to `out` (when
+    /// given); everything else is finished into `ready` by `on_result`.
+    fn pump(
+        &mut self,
+        want: usize,
+        timeout: Option<Duration>,
+        mut out: Option<&mut Vec<Completion>>,
+    ) -> Result<()> {
         if self.owed == 0 {
             return self.backend.submit();
         }
@@ -757,6 +874,18 @@ impl Queue {
         let r = self.backend.reap(want.min(self.owed), timeout, &mut cqes);
         for c in cqes.iter() {
             self.owed -= 1;
+            let s = &mut self.slots[c.slot as usize];
+            if s.fast {
+                if let Some(out) = out.as_deref_mut() {
+                    if c.res > 0 && c.res as usize == s.io_len {
+                        out.push(self.take_small(c.slot));
+                        continue;
+                    }
+                }
+                // Short, failed, or to be retried: the general rules apply
+                // from here on, for this read and any re-issue of it.
+                s.fast = false;
+            }
             self.on_result(c.slot, c.res);
         }
         self.cqes = cqes;
@@ -838,6 +967,25 @@ impl Queue {
         };
         s.result = Some(result);
         self.ready.push_back(idx);
+    }
+
+    /// Hand back fast-path slot `idx`, whose read completed in full: no
+    /// bounce, no short-read or EOF bookkeeping, no trip through `ready`.
+    #[inline]
+    fn take_small(&mut self, idx: u32) -> Completion {
+        let s = &mut self.slots[idx as usize];
+        s.fast = false;
+        let mut buf = s.buf.take().expect("an issued slot holds its buffer");
+        buf.set_len(s.len);
+        s.file = None;
+        let c = Completion {
+            user_data: s.user_data,
+            result: Ok(s.len),
+            buf,
+        };
+        self.free.push(idx);
+        self.stats.completed += 1;
+        c
     }
 
     /// Hand slot `idx` back to the caller and free it.
@@ -939,7 +1087,7 @@ impl Drop for Queue {
         // The kernel may still write into buffers of owed reads: wait for
         // every one before the slots (and their buffers) are freed.
         while self.owed > 0 {
-            if self.pump(self.owed, None).is_err() {
+            if self.pump(self.owed, None, None).is_err() {
                 // The backend cannot tell us when the kernel is done with the
                 // memory: leak the buffers rather than free memory that may
                 // still be written.

@@ -453,7 +453,12 @@ fn adaptive_switches_off_then_reprobes() {
         Ok(d) => d,
         Err(why) => return eprintln!("SKIP adaptive_switches_off_then_reprobes: {why}"),
     };
-    let size = 8u64 << 20;
+    // Cold reads go to the first page of distinct 256 KiB regions in a
+    // shuffled order: no page is read twice and no readahead window reaches
+    // another read, so every try must miss whether or not DONTNEED managed to
+    // drop what earlier reads brought in.
+    const REGION: u64 = 256 << 10;
+    let size = 64u64 << 20;
     let path = pattern_file(dir.path(), "adaptive.dat", size);
     let file = File::open(&path, Direct::Off).unwrap();
     let mut rng = Rng::from_env("adaptive_switches_off_then_reprobes");
@@ -464,9 +469,13 @@ fn adaptive_switches_off_then_reprobes() {
     let mut q1 = pool(8, NowaitMode::Adaptive);
     let mut q2 = pool(8, NowaitMode::Adaptive);
     let cold_reads = 200;
+    let mut regions: Vec<u64> = (0..size / REGION).collect();
+    for i in (1..regions.len()).rev() {
+        let j = rng.below(i as u64 + 1) as usize;
+        regions.swap(i, j);
+    }
     for i in 0..cold_reads {
-        file.drop_cache().unwrap();
-        let off = rng.below(size / 4096) * 4096;
+        let off = regions[i as usize] * REGION;
         let q = if i % 2 == 0 { &mut q1 } else { &mut q2 };
         read_checked(q, &file, off, 4096, "cold");
     }

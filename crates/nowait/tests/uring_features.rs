@@ -227,3 +227,154 @@ fn aio_reads_direct_files_and_fails_cleanly_on_bad_requests() {
         q.stats()
     );
 }
+
+/// A queue with a registered pool of `count` buffers of `size` bytes, or
+/// None (with SKIP printed) where io_uring or the registration is refused.
+fn registered(b: QueueBuilder, count: usize, size: usize, what: &str) -> Option<Queue> {
+    let q = build(b.fixed_buffers(count, size), what)?;
+    if !q.backend().detail.contains("registered buffers of") {
+        eprintln!(
+            "SKIP {what}: buffers not registered: {}",
+            q.backend().detail
+        );
+        return None;
+    }
+    Some(q)
+}
+
+/// Push one read, reap it, and return (bytes, buffer) after checking every
+/// byte against the pattern.
+fn read_one(q: &mut Queue, f: &File, offset: u64, len: usize, buf: Buf) -> (usize, Buf) {
+    q.push(Read {
+        file: f,
+        offset,
+        len,
+        buf,
+        user_data: offset,
+    })
+    .map_err(|r| r.error)
+    .unwrap();
+    let mut out = Vec::new();
+    while out.is_empty() {
+        q.reap(1, Some(Duration::from_secs(10)), &mut out).unwrap();
+    }
+    let c = out.pop().unwrap();
+    assert_eq!(c.user_data, offset);
+    let n = c.result.unwrap();
+    pattern::check(offset, c.buf.as_slice()).unwrap();
+    (n, c.buf)
+}
+
+/// `read_one` into a buffer from `q`'s pool, given back afterwards.
+fn read_pooled(q: &mut Queue, f: &File, offset: u64, len: usize) -> usize {
+    let buf = q.take_buf().expect("the pool has a free buffer");
+    let (n, buf) = read_one(q, f, offset, len, buf);
+    q.give_buf(buf);
+    n
+}
+
+#[test]
+fn small_direct_fast_path_takes_aligned_block_reads_from_registered_buffers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(dir.path(), "f.dat", 1 << 20);
+    let f = File::open(&path, Direct::On).unwrap();
+    let Some(mut q) = registered(uring().depth(32), 32, 4096, "small fast path") else {
+        return;
+    };
+    read_and_verify(&mut q, &f, 32, 4096, |q| q.take_buf().expect("pool has 32"));
+    let st = q.stats();
+    assert_eq!(
+        st.small_fast, 32,
+        "every aligned 4 KiB read takes it: {st:?}"
+    );
+    assert_eq!(st.fixed_reads, 32, "and goes out as READ_FIXED: {st:?}");
+    assert_eq!((st.completed, st.errors), (32, 0));
+    // Smaller aligned reads (one logical block) take it too.
+    let block = f.dio_align().offset as usize;
+    if block < 4096 {
+        read_and_verify(&mut q, &f, 32, block, |q| {
+            q.take_buf().expect("pool has 32")
+        });
+        assert_eq!(q.stats().small_fast, 64);
+    }
+}
+
+#[test]
+fn small_direct_fast_path_not_taken_for_unaligned_larger_buffered_or_unregistered_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(dir.path(), "f.dat", 1 << 20);
+    let f = File::open(&path, Direct::On).unwrap();
+    let block = f.dio_align().offset as usize;
+    let larger = 2 * block.max(4096);
+    let Some(mut q) = registered(uring().depth(8), 8, larger, "small fast path") else {
+        return;
+    };
+    // Larger than one block, from a registered buffer.
+    let n = read_pooled(&mut q, &f, 0, larger);
+    assert_eq!(n, larger);
+    // An unregistered (but aligned) buffer.
+    let (n, _) = read_one(&mut q, &f, 4096, 4096, Buf::new(4096));
+    assert_eq!(n, 4096);
+    // A buffer registered with another queue: its tag is not ours.
+    if let Some(mut other) = registered(uring().depth(1), 1, 4096, "second registration") {
+        let foreign = other.take_buf().unwrap();
+        let (n, b) = read_one(&mut q, &f, 8192, 4096, foreign);
+        assert_eq!(n, 4096);
+        other.give_buf(b);
+    }
+    // A buffered file.
+    let fb = File::open(&path, Direct::Off).unwrap();
+    let n = read_pooled(&mut q, &fb, 4096, 4096);
+    assert_eq!(n, 4096);
+    assert_eq!(q.stats().small_fast, 0, "{:?}", q.stats());
+    // Unaligned offset and unaligned length: bounced, not fast.
+    let fa = File::open(&path, Direct::Auto).unwrap();
+    if fa.is_direct() {
+        let n = read_pooled(&mut q, &fa, 100, 4096);
+        assert_eq!(n, 4096);
+        let n = read_pooled(&mut q, &fa, 0, 1000);
+        assert_eq!(n, 1000);
+        let st = q.stats();
+        assert_eq!((st.small_fast, st.bounced), (0, 2), "{st:?}");
+    } else {
+        eprintln!("SKIP unaligned part: Direct::Auto fell back to buffered here");
+    }
+}
+
+/// A fast-path read that comes back short at end of file falls back to the
+/// general handling: the partial block, or nothing past the end.
+#[test]
+fn small_direct_fast_path_short_read_at_eof() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(dir.path(), "f.dat", 8192 + 100);
+    let f = File::open(&path, Direct::On).unwrap();
+    let Some(mut q) = registered(uring().depth(4), 4, 4096, "small fast path at EOF") else {
+        return;
+    };
+    let n = read_pooled(&mut q, &f, 4096, 4096);
+    assert_eq!(n, 4096);
+    let n = read_pooled(&mut q, &f, 8192, 4096);
+    assert_eq!(n, 100, "the partial last block");
+    let n = read_pooled(&mut q, &f, 12288, 4096);
+    assert_eq!(n, 0, "past the end");
+    let st = q.stats();
+    assert_eq!(
+        (st.small_fast, st.completed, st.errors),
+        (3, 3, 0),
+        "{st:?}"
+    );
+}
+
+#[test]
+fn small_direct_fast_path_off_is_never_taken() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(dir.path(), "f.dat", 1 << 20);
+    let f = File::open(&path, Direct::On).unwrap();
+    let b = uring().depth(32).small_direct_fast_path(false);
+    let Some(mut q) = registered(b, 32, 4096, "small fast path off") else {
+        return;
+    };
+    read_and_verify(&mut q, &f, 32, 4096, |q| q.take_buf().expect("pool has 32"));
+    let st = q.stats();
+    assert_eq!((st.small_fast, st.fixed_reads), (0, 32), "{st:?}");
+}
