@@ -235,7 +235,7 @@ struct LoopFs {
 impl Drop for LoopFs {
     fn drop(&mut self) {
         if self.mounted {
-            if let Err(e) = sh("umount", &[self.mnt.to_str().unwrap_or_default()]) {
+            if let Err(e) = unmount(&self.mnt) {
                 eprintln!(
                     "nowait scenario qd-sweep: cleanup: {e}; unmount {} by hand",
                     self.mnt.display()
@@ -249,6 +249,23 @@ impl Drop for LoopFs {
             );
         }
     }
+}
+
+/// Unmount `mnt`, retrying for a while: io_uring releases a closed ring's
+/// registered files in a kernel worker after `close`, so the filesystem can
+/// be busy for a moment after the last queue is gone. Falls back to a lazy
+/// unmount (`umount -l`) so nothing stays mounted.
+fn unmount(mnt: &Path) -> Result<String, String> {
+    let m = mnt.to_str().unwrap_or_default();
+    let mut last = String::new();
+    for _ in 0..40 {
+        match sh("umount", &[m]) {
+            Ok(out) => return Ok(out),
+            Err(e) => last = e,
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    sh("umount", &["-l", m]).map_err(|e| format!("{last}; then {e}"))
 }
 
 /// Run a tool, returning its stdout or why it failed.

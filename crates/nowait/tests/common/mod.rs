@@ -141,7 +141,26 @@ impl LoopMount {
 
 impl Drop for LoopMount {
     fn drop(&mut self) {
-        let _ = Command::new("umount").arg(self.dir.path()).status();
+        // io_uring drops a closed ring's registered files from a kernel
+        // worker, so the mount can be busy for a moment: retry, then lazy.
+        let mut ok = false;
+        for _ in 0..40 {
+            if Command::new("umount")
+                .arg(self.dir.path())
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                ok = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if !ok {
+            let _ = Command::new("umount")
+                .arg("-l")
+                .arg(self.dir.path())
+                .status();
+        }
         let _ = std::fs::remove_file(&self.image);
         if let Some(parent) = self.image.parent() {
             let _ = std::fs::remove_dir(parent);
