@@ -2,35 +2,10 @@
 //! checked by field name, exit codes checked. What the machine cannot do
 //! (io_uring blocked, fio missing) is skipped loudly with the reason.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use serde_json::Value;
-
-fn nowait(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_nowait"))
-        .args(args)
-        .output()
-        .expect("the nowait binary runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&o.stdout),
-            stderr(o)
-        )
-    })
-}
-
-fn path_arg(p: &Path) -> String {
-    format!("--filename={}", p.display())
-}
+mod common;
+use common::{json, nowait, path_arg, stderr};
 
 #[test]
 fn verified_randread_on_every_engine_reports_fio_json_fields() {
