@@ -481,6 +481,9 @@ pub struct Queue {
     next_private: u64,
     /// Registration id of `fixed_pool` with the backend (0: none).
     reg_id: u32,
+    /// `on_result` re-issued part of a read (short read, EINTR/EAGAIN)
+    /// that the backend may hold unsubmitted.
+    reissued: bool,
     /// The registered buffer pool; declared after `backend` so it is freed
     /// only after the ring that references it is gone.
     fixed_pool: Option<BufPool>,
@@ -519,6 +522,7 @@ impl Queue {
             stats: QueueStats::default(),
             next_private: 1 << 63,
             reg_id: 0,
+            reissued: false,
             fixed_pool: None,
             small_fast: false,
         }
@@ -841,12 +845,16 @@ impl Queue {
                         out.push(self.take(idx));
                     }
                 }
+                self.flush_reissued()?;
                 return Ok(out.len() - before);
             }
             let remaining = match deadline {
                 Some(d) => match d.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => Some(left),
-                    _ => return Ok(out.len() - before),
+                    _ => {
+                        self.flush_reissued()?;
+                        return Ok(out.len() - before);
+                    }
                 },
                 None => None,
             };
@@ -855,6 +863,16 @@ impl Queue {
             let want = (target - got).min(self.owed).max(1);
             self.pump(want, remaining, Some(out))?;
         }
+    }
+
+    /// Hand re-issued remainders to the kernel before returning to a caller
+    /// that may now sleep on something else (an eventfd, a condvar): left
+    /// queued, they would wait for the next reap.
+    fn flush_reissued(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.reissued) {
+            self.backend.submit()?;
+        }
+        Ok(())
     }
 
     /// Ask the backend for at least `want` raw results and process them.
@@ -908,6 +926,7 @@ impl Queue {
             } else {
                 self.stats.short_retries += 1;
                 self.issue(idx);
+                self.reissued = true;
             }
             return;
         }
@@ -924,6 +943,7 @@ impl Queue {
                 s.retries += 1;
                 self.stats.eintr_retries += 1;
                 self.issue(idx);
+                self.reissued = true;
             }
             // Everything else (EIO, EINVAL, EBADF, EFAULT, ECANCELED, EOPNOTSUPP,
             // and EINTR/EAGAIN past the retry limit) fails the request with
