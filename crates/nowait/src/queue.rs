@@ -838,10 +838,17 @@ impl Queue {
             }
             let got = out.len() - before;
             if got >= target {
-                // What else the kernel has finished is collected by the next
-                // reap: entering again here to look would cost a system call
-                // per reap (with DEFER_TASKRUN, finished work is only posted
-                // on entry) and break `iodepth_batch_complete_min` batching.
+                // `min == 0` asks for what is already finished: look once,
+                // without waiting. Otherwise what else the kernel finished is
+                // collected by the next reap: entering again here would cost
+                // a system call per reap (with DEFER_TASKRUN, finished work
+                // is only posted on entry) and break completion batching.
+                if min == 0 && self.owed > 0 && got == 0 {
+                    self.pump(0, None, Some(out))?;
+                    while let Some(idx) = self.ready.pop_front() {
+                        out.push(self.take(idx));
+                    }
+                }
                 self.flush_reissued()?;
                 return Ok(out.len() - before);
             }
