@@ -158,11 +158,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
                 a.iodepth = n as usize;
             }
             "output-format" | "output_format" => {
-                a.json = match value.as_str() {
-                    "json" => true,
-                    "normal" => false,
-                    _ => return Err(format!("--output-format={value}: use normal or json")),
-                }
+                a.json = crate::scenario::parse_json_format(&value)?
             }
             "output" => a.output = Some(PathBuf::from(&value)),
             _ => {
@@ -174,6 +170,15 @@ fn parse(args: &[String]) -> Result<Args, String> {
         }
     }
     Ok(a)
+}
+
+/// `--output-format` of a scenario: true for `json`, false for `normal`.
+pub fn parse_json_format(value: &str) -> Result<bool, String> {
+    match value {
+        "json" => Ok(true),
+        "normal" => Ok(false),
+        _ => Err(format!("--output-format={value}: use normal or json")),
+    }
 }
 
 /// The shape every scenario command shares: `--help`, parse (a usage

@@ -257,13 +257,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
             "keep-uncached" => a.keep_uncached = options::parse_bool(&value).map_err(e)?,
             "randseed" => a.seed = options::parse_u64(&value).map_err(e)?,
-            "output-format" => {
-                a.json = match value.as_str() {
-                    "json" => true,
-                    "normal" => false,
-                    _ => return Err(format!("--output-format={value}: use normal or json")),
-                }
-            }
+            "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
             "output" => a.output = Some(PathBuf::from(&value)),
             _ => {
                 return Err(format!(

@@ -201,13 +201,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             }
             "fio" => a.fio = options::parse_bool(&value).map_err(e)?,
             "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
-            "output-format" => {
-                a.json = match value.as_str() {
-                    "json" => true,
-                    "normal" => false,
-                    _ => return Err(format!("--output-format={value}: use normal or json")),
-                }
-            }
+            "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
             "output" => a.output = Some(PathBuf::from(&value)),
             _ => {
                 return Err(format!(
