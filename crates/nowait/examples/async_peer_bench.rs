@@ -2,7 +2,11 @@
 //! random reads over a cached and an uncached file, side by side:
 //!
 //! * `nowait-ct` / `nowait-mt`: nowait's `read_at(...).await` in tokio's
-//!   current-thread / multi-thread (2 workers) runtime;
+//!   current-thread / multi-thread (2 workers) runtime; the engine is built
+//!   inside the runtime, so with `--features tokio` completions arrive
+//!   through the runtime's reactor (the poller line on stderr says which);
+//! * `nowait-ct-thread`: the same as `nowait-ct` with `Notifier::Thread`
+//!   (a poller thread sleeps on the completion eventfd);
 //! * `spawn_blocking`: what `tokio::fs` does — every read is a `pread(2)` on
 //!   tokio's blocking pool (multi-thread runtime, 2 workers);
 //! * `tokio-uring`: tokio-uring 0.5 in its own runtime;
@@ -15,7 +19,7 @@
 //! uncached. Every read's data is checked against the pattern.
 //!
 //! ```text
-//! cargo run --release -p nowait --example async_peer_bench
+//! cargo run --release -p nowait --features tokio --example async_peer_bench
 //! NOWAIT_BENCH_SECS=3 NOWAIT_BENCH_SIZE_MB=2048 NOWAIT_BENCH_DIR=/data \
 //!     cargo run --release -p nowait --example async_peer_bench -- nowait-mt tokio-uring
 //! ```
@@ -28,7 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nowait::sys::{rusage, Who};
-use nowait::{Buf, Direct, Engine};
+use nowait::{Buf, Direct, Engine, Notifier};
 
 const TASKS: u64 = 32;
 const BS: usize = 4096;
@@ -67,17 +71,36 @@ struct Run {
     secs: f64,
 }
 
-fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool) -> Run {
-    let engine = Engine::builder().depth(64).build().expect("engine");
-    let file = engine.open(path, Direct::Off).expect("open");
+fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) -> Run {
     let rt = if multi {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
+            .enable_io()
             .build()
     } else {
-        tokio::runtime::Builder::new_current_thread().build()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
     }
     .expect("runtime");
+    // Built inside the runtime: with the `tokio` feature the engine waits for
+    // completions through the runtime's reactor (Notifier::Auto).
+    let engine = {
+        let _in_runtime = rt.enter();
+        let b = Engine::builder().depth(64);
+        let b = if thread {
+            b.notifier(Notifier::Thread)
+        } else {
+            b
+        };
+        b.build().expect("engine")
+    };
+    eprintln!(
+        "  nowait poller: {:?} ({})",
+        engine.poller(),
+        engine.poller_reason()
+    );
+    let file = engine.open(path, Direct::Off).expect("open");
     let total = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     rt.block_on(async {
@@ -237,6 +260,7 @@ fn main() {
     let only: Vec<String> = std::env::args().skip(1).collect();
     let peers = [
         "nowait-ct",
+        "nowait-ct-thread",
         "nowait-mt",
         "spawn_blocking",
         "tokio-uring",
@@ -275,8 +299,9 @@ fn main() {
             }
             let before = rusage(Who::Process);
             let run = match peer {
-                "nowait-ct" => nowait_run(path, size, dur, false),
-                "nowait-mt" => nowait_run(path, size, dur, true),
+                "nowait-ct" => nowait_run(path, size, dur, false, false),
+                "nowait-ct-thread" => nowait_run(path, size, dur, false, true),
+                "nowait-mt" => nowait_run(path, size, dur, true, false),
                 "spawn_blocking" => spawn_blocking_run(path, size, dur),
                 "tokio-uring" => tokio_uring_run(path, size, dur),
                 _ => pread_loop_run(path, size, dur),

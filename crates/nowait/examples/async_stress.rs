@@ -171,7 +171,11 @@ async fn task(
 }
 
 /// Run the stress: `reads` reads in total over `tasks` tasks on a tokio
-/// multi-thread runtime, on a fresh `size`-byte file at `path`.
+/// multi-thread runtime, on a fresh `size`-byte file at `path`. With
+/// `in_runtime` the engine is built inside the runtime, so with the `tokio`
+/// feature its completions arrive through the runtime's reactor; otherwise
+/// through its poller thread.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     path: &Path,
     size: u64,
@@ -180,21 +184,26 @@ pub fn run(
     depth: usize,
     backend: BackendChoice,
     seed: u64,
+    in_runtime: bool,
 ) -> Report {
     nowait::pattern::write_file(path, size, |_| {}).expect("write the test file");
-    let engine = Engine::builder()
-        .depth(depth)
-        .backend(backend)
-        .build()
-        .expect("build the engine");
-    let file = engine.open(path, Direct::Off).expect("open the test file");
-    // Start cold so reads really go to the device and complete later.
-    let _ = file.file().drop_cache();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_time()
+        .enable_io()
         .build()
         .expect("tokio runtime");
+    let engine = {
+        let _in_runtime = in_runtime.then(|| rt.enter());
+        Engine::builder()
+            .depth(depth)
+            .backend(backend)
+            .build()
+            .expect("build the engine")
+    };
+    let file = engine.open(path, Direct::Off).expect("open the test file");
+    // Start cold so reads really go to the device and complete later.
+    let _ = file.file().drop_cache();
     let verified = Arc::new(AtomicU64::new(0));
     let dropped = Arc::new(AtomicU64::new(0));
     let total = Arc::new(AtomicU64::new(0));
@@ -257,11 +266,26 @@ fn main() {
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(1)
         });
-    println!("async_stress: {reads} reads, seed {seed} (replay with NOWAIT_STRESS_SEED={seed})");
+    // NOWAIT_STRESS_REACTOR=1: build the engine inside the runtime (with the
+    // `tokio` feature, completions then come through the runtime's reactor).
+    let in_runtime = std::env::var_os("NOWAIT_STRESS_REACTOR").is_some_and(|v| v == "1");
+    println!(
+        "async_stress: {reads} reads, seed {seed} (replay with NOWAIT_STRESS_SEED={seed}), engine built {}",
+        if in_runtime { "inside the runtime" } else { "outside the runtime" }
+    );
     let dir = std::env::temp_dir().join(format!("nowait-stress-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("data");
-    let r = run(&path, 8 << 20, reads, 32, 64, BackendChoice::Auto, seed);
+    let r = run(
+        &path,
+        8 << 20,
+        reads,
+        32,
+        64,
+        BackendChoice::Auto,
+        seed,
+        in_runtime,
+    );
     let _ = std::fs::remove_dir_all(&dir);
     println!(
         "async_stress: ok: {} started, {} verified, {} dropped, {} reclaimed in flight; 0 ops left",

@@ -20,13 +20,26 @@
 //!   on their second poll without a system call or a context switch.
 //! * Every reap, by any future or by the poller, stores other ops' results
 //!   in their op state and wakes their wakers *after the lock is dropped*.
-//! * Progress when every task is parked: io_uring signals an eventfd for
-//!   every completion (`IORING_REGISTER_EVENTFD`); one poller thread per
-//!   engine sleeps on it, reaps everything ready and wakes the tasks — one
-//!   wake-up of the poller per batch of completions, never a thread per read.
-//!   Backends that cannot signal an eventfd are ticked every
-//!   [`TICK`] while reads are in flight; the `sync` backend completes every
-//!   read inside `poll` and needs no poller at all.
+//! * Progress when every task is parked: the backend signals an eventfd for
+//!   every completion (io_uring's `IORING_REGISTER_EVENTFD`). Who waits on
+//!   it is the [`Notifier`]:
+//!   - **the runtime's reactor** (feature `tokio`, engine built inside a
+//!     tokio runtime): a small task on the runtime awaits the eventfd through
+//!     tokio's `AsyncFd`, so the thread that sleeps in `epoll_wait` is the
+//!     one that wakes, reaps and wakes the tasks — one context switch per
+//!     batch of completions, and the wakes are local to that thread. A
+//!     watchdog thread looks every [`WATCHDOG_TICK`] while reads are in
+//!     flight and reaps only if nobody has for a whole tick (a current-thread
+//!     runtime that is not being driven, say), so a stalled reactor costs
+//!     latency, never a hang; if the runtime shuts down, the watchdog
+//!     becomes the poller;
+//!   - **a poller thread** per engine (any other executor): it sleeps on the
+//!     eventfd, reaps everything ready and wakes the tasks — one wake-up of
+//!     the poller per batch of completions, never a thread per read.
+//!
+//!   Backends that cannot signal an eventfd are ticked every [`TICK`] by the
+//!   poller thread while reads are in flight; the `sync` backend completes
+//!   every read inside `poll` and needs no poller at all.
 //!
 //! # Cancellation
 //!
@@ -49,10 +62,11 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::Waker;
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::backend::{BackendChoice, BackendKind};
 use crate::buf::Buf;
@@ -69,11 +83,41 @@ pub const TICK: Duration = Duration::from_micros(200);
 /// reads are in flight (see the poller).
 const SAFETY_TICK: Duration = Duration::from_millis(10);
 
+/// With [`PollerMode::Reactor`]: how often the watchdog thread checks, while
+/// reads are in flight, that somebody (the reactor task or a future) has
+/// reaped since its last look; if nobody has, it reaps.
+pub const WATCHDOG_TICK: Duration = Duration::from_millis(10);
+
+/// The watchdog keeps ticking this long after the engine was last busy
+/// before it sleeps until kicked (a kick costs the kicking task a system
+/// call, so a steady stream of short bursts should not pay it every time).
+const WATCHDOG_LINGER: Duration = Duration::from_secs(1);
+
+/// Who waits for completions while every task reading through the engine is
+/// parked (see [`EngineBuilder::notifier`]).
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub enum Notifier {
+    /// The current tokio runtime's reactor when nowait is built with the
+    /// `tokio` feature and the engine is built inside a tokio runtime; a
+    /// poller thread otherwise.
+    #[default]
+    Auto,
+    /// A poller thread per engine, sleeping on the completion eventfd. Works
+    /// with every executor.
+    Thread,
+    /// A task on this tokio runtime, woken through its reactor (with a
+    /// watchdog thread that only steps in if the runtime stops driving it).
+    #[cfg(feature = "tokio")]
+    Tokio(tokio::runtime::Handle),
+}
+
 /// Builds an [`Engine`].
 #[derive(Debug, Clone)]
 pub struct EngineBuilder {
     depth: usize,
     backend: BackendChoice,
+    notifier: Notifier,
 }
 
 impl Default for EngineBuilder {
@@ -81,6 +125,7 @@ impl Default for EngineBuilder {
         EngineBuilder {
             depth: 256,
             backend: BackendChoice::Auto,
+            notifier: Notifier::Auto,
         }
     }
 }
@@ -99,8 +144,16 @@ impl EngineBuilder {
         self
     }
 
+    /// Who waits for completions while every reading task is parked
+    /// (default [`Notifier::Auto`]). It only changes who wakes up, never
+    /// which reads complete: every notifier delivers every completion.
+    pub fn notifier(mut self, notifier: Notifier) -> Self {
+        self.notifier = notifier;
+        self
+    }
+
     /// Build the engine: the queue, its op table and (for backends that
-    /// complete asynchronously) the poller thread.
+    /// complete asynchronously) the poller thread or reactor task.
     pub fn build(self) -> Result<Engine> {
         let mut queue = Queue::builder()
             .depth(self.depth)
@@ -109,20 +162,75 @@ impl EngineBuilder {
             .build()?;
         let depth = queue.depth();
         let report = queue.backend().clone();
-        let (notify, mode) = if report.kind == BackendKind::Sync {
+        #[cfg(feature = "tokio")]
+        let mut registered = None;
+        let (notify, mode, poller_reason) = if report.kind == BackendKind::Sync {
             // `sync` completes every read inside the poll that pushed it.
-            (None, PollerMode::None)
+            (
+                None,
+                PollerMode::None,
+                "sync completes every read inside the future's poll".to_string(),
+            )
         } else {
-            let efd = EventFd::new().map_err(|source| Error::Kernel {
+            let efd = Arc::new(EventFd::new().map_err(|source| Error::Kernel {
                 what: "eventfd (the async front end's completion notification)",
                 source,
-            })?;
-            let mode = if queue.register_notify(efd.raw_fd()) {
-                PollerMode::Notified
+            })?);
+            let (mode, why) = if !queue.register_notify(efd.raw_fd()) {
+                // A reactor cannot tick without a timer it may not have:
+                // a backend that cannot signal keeps the ticking thread.
+                (
+                    PollerMode::Ticking,
+                    format!(
+                        "the {} backend cannot signal an eventfd: a poller thread looks every {TICK:?} while reads are in flight",
+                        report.kind
+                    ),
+                )
             } else {
-                PollerMode::Ticking
+                let thread = |why: &str| {
+                    (
+                        PollerMode::Notified,
+                        format!("a poller thread sleeps on the completion eventfd ({why})"),
+                    )
+                };
+                #[cfg(feature = "tokio")]
+                let rt = match &self.notifier {
+                    Notifier::Tokio(h) => Some(h.clone()),
+                    Notifier::Auto => tokio::runtime::Handle::try_current().ok(),
+                    Notifier::Thread => None,
+                };
+                #[cfg(feature = "tokio")]
+                match (rt, &self.notifier) {
+                    (Some(rt), _) => match crate::reactor::register(&rt, &efd) {
+                        Ok(r) => {
+                            registered = Some(r);
+                            (
+                                PollerMode::Reactor,
+                                "the tokio runtime's reactor watches the completion eventfd; a watchdog thread steps in only if it stalls".to_string(),
+                            )
+                        }
+                        Err(why) => thread(&why),
+                    },
+                    (None, Notifier::Thread) => thread("asked for"),
+                    (None, _) => thread("the engine was built outside a tokio runtime"),
+                }
+                #[cfg(not(feature = "tokio"))]
+                match &self.notifier {
+                    Notifier::Thread => thread("asked for"),
+                    Notifier::Auto => thread("nowait is built without its `tokio` feature"),
+                }
             };
-            (Some(Arc::new(efd)), mode)
+            (Some(efd), mode, why)
+        };
+        let watch = if mode == PollerMode::Reactor {
+            Some(Arc::new(EventFd::new().map_err(|source| {
+                Error::Kernel {
+                    what: "eventfd (the async front end's watchdog)",
+                    source,
+                }
+            })?))
+        } else {
+            None
         };
         let mut ops = Vec::with_capacity(depth);
         ops.resize_with(depth, || Op::Free);
@@ -135,6 +243,7 @@ impl EngineBuilder {
             next_token: 0,
             unsubmitted: 0,
             out: Vec::with_capacity(depth),
+            reaps: 0,
             stats: Counters::default(),
         };
         let core = Arc::new(Core {
@@ -142,14 +251,26 @@ impl EngineBuilder {
             report,
             depth,
             notify: notify.clone(),
+            watch: watch.clone(),
+            watchdog_parked: AtomicBool::new(false),
+            reactor_alive: AtomicBool::new(mode == PollerMode::Reactor),
             mode,
+            poller_reason,
             poller: Mutex::new(None),
         });
         if let Some(efd) = notify {
+            #[cfg(feature = "tokio")]
+            if let Some(r) = registered {
+                crate::reactor::spawn(r, Arc::downgrade(&core));
+            }
             let weak = Arc::downgrade(&core);
             let handle = thread::Builder::new()
-                .name("nowait-poller".into())
-                .spawn(move || poller(weak, efd, mode))
+                .name(if mode == PollerMode::Reactor {
+                    "nowait-watchdog".into()
+                } else {
+                    "nowait-poller".into()
+                })
+                .spawn(move || poller(weak, efd, watch, mode))
                 .map_err(|source| Error::Kernel {
                     what: "spawning the nowait-poller thread",
                     source,
@@ -237,6 +358,12 @@ impl Engine {
         self.handle.core.mode
     }
 
+    /// Why [`Engine::poller`] is what it is (e.g. "the tokio runtime has no
+    /// I/O driver …" when a reactor was wanted but could not be had).
+    pub fn poller_reason(&self) -> &str {
+        &self.handle.core.poller_reason
+    }
+
     /// Counters so far, and what is in flight right now.
     pub fn stats(&self) -> EngineStats {
         self.handle.core.lock().stats()
@@ -251,6 +378,10 @@ pub enum PollerMode {
     /// One poller thread sleeps on an eventfd the backend signals for every
     /// completion (io_uring's `IORING_REGISTER_EVENTFD`).
     Notified,
+    /// A task on the tokio runtime awaits that eventfd through the runtime's
+    /// reactor and reaps; a watchdog thread steps in only if nobody has
+    /// reaped for a [`WATCHDOG_TICK`] while reads are in flight.
+    Reactor,
     /// One poller thread reaps every [`TICK`] while reads are in flight (a
     /// backend that cannot signal an eventfd).
     Ticking,
@@ -269,8 +400,12 @@ pub struct EngineStats {
     pub reclaimed: u64,
     /// Reads handed to their futures.
     pub delivered: u64,
-    /// Times the poller woke up and reaped.
+    /// Times the poller thread (or, with [`PollerMode::Reactor`], the
+    /// reactor task) woke up and reaped.
     pub poller_wakeups: u64,
+    /// With [`PollerMode::Reactor`]: times the watchdog found that nobody
+    /// had reaped for a whole tick while reads were in flight, and reaped.
+    pub watchdog_reaps: u64,
     /// Tasks that had to wait for a free op.
     pub op_waits: u64,
     /// The queue's own counters (pushes, retries, system calls).
@@ -282,6 +417,7 @@ struct Counters {
     reclaimed: u64,
     delivered: u64,
     poller_wakeups: u64,
+    watchdog_reaps: u64,
     op_waits: u64,
 }
 
@@ -343,7 +479,16 @@ pub(crate) struct Core {
     report: BackendReport,
     depth: usize,
     notify: Option<Arc<EventFd>>,
+    /// With [`PollerMode::Reactor`]: the watchdog thread's own eventfd (kick
+    /// and stop).
+    watch: Option<Arc<EventFd>>,
+    /// The watchdog is asleep until kicked (no reads were in flight).
+    watchdog_parked: AtomicBool,
+    /// The reactor task is running; cleared if the runtime drops it, which
+    /// turns the watchdog into the poller.
+    reactor_alive: AtomicBool,
     mode: PollerMode,
+    poller_reason: String,
     poller: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -361,6 +506,8 @@ pub(crate) struct State {
     /// their next poll (or whoever reaps first does).
     unsubmitted: usize,
     out: Vec<Completion>,
+    /// Calls of [`State::reap`] so far (the watchdog's sign of life).
+    reaps: u64,
     stats: Counters,
 }
 
@@ -390,10 +537,49 @@ impl Core {
     }
 
     pub(crate) fn kick(&self, was_idle: bool) {
-        if was_idle && self.mode == PollerMode::Ticking {
-            if let Some(n) = &self.notify {
-                n.signal();
+        if !was_idle {
+            return;
+        }
+        match self.mode {
+            PollerMode::Ticking => {
+                if let Some(n) = &self.notify {
+                    n.signal();
+                }
             }
+            // The watchdog sleeps without a timeout only when it saw no reads
+            // in flight; whoever starts the next read wakes it (once).
+            PollerMode::Reactor => {
+                if self.watchdog_parked.swap(false, Ordering::SeqCst) {
+                    if let Some(w) = &self.watch {
+                        w.signal();
+                    }
+                }
+            }
+            PollerMode::None | PollerMode::Notified => {}
+        }
+    }
+
+    /// Reap everything ready and wake its tasks: what the poller thread and
+    /// the reactor task do when the eventfd fires.
+    pub(crate) fn drive(&self) {
+        let mut d = Deferred::take();
+        {
+            let mut st = self.lock();
+            st.stats.poller_wakeups += 1;
+            // A failed io_uring_enter consumes nothing; the next wake-up (or
+            // a future's own poll) tries again.
+            let _ = st.reap(&mut d);
+        }
+        d.run();
+    }
+
+    /// The reactor task is gone (its runtime shut down, or the eventfd could
+    /// not be registered with it): the watchdog takes over as the poller.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn reactor_lost(&self) {
+        self.reactor_alive.store(false, Ordering::SeqCst);
+        if let Some(w) = &self.watch {
+            w.signal();
         }
     }
 }
@@ -415,6 +601,7 @@ impl State {
             reclaimed: self.stats.reclaimed,
             delivered: self.stats.delivered,
             poller_wakeups: self.stats.poller_wakeups,
+            watchdog_reaps: self.stats.watchdog_reaps,
             op_waits: self.stats.op_waits,
             queue: self.queue.stats(),
         }
@@ -502,6 +689,7 @@ impl State {
         let mut out = std::mem::take(&mut self.out);
         let mut r = Ok(());
         self.unsubmitted = 0;
+        self.reaps += 1;
         loop {
             // Processing results may re-issue reads (the rest of a short
             // read, an EINTR/EAGAIN retry); the queue pushes them but hands
@@ -672,42 +860,122 @@ thread_local! {
     static IS_POLLER: Cell<bool> = const { Cell::new(false) };
 }
 
-fn poller(core: Weak<Core>, efd: Arc<EventFd>, mode: PollerMode) {
+fn poller(core: Weak<Core>, efd: Arc<EventFd>, watch: Option<Arc<EventFd>>, mode: PollerMode) {
     IS_POLLER.with(|c| c.set(true));
     let mut busy = false;
+    let mut dog = Watchdog {
+        last_reaps: 0,
+        last_busy: Instant::now(),
+    };
     loop {
+        if mode == PollerMode::Reactor {
+            let Some(watch) = &watch else { return };
+            match watchdog(&core, watch, &mut dog) {
+                Watch::Stop => return,
+                Watch::Again => continue,
+                // The reactor task is gone: be the poller from now on,
+                // starting with a look (reads may be waiting).
+                Watch::ReactorLost => busy = true,
+            }
+        }
         let timeout = match mode {
             PollerMode::Ticking if busy => Some(TICK),
             // A safety net while reads are in flight: the uring backend masks
             // the eventfd while a task is inside the ring and re-checks after
             // unmasking; should a completion ever slip between the two, it
             // costs at most this long, never a hang.
-            PollerMode::Notified if busy => Some(SAFETY_TICK),
+            PollerMode::Notified | PollerMode::Reactor if busy => Some(SAFETY_TICK),
             _ => None,
         };
         efd.wait(timeout);
         // The core is gone (its Drop signalled us): stop.
         let Some(core) = core.upgrade() else { return };
-        let mut d = Deferred::take();
-        {
-            let mut st = core.lock();
-            st.stats.poller_wakeups += 1;
-            // A failed io_uring_enter consumes nothing; the next wake-up
-            // (or a future's own poll) tries again.
-            let _ = st.reap(&mut d);
-            busy = st.in_use() > 0;
-        }
-        d.run();
+        core.drive();
+        busy = core.lock().in_use() > 0;
         // If this was the last reference, Core's Drop runs here, on the
         // poller thread, and does not join itself.
         drop(core);
     }
 }
 
+/// What the watchdog remembers between looks.
+struct Watchdog {
+    /// `State::reaps` at its last look.
+    last_reaps: u64,
+    /// When it last saw reads in flight.
+    last_busy: Instant,
+}
+
+enum Watch {
+    /// The engine is gone.
+    Stop,
+    /// Look again.
+    Again,
+    /// The reactor task is gone: poll the eventfd instead.
+    ReactorLost,
+}
+
+/// One round of the watchdog that backs up the reactor task
+/// ([`PollerMode::Reactor`]): sleep a tick while the engine is (recently)
+/// busy, else until kicked; reap only if nobody reaped since the last look.
+fn watchdog(core: &Weak<Core>, watch: &EventFd, dog: &mut Watchdog) -> Watch {
+    let timeout = {
+        let Some(core) = core.upgrade() else {
+            return Watch::Stop;
+        };
+        if !core.reactor_alive.load(Ordering::SeqCst) {
+            return Watch::ReactorLost;
+        }
+        if dog.last_busy.elapsed() < WATCHDOG_LINGER {
+            Some(WATCHDOG_TICK)
+        } else {
+            // Announce the long sleep, then look: a read started before the
+            // announcement is seen here; one started after it kicks us
+            // (`Core::kick`; the lock orders the two).
+            core.watchdog_parked.store(true, Ordering::SeqCst);
+            if core.lock().in_use() > 0 {
+                core.watchdog_parked.store(false, Ordering::SeqCst);
+                dog.last_busy = Instant::now();
+                Some(WATCHDOG_TICK)
+            } else {
+                None
+            }
+        }
+        // The Arc is dropped before sleeping: the watchdog must never keep
+        // the engine alive.
+    };
+    watch.wait(timeout);
+    let Some(core) = core.upgrade() else {
+        return Watch::Stop;
+    };
+    core.watchdog_parked.store(false, Ordering::SeqCst);
+    if !core.reactor_alive.load(Ordering::SeqCst) {
+        return Watch::ReactorLost;
+    }
+    let mut d = Deferred::take();
+    {
+        let mut st = core.lock();
+        if st.in_use() > 0 {
+            dog.last_busy = Instant::now();
+            if st.reaps == dog.last_reaps {
+                st.stats.watchdog_reaps += 1;
+                let _ = st.reap(&mut d);
+            }
+        }
+        dog.last_reaps = st.reaps;
+    }
+    d.run();
+    drop(core);
+    Watch::Again
+}
+
 impl Drop for Core {
     fn drop(&mut self) {
         if let Some(n) = &self.notify {
             n.signal();
+        }
+        if let Some(w) = &self.watch {
+            w.signal();
         }
         let handle = self
             .poller

@@ -11,17 +11,19 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-/// A non-semaphore eventfd: `signal` adds 1, `wait` returns and clears the count.
+/// A non-semaphore, non-blocking eventfd: `signal` adds 1, `wait` sleeps in
+/// poll(2) until the count is non-zero and clears it. Non-blocking so that a
+/// runtime's reactor can watch it too (`reactor.rs`) and `clear` never sleeps.
 #[derive(Debug)]
 pub(crate) struct EventFd {
     fd: OwnedFd,
 }
 
 impl EventFd {
-    /// `eventfd(0, EFD_CLOEXEC)`, blocking reads.
+    /// `eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)`.
     pub(crate) fn new() -> io::Result<EventFd> {
         // SAFETY: plain system call with constant arguments; no memory is passed.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -62,20 +64,26 @@ impl EventFd {
     /// Sleep until the counter is non-zero (or `timeout` passes), then clear
     /// it. Returns true if it was signalled.
     pub(crate) fn wait(&self, timeout: Option<Duration>) -> bool {
-        if let Some(t) = timeout {
-            let mut pfd = libc::pollfd {
-                fd: self.fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            let ms = t.as_millis().clamp(1, i32::MAX as u128) as i32;
-            // SAFETY: `pfd` is a live, initialised pollfd and we pass a count of 1.
-            let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-            // 0: timed out; <0: EINTR (or ENOMEM): the caller loops either way.
-            if r <= 0 {
-                return false;
-            }
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = match timeout {
+            Some(t) => t.as_millis().clamp(1, i32::MAX as u128) as i32,
+            None => -1,
+        };
+        // SAFETY: `pfd` is a live, initialised pollfd and we pass a count of 1.
+        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+        // 0: timed out; <0: EINTR (or ENOMEM): the caller loops either way.
+        if r <= 0 {
+            return false;
         }
+        self.clear()
+    }
+
+    /// Clear the counter without sleeping. Returns true if it was non-zero.
+    pub(crate) fn clear(&self) -> bool {
         let mut count: u64 = 0;
         loop {
             // SAFETY: reads 8 bytes into a live local `u64`, as eventfd requires.
@@ -92,11 +100,18 @@ impl EventFd {
             match io::Error::last_os_error().raw_os_error() {
                 // Interrupted by a signal: read again.
                 Some(libc::EINTR) => continue,
-                // Anything else cannot happen on a blocking eventfd we own;
-                // report "not signalled" and let the caller's loop decide.
+                // EAGAIN: the counter is zero. Anything else (EBADF, EINVAL)
+                // cannot happen on an eventfd we own; report "not signalled"
+                // and let the caller's loop decide.
                 _ => return false,
             }
         }
+    }
+}
+
+impl AsRawFd for EventFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
     }
 }
 
@@ -111,5 +126,9 @@ mod tests {
         e.signal();
         assert!(e.wait(None));
         assert!(!e.wait(Some(Duration::from_millis(1))));
+        assert!(!e.clear(), "cleared counter reads as not signalled");
+        e.signal();
+        assert!(e.clear());
+        assert!(!e.clear());
     }
 }

@@ -79,13 +79,15 @@ mod future;
 pub mod pattern;
 pub mod probe;
 mod queue;
+#[cfg(feature = "tokio")]
+mod reactor;
 pub mod sys;
 
 pub use backend::uring::IoPoll;
 pub use backend::{BackendChoice, BackendKind, BackendStats, MAX_READ};
 pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
-pub use engine::{Engine, EngineBuilder, EngineFile, EngineStats, PollerMode};
+pub use engine::{Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode};
 pub use error::{Error, Result};
 pub use fastpath::{FastPathOff, FastPathState, FastPathStats, NowaitMode};
 pub use file::{DioAlignment, Direct, File, FileKind};

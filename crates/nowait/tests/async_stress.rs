@@ -34,6 +34,7 @@ fn dropped_futures_never_leak_or_corrupt_100k_reads() {
         64,
         BackendChoice::Auto,
         seed,
+        false,
     );
     println!("{r:?}");
     assert!(r.verified > 10_000, "{r:?}");
@@ -53,6 +54,7 @@ fn dropped_futures_with_more_tasks_than_ops_keep_the_wait_line_moving() {
         4,
         BackendChoice::Auto,
         seed,
+        false,
     );
     println!("{r:?}");
     assert!(r.verified > 1_000, "{r:?}");
@@ -76,8 +78,31 @@ fn dropped_futures_on_every_backend() {
             32,
             choice,
             seed,
+            false,
         );
         println!("{kind}: {r:?}");
         assert!(r.verified > 500, "{kind}: {r:?}");
     }
+}
+
+/// The same stress with the engine built inside the runtime: with the
+/// `tokio` feature completions arrive through the runtime's reactor (the
+/// notifier a tokio user gets by default), watched by the watchdog.
+#[test]
+fn dropped_futures_with_the_reactor_notifier() {
+    let seed = seed();
+    let dir = tempfile::tempdir().unwrap();
+    let r = stress::run(
+        &dir.path().join("data"),
+        16 << 20,
+        50_000,
+        32,
+        64,
+        BackendChoice::Auto,
+        seed,
+        true,
+    );
+    println!("{r:?}");
+    assert!(r.verified > 5_000, "{r:?}");
+    assert!(r.dropped > 5_000, "{r:?}");
 }

@@ -1,0 +1,113 @@
+//! Completions through tokio's own reactor (feature `tokio`).
+//!
+//! The engine's completion eventfd is registered with the runtime's I/O
+//! driver (`AsyncFd`, edge-triggered epoll) and one task awaits it. When the
+//! kernel posts completions, the runtime thread sleeping in `epoll_wait` is
+//! the one that wakes: it runs this task, which reaps and wakes the reading
+//! tasks — on the same thread, so no second thread is woken and no wake
+//! crosses threads. With a poller thread instead, each batch costs the poller
+//! a wake-up and then the runtime thread another.
+//!
+//! If the runtime drops the task (shutdown) or refuses the registration, the
+//! engine's watchdog thread becomes the poller ([`Core::reactor_lost`]), so
+//! reads still finish wherever their futures are polled.
+//!
+//! Registering a raw descriptor with the runtime is `unsafe` (tokio cannot
+//! know that it stays open); this is the one block here.
+#![allow(unsafe_code)]
+
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Arc, Weak};
+
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+
+use crate::engine::Core;
+use crate::eventfd::EventFd;
+
+/// The eventfd as tokio sees it; the engine's core keeps its own handle.
+struct Fd(Arc<EventFd>);
+
+impl AsRawFd for Fd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// Hands the poller's job back to the watchdog thread when the reactor task
+/// ends while the engine is still alive.
+struct Fallback(Weak<Core>);
+
+impl Drop for Fallback {
+    fn drop(&mut self) {
+        if let Some(core) = self.0.upgrade() {
+            core.reactor_lost();
+        }
+    }
+}
+
+/// The eventfd registered with a runtime's reactor, ready for [`spawn`].
+pub(crate) struct Registered {
+    rt: tokio::runtime::Handle,
+    afd: AsyncFd<Fd>,
+    efd: Arc<EventFd>,
+}
+
+/// Register `efd` with `rt`'s reactor, or say why not. tokio panics (rather
+/// than returning an error) when the runtime was built without its I/O
+/// driver; that is caught here and becomes the reason, so the engine falls
+/// back to its poller thread instead of failing.
+pub(crate) fn register(
+    rt: &tokio::runtime::Handle,
+    efd: &Arc<EventFd>,
+) -> std::result::Result<Registered, String> {
+    let _in_runtime = rt.enter();
+    let fd = Fd(efd.clone());
+    let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `Fd` owns a strong reference to the eventfd, so the
+        // descriptor stays open, and is never replaced, for as long as the
+        // AsyncFd (which owns the `Fd`) keeps it registered.
+        unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+    }));
+    match attempt {
+        Ok(Ok(afd)) => Ok(Registered {
+            rt: rt.clone(),
+            afd,
+            efd: efd.clone(),
+        }),
+        Ok(Err(e)) => Err(format!(
+            "registering the completion eventfd with the tokio reactor failed: {}",
+            std::io::Error::from(e)
+        )),
+        Err(_) => Err(
+            "the tokio runtime has no I/O driver (build it with enable_io() or \
+             enable_all(), as #[tokio::main] does)"
+                .into(),
+        ),
+    }
+}
+
+/// Spawn the reactor task. It holds the engine only weakly and ends when the
+/// engine's core is dropped (whose `Drop` signals the eventfd).
+pub(crate) fn spawn(reg: Registered, core: Weak<Core>) {
+    let Registered { rt, afd, efd } = reg;
+    let fallback = Fallback(core.clone());
+    // Dropping the JoinHandle detaches the task.
+    drop(rt.spawn(async move {
+        let _fallback = fallback;
+        loop {
+            let Ok(mut ready) = afd.readable().await else {
+                return;
+            };
+            // Clear the count first, then the readiness: a completion posted
+            // after the clear signals again and is seen as a new edge.
+            efd.clear();
+            ready.clear_ready();
+            let Some(core) = core.upgrade() else { return };
+            core.drive();
+            // If this was the last handle, the core (and its queue, which
+            // waits for the kernel) is dropped here, on the runtime thread.
+            drop(core);
+        }
+    }));
+}
