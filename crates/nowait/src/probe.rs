@@ -9,6 +9,9 @@
 //!   `STATX_DIOALIGN`, then the logical block size), whether the device's
 //!   queue polls (`/sys/block/*/queue/io_poll`), and which backend and path a
 //!   read of it would take, and why.
+//! * the ladder: whether native AIO can be set up (`io_setup(2)`), and which
+//!   backend `BackendChoice::Auto` ends up with here — found by building a
+//!   queue of depth 1, so the answer is the ladder's own, reason included.
 
 use std::fmt;
 use std::fs;
@@ -16,10 +19,10 @@ use std::os::unix::fs::MetadataExt;
 
 use io_uring::{opcode, IoUring, Probe};
 
-use crate::backend::BackendKind;
+use crate::backend::{aio, BackendKind};
 use crate::fastpath::{FastPathOff, FastPathState};
 use crate::file::{File, FileKind};
-use crate::queue::uring_refusal;
+use crate::queue::{aio_refusal, uring_disabled_by_env, uring_refusal, BackendReport, Queue};
 
 /// Name of a filesystem from its `f_type` magic number.
 pub fn fs_name(magic: i64) -> &'static str {
@@ -87,6 +90,11 @@ pub struct MachineReport {
     pub cpus: usize,
     /// `RLIMIT_MEMLOCK` soft limit in bytes (`None` = unlimited); bounds registered buffers.
     pub memlock_bytes: Option<u64>,
+    /// Whether a native AIO context can be set up (`io_setup(2)`), or why not.
+    pub aio: Result<(), String>,
+    /// What `BackendChoice::Auto` sets up here (kind, why, details), or why
+    /// nothing could be.
+    pub auto: Result<BackendReport, String>,
 }
 
 fn try_flags(configure: impl Fn(&mut io_uring::Builder)) -> Result<(), i32> {
@@ -179,12 +187,20 @@ pub fn machine() -> MachineReport {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    let aio = aio::setup(1).map(drop).map_err(|e| aio_refusal(&e));
+    let auto = Queue::builder()
+        .depth(1)
+        .build()
+        .map(|q| q.backend().clone())
+        .map_err(|e| e.to_string());
     MachineReport {
         uring,
         io_uring_disabled,
         kernel_release,
         cpus,
         memlock_bytes: memlock(),
+        aio,
+        auto,
     }
 }
 
@@ -324,12 +340,24 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
     };
     let io_poll = sysfs_queue_attr(dev, "io_poll").map(|s| s == "1");
     let rwf_nowait = probe_nowait(&buffered);
-    let (backend, buffered_path, direct_path) = match &machine.uring {
-        UringStatus::Available { .. } => (
-            BackendKind::Uring,
+    let auto_kind = machine.auto.as_ref().map_or(BackendKind::Sync, |r| r.kind);
+    let why = fallback_why(machine);
+    let pool_path = || match rwf_nowait {
+        NowaitProbe::Supported { .. } => format!(
+            "pool: preadv2(RWF_NOWAIT) inline on the submitting thread (a cached read \
+             never waits for a thread), misses to worker threads doing pread(2) ({why})"
+        ),
+        _ => format!(
+            "pool: worker threads doing pread(2), no inline fast path ({}) ({why})",
+            nowait_words(rwf_nowait, buffered.fs())
+        ),
+    };
+    let direct_ok = direct.is_ok();
+    let (buffered_path, direct_path) = match auto_kind {
+        BackendKind::Uring => (
             "uring: io_uring async buffered read (a page-cache miss is retried by callback; no worker thread parked)"
                 .to_string(),
-            direct.as_ref().ok().map(|_| {
+            direct_ok.then(|| {
                 let poll = match io_poll {
                     Some(true) => "device polls (io_poll=1): an IOPOLL ring applies",
                     Some(false) => "interrupt-driven: device queue does not poll (io_poll=0)",
@@ -338,24 +366,29 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
                 format!("uring: io_uring O_DIRECT read, {poll}")
             }),
         ),
-        UringStatus::Unavailable { reason, .. } => (
-            BackendKind::Pool,
-            match rwf_nowait {
-                NowaitProbe::Supported { .. } => format!(
-                    "pool: preadv2(RWF_NOWAIT) inline on the submitting thread (a cached read \
-                     never waits for a thread), misses to worker threads doing pread(2), because {reason}"
-                ),
-                _ => format!(
-                    "pool: worker threads doing pread(2), no inline fast path ({}), because {reason}",
-                    nowait_words(rwf_nowait, buffered.fs())
-                ),
-            },
-            direct
-                .as_ref()
-                .ok()
-                .map(|_| format!("pool: pread(2) with O_DIRECT in worker threads, because {reason}")),
+        BackendKind::AioPool => (
+            pool_path(),
+            direct_ok.then(|| {
+                format!(
+                    "aio: io_submit(2) O_DIRECT read, no thread per read, completions taken \
+                     from the mapped ring ({why})"
+                )
+            }),
+        ),
+        BackendKind::Aio => (
+            format!("aio: io_submit(2) reads a buffered file before returning ({why})"),
+            direct_ok.then(|| format!("aio: io_submit(2) O_DIRECT read ({why})")),
+        ),
+        BackendKind::Pool => (
+            pool_path(),
+            direct_ok.then(|| format!("pool: pread(2) with O_DIRECT in worker threads ({why})")),
+        ),
+        BackendKind::Sync => (
+            format!("sync: pread(2) on the calling thread ({why})"),
+            direct_ok.then(|| format!("sync: pread(2) with O_DIRECT on the calling thread ({why})")),
         ),
     };
+    let backend = auto_kind;
     Ok(FileReport {
         path: path.into(),
         kind: buffered.kind(),
@@ -369,6 +402,31 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
         rwf_nowait,
         fast_path: buffered.fast_path(),
     })
+}
+
+/// Why `Auto` is below io_uring here (and below `aio+pool`, if it is), in
+/// words for the per-file paths; the ladder's full reason is in the machine
+/// report.
+fn fallback_why(machine: &MachineReport) -> String {
+    let auto = match &machine.auto {
+        Ok(r) => r,
+        Err(e) => return format!("no backend could be set up: {e}"),
+    };
+    let uring = if uring_disabled_by_env() {
+        "NOWAIT_DISABLE_URING is set".to_string()
+    } else {
+        match &machine.uring {
+            UringStatus::Unavailable { reason, .. } => reason.clone(),
+            // The probe's small ring worked, the queue's did not.
+            UringStatus::Available { .. } => auto.reason.clone(),
+        }
+    };
+    match (&machine.aio, auto.kind) {
+        (Err(aio), BackendKind::Pool | BackendKind::Sync) => {
+            format!("no io_uring: {uring}; no aio: {aio}")
+        }
+        _ => format!("no io_uring: {uring}"),
+    }
 }
 
 /// `/sys/dev/block/MAJ:MIN/queue/ATTR`, or the parent disk's for a partition.
@@ -420,15 +478,19 @@ impl fmt::Display for MachineReport {
                     f,
                     "    (IOPOLL is accepted at setup; whether a device polls shows per file as io_poll, \
                      and is confirmed per request)"
-                )
+                )?;
             }
             UringStatus::Unavailable { reason, .. } => {
                 writeln!(f, "  io_uring: UNAVAILABLE — {reason}")?;
-                writeln!(
-                    f,
-                    "    reads fall back to the pool backend (worker threads with the RWF_NOWAIT fast path)"
-                )
             }
+        }
+        match &self.aio {
+            Ok(()) => writeln!(f, "  aio: available (io_setup works)")?,
+            Err(why) => writeln!(f, "  aio: UNAVAILABLE — {why}")?,
+        }
+        match &self.auto {
+            Ok(r) => writeln!(f, "  Auto backend: {} ({})", r.kind, r.reason),
+            Err(e) => writeln!(f, "  Auto backend: none could be set up: {e}"),
         }
     }
 }

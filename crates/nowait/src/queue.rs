@@ -39,10 +39,11 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::backend::aio;
+use crate::backend::aio_pool::{self, SetupError};
 use crate::backend::pool::{self, PoolConfig};
 use crate::backend::sync::SyncBackend;
 use crate::backend::uring::{self, IoPoll, UringConfig};
-use crate::backend::{Backend, BackendChoice, BackendKind, Cqe, Sqe, MAX_READ};
+use crate::backend::{Backend, BackendChoice, BackendKind, BackendStats, Cqe, Sqe, MAX_READ};
 use crate::buf::{Buf, BufPool};
 use crate::error::{Error, Result};
 use crate::fastpath::{FastPathStats, NowaitMode};
@@ -329,6 +330,37 @@ pub(crate) fn uring_refusal(e: &io::Error) -> String {
     }
 }
 
+/// Why native AIO cannot be used, from the errno of `io_setup(2)`.
+pub(crate) fn aio_refusal(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => {
+            let max = std::fs::read_to_string("/proc/sys/fs/aio-max-nr").unwrap_or_default();
+            let used = std::fs::read_to_string("/proc/sys/fs/aio-nr").unwrap_or_default();
+            format!(
+                "io_setup answered EAGAIN: the system-wide AIO event limit is used up \
+                 (fs.aio-nr {} of fs.aio-max-nr {}); raise /proc/sys/fs/aio-max-nr",
+                used.trim(),
+                max.trim()
+            )
+        }
+        Some(libc::ENOSYS) => {
+            "io_setup answered ENOSYS: the kernel is built without AIO (CONFIG_AIO=n)".into()
+        }
+        Some(libc::EPERM) => "io_setup answered EPERM: blocked by a seccomp filter".into(),
+        Some(libc::ENOMEM) => "io_setup answered ENOMEM: no memory for the completion ring".into(),
+        Some(libc::EINVAL) => {
+            "io_setup answered EINVAL: the queue depth is larger than the kernel allows".into()
+        }
+        _ => format!("io_setup failed: {e}"),
+    }
+}
+
+/// True if `NOWAIT_DISABLE_URING` is set to anything but empty or `0`:
+/// `Auto` then skips io_uring (to exercise the ladder without seccomp).
+pub(crate) fn uring_disabled_by_env() -> bool {
+    std::env::var_os("NOWAIT_DISABLE_URING").is_some_and(|v| v != "0" && !v.is_empty())
+}
+
 /// Set up one backend, or say why it cannot be had here.
 fn build_one(
     kind: BackendKind,
@@ -338,7 +370,7 @@ fn build_one(
 ) -> std::result::Result<Box<dyn Backend>, String> {
     match kind {
         BackendKind::Uring => {
-            if std::env::var_os("NOWAIT_DISABLE_URING").is_some_and(|v| v != "0" && !v.is_empty()) {
+            if uring_disabled_by_env() {
                 return Err("disabled by NOWAIT_DISABLE_URING".into());
             }
             match uring::setup(depth, uring_cfg) {
@@ -348,9 +380,13 @@ fn build_one(
         }
         BackendKind::Aio => match aio::setup(depth) {
             Ok(b) => Ok(Box::new(b)),
-            Err(e) => Err(format!(
-                "io_setup failed: {e} (raise /proc/sys/fs/aio-max-nr if EAGAIN)"
-            )),
+            Err(e) => Err(aio_refusal(&e)),
+        },
+        BackendKind::AioPool => match aio_pool::setup(depth, pool_cfg) {
+            Ok(b) => Ok(Box::new(b)),
+            Err(SetupError::Aio(e)) => Err(aio_refusal(&e)),
+            Err(SetupError::EventFd(e)) => Err(format!("eventfd failed: {e}")),
+            Err(SetupError::Pool(e)) => Err(format!("cannot start worker threads: {e}")),
         },
         BackendKind::Pool => match pool::setup(depth, pool_cfg) {
             Ok(b) => Ok(Box::new(b)),
@@ -365,13 +401,32 @@ fn fallback_hint(kind: BackendKind) -> &'static str {
     match kind {
         BackendKind::Uring => "use --ioengine pool (or BackendChoice::Auto) to fall back",
         BackendKind::Aio => "use --ioengine uring or pool",
+        BackendKind::AioPool => "use --ioengine pool (or BackendChoice::Auto) to fall back",
         BackendKind::Pool => "use --ioengine sync to read on the calling thread",
         BackendKind::Sync => "",
     }
 }
 
-/// The ladder `BackendChoice::Auto` walks: the first that can be set up wins.
-const LADDER: [BackendKind; 3] = [BackendKind::Uring, BackendKind::Pool, BackendKind::Sync];
+/// The ladder `BackendChoice::Auto` walks: the first that can be set up
+/// wins. Below io_uring, direct files go to native AIO and buffered files
+/// to the pool (`aio+pool`); if AIO cannot be set up, everything goes to
+/// the pool; `sync` only if no thread can be started.
+const LADDER: [BackendKind; 4] = [
+    BackendKind::Uring,
+    BackendKind::AioPool,
+    BackendKind::Pool,
+    BackendKind::Sync,
+];
+
+/// What a fallback means for the reads, appended to the report's reason.
+fn ladder_note(kind: BackendKind) -> &'static str {
+    match kind {
+        BackendKind::AioPool => "; O_DIRECT files use aio, buffered files use pool",
+        BackendKind::Pool => "; O_DIRECT and buffered files use pool",
+        BackendKind::Sync => "; every read is a pread(2) on the calling thread",
+        BackendKind::Uring | BackendKind::Aio => "",
+    }
+}
 
 fn make_backend(
     choice: BackendChoice,
@@ -403,7 +458,7 @@ fn make_backend(
                         let reason = if skipped.is_empty() {
                             format!("{kind} is available; it is the first choice")
                         } else {
-                            format!("fell back {}", skipped.join("; then "))
+                            format!("fell back {}{}", skipped.join("; then "), ladder_note(kind))
                         };
                         let r = report(kind, reason, b.as_ref());
                         return Ok((b, r));
@@ -590,6 +645,12 @@ impl Queue {
     /// Requests pushed and not yet handed back by `reap`.
     pub fn in_flight(&self) -> usize {
         self.slots.len() - self.free.len() + self.stash.len()
+    }
+
+    /// The backend's own counters so far (those [`Queue::stats`] carries,
+    /// and per-backend ones such as `aio+pool`'s reads per half).
+    pub fn backend_stats(&self) -> BackendStats {
+        self.backend.stats()
     }
 
     /// Counters so far.
@@ -922,9 +983,13 @@ impl Queue {
             let file = s.file.as_ref().expect("an issued slot holds its file");
             let align = file.dio_align().offset as u64;
             let pos = s.io_offset + s.done as u64;
-            // A direct read that stops inside a block stopped at end of file:
-            // the kernel only returns unaligned counts there.
-            let eof_in_block = file.is_direct() && pos % align != 0;
+            // A direct read that stops inside a block has normally reached end
+            // of file: block filesystems return unaligned counts only there
+            // (and the rest could not be re-issued aligned). FUSE and network
+            // filesystems also stop short elsewhere, so a stop below the
+            // file's size (fstat) is read on like any short read.
+            let eof_in_block =
+                file.is_direct() && pos % align != 0 && !file.len().is_ok_and(|size| pos < size);
             if s.done >= s.io_len || eof_in_block {
                 self.finish(idx, Ok(()));
             } else {

@@ -1,5 +1,8 @@
 //! io_uring blocked the way Docker's default seccomp profile blocks it:
-//! the engine must fall back, say why, and still read correctly.
+//! the engine must fall back down the ladder, say why, and still read
+//! correctly — `O_DIRECT` files through native AIO and buffered files
+//! through the pool, in one queue; everything through the pool when AIO
+//! cannot be set up either.
 //!
 //! The filter is installed on one thread only (seccomp filters are per
 //! thread unless synchronised), so the other tests keep io_uring.
@@ -7,7 +10,7 @@
 
 mod common;
 
-use common::pattern_file;
+use common::{direct_dir, mixed_reads, pattern_file, Rng};
 use nowait::{pattern, BackendChoice, BackendKind, Buf, Direct, Error, File, Queue};
 
 #[repr(C)]
@@ -36,7 +39,13 @@ const SECCOMP_MODE_FILTER: libc::c_ulong = 2;
 
 /// Make `io_uring_setup(2)` fail with EPERM on the calling thread.
 fn deny_io_uring_setup_on_this_thread() -> Result<(), String> {
-    let nr = libc::SYS_io_uring_setup as u32;
+    deny_on_this_thread(libc::SYS_io_uring_setup, libc::EPERM)
+}
+
+/// Make system call `nr` fail with `errno` on the calling thread (and the
+/// threads it starts afterwards). Filters stack: earlier ones stay.
+fn deny_on_this_thread(nr: libc::c_long, errno: i32) -> Result<(), String> {
+    let nr = nr as u32;
     let prog = [
         SockFilter {
             code: BPF_LD_W_ABS,
@@ -54,7 +63,7 @@ fn deny_io_uring_setup_on_this_thread() -> Result<(), String> {
             code: BPF_RET_K,
             jt: 0,
             jf: 0,
-            k: SECCOMP_RET_ERRNO | libc::EPERM as u32,
+            k: SECCOMP_RET_ERRNO | errno as u32,
         },
         SockFilter {
             code: BPF_RET_K,
@@ -95,6 +104,55 @@ fn deny_io_uring_setup_on_this_thread() -> Result<(), String> {
     Ok(())
 }
 
+/// The size of the pattern files the ladder tests read.
+const SIZE: u64 = 4 << 20;
+
+/// Reads per round in the mixed tests: unequal, so a swapped route shows.
+const MIX: (usize, usize) = (40, 24);
+
+/// A direct and a buffered handle on one pattern file, or why not.
+fn direct_and_buffered() -> Result<(tempfile::TempDir, File, File), String> {
+    let dir = direct_dir()?;
+    let path = pattern_file(dir.path(), "mix.dat", SIZE);
+    let direct = File::open(&path, Direct::On).map_err(|e| e.to_string())?;
+    let buffered = File::open(&path, Direct::Off).unwrap();
+    Ok((dir, direct, buffered))
+}
+
+/// Mixed reads at QD 64 on an `aio+pool` queue; the halves' own counters
+/// (each counts the reads pushed to it) prove the route of every read.
+fn mixed_reads_take_both_halves(q: &mut Queue, test: &str) {
+    let (_dir, direct, buffered) = match direct_and_buffered() {
+        Ok(f) => f,
+        Err(why) => return eprintln!("SKIP {test} mixed reads: {why}"),
+    };
+    assert_eq!(q.backend().kind, BackendKind::AioPool, "{:?}", q.backend());
+    let mut rng = Rng::from_env(test);
+    let rounds = 3;
+    let (b0, st0) = (q.backend_stats(), q.stats());
+    mixed_reads(q, &direct, &buffered, SIZE, MIX, rounds, &mut rng);
+    let (n_direct, n_buffered) = ((MIX.0 * rounds) as u64, (MIX.1 * rounds) as u64);
+    let (mut b, st) = (q.backend_stats(), q.stats());
+    b.aio_reads -= b0.aio_reads;
+    b.pool_reads -= b0.pool_reads;
+    // Reads inside the file come back whole; a retry (EINTR/EAGAIN) would
+    // add a raw read to the half that owns the file.
+    let retries = st.short_retries + st.eintr_retries - st0.short_retries - st0.eintr_retries;
+    assert_eq!(
+        b.aio_reads + b.pool_reads,
+        n_direct + n_buffered + retries,
+        "{b:?}"
+    );
+    assert!(
+        (n_direct..=n_direct + retries).contains(&b.aio_reads),
+        "direct reads must go to aio: {b:?}"
+    );
+    assert!(
+        (n_buffered..=n_buffered + retries).contains(&b.pool_reads),
+        "buffered reads must go to the pool: {b:?}"
+    );
+}
+
 #[test]
 fn io_uring_blocked_by_seccomp_falls_back() {
     if cfg!(not(target_arch = "x86_64")) && cfg!(not(target_arch = "aarch64")) {
@@ -117,24 +175,121 @@ fn io_uring_blocked_by_seccomp_falls_back() {
         assert!(msg.contains("EPERM") && msg.contains("seccomp"), "{msg}");
         assert!(msg.contains("fall back"), "{msg}");
 
-        // Auto: falls back, records why, reads correctly.
-        let mut q = Queue::builder().build().expect("fallback backend");
-        assert_ne!(q.backend().kind, BackendKind::Uring);
-        assert!(q.backend().reason.contains("EPERM"), "{}", q.backend().reason);
+        // Auto: falls back to aio+pool, records why, reads correctly.
+        let mut q = Queue::builder().depth(64).build().expect("fallback backend");
+        let report = q.backend().clone();
+        assert_eq!(report.kind, BackendKind::AioPool, "{report:?}");
+        assert!(report.reason.contains("EPERM"), "{}", report.reason);
+        assert!(
+            report.reason.contains("O_DIRECT files use aio, buffered files use pool"),
+            "{}",
+            report.reason
+        );
+        assert!(report.detail.contains("native AIO") && report.detail.contains("thread pool"), "{}", report.detail);
         let f = File::open(&path, Direct::Auto).unwrap();
         let (r, b) = q.read_at(&f, 12_345, Buf::new(100_000));
         assert_eq!(r.unwrap(), 100_000);
         pattern::check(12_345, b.as_slice()).unwrap();
+        mixed_reads_take_both_halves(&mut q, "io_uring_blocked_by_seccomp_falls_back");
 
-        // The machine probe says the same.
-        match nowait::probe::machine().uring {
+        // The machine probe says the same, and names each file's path.
+        let machine = nowait::probe::machine();
+        match &machine.uring {
             nowait::probe::UringStatus::Unavailable { errno, reason } => {
-                assert_eq!(errno, libc::EPERM);
+                assert_eq!(*errno, libc::EPERM);
                 assert!(reason.contains("seccomp"), "{reason}");
             }
             other => panic!("probe should see io_uring blocked: {other:?}"),
         }
+        assert_eq!(machine.auto.as_ref().unwrap().kind, BackendKind::AioPool);
+        assert!(machine.to_string().contains("Auto backend: aio+pool"), "{machine}");
+        let report = nowait::probe::file(&path, &machine).unwrap();
+        assert_eq!(report.backend, BackendKind::AioPool);
+        assert!(report.buffered_path.starts_with("pool:"), "{report}");
+        match (&report.direct, &report.direct_path) {
+            (Ok(_), Some(p)) => assert!(p.starts_with("aio:") && p.contains("EPERM"), "{report}"),
+            (Err(why), None) => eprintln!("SKIP probe direct path: no O_DIRECT here ({why})"),
+            other => panic!("direct possible and direct path disagree: {other:?}"),
+        }
+
+        // AIO refused as well (fs.aio-max-nr used up: EAGAIN): everything
+        // goes to the pool, and the reason says both steps.
+        if let Err(why) = deny_on_this_thread(libc::SYS_io_setup, libc::EAGAIN) {
+            return eprintln!("SKIP aio refused: cannot install a second filter: {why}");
+        }
+        let e = Queue::builder().backend(BackendChoice::Exactly(BackendKind::Aio)).build().unwrap_err();
+        assert!(matches!(e, Error::BackendUnavailable { backend: "aio", .. }), "{e:?}");
+        assert!(e.to_string().contains("aio-max-nr"), "{e}");
+        let mut q = Queue::builder().depth(64).build().expect("pool fallback");
+        let report = q.backend().clone();
+        assert_eq!(report.kind, BackendKind::Pool, "{report:?}");
+        for want in ["from uring: io_uring_setup answered EPERM", "then from aio+pool: io_setup answered EAGAIN", "O_DIRECT and buffered files use pool"] {
+            assert!(report.reason.contains(want), "{want:?} missing: {}", report.reason);
+        }
+        match direct_and_buffered() {
+            Ok((_dir, direct, buffered)) => {
+                let mut rng = Rng::from_env("aio refused");
+                mixed_reads(&mut q, &direct, &buffered, SIZE, MIX, 1, &mut rng);
+                let b = q.backend_stats();
+                assert_eq!((b.aio_reads, b.pool_reads), (0, (MIX.0 + MIX.1) as u64 + q.stats().short_retries), "{b:?}");
+            }
+            Err(why) => eprintln!("SKIP aio refused mixed reads: {why}"),
+        }
+        let machine = nowait::probe::machine();
+        assert!(machine.aio.as_ref().is_err_and(|e| e.contains("EAGAIN")), "{:?}", machine.aio);
+        assert_eq!(machine.auto.as_ref().unwrap().kind, BackendKind::Pool);
+        let report = nowait::probe::file(&path, &machine).unwrap();
+        if let Some(p) = &report.direct_path {
+            assert!(p.starts_with("pool:"), "{report}");
+        }
     })
     .join()
     .expect("fallback checks passed");
+}
+
+/// Re-run this binary for one test in a fresh process with `envs`.
+fn run_child(test: &str, envs: &[(&str, &str)]) {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("NOWAIT_FALLBACK_CHILD", test);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("--- child {test} ---\n{text}--- end child ---");
+    assert!(out.status.success(), "child {test} failed");
+    assert!(text.contains("1 passed"), "child {test} did not run");
+}
+
+fn in_child(test: &str) -> bool {
+    std::env::var("NOWAIT_FALLBACK_CHILD").is_ok_and(|v| v == test)
+}
+
+/// `NOWAIT_DISABLE_URING=1` takes the same step down as seccomp does.
+#[test]
+fn disabled_uring_sends_direct_reads_to_aio_and_buffered_to_pool() {
+    run_child(
+        "disabled_uring_sends_direct_reads_to_aio_and_buffered_to_pool_child",
+        &[("NOWAIT_DISABLE_URING", "1")],
+    );
+}
+
+#[test]
+fn disabled_uring_sends_direct_reads_to_aio_and_buffered_to_pool_child() {
+    if !in_child("disabled_uring_sends_direct_reads_to_aio_and_buffered_to_pool_child") {
+        return; // runs in a fresh process, from the test above
+    }
+    let mut q = Queue::builder().depth(64).build().unwrap();
+    let reason = &q.backend().reason;
+    assert!(
+        reason.contains("NOWAIT_DISABLE_URING") && reason.contains("O_DIRECT files use aio"),
+        "{reason}"
+    );
+    mixed_reads_take_both_halves(&mut q, "disabled_uring_child");
 }

@@ -1,13 +1,14 @@
-//! The data matrix: the same scenarios on every backend the machine offers,
-//! buffered and direct, on ext4, tmpfs and xfs (loop image, when root).
-//! Every byte read is checked against the offset-derived pattern.
+//! The data matrix: the same scenarios on every backend the machine offers
+//! (`aio+pool` included), buffered and direct, on ext4, tmpfs and xfs (loop
+//! image, when root). Every byte read is checked against the offset-derived
+//! pattern.
 
 mod common;
 
 use std::path::Path;
 
-use common::{backends, fs_of, pattern_file, LoopMount, Rng};
-use nowait::{pattern, BackendChoice, Buf, Direct, Error, File, Queue, Read};
+use common::{backends, fs_of, mixed_reads, pattern_file, LoopMount, Rng};
+use nowait::{pattern, BackendChoice, BackendKind, Buf, Direct, Error, File, Queue, Read};
 
 const FILE_SIZE: u64 = (3 << 20) + 123;
 const SIZES: [usize; 10] = [1, 7, 511, 512, 4095, 4096, 4097, 65536, 131_071, 1 << 20];
@@ -175,10 +176,47 @@ fn empty_and_zero(dir: &Path, label: &str) {
     }
 }
 
+/// Direct and buffered reads of one file in flight together in one queue
+/// (QD 64), and which backend each went to: `aio+pool` splits them by the
+/// file's direct flag, the single backends take all of them.
+fn mixed_direct_and_buffered(dir: &Path, label: &str) {
+    let path = pattern_file(dir, "mixed.dat", FILE_SIZE);
+    let direct = match File::open(&path, Direct::On) {
+        Ok(f) => f,
+        Err(e) => return eprintln!("SKIP {label} mixed: {e}"),
+    };
+    let buffered = File::open(&path, Direct::Off).unwrap();
+    let mut rng = Rng::from_env(label);
+    let (n_direct, n_buffered) = (40u64, 24u64);
+    for (kind, mut q) in backends(64) {
+        mixed_reads(&mut q, &direct, &buffered, FILE_SIZE, (40, 24), 2, &mut rng);
+        let b = q.backend_stats();
+        let st = q.stats();
+        let retries = st.short_retries + st.eintr_retries;
+        let all = 2 * (n_direct + n_buffered) + retries;
+        let ctx = format!("{label} {kind}: {b:?}");
+        match kind {
+            BackendKind::AioPool => {
+                assert_eq!(b.aio_reads + b.pool_reads, all, "{ctx}");
+                assert!(
+                    (2 * n_direct..=2 * n_direct + retries).contains(&b.aio_reads),
+                    "{ctx}"
+                );
+            }
+            BackendKind::Aio => assert_eq!((b.aio_reads, b.pool_reads), (all, 0), "{ctx}"),
+            BackendKind::Pool => assert_eq!((b.aio_reads, b.pool_reads), (0, all), "{ctx}"),
+            BackendKind::Uring | BackendKind::Sync => {
+                assert_eq!((b.aio_reads, b.pool_reads), (0, 0), "{ctx}")
+            }
+        }
+    }
+}
+
 fn whole_matrix(dir: &Path, label: &str) {
     single_reads(dir, label);
     deep_queues(dir, label);
     empty_and_zero(dir, label);
+    mixed_direct_and_buffered(dir, label);
 }
 
 #[test]

@@ -799,7 +799,7 @@ fn auto_falls_back_to_pool_child() {
     let dir = tempfile::tempdir().unwrap();
     let path: PathBuf = pattern_file(dir.path(), "auto.dat", 100_000);
     let mut q = Queue::builder().build().unwrap();
-    assert_eq!(q.backend().kind, BackendKind::Pool, "{:?}", q.backend());
+    assert_eq!(q.backend().kind, BackendKind::AioPool, "{:?}", q.backend());
     assert!(
         q.backend().reason.contains("NOWAIT_DISABLE_URING"),
         "{}",

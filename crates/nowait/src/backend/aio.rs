@@ -9,16 +9,27 @@
 //!
 //! Native AIO is only asynchronous for `O_DIRECT`: on a buffered file
 //! `io_submit` performs the read before it returns. That is why the ladder
-//! puts `aio` between `uring` and `pool` for direct files only. A queue
-//! built on `aio` still reads buffered files correctly, just synchronously.
+//! puts `aio` between `uring` and `pool` for direct files only (the
+//! `aio+pool` backend, `aio_pool.rs`). A queue built on `aio` alone still
+//! reads buffered files correctly, just synchronously.
+//!
+//! Two kernel features make completions visible outside `io_getevents`:
+//! * `IOCB_FLAG_RESFD`: the kernel adds 1 to an eventfd for every completed
+//!   read ([`AioBackend::set_resfd`]; [`Backend::register_notify`]).
+//! * `IOCB_CMD_POLL`: a one-shot poll of another file descriptor whose
+//!   completion lands in this context's ring like a read's
+//!   ([`AioBackend::arm_poll`]). `aio+pool` uses it to forward its own
+//!   eventfd to the async front end's, in the kernel. Its event is consumed
+//!   here and never reported as a result.
 #![allow(unsafe_code)]
 
 use std::io;
+use std::os::fd::RawFd;
 use std::ptr;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::{Backend, BackendStats, Cqe, Sqe};
+use super::{signal, Backend, BackendStats, Cqe, Sqe};
 use crate::error::{Error, Result};
 
 /// `struct iocb` from `<linux/aio_abi.h>` (little-endian layout).
@@ -64,6 +75,12 @@ struct AioRing {
 
 const AIO_RING_MAGIC: u32 = 0xa10a_10a1;
 const IOCB_CMD_PREAD: u16 = 0;
+const IOCB_CMD_POLL: u16 = 5;
+/// `aio_flags`: signal the eventfd in `aio_resfd` on completion.
+const IOCB_FLAG_RESFD: u32 = 1;
+/// `aio_data` of the poll control block; slots are `u32`, so it never
+/// collides with a read's.
+const POLL_TAG: u64 = u64::MAX;
 
 #[cfg(not(target_endian = "little"))]
 compile_error!("the aio backend's iocb layout is written for little-endian targets");
@@ -76,10 +93,17 @@ pub(crate) struct AioBackend {
     pending: Vec<*mut Iocb>,
     /// Results of reads io_submit refused individually (bad fd, EINVAL).
     refused: Vec<Cqe>,
-    /// Reads the kernel has accepted and not yet completed.
+    /// Reads the kernel has accepted and not yet completed (not counting
+    /// the poll control block).
     in_kernel: usize,
     events: Vec<IoEvent>,
     user_reap: bool,
+    /// Eventfd every read submitted from now on signals (`IOCB_FLAG_RESFD`).
+    resfd: Option<RawFd>,
+    /// The `IOCB_CMD_POLL` control block (read by the kernel during io_submit).
+    poll_cb: Iocb,
+    /// The poll is in the kernel and its event has not been seen yet.
+    poll_armed: bool,
     stats: BackendStats,
     /// Events taken from the user-mapped ring without a system call.
     pub(crate) user_reaped: u64,
@@ -90,14 +114,15 @@ pub(crate) struct AioBackend {
 // between threads together with that queue.
 unsafe impl Send for AioBackend {}
 
-/// Set up an AIO context for `depth` reads in flight.
+/// Set up an AIO context for `depth` reads in flight, plus the one poll
+/// control block [`AioBackend::arm_poll`] may add.
 pub(crate) fn setup(depth: usize) -> io::Result<AioBackend> {
     let mut ctx: u64 = 0;
     // SAFETY: io_setup writes one aio_context_t (u64) to the pointer.
     let r = unsafe {
         libc::syscall(
             libc::SYS_io_setup,
-            depth as libc::c_long,
+            (depth + 1) as libc::c_long,
             &mut ctx as *mut u64,
         )
     };
@@ -110,8 +135,11 @@ pub(crate) fn setup(depth: usize) -> io::Result<AioBackend> {
         pending: Vec::with_capacity(depth),
         refused: Vec::with_capacity(depth),
         in_kernel: 0,
-        events: vec![IoEvent::default(); depth],
+        events: vec![IoEvent::default(); depth + 1],
         user_reap: false,
+        resfd: None,
+        poll_cb: Iocb::default(),
+        poll_armed: false,
         stats: BackendStats::default(),
         user_reaped: 0,
     };
@@ -142,27 +170,113 @@ impl AioBackend {
             let mut n = 0;
             while head != tail {
                 let ev = ptr::read_volatile(events.add(head as usize));
-                out.push(Cqe {
-                    slot: ev.data as u32,
-                    res: clamp_res(ev.res),
-                });
+                n += self.take_event(&ev, out);
                 head = (head + 1) % nr;
-                n += 1;
             }
             fence(Ordering::Release);
             (*head_p).store(head, Ordering::Release);
-            self.in_kernel -= n;
             self.user_reaped += n as u64;
             n
         }
     }
 
+    /// Account for one completion event: a read's becomes a `Cqe` (returns
+    /// 1), the poll's only disarms it (returns 0).
+    fn take_event(&mut self, ev: &IoEvent, out: &mut Vec<Cqe>) -> usize {
+        if ev.data == POLL_TAG {
+            self.poll_armed = false;
+            return 0;
+        }
+        out.push(Cqe {
+            slot: ev.data as u32,
+            res: clamp_res(ev.res),
+        });
+        self.in_kernel -= 1;
+        1
+    }
+
+    /// Make every read submitted from now on signal eventfd `fd` when it
+    /// completes (`IOCB_FLAG_RESFD`; the kernel adds 1 per read). Reads
+    /// pushed and not yet submitted are included.
+    pub(crate) fn set_resfd(&mut self, fd: RawFd) {
+        self.resfd = Some(fd);
+        for &cb in &self.pending {
+            // SAFETY: `pending` points into `self.iocbs`, alive and ours; the
+            // kernel reads an iocb only during io_submit, not now.
+            unsafe {
+                (*cb).aio_flags |= IOCB_FLAG_RESFD;
+                (*cb).aio_resfd = fd as u32;
+            }
+        }
+    }
+
+    /// Arm a one-shot `IOCB_CMD_POLL` for `POLLIN` on `fd` whose completion
+    /// signals eventfd `resfd` (and is consumed by the next reap, which
+    /// makes [`AioBackend::poll_armed`] false again). One system call.
+    ///
+    /// Errors: EINVAL (a kernel without `IOCB_CMD_POLL`), EAGAIN (the
+    /// context is full), EBADF, ENOMEM; the poll is then not armed.
+    pub(crate) fn arm_poll(&mut self, fd: RawFd, resfd: RawFd) -> io::Result<()> {
+        if self.poll_armed {
+            return Ok(());
+        }
+        self.poll_cb = Iocb {
+            aio_data: POLL_TAG,
+            aio_lio_opcode: IOCB_CMD_POLL,
+            aio_fildes: fd as u32,
+            // The event mask travels in aio_buf.
+            aio_buf: libc::POLLIN as u64,
+            aio_flags: IOCB_FLAG_RESFD,
+            aio_resfd: resfd as u32,
+            ..Iocb::default()
+        };
+        let mut cbs = [&mut self.poll_cb as *mut Iocb];
+        loop {
+            // SAFETY: `cbs` holds one pointer to `self.poll_cb`, initialised
+            // and alive for the call; the kernel copies it during io_submit.
+            let r = unsafe {
+                libc::syscall(
+                    libc::SYS_io_submit,
+                    self.ctx,
+                    1 as libc::c_long,
+                    cbs.as_mut_ptr(),
+                )
+            };
+            self.stats.syscalls += 1;
+            match r {
+                1 => {
+                    self.poll_armed = true;
+                    return Ok(());
+                }
+                // Nothing accepted and no error: the context is full.
+                0 => return Err(io::Error::from_raw_os_error(libc::EAGAIN)),
+                _ => {
+                    let e = io::Error::last_os_error();
+                    match e.raw_os_error() {
+                        // A signal before the iocb was taken: submit again.
+                        Some(libc::EINTR) => continue,
+                        // Everything else is the caller's to decide.
+                        _ => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// The poll armed by [`AioBackend::arm_poll`] has not completed yet (as
+    /// far as the reaps so far have seen).
+    pub(crate) fn poll_armed(&self) -> bool {
+        self.poll_armed
+    }
+
+    /// Wait in `io_getevents` for at least `min` events (the poll's
+    /// included) or `timeout`; returns the reads' results appended.
     fn getevents(
         &mut self,
         min: usize,
         timeout: Option<Duration>,
         out: &mut Vec<Cqe>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let ts = timeout.map(|t| libc::timespec {
             tv_sec: t.as_secs() as libc::time_t,
             tv_nsec: t.subsec_nanos() as _,
@@ -170,7 +284,8 @@ impl AioBackend {
         let ts_ptr = ts
             .as_ref()
             .map_or(ptr::null(), |t| t as *const libc::timespec);
-        let max = self.events.len().min(self.in_kernel.max(1));
+        let in_ring = self.in_kernel + self.poll_armed as usize;
+        let max = self.events.len().min(in_ring.max(1));
         // SAFETY: `events` has room for `max` io_events; `ts_ptr` is null or
         // points to a timespec alive for the call.
         let r = unsafe {
@@ -188,21 +303,21 @@ impl AioBackend {
             let e = io::Error::last_os_error();
             return match e.raw_os_error() {
                 // A signal: the caller loops.
-                Some(libc::EINTR) => Ok(()),
+                Some(libc::EINTR) => Ok(0),
+                // EFAULT/EINVAL would be a bug here (our buffers, our
+                // context); surface it with anything else.
                 _ => Err(Error::Kernel {
                     what: "io_getevents",
                     source: e,
                 }),
             };
         }
-        for ev in &self.events[..r as usize] {
-            out.push(Cqe {
-                slot: ev.data as u32,
-                res: clamp_res(ev.res),
-            });
+        let mut n = 0;
+        for i in 0..r as usize {
+            let ev = self.events[i];
+            n += self.take_event(&ev, out);
         }
-        self.in_kernel -= r as usize;
-        Ok(())
+        Ok(n)
     }
 }
 
@@ -222,9 +337,16 @@ impl Backend for AioBackend {
             aio_buf: sqe.ptr as u64,
             aio_nbytes: sqe.len as u64,
             aio_offset: sqe.offset as i64,
+            aio_flags: if self.resfd.is_some() {
+                IOCB_FLAG_RESFD
+            } else {
+                0
+            },
+            aio_resfd: self.resfd.unwrap_or(0) as u32,
             ..Iocb::default()
         };
         self.pending.push(cb as *mut Iocb);
+        self.stats.aio_reads += 1;
     }
 
     fn submit(&mut self) -> Result<()> {
@@ -266,6 +388,11 @@ impl Backend for AioBackend {
                     let cb = self.pending.remove(0);
                     // SAFETY: `cb` points into `self.iocbs`, alive and ours.
                     let slot = unsafe { (*cb).aio_data } as u32;
+                    // The kernel will not signal for a read it refused: a
+                    // waiter on the eventfd must still learn of the result.
+                    if let Some(fd) = self.resfd.filter(|_| self.refused.is_empty()) {
+                        signal(fd);
+                    }
                     self.refused.push(Cqe { slot, res: -errno });
                 }
             }
@@ -278,8 +405,23 @@ impl Backend for AioBackend {
         let mut got = self.refused.len();
         out.append(&mut self.refused);
         got += self.user_reap(out);
-        if got < min && self.in_kernel > 0 {
-            self.getevents(min - got, timeout, out)?;
+        if !self.user_reap && min == 0 && (self.in_kernel > 0 || self.poll_armed) {
+            // No mapped ring to look at: ask the kernel without waiting.
+            self.getevents(0, Some(Duration::ZERO), out)?;
+            return Ok(());
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        // Loop: the poll's event also ends an io_getevents wait, and a
+        // signal ends it early.
+        while got < min && self.in_kernel > 0 {
+            let left = match deadline {
+                None => None,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => break,
+                },
+            };
+            got += self.getevents(min - got, left, out)?;
         }
         Ok(())
     }
@@ -298,6 +440,16 @@ impl Backend for AioBackend {
                 "io_getevents reaping"
             }
         )
+    }
+
+    /// Every read submitted from now on signals `fd` (`IOCB_FLAG_RESFD`).
+    /// Refused while reads are in the kernel: they would not signal it.
+    fn register_notify(&mut self, fd: RawFd) -> bool {
+        if self.in_kernel > 0 {
+            return false;
+        }
+        self.set_resfd(fd);
+        true
     }
 }
 

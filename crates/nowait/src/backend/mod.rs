@@ -22,7 +22,8 @@
 //! * **`Sqe::file` and `Sqe::first` are hints.** A backend may read the
 //!   file's shared state through `file` (valid until the `Cqe` is reaped)
 //!   and may treat re-issues (`first == false`) differently, e.g. skip a
-//!   fast path that just came up short; it never needs to.
+//!   fast path that just came up short, or send a read to one of two inner
+//!   backends by whether the file is `O_DIRECT` (`aio+pool`).
 //! * **`submit` hands queued reads to the kernel.** It may block only where
 //!   the backend is synchronous by definition (`sync`, which *is* a `pread`
 //!   loop and is the baseline every benchmark compares against).
@@ -46,10 +47,16 @@
 //!   reads handed to them, and `Drop` joins them.
 //! * **Completion notification is optional.** A backend that can tell the
 //!   engine when results become available accepts an eventfd in
-//!   [`Backend::register_notify`] and writes to it whenever it posts results
-//!   (io_uring does this itself with `IORING_REGISTER_EVENTFD`). The async
-//!   front end's poller then sleeps on that fd; without it, the poller has to
-//!   tick while reads are in flight.
+//!   [`Backend::register_notify`] and makes sure it is written whenever
+//!   results are posted (io_uring does this itself with
+//!   `IORING_REGISTER_EVENTFD`, `aio` with `IOCB_FLAG_RESFD`, `pool` from its
+//!   workers). The async front end's poller then sleeps on that fd; without
+//!   it, the poller has to tick while reads are in flight. The eventfd is
+//!   registered once, before any read is pushed.
+//! * **A backend may be two.** `aio+pool` (`aio_pool.rs`) owns an `aio` and
+//!   a `pool` backend and keeps this contract for the pair: it routes each
+//!   read by the file's direct flag and waits for results from either side
+//!   on one eventfd both signal.
 
 use std::fmt;
 use std::os::fd::RawFd;
@@ -61,6 +68,7 @@ use crate::fastpath::FastPathStats;
 use crate::file::FileInner;
 
 pub(crate) mod aio;
+pub(crate) mod aio_pool;
 pub(crate) mod pool;
 pub(crate) mod sync;
 pub(crate) mod uring;
@@ -120,6 +128,33 @@ pub struct BackendStats {
     pub poll_fallbacks: u64,
     /// `uring`: waits satisfied by spinning on the CQ, without sleeping.
     pub spin_reaped: u64,
+    /// `aio` and `aio+pool`: raw reads handed to native AIO (`io_submit`).
+    pub aio_reads: u64,
+    /// `pool` and `aio+pool`: raw reads handed to the pool (inline fast path
+    /// or a worker).
+    pub pool_reads: u64,
+}
+
+/// Add 1 to eventfd `fd` (for backends that signal a registered eventfd
+/// themselves). The registrant keeps `fd` open for the backend's lifetime.
+#[allow(unsafe_code)] // one write(2) of a local u64
+pub(crate) fn signal(fd: RawFd) {
+    let one: u64 = 1;
+    loop {
+        // SAFETY: writes 8 bytes from a live local `u64`, as eventfd requires;
+        // the registrant keeps `fd` open for the backend's lifetime.
+        let r = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+        if r >= 0 {
+            return;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            // Interrupted by a signal: write again.
+            Some(libc::EINTR) => continue,
+            // EAGAIN: the counter is at its maximum, a wakeup is pending anyway.
+            // EBADF/EINVAL cannot happen on the registrant's open eventfd.
+            _ => return,
+        }
+    }
 }
 
 /// The interface the queue drives. See the module docs for the contract.
@@ -173,6 +208,11 @@ pub enum BackendKind {
     Uring,
     /// Linux native AIO (`io_submit`), asynchronous for `O_DIRECT` files.
     Aio,
+    /// `aio` and `pool` in one queue: reads of `O_DIRECT` files go to native
+    /// AIO, reads of buffered files to the pool (where native AIO would
+    /// block inside `io_submit`). The ladder's step below `uring`. Not in
+    /// [`BackendKind::ALL`], which lists the single backends.
+    AioPool,
     /// A pool of worker threads doing `pread(2)`, with the `RWF_NOWAIT`
     /// inline fast path for cached buffered reads.
     Pool,
@@ -181,7 +221,8 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
-    /// Every backend, in the order the engine prefers them.
+    /// Every single backend, in the order the engine prefers them
+    /// ([`BackendKind::AioPool`] pairs two of them and is not listed).
     pub const ALL: [BackendKind; 4] = [
         BackendKind::Uring,
         BackendKind::Aio,
@@ -194,6 +235,7 @@ impl BackendKind {
         match self {
             BackendKind::Uring => "uring",
             BackendKind::Aio => "aio",
+            BackendKind::AioPool => "aio+pool",
             BackendKind::Pool => "pool",
             BackendKind::Sync => "sync",
         }
@@ -215,10 +257,12 @@ impl FromStr for BackendKind {
         match s {
             "uring" | "io_uring" => Ok(BackendKind::Uring),
             "aio" | "libaio" => Ok(BackendKind::Aio),
+            "aio+pool" => Ok(BackendKind::AioPool),
             "pool" | "threads" => Ok(BackendKind::Pool),
             "sync" | "psync" | "pvsync" | "pread" => Ok(BackendKind::Sync),
             _ => Err(format!(
-                "unknown backend '{s}': expected one of uring (io_uring), aio (libaio), pool (threads), sync (psync)"
+                "unknown backend '{s}': expected one of uring (io_uring), aio (libaio), pool (threads), sync (psync), \
+                 aio+pool (O_DIRECT files on aio, buffered files on pool)"
             )),
         }
     }
@@ -228,8 +272,8 @@ impl FromStr for BackendKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendChoice {
     /// The fastest this machine offers, falling back down the ladder
-    /// (uring → pool → sync, the last only if threads cannot be started)
-    /// with the reason recorded.
+    /// (uring → aio+pool → pool → sync, the last only if threads cannot be
+    /// started) with the reason recorded.
     #[default]
     Auto,
     /// Exactly this backend, or an error saying why it is unavailable.
@@ -242,7 +286,7 @@ mod tests {
 
     #[test]
     fn backend_names_round_trip_and_fio_aliases_parse() {
-        for k in BackendKind::ALL {
+        for k in BackendKind::ALL.into_iter().chain([BackendKind::AioPool]) {
             assert_eq!(k.as_str().parse::<BackendKind>().unwrap(), k);
         }
         assert_eq!(

@@ -55,7 +55,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{Backend, BackendStats, Cqe, Sqe};
+use super::{signal, Backend, BackendStats, Cqe, Sqe};
 use crate::error::Result;
 use crate::fastpath::{Attempt, NowaitMode, Outcome, ADAPTIVE_THRESHOLD, REPROBE_EVERY};
 use crate::sys;
@@ -151,6 +151,9 @@ pub(crate) struct PoolBackend {
     /// Jobs handed to workers and not yet reaped.
     in_workers: usize,
     notify_fd: RawFd,
+    /// Signal `notify_fd` for reads completed inline too, not only for
+    /// workers' results.
+    notify_inline: bool,
     stats: BackendStats,
 }
 
@@ -206,6 +209,7 @@ pub(crate) fn setup(depth: usize, cfg: PoolConfig) -> io::Result<PoolBackend> {
         inline: Vec::with_capacity(depth),
         in_workers: 0,
         notify_fd: -1,
+        notify_inline: false,
         stats: BackendStats::default(),
     })
 }
@@ -254,26 +258,6 @@ fn worker(inner: &Inner) {
     }
 }
 
-/// Add 1 to eventfd `fd`.
-fn signal(fd: RawFd) {
-    let one: u64 = 1;
-    loop {
-        // SAFETY: writes 8 bytes from a live local `u64`, as eventfd requires;
-        // the registrant keeps `fd` open for the backend's lifetime.
-        let r = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-        if r >= 0 {
-            return;
-        }
-        match io::Error::last_os_error().raw_os_error() {
-            // Interrupted by a signal: write again.
-            Some(libc::EINTR) => continue,
-            // EAGAIN: the counter is at its maximum, a wakeup is pending anyway.
-            // EBADF/EINVAL cannot happen on the registrant's open eventfd.
-            _ => return,
-        }
-    }
-}
-
 impl PoolBackend {
     fn offload(&mut self, job: Job) {
         self.pending.push(job);
@@ -281,10 +265,19 @@ impl PoolBackend {
     }
 
     fn complete_inline(&mut self, slot: u32, res: i32) {
-        if self.notify_fd >= 0 && self.inline.is_empty() {
+        if self.notify_inline && self.inline.is_empty() {
             signal(self.notify_fd);
         }
         self.inline.push(Cqe { slot, res });
+    }
+
+    /// Signal eventfd `fd` when workers post results, but not for reads
+    /// completed inline: for an owner that reaps right after pushing and
+    /// sleeps on `fd` only for the workers (`aio+pool`). A later
+    /// [`Backend::register_notify`] turns inline signals on.
+    pub(crate) fn notify_workers(&mut self, fd: RawFd) {
+        self.notify_fd = fd;
+        self.inner.lock().notify_fd = fd;
     }
 
     /// Hand pending jobs to the workers, waking as many idle ones as needed.
@@ -312,6 +305,7 @@ impl Backend for PoolBackend {
         // `FileInner` until the slot's Cqe is reaped (`Sqe::file`), and this
         // reference does not outlive this call.
         let file = unsafe { &*sqe.file };
+        self.stats.pool_reads += 1;
         let job = Job {
             slot: sqe.slot,
             fd: sqe.fd,
@@ -490,8 +484,8 @@ impl Backend for PoolBackend {
     }
 
     fn register_notify(&mut self, fd: RawFd) -> bool {
-        self.notify_fd = fd;
-        self.inner.lock().notify_fd = fd;
+        self.notify_workers(fd);
+        self.notify_inline = true;
         if !self.inline.is_empty() {
             signal(fd);
         }

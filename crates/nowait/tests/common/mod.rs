@@ -27,6 +27,11 @@ impl Rng {
         Rng(seed | 1)
     }
 
+    /// A generator for a seed derived from a printed one (per task, say).
+    pub fn from_seed(seed: u64) -> Rng {
+        Rng(seed | 1)
+    }
+
     pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
@@ -52,11 +57,12 @@ pub fn pattern_file(dir: &Path, name: &str, size: u64) -> PathBuf {
     p
 }
 
-/// Every backend this machine offers, with a queue of `depth`; the others
-/// are reported as skipped, with the reason.
+/// Every backend this machine offers — the single ones and `aio+pool`
+/// (direct files on aio, buffered on pool) — with a queue of `depth`; the
+/// others are reported as skipped, with the reason.
 pub fn backends(depth: usize) -> Vec<(BackendKind, Queue)> {
     let mut v = Vec::new();
-    for k in BackendKind::ALL {
+    for k in BackendKind::ALL.into_iter().chain([BackendKind::AioPool]) {
         match Queue::builder()
             .depth(depth)
             .backend(BackendChoice::Exactly(k))
@@ -68,6 +74,106 @@ pub fn backends(depth: usize) -> Vec<(BackendKind, Queue)> {
     }
     assert!(!v.is_empty(), "no backend at all could be built");
     v
+}
+
+/// A fresh directory on a filesystem that takes `O_DIRECT`: the temp dir,
+/// else `/var/tmp`, else `/dev/shm` (tmpfs has O_DIRECT on recent kernels).
+/// `Err` says why none does.
+pub fn direct_dir() -> Result<tempfile::TempDir, String> {
+    let mut why = Vec::new();
+    for base in [std::env::temp_dir(), "/var/tmp".into(), "/dev/shm".into()] {
+        let Ok(dir) = tempfile::tempdir_in(&base) else {
+            why.push(format!("{}: cannot make a directory", base.display()));
+            continue;
+        };
+        let probe = pattern_file(dir.path(), ".direct-probe", 4096);
+        match nowait::File::open(&probe, nowait::Direct::On) {
+            Ok(_) => {
+                let _ = std::fs::remove_file(&probe);
+                return Ok(dir);
+            }
+            Err(e) => why.push(format!("{}: {e}", base.display())),
+        }
+    }
+    Err(format!("no directory takes O_DIRECT ({})", why.join("; ")))
+}
+
+/// `rounds` rounds of `n_direct` reads of `direct` (block-aligned, 4 KiB
+/// to 64 KiB) and `n_buffered` reads of `buffered` (any offset and length
+/// up to 64 KiB), interleaved, all in flight at once (the queue's depth
+/// must hold them), all inside the files (`size` bytes), reaped with
+/// `reap(1)` and `reap(all)` alternately. Checks one completion per read
+/// and every byte against the pattern.
+pub fn mixed_reads(
+    q: &mut Queue,
+    direct: &nowait::File,
+    buffered: &nowait::File,
+    size: u64,
+    (n_direct, n_buffered): (usize, usize),
+    rounds: usize,
+    rng: &mut Rng,
+) {
+    assert!(direct.is_direct() && !buffered.is_direct());
+    let kind = q.backend().kind;
+    let n = n_direct + n_buffered;
+    for round in 0..rounds {
+        let mut asked = Vec::with_capacity(n);
+        let (mut d, mut b) = (0, 0);
+        for i in 0..n {
+            // Interleave in proportion, so both halves are busy throughout.
+            let take_direct = b == n_buffered || (d < n_direct && d * n_buffered <= b * n_direct);
+            let (file, off, len) = if take_direct {
+                d += 1;
+                let len = 4096 * (1 + rng.below(16)) as usize;
+                let off = rng.below((size - len as u64) / 4096 + 1) * 4096;
+                (direct, off, len)
+            } else {
+                b += 1;
+                let len = 1 + rng.below(65536) as usize;
+                (buffered, rng.below(size - len as u64 + 1), len)
+            };
+            asked.push((take_direct, off, len));
+            q.push(nowait::Read {
+                file,
+                offset: off,
+                len,
+                buf: nowait::Buf::new(len),
+                user_data: i as u64,
+            })
+            .unwrap_or_else(|r| panic!("{kind} round {round}: push {i}: {}", r.error));
+        }
+        q.submit().unwrap();
+        let mut done = Vec::with_capacity(n);
+        let mut all = false;
+        while done.len() < n {
+            let min = if all { n - done.len() } else { 1 };
+            q.reap(min, None, &mut done).unwrap();
+            all = !all;
+        }
+        assert_eq!(
+            done.len(),
+            n,
+            "{kind} round {round}: one completion per read"
+        );
+        let mut seen = vec![false; n];
+        for c in done {
+            let i = c.user_data as usize;
+            assert!(
+                !std::mem::replace(&mut seen[i], true),
+                "{kind}: read {i} completed twice"
+            );
+            let (is_direct, off, len) = asked[i];
+            let ctx =
+                format!("{kind} round {round} read {i} direct={is_direct} off={off} len={len}");
+            assert_eq!(
+                c.result.unwrap_or_else(|e| panic!("{ctx}: {e}")),
+                len,
+                "{ctx}"
+            );
+            nowait::pattern::check(off, c.buf.as_slice()).unwrap_or_else(|m| panic!("{ctx}: {m}"));
+        }
+        assert_eq!(q.in_flight(), 0);
+    }
 }
 
 pub fn is_root() -> bool {

@@ -1,0 +1,538 @@
+//! The `aio+pool` backend: native AIO for `O_DIRECT` files and the thread
+//! pool for buffered ones, behind one queue. It is the ladder's step below
+//! `uring`: where io_uring is refused (seccomp, `kernel.io_uring_disabled`,
+//! `NOWAIT_DISABLE_URING`), direct reads still go to the kernel without a
+//! thread each (`io_submit`), while buffered reads — for which `io_submit`
+//! would read before returning — get the pool's `RWF_NOWAIT` fast path and
+//! workers.
+//!
+//! # Routing
+//!
+//! [`Backend::push`] looks at the file's direct flag through `Sqe::file`
+//! and hands the read, unchanged, to one half; that half returns its
+//! result. Re-issues of a short read go the same way (a file's flag never
+//! changes), so each read's exactly-once result comes from exactly one half.
+//!
+//! # Waiting for either half
+//!
+//! Both halves signal one eventfd of ours: the kernel adds 1 for every
+//! completed AIO read (`IOCB_FLAG_RESFD`), the pool's workers write to it
+//! when they post results. [`Backend::reap`] first collects what both have,
+//! without a system call where the halves allow (the AIO ring is mapped,
+//! the pool's list is behind a mutex). If it must wait and only one half
+//! owes reads, it waits in that half (`io_getevents`, or the pool's
+//! condvar). If both owe, it clears the eventfd, collects again, and sleeps
+//! in `ppoll(2)` on it; any completion after the clear wakes the sleep, so
+//! neither half is stranded and nothing spins.
+//!
+//! # Notifying the async front end
+//!
+//! The front end gives one eventfd of its own ([`Backend::register_notify`]).
+//! Ours is forwarded to it by the kernel: a one-shot `IOCB_CMD_POLL` on our
+//! eventfd, submitted to the AIO context with `IOCB_FLAG_RESFD` naming
+//! theirs, completes — and so signals theirs — as soon as either half posts
+//! a result. Each reap that finds the poll completed clears our eventfd,
+//! collects again and re-arms it; a completion after the clear fires the new
+//! poll at once. Without `IOCB_CMD_POLL` (EINVAL) registration is refused
+//! and the front end ticks instead.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use super::aio::{self, AioBackend};
+use super::pool::{self, PoolBackend, PoolConfig};
+use super::{signal, Backend, BackendStats, Cqe, Sqe};
+use crate::error::{Error, Result};
+
+/// Why an `aio+pool` backend could not be set up.
+#[derive(Debug)]
+pub(crate) enum SetupError {
+    /// `io_setup(2)` failed.
+    Aio(io::Error),
+    /// `eventfd(2)` failed.
+    EventFd(io::Error),
+    /// Not a single worker thread could be started.
+    Pool(io::Error),
+}
+
+pub(crate) struct AioPoolBackend {
+    /// Reads of `O_DIRECT` files. Dropped first: `io_destroy` waits for its
+    /// reads (and cancels the poll) while our eventfd is still open.
+    aio: AioBackend,
+    /// Reads of buffered files. Dropped second: its workers are joined
+    /// before our eventfd closes.
+    pool: PoolBackend,
+    /// Raw reads each half owes.
+    aio_owed: usize,
+    pool_owed: usize,
+    /// The front end's eventfd, once registered.
+    notify: Option<RawFd>,
+    /// Our own system calls (eventfd reads, `ppoll`).
+    syscalls: u64,
+    /// The eventfd both halves signal.
+    wake: Wake,
+}
+
+/// Set up both halves for a queue of `depth` (each may hold every read).
+pub(crate) fn setup(
+    depth: usize,
+    pool_cfg: PoolConfig,
+) -> std::result::Result<AioPoolBackend, SetupError> {
+    let mut aio = aio::setup(depth).map_err(SetupError::Aio)?;
+    let wake = Wake::new().map_err(SetupError::EventFd)?;
+    let mut pool = pool::setup(depth, pool_cfg).map_err(SetupError::Pool)?;
+    aio.set_resfd(wake.fd());
+    pool.notify_workers(wake.fd());
+    Ok(AioPoolBackend {
+        aio,
+        pool,
+        aio_owed: 0,
+        pool_owed: 0,
+        notify: None,
+        syscalls: 0,
+        wake,
+    })
+}
+
+impl AioPoolBackend {
+    /// Take what the aio half has ready (and see whether the poll fired).
+    fn collect_aio(&mut self, out: &mut Vec<Cqe>) -> Result<()> {
+        let before = out.len();
+        let r = self.aio.reap(0, None, out);
+        self.aio_owed -= out.len() - before;
+        r
+    }
+
+    /// Take what both halves have ready, without waiting. Returns how many.
+    fn collect(&mut self, out: &mut Vec<Cqe>) -> Result<usize> {
+        let mut r = Ok(());
+        let start = out.len();
+        if self.aio_owed > 0 {
+            r = self.collect_aio(out);
+        }
+        if self.pool_owed > 0 {
+            let before = out.len();
+            let rp = self.pool.reap(0, None, out);
+            self.pool_owed -= out.len() - before;
+            r = r.and(rp);
+        }
+        r.map(|()| out.len() - start)
+    }
+
+    /// Wait for `need` more results (or until `deadline`).
+    fn wait(
+        &mut self,
+        mut need: usize,
+        deadline: Option<Instant>,
+        out: &mut Vec<Cqe>,
+    ) -> Result<()> {
+        loop {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            // One half owes everything that is left: its own wait is exact
+            // (io_getevents wants `need` events) and needs no eventfd.
+            if self.aio_owed == 0 {
+                let before = out.len();
+                let r = self.pool.reap(need, left, out);
+                self.pool_owed -= out.len() - before;
+                return r;
+            }
+            if self.pool_owed == 0 {
+                let before = out.len();
+                let r = self.aio.reap(need, left, out);
+                self.aio_owed -= out.len() - before;
+                return r;
+            }
+            // Both owe: clear, look, then sleep; whatever completes after
+            // the clear signals the eventfd again and ends the sleep.
+            self.drain();
+            need = need.saturating_sub(self.collect(out)?);
+            if need == 0 || left.is_some_and(|l| l.is_zero()) {
+                return Ok(());
+            }
+            if self.aio_owed > 0 && self.pool_owed > 0 {
+                self.syscalls += 1;
+                self.wake.sleep(left)?;
+            }
+        }
+    }
+
+    /// Clear our eventfd.
+    fn drain(&mut self) {
+        self.syscalls += 1;
+        self.wake.drain();
+    }
+
+    /// With a front end registered: re-arm the poll that forwards our
+    /// eventfd to theirs, once a reap has seen it complete.
+    fn rearm(&mut self, out: &mut Vec<Cqe>) -> Result<()> {
+        let Some(theirs) = self.notify else {
+            return Ok(());
+        };
+        if self.aio.poll_armed() {
+            // Its event may have landed since the last look (nothing looks
+            // at the AIO ring while only the pool owes reads). Looking is a
+            // read of the mapped ring, no system call.
+            let r = self.collect_aio(out);
+            if self.aio.poll_armed() {
+                return r;
+            }
+        }
+        // Clear first, then collect what completed before the clear; what
+        // completes after it leaves the eventfd readable, and a poll armed
+        // on a readable eventfd completes at once. A failed look is reported
+        // after arming, so that the front end still hears of what follows.
+        self.drain();
+        let r = self.collect(out).map(drop);
+        if self.aio.arm_poll(self.wake.fd(), theirs).is_err() {
+            // EAGAIN or ENOMEM (EINVAL and EBADF were ruled out when the
+            // first poll was armed): wake the front end so that it reaps,
+            // and this runs again, rather than leave a result unannounced.
+            signal(theirs);
+        }
+        r
+    }
+}
+
+impl Backend for AioPoolBackend {
+    unsafe fn push(&mut self, sqe: &Sqe) {
+        // SAFETY: the queue's slot holds a clone of the `File` owning this
+        // `FileInner` until the slot's Cqe is reaped (`Sqe::file`).
+        let direct = unsafe { (*sqe.file).direct };
+        if direct {
+            // SAFETY: our caller keeps `ptr` writable and `fd` open until
+            // this slot's Cqe is reaped; the aio half returns that Cqe,
+            // through our `reap`, before anyone else can.
+            unsafe { self.aio.push(sqe) };
+            self.aio_owed += 1;
+        } else {
+            // SAFETY: as above, for the pool half.
+            unsafe { self.pool.push(sqe) };
+            self.pool_owed += 1;
+        }
+    }
+
+    fn submit(&mut self) -> Result<()> {
+        let a = self.aio.submit();
+        let p = self.pool.submit();
+        a.and(p)
+    }
+
+    fn reap(&mut self, min: usize, timeout: Option<Duration>, out: &mut Vec<Cqe>) -> Result<()> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let r = self.submit().and_then(|()| {
+            let got = self.collect(out)?;
+            if got < min {
+                self.wait(min - got, deadline, out)?;
+            }
+            Ok(())
+        });
+        // Also after an error: a poll left unarmed would leave the front
+        // end asleep.
+        let rearmed = self.rearm(out);
+        r.and(rearmed)
+    }
+
+    fn stats(&self) -> BackendStats {
+        let a = self.aio.stats();
+        let p = self.pool.stats();
+        BackendStats {
+            syscalls: a.syscalls + p.syscalls + self.syscalls,
+            fast_path: p.fast_path,
+            aio_reads: a.aio_reads,
+            pool_reads: p.pool_reads,
+            ..BackendStats::default()
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "O_DIRECT files: {}; buffered files: {}; waits on one eventfd both signal \
+             (IOCB_FLAG_RESFD, the pool's workers)",
+            self.aio.describe(),
+            self.pool.describe()
+        )
+    }
+
+    /// Forward our eventfd to `fd` through an `IOCB_CMD_POLL` (see the
+    /// module docs). Refused without `IOCB_CMD_POLL`, or for a second fd.
+    fn register_notify(&mut self, fd: RawFd) -> bool {
+        if let Some(theirs) = self.notify {
+            return theirs == fd;
+        }
+        // EINVAL: this kernel has no IOCB_CMD_POLL; EAGAIN/ENOMEM: no room
+        // now. Either way the front end falls back to ticking.
+        if self.aio.arm_poll(self.wake.fd(), fd).is_err() {
+            return false;
+        }
+        self.notify = Some(fd);
+        // Inline fast-path results must reach the front end too now.
+        self.pool.register_notify(self.wake.fd())
+    }
+}
+
+/// A non-blocking eventfd: both halves signal it, `reap` sleeps on it.
+struct Wake {
+    fd: OwnedFd,
+}
+
+impl Wake {
+    /// `eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)`.
+    fn new() -> io::Result<Wake> {
+        // SAFETY: plain system call with constant arguments; no memory is passed.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned by eventfd(2), open and owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Wake { fd })
+    }
+
+    fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Reset the counter to zero.
+    fn drain(&self) {
+        let mut count: u64 = 0;
+        loop {
+            // SAFETY: reads 8 bytes into a live local `u64`, as eventfd requires.
+            let r = unsafe { libc::read(self.fd(), (&mut count as *mut u64).cast(), 8) };
+            if r >= 0 {
+                return;
+            }
+            match io::Error::last_os_error().raw_os_error() {
+                // A signal: read again.
+                Some(libc::EINTR) => continue,
+                // EAGAIN: already zero. EBADF/EINVAL cannot happen on our
+                // own open eventfd with an 8-byte buffer.
+                _ => return,
+            }
+        }
+    }
+
+    /// Sleep until the counter is non-zero or `timeout` passes (a signal
+    /// may end it early: the caller loops).
+    fn sleep(&self, timeout: Option<Duration>) -> Result<()> {
+        let ts = timeout.map(|t| libc::timespec {
+            tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: t.subsec_nanos() as _,
+        });
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(ptr::null(), |t| t as *const libc::timespec);
+        let mut pfd = libc::pollfd {
+            fd: self.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one live, initialised pollfd; `ts_ptr` is null or points to
+        // a timespec alive for the call; no signal mask is passed.
+        let r = unsafe { libc::ppoll(&mut pfd, 1, ts_ptr, ptr::null()) };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            // A signal: the caller looks again and sleeps again.
+            Some(libc::EINTR) => Ok(()),
+            // ENOMEM (no memory for the poll table), or EFAULT/EINVAL, which
+            // would be a bug here: surface it.
+            _ => Err(Error::Kernel {
+                what: "ppoll on the aio+pool eventfd",
+                source: e,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::buf::Buf;
+    use crate::fastpath::NowaitMode;
+    use crate::file::{Direct, File};
+    use crate::pattern;
+
+    const SIZE: u64 = 1 << 20;
+
+    /// A direct and a buffered handle on one pattern file, or `None` (said
+    /// loudly) where the filesystem has no O_DIRECT.
+    fn files(dir: &tempfile::TempDir) -> Option<(File, File)> {
+        let path = dir.path().join("data");
+        pattern::write_file(&path, SIZE, |_| {}).unwrap();
+        let direct = match File::open(&path, Direct::On) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("SKIP aio_pool unit test: {e}");
+                return None;
+            }
+        };
+        Some((direct, File::open(&path, Direct::Off).unwrap()))
+    }
+
+    fn sqe(slot: u32, file: &File, offset: u64, buf: &mut Buf) -> Sqe {
+        Sqe {
+            slot,
+            fd: file.raw_fd(),
+            offset,
+            ptr: buf.as_mut_ptr(),
+            len: buf.capacity() as u32,
+            file: std::sync::Arc::as_ptr(&file.inner),
+            fixed_buf: None,
+            first: true,
+        }
+    }
+
+    /// Check every Cqe: one per slot, full length, the pattern's bytes.
+    fn check(cqes: &[Cqe], bufs: &mut [Buf], offsets: &[u64]) {
+        let mut seen = vec![false; bufs.len()];
+        for c in cqes {
+            let i = c.slot as usize;
+            assert!(!std::mem::replace(&mut seen[i], true), "slot {i} twice");
+            let len = bufs[i].capacity();
+            assert_eq!(c.res, len as i32, "slot {i}");
+            bufs[i].set_len(len);
+            pattern::check(offsets[i], bufs[i].as_slice()).unwrap();
+        }
+        assert!(seen.iter().all(|&s| s), "every slot completed");
+    }
+
+    /// One `reap(min)` with reads owed by both halves returns only once
+    /// both have delivered: neither half is stranded behind the other.
+    #[test]
+    fn reap_waits_for_both_halves() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some((direct, buffered)) = files(&dir) else {
+            return;
+        };
+        for mode in [NowaitMode::Off, NowaitMode::Always] {
+            let cfg = PoolConfig {
+                workers: Some(2),
+                mode,
+            };
+            let mut b = setup(32, cfg).unwrap();
+            let mut bufs: Vec<Buf> = (0..32).map(|_| Buf::new(4096)).collect();
+            let offsets: Vec<u64> = (0..32u64).map(|i| (i * 7 % 256) * 4096).collect();
+            for (i, buf) in bufs.iter_mut().enumerate() {
+                let file = if i % 4 != 0 { &direct } else { &buffered };
+                let s = sqe(i as u32, file, offsets[i], buf);
+                // SAFETY: `bufs` and the files outlive the reap below, which
+                // returns every slot's Cqe.
+                unsafe { b.push(&s) };
+            }
+            // One reap must wait for both halves; the timeout turns a
+            // stranded half into a failure instead of a hang.
+            let mut out = Vec::new();
+            b.reap(32, Some(Duration::from_secs(10)), &mut out).unwrap();
+            assert_eq!(out.len(), 32, "{mode:?}");
+            check(&out, &mut bufs, &offsets);
+            let st = b.stats();
+            assert_eq!((st.aio_reads, st.pool_reads), (24, 8), "{st:?}");
+            assert_eq!((b.aio_owed, b.pool_owed), (0, 0));
+        }
+    }
+
+    /// A half that owes a read for a long time does not hold back the
+    /// other half's results: the wait wakes on the eventfd both signal.
+    #[test]
+    fn a_stalled_half_does_not_strand_the_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some((direct, buffered)) = files(&dir) else {
+            return;
+        };
+        let cfg = PoolConfig {
+            workers: Some(1),
+            mode: NowaitMode::Off,
+        };
+        let mut b = setup(8, cfg).unwrap();
+        for (stalled_is_pool, file) in [(true, &direct), (false, &buffered)] {
+            // White box: the stalled half "owes" a read that never completes.
+            if stalled_is_pool {
+                b.pool_owed += 1;
+            } else {
+                b.aio_owed += 1;
+            }
+            // The buffered read is the whole file, uncached: it takes long
+            // enough that a wait that does not sleep would show.
+            let len = if stalled_is_pool { 4096 } else { SIZE as usize };
+            let _ = file.drop_cache();
+            let mut bufs = vec![Buf::new(len)];
+            let offsets = [0];
+            let s = sqe(0, file, offsets[0], &mut bufs[0]);
+            // SAFETY: `bufs` and the file outlive the reap, which returns slot 0.
+            unsafe { b.push(&s) };
+            let start = Instant::now();
+            let syscalls = b.stats().syscalls;
+            let mut out = Vec::new();
+            b.reap(1, Some(Duration::from_secs(10)), &mut out).unwrap();
+            let waited = start.elapsed();
+            assert_eq!(
+                out.len(),
+                1,
+                "stalled pool: {stalled_is_pool}; waited {waited:?}"
+            );
+            assert!(waited < Duration::from_secs(5), "{waited:?}");
+            // It slept: a spinning wait makes thousands of calls.
+            let calls = b.stats().syscalls - syscalls;
+            assert!(calls < 20, "{calls} system calls for one wait");
+            check(&out, &mut bufs, &offsets);
+            if stalled_is_pool {
+                b.pool_owed -= 1;
+            } else {
+                b.aio_owed -= 1;
+            }
+        }
+    }
+
+    /// With a front end registered, its eventfd is signalled when either
+    /// half posts a result, and again after every reap re-arms the poll.
+    #[test]
+    fn front_end_eventfd_is_signalled_for_either_half() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some((direct, buffered)) = files(&dir) else {
+            return;
+        };
+        for mode in [NowaitMode::Off, NowaitMode::Always] {
+            let cfg = PoolConfig {
+                workers: Some(2),
+                mode,
+            };
+            let mut b = setup(8, cfg).unwrap();
+            let theirs = Wake::new().unwrap();
+            assert!(
+                b.register_notify(theirs.fd()),
+                "IOCB_CMD_POLL refused on this kernel"
+            );
+            for round in 0..6u64 {
+                let file = if round % 2 == 0 { &direct } else { &buffered };
+                let mut bufs = vec![Buf::new(4096)];
+                let offsets = [round * 8192];
+                theirs.drain();
+                let s = sqe(0, file, offsets[0], &mut bufs[0]);
+                // SAFETY: `bufs` and the file outlive the reaps below, which
+                // return slot 0's Cqe.
+                unsafe { b.push(&s) };
+                b.submit().unwrap();
+                // Nobody reaps: only the forwarded signal can end this wait.
+                let mut pfd = libc::pollfd {
+                    fd: theirs.fd(),
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                // SAFETY: one live pollfd.
+                let r = unsafe { libc::poll(&mut pfd, 1, 10_000) };
+                assert_eq!(r, 1, "{mode:?} round {round}: front end not signalled");
+                let mut out = Vec::new();
+                while out.is_empty() {
+                    b.reap(0, None, &mut out).unwrap();
+                }
+                check(&out, &mut bufs, &offsets);
+                assert!(b.aio.poll_armed(), "the reap re-armed the poll");
+            }
+        }
+    }
+}
