@@ -149,13 +149,19 @@ impl Job {
     }
 }
 
+/// Whether reads of this engine (or of its buffered half: `aio+pool`) go
+/// through the thread pool, where `--nowait` and `--pool_workers` apply.
+pub fn uses_pool(kind: BackendKind) -> bool {
+    matches!(kind, BackendKind::Pool | BackendKind::AioPool)
+}
+
 impl Job {
     /// The engine with the options that shape it, as shown in tables:
     /// `pool:off`, `uring+hipri`, `uring+sqpoll`.
     pub fn engine_label(&self) -> String {
         let mut l = self.ioengine.as_str().to_string();
         match self.ioengine {
-            BackendKind::Pool => {
+            BackendKind::Pool | BackendKind::AioPool => {
                 l.push(':');
                 l.push_str(self.nowait.unwrap_or_default().as_str());
             }
@@ -176,7 +182,7 @@ impl Job {
     /// as its flag), so the caller can say so instead of ignoring them.
     pub fn inapplicable(&self) -> Vec<&'static str> {
         let mut v = Vec::new();
-        if self.ioengine != BackendKind::Pool {
+        if !uses_pool(self.ioengine) {
             if self.nowait.is_some() {
                 v.push("--nowait");
             }
@@ -204,7 +210,7 @@ impl Job {
     pub fn normalized(&self) -> Job {
         let mut j = self.clone();
         let d = Job::default();
-        if j.ioengine != BackendKind::Pool {
+        if !uses_pool(j.ioengine) {
             j.nowait = d.nowait;
             j.pool_workers = d.pool_workers;
         }
@@ -1413,6 +1419,16 @@ mod tests {
         assert!(err("--pool_workers=0").contains("--pool_workers"));
         assert!(err("--pool_workers=5000").contains("--pool_workers"));
         assert_eq!(job("--pool-workers=8").pool_workers, Some(8));
+    }
+
+    #[test]
+    fn pool_options_apply_to_the_buffered_half_of_aio_pool() {
+        let j = job("--ioengine=aio+pool --nowait=off --pool_workers=8 --hipri");
+        assert_eq!(j.inapplicable(), vec!["--hipri"]);
+        assert_eq!(j.engine_label(), "aio+pool:off");
+        let n = j.normalized();
+        assert_eq!(n.pool_workers, Some(8));
+        assert!(n.nowait.is_some());
     }
 
     #[test]

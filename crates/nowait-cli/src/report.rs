@@ -85,7 +85,7 @@ pub fn hipri_status(job: &Job, m: &Measured) -> Option<String> {
 fn engine_opts(j: &Job) -> String {
     let n = j.normalized();
     let mut v = Vec::new();
-    if n.ioengine == nowait::BackendKind::Pool {
+    if crate::options::uses_pool(n.ioengine) {
         v.push(format!("nowait={}", n.nowait.unwrap_or_default()));
         if let Some(w) = n.pool_workers {
             v.push(format!("pool_workers={w}"));
@@ -257,7 +257,7 @@ pub fn human(row: &Row) -> String {
         m.ios_per_syscall()
     );
     let q = &m.queue;
-    if j.ioengine == nowait::BackendKind::Pool {
+    if crate::options::uses_pool(j.ioengine) {
         let _ = writeln!(s, "  fast path    : {}", fast_path_line(&q.fast_path));
         if let Some(st) = &o.fast_path {
             let _ = writeln!(s, "  fast path    : file {}", fast_path_state_words(st));
@@ -475,7 +475,7 @@ pub fn job_json(row: &Row) -> Value {
             (p, *st)
         })
         .collect();
-    let mode = (j.ioengine == nowait::BackendKind::Pool).then(|| j.nowait.unwrap_or_default());
+    let mode = (crate::options::uses_pool(j.ioengine)).then(|| j.nowait.unwrap_or_default());
     nw["fast_path"] = fast_path_json(mode, &q.fast_path, &files);
     nw["uring"] = json!({
         "fixed_reads": q.fixed_reads,

@@ -239,7 +239,7 @@ pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
         region: data.region,
         laid_out: data.laid_out,
         verified_ios: verified,
-        fast_path: (job.ioengine == BackendKind::Pool).then(|| file.fast_path()),
+        fast_path: crate::options::uses_pool(job.ioengine).then(|| file.fast_path()),
     })
 }
 
