@@ -6,6 +6,7 @@
 //! `NOWAIT_DISABLE_URING=1`.
 
 mod common;
+use common::{in_child, run_child};
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -206,30 +207,6 @@ fn dropping_the_engine_with_reads_owed_by_both_halves_loses_nothing() {
             nowait::pattern::check(offs[i], buf.as_slice()).unwrap();
         }
     }
-}
-
-/// Re-run this binary for one test in a fresh process with `envs`.
-fn run_child(test: &str, envs: &[(&str, &str)]) {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env("NOWAIT_AIO_POOL_CHILD", test);
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("--- child {test} ---\n{text}--- end child ---");
-    assert!(out.status.success(), "child {test} failed");
-    assert!(text.contains("1 passed"), "child {test} did not run");
-}
-
-fn in_child(test: &str) -> bool {
-    std::env::var("NOWAIT_AIO_POOL_CHILD").is_ok_and(|v| v == test)
 }
 
 /// Without io_uring, the default engine is `aio+pool` and reads both kinds

@@ -9,6 +9,7 @@
 #![allow(unsafe_code)]
 
 mod common;
+use common::{in_child, run_child};
 
 use common::{direct_dir, mixed_reads, pattern_file, Rng};
 use nowait::{pattern, BackendChoice, BackendKind, Buf, Direct, Error, File, Queue};
@@ -245,30 +246,6 @@ fn io_uring_blocked_by_seccomp_falls_back() {
     })
     .join()
     .expect("fallback checks passed");
-}
-
-/// Re-run this binary for one test in a fresh process with `envs`.
-fn run_child(test: &str, envs: &[(&str, &str)]) {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env("NOWAIT_FALLBACK_CHILD", test);
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("--- child {test} ---\n{text}--- end child ---");
-    assert!(out.status.success(), "child {test} failed");
-    assert!(text.contains("1 passed"), "child {test} did not run");
-}
-
-fn in_child(test: &str) -> bool {
-    std::env::var("NOWAIT_FALLBACK_CHILD").is_ok_and(|v| v == test)
 }
 
 /// `NOWAIT_DISABLE_URING=1` takes the same step down as seccomp does.

@@ -12,6 +12,7 @@
 //! for one test with `NOWAIT_POOL_CHILD` set.
 
 mod common;
+use common::{in_child, run_child};
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -669,30 +670,6 @@ fn drop_with_reads_in_flight() {
         q.submit().unwrap();
         drop(q);
     }
-}
-
-/// Re-run this binary for one test in a fresh process.
-fn run_child(test: &str, envs: &[(&str, &str)]) {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env("NOWAIT_POOL_CHILD", test);
-    for (k, v) in envs {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    eprintln!("--- child {test} ---\n{text}--- end child ---");
-    assert!(out.status.success(), "child {test} failed");
-    assert!(text.contains("1 passed"), "child {test} did not run");
-}
-
-fn in_child(test: &str) -> bool {
-    std::env::var("NOWAIT_POOL_CHILD").is_ok_and(|v| v == test)
 }
 
 /// tmpfs answers EOPNOTSUPP: the fast path turns off for the file, and the

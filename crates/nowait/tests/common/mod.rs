@@ -273,3 +273,30 @@ impl Drop for LoopMount {
         }
     }
 }
+
+/// Re-run this test binary for one test in a fresh process with `envs`
+/// (for tests that depend on process-wide state: environment variables,
+/// seccomp filters, remembered per-filesystem decisions).
+pub fn run_child(test: &str, envs: &[(&str, &str)]) {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("NOWAIT_TEST_CHILD", test);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("--- child {test} ---\n{text}--- end child ---");
+    assert!(out.status.success(), "child {test} failed");
+    assert!(text.contains("1 passed"), "child {test} did not run");
+}
+
+/// Whether this process is the child [`run_child`] started for `test`.
+pub fn in_child(test: &str) -> bool {
+    std::env::var("NOWAIT_TEST_CHILD").is_ok_and(|v| v == test)
+}
