@@ -64,22 +64,39 @@ impl EventFd {
     /// Sleep until the counter is non-zero (or `timeout` passes), then clear
     /// it. Returns true if it was signalled.
     pub(crate) fn wait(&self, timeout: Option<Duration>) -> bool {
+        // An error (ENOMEM for the poll table) reports "not signalled": the
+        // caller's loop decides.
+        self.sleep(timeout).is_ok() && self.clear()
+    }
+
+    /// Sleep until the counter is non-zero or `timeout` passes, without
+    /// clearing it. A signal ends the sleep early (`Ok`: the caller looks
+    /// again); the only error is ENOMEM for the poll table.
+    pub(crate) fn sleep(&self, timeout: Option<Duration>) -> io::Result<()> {
+        let ts = timeout.map(|t| libc::timespec {
+            tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: t.subsec_nanos() as _,
+        });
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
         let mut pfd = libc::pollfd {
             fd: self.fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         };
-        let ms = match timeout {
-            Some(t) => t.as_millis().clamp(1, i32::MAX as u128) as i32,
-            None => -1,
-        };
-        // SAFETY: `pfd` is a live, initialised pollfd and we pass a count of 1.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-        // 0: timed out; <0: EINTR (or ENOMEM): the caller loops either way.
-        if r <= 0 {
-            return false;
+        // SAFETY: one live, initialised pollfd; `ts_ptr` is null or points to
+        // a timespec alive for the call; no signal mask is passed.
+        let r = unsafe { libc::ppoll(&mut pfd, 1, ts_ptr, std::ptr::null()) };
+        if r >= 0 {
+            return Ok(());
         }
-        self.clear()
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => Ok(()),
+            // ENOMEM; EFAULT/EINVAL would be a bug here: surface them.
+            _ => Err(e),
+        }
     }
 
     /// Clear the counter without sleeping. Returns true if it was non-zero.

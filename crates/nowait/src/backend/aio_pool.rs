@@ -38,14 +38,14 @@
 #![allow(unsafe_code)]
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::ptr;
+use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use super::aio::{self, AioBackend};
 use super::pool::{self, PoolBackend, PoolConfig};
 use super::{signal, Backend, BackendStats, Cqe, Sqe};
 use crate::error::{Error, Result};
+use crate::eventfd::EventFd;
 
 /// Why an `aio+pool` backend could not be set up.
 #[derive(Debug)]
@@ -73,7 +73,7 @@ pub(crate) struct AioPoolBackend {
     /// Our own system calls (eventfd reads, `ppoll`).
     syscalls: u64,
     /// The eventfd both halves signal.
-    wake: Wake,
+    wake: EventFd,
 }
 
 /// Set up both halves for a queue of `depth` (each may hold every read).
@@ -82,10 +82,10 @@ pub(crate) fn setup(
     pool_cfg: PoolConfig,
 ) -> std::result::Result<AioPoolBackend, SetupError> {
     let mut aio = aio::setup(depth).map_err(SetupError::Aio)?;
-    let wake = Wake::new().map_err(SetupError::EventFd)?;
+    let wake = EventFd::new().map_err(SetupError::EventFd)?;
     let mut pool = pool::setup(depth, pool_cfg).map_err(SetupError::Pool)?;
-    aio.set_resfd(wake.fd());
-    pool.notify_workers(wake.fd());
+    aio.set_resfd(wake.raw_fd());
+    pool.notify_workers(wake.raw_fd());
     Ok(AioPoolBackend {
         aio,
         pool,
@@ -154,7 +154,10 @@ impl AioPoolBackend {
             }
             if self.aio_owed > 0 && self.pool_owed > 0 {
                 self.syscalls += 1;
-                self.wake.sleep(left)?;
+                self.wake.sleep(left).map_err(|source| Error::Kernel {
+                    what: "ppoll on the aio+pool eventfd",
+                    source,
+                })?;
             }
         }
     }
@@ -162,7 +165,7 @@ impl AioPoolBackend {
     /// Clear our eventfd.
     fn drain(&mut self) {
         self.syscalls += 1;
-        self.wake.drain();
+        self.wake.clear();
     }
 
     /// With a front end registered: re-arm the poll that forwards our
@@ -186,7 +189,7 @@ impl AioPoolBackend {
         // after arming, so that the front end still hears of what follows.
         self.drain();
         let r = self.collect(out).map(drop);
-        if self.aio.arm_poll(self.wake.fd(), theirs).is_err() {
+        if self.aio.arm_poll(self.wake.raw_fd(), theirs).is_err() {
             // EAGAIN or ENOMEM (EINVAL and EBADF were ruled out when the
             // first poll was armed): wake the front end so that it reaps,
             // and this runs again, rather than leave a result unannounced.
@@ -264,88 +267,12 @@ impl Backend for AioPoolBackend {
         }
         // EINVAL: this kernel has no IOCB_CMD_POLL; EAGAIN/ENOMEM: no room
         // now. Either way the front end falls back to ticking.
-        if self.aio.arm_poll(self.wake.fd(), fd).is_err() {
+        if self.aio.arm_poll(self.wake.raw_fd(), fd).is_err() {
             return false;
         }
         self.notify = Some(fd);
         // Inline fast-path results must reach the front end too now.
-        self.pool.register_notify(self.wake.fd())
-    }
-}
-
-/// A non-blocking eventfd: both halves signal it, `reap` sleeps on it.
-struct Wake {
-    fd: OwnedFd,
-}
-
-impl Wake {
-    /// `eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)`.
-    fn new() -> io::Result<Wake> {
-        // SAFETY: plain system call with constant arguments; no memory is passed.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just returned by eventfd(2), open and owned by nobody else.
-        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        Ok(Wake { fd })
-    }
-
-    fn fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
-    }
-
-    /// Reset the counter to zero.
-    fn drain(&self) {
-        let mut count: u64 = 0;
-        loop {
-            // SAFETY: reads 8 bytes into a live local `u64`, as eventfd requires.
-            let r = unsafe { libc::read(self.fd(), (&mut count as *mut u64).cast(), 8) };
-            if r >= 0 {
-                return;
-            }
-            match io::Error::last_os_error().raw_os_error() {
-                // A signal: read again.
-                Some(libc::EINTR) => continue,
-                // EAGAIN: already zero. EBADF/EINVAL cannot happen on our
-                // own open eventfd with an 8-byte buffer.
-                _ => return,
-            }
-        }
-    }
-
-    /// Sleep until the counter is non-zero or `timeout` passes (a signal
-    /// may end it early: the caller loops).
-    fn sleep(&self, timeout: Option<Duration>) -> Result<()> {
-        let ts = timeout.map(|t| libc::timespec {
-            tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
-            tv_nsec: t.subsec_nanos() as _,
-        });
-        let ts_ptr = ts
-            .as_ref()
-            .map_or(ptr::null(), |t| t as *const libc::timespec);
-        let mut pfd = libc::pollfd {
-            fd: self.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one live, initialised pollfd; `ts_ptr` is null or points to
-        // a timespec alive for the call; no signal mask is passed.
-        let r = unsafe { libc::ppoll(&mut pfd, 1, ts_ptr, ptr::null()) };
-        if r >= 0 {
-            return Ok(());
-        }
-        let e = io::Error::last_os_error();
-        match e.raw_os_error() {
-            // A signal: the caller looks again and sleeps again.
-            Some(libc::EINTR) => Ok(()),
-            // ENOMEM (no memory for the poll table), or EFAULT/EINVAL, which
-            // would be a bug here: surface it.
-            _ => Err(Error::Kernel {
-                what: "ppoll on the aio+pool eventfd",
-                source: e,
-            }),
-        }
+        self.pool.register_notify(self.wake.raw_fd())
     }
 }
 
@@ -502,16 +429,16 @@ mod tests {
                 mode,
             };
             let mut b = setup(8, cfg).unwrap();
-            let theirs = Wake::new().unwrap();
+            let theirs = EventFd::new().unwrap();
             assert!(
-                b.register_notify(theirs.fd()),
+                b.register_notify(theirs.raw_fd()),
                 "IOCB_CMD_POLL refused on this kernel"
             );
             for round in 0..6u64 {
                 let file = if round % 2 == 0 { &direct } else { &buffered };
                 let mut bufs = vec![Buf::new(4096)];
                 let offsets = [round * 8192];
-                theirs.drain();
+                theirs.clear();
                 let s = sqe(0, file, offsets[0], &mut bufs[0]);
                 // SAFETY: `bufs` and the file outlive the reaps below, which
                 // return slot 0's Cqe.
@@ -519,7 +446,7 @@ mod tests {
                 b.submit().unwrap();
                 // Nobody reaps: only the forwarded signal can end this wait.
                 let mut pfd = libc::pollfd {
-                    fd: theirs.fd(),
+                    fd: theirs.raw_fd(),
                     events: libc::POLLIN,
                     revents: 0,
                 };
