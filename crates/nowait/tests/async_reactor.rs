@@ -48,6 +48,23 @@ fn wait_idle(engine: &Engine) {
     }
 }
 
+/// What most tests need: io_uring (or a loud skip) and a pattern file on a
+/// filesystem that takes O_DIRECT (the directory lives as long as the result).
+fn setup(test: &str) -> Option<(BackendChoice, tempfile::TempDir, PathBuf)> {
+    let backend = uring_or_skip(test)?;
+    let dir = disk_dir();
+    let path = fixture(dir.path());
+    Some((backend, dir, path))
+}
+
+/// A current-thread runtime with its I/O driver (the reactor notifier needs it).
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap()
+}
+
 /// io_uring if this machine has it (the only backend that signals an
 /// eventfd from the kernel); `None` with a loud skip otherwise.
 fn uring_or_skip(test: &str) -> Option<BackendChoice> {
@@ -65,11 +82,9 @@ fn uring_or_skip(test: &str) -> Option<BackendChoice> {
 }
 
 fn run_flavour(rt: tokio::runtime::Runtime, direct: Direct) {
-    let Some(backend) = uring_or_skip("run_flavour") else {
+    let Some((backend, _dir, path)) = setup("run_flavour") else {
         return;
     };
-    let dir = disk_dir();
-    let path = fixture(dir.path());
     let (engine, total) = rt.block_on(async {
         let engine = Engine::builder()
             .backend(backend)
@@ -100,10 +115,7 @@ fn run_flavour(rt: tokio::runtime::Runtime, direct: Direct) {
 #[test]
 fn current_thread_runtime_uses_the_reactor_and_reads_verify() {
     for direct in [Direct::Off, Direct::Auto] {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .build()
-            .unwrap();
+        let rt = current_thread();
         run_flavour(rt, direct);
     }
 }
@@ -127,10 +139,7 @@ fn auto_outside_a_runtime_keeps_the_poller_thread() {
     }
     let engine = Engine::new().unwrap();
     assert_eq!(engine.poller(), PollerMode::Notified, "{engine:?}");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .unwrap();
+    let rt = current_thread();
     let e = rt.block_on(async {
         Engine::builder()
             .notifier(Notifier::Thread)
@@ -145,15 +154,11 @@ fn auto_outside_a_runtime_keeps_the_poller_thread() {
 /// from an interrupt, after the submitting call returned, so each needs it.
 #[test]
 fn watchdog_delivers_when_the_runtime_is_not_driven() {
-    let Some(backend) = uring_or_skip("watchdog_delivers_when_the_runtime_is_not_driven") else {
+    let Some((backend, _dir, path)) = setup("watchdog_delivers_when_the_runtime_is_not_driven")
+    else {
         return;
     };
-    let dir = disk_dir();
-    let path = fixture(dir.path());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .unwrap();
+    let rt = current_thread();
     let engine = Engine::builder()
         .backend(backend)
         .notifier(Notifier::Tokio(rt.handle().clone()))
@@ -187,15 +192,11 @@ fn watchdog_delivers_when_the_runtime_is_not_driven() {
 /// threads at full speed (no watchdog ticks needed).
 #[test]
 fn runtime_shutdown_hands_over_to_the_poller_thread() {
-    let Some(backend) = uring_or_skip("runtime_shutdown_hands_over_to_the_poller_thread") else {
+    let Some((backend, _dir, path)) = setup("runtime_shutdown_hands_over_to_the_poller_thread")
+    else {
         return;
     };
-    let dir = disk_dir();
-    let path = fixture(dir.path());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .unwrap();
+    let rt = current_thread();
     let engine = rt.block_on(async { Engine::builder().backend(backend).build().unwrap() });
     assert_eq!(engine.poller(), PollerMode::Reactor);
     let file = engine.open(&path, Direct::Auto).unwrap();
@@ -222,15 +223,11 @@ fn runtime_shutdown_hands_over_to_the_poller_thread() {
 /// lost, the reactor task and the watchdog both end.
 #[test]
 fn engine_dropped_inside_the_runtime_ends_its_task() {
-    let Some(backend) = uring_or_skip("engine_dropped_inside_the_runtime_ends_its_task") else {
+    let Some((backend, _dir, path)) = setup("engine_dropped_inside_the_runtime_ends_its_task")
+    else {
         return;
     };
-    let dir = disk_dir();
-    let path = fixture(dir.path());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()
-        .unwrap();
+    let rt = current_thread();
     rt.block_on(async {
         let engine = Engine::builder().backend(backend).build().unwrap();
         let file = engine.open(&path, Direct::Off).unwrap();
@@ -277,12 +274,11 @@ fn engine_dropped_inside_the_runtime_ends_its_task() {
 /// engine says why and keeps the poller thread; reads still verify.
 #[test]
 fn runtime_without_io_driver_falls_back_to_the_poller_thread() {
-    let Some(backend) = uring_or_skip("runtime_without_io_driver_falls_back_to_the_poller_thread")
+    let Some((backend, _dir, path)) =
+        setup("runtime_without_io_driver_falls_back_to_the_poller_thread")
     else {
         return;
     };
-    let dir = disk_dir();
-    let path = fixture(dir.path());
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
