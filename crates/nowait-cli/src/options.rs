@@ -99,6 +99,11 @@ pub struct Job {
     pub hipri: Option<bool>,
     /// `uring` only: spin on the completion queue this long before sleeping (`spin_us`).
     pub spin_us: u64,
+    /// Inline reads of memory-backed files (`memory_inline`; nowait's own).
+    pub memory_inline: bool,
+    /// Reads of memory-backed files the backend holds before further ones
+    /// are read inline (`inline_window`); `None`: the engine's default.
+    pub inline_window: Option<usize>,
 }
 
 impl Default for Job {
@@ -133,6 +138,8 @@ impl Default for Job {
             small_fast_path: true,
             hipri: None,
             spin_us: 0,
+            memory_inline: true,
+            inline_window: None,
         }
     }
 }
@@ -201,6 +208,9 @@ impl Job {
                 v.push("--spin_us");
             }
         }
+        if self.ioengine == BackendKind::Sync && self.inline_window.is_some() {
+            v.push("--inline_window");
+        }
         v
     }
 
@@ -219,6 +229,10 @@ impl Job {
             j.sqthread_poll_idle = d.sqthread_poll_idle;
             j.hipri = d.hipri;
             j.spin_us = d.spin_us;
+        }
+        if j.ioengine == BackendKind::Sync {
+            j.memory_inline = d.memory_inline;
+            j.inline_window = d.inline_window;
         }
         j
     }
@@ -733,6 +747,41 @@ pub static OPTIONS: &[Opt] = &[
                 return Err("spin at most 1000000 us (1 s)".into());
             }
             j.spin_us = n;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "memory_inline",
+        arg: "BOOL",
+        default: "1",
+        help: "Files whose data is in memory (tmpfs, ramfs, zram without a backing device, brd, \
+               pmem) and that refuse RWF_NOWAIT: io_uring would hand each read to an io-wq \
+               kernel thread. With 1, once the engine holds --inline_window such reads, further \
+               ones are read inline by the submitting thread (pread), so both it and the kernel \
+               worker read. 0 sends every read to the engine. No effect on other files or on \
+               ioengine=sync. nowait only, not passed to fio.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.memory_inline = parse_bool(v)?;
+            Ok(())
+        }),
+    },
+    Opt {
+        name: "inline_window",
+        arg: "INT",
+        default: "auto",
+        help: "With --memory_inline=1: how many reads of a memory-backed file the engine holds \
+               before further ones are read inline. auto: min(32, iodepth/2), so at iodepth=1 \
+               every such read is inline. nowait only.",
+        sweep: false,
+        flag: false,
+        apply: Apply::Job(|j, v| {
+            j.inline_window = if v == "auto" {
+                None
+            } else {
+                Some(parse_count(v)? as usize)
+            };
             Ok(())
         }),
     },
@@ -1266,6 +1315,8 @@ mod tests {
             ("small_fast_path", "0", |j| !j.small_fast_path),
             ("hipri", "1", |j| j.hipri == Some(true)),
             ("spin_us", "50", |j| j.spin_us == 50),
+            ("memory_inline", "0", |j| !j.memory_inline),
+            ("inline_window", "4", |j| j.inline_window == Some(4)),
         ];
         for (name, value, ok) in cases {
             let a = job(&format!("--{name}={value}"));

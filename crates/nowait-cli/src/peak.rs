@@ -451,6 +451,18 @@ pub fn human(r: &PeakResult) -> String {
             "; off: --small_fast_path=0"
         }
     );
+    if q.inline > 0 || !r.job.memory_inline {
+        s += &format!(
+            "  inline       : {} reads read inline by the submitting thread ({:.1}%; {})\n",
+            q.inline,
+            100.0 * ratio(q.inline, m.ios),
+            if r.job.memory_inline {
+                "the file's data is in memory; off: --memory_inline=0"
+            } else {
+                "off: --memory_inline=0"
+            }
+        );
+    }
     if let Some(h) = report::hipri_status(&r.job, m) {
         s += &format!("  hipri        : {h}\n");
     }
@@ -506,6 +518,8 @@ fn json_doc(results: &[PeakResult]) -> Value {
                     "syscalls_per_io": ratio(m.syscalls, m.ios),
                     "fixed_reads": q.fixed_reads,
                     "small_fast": q.small_fast,
+                    "memory_inline": r.job.memory_inline,
+                    "inline": q.inline,
                     "polled": q.polled,
                     "poll_fallbacks": q.poll_fallbacks,
                     "hipri": report::hipri_status(&r.job, m),

@@ -272,6 +272,15 @@ pub fn human(row: &Row) -> String {
             q.fixed_reads, q.polled, q.poll_fallbacks, q.spin_reaped
         );
     }
+    if q.inline > 0 {
+        let _ = writeln!(
+            s,
+            "  inline       : {} reads read inline by the submitting thread ({:.1}%; the file's \
+             data is in memory; off: --memory_inline=0)",
+            q.inline,
+            100.0 * q.inline as f64 / m.ios.max(1) as f64
+        );
+    }
     if let Some(h) = hipri_status(j, m) {
         let _ = writeln!(s, "  hipri        : {h}");
     }
@@ -477,6 +486,7 @@ pub fn job_json(row: &Row) -> Value {
         .collect();
     let mode = (crate::options::uses_pool(j.ioengine)).then(|| j.nowait.unwrap_or_default());
     nw["fast_path"] = fast_path_json(mode, &q.fast_path, &files);
+    nw["inline"] = json!({ "enabled": j.memory_inline, "reads": q.inline });
     nw["uring"] = json!({
         "fixed_reads": q.fixed_reads,
         "polled": q.polled,

@@ -418,6 +418,7 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         .backend(BackendChoice::Exactly(n.ioengine))
         .register_files(n.registerfiles)
         .small_direct_fast_path(n.small_fast_path)
+        .memory_inline(n.memory_inline)
         .spin(Duration::from_micros(n.spin_us))
         .iopoll(match n.hipri {
             None => IoPoll::Auto,
@@ -426,6 +427,9 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         });
     if let Some(m) = n.nowait {
         b = b.nowait(m);
+    }
+    if let Some(w) = n.inline_window {
+        b = b.inline_window(w);
     }
     if let Some(w) = n.pool_workers {
         b = b.pool_workers(w);

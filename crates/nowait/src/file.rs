@@ -85,6 +85,9 @@ pub(crate) struct FileInner {
     /// [`POLL_NO`], [`POLL_YES`], or [`POLL_REFUSED`] once a polled read
     /// came back EOPNOTSUPP.
     pub(crate) polls: AtomicU8,
+    /// Where the file's data lives when reads of it may be done inline on
+    /// the calling thread (see [`File::inline_reason`]), else `None`.
+    pub(crate) inline: Option<String>,
 }
 
 /// The device does not poll (or the file is buffered).
@@ -217,6 +220,9 @@ impl File {
             }
         }
 
+        let inline = memory_backing(kind, &meta, fs_magic)
+            .filter(|_| refuses_nowait(&file, direct_now, align));
+
         Ok(File {
             inner: Arc::new(FileInner {
                 file,
@@ -235,6 +241,7 @@ impl File {
                 } else {
                     POLL_NO
                 }),
+                inline,
             }),
         })
     }
@@ -279,6 +286,17 @@ impl File {
     /// every queue reading the file).
     pub fn fast_path(&self) -> FastPathState {
         self.inner.fast.snapshot(self.inner.fs)
+    }
+
+    /// `Some(where)` when the file's data lives in memory and its reads may
+    /// be done inline, on the thread that pushes them: the file is on tmpfs
+    /// or ramfs, or on a RAM block device (zram without a backing device,
+    /// brd, pmem), and it refuses `RWF_NOWAIT` (checked once at open). io_uring
+    /// hands every read of such a file to one of its io-wq kernel threads,
+    /// a thread hop per read for what is a memory copy; see
+    /// [`QueueBuilder::memory_inline`](crate::QueueBuilder::memory_inline).
+    pub fn inline_reason(&self) -> Option<&str> {
+        self.inner.inline.as_deref()
     }
 
     /// Current size in bytes (`fstat(2)`, or the device size for a block device).
@@ -365,6 +383,64 @@ fn device_polls(kind: FileKind, meta: &fs::Metadata) -> bool {
         meta.dev()
     };
     crate::probe::sysfs_queue_attr(dev, "io_poll").is_some_and(|s| s == "1")
+}
+
+/// Where a file's data lives when that is memory: `tmpfs`/`ramfs` by
+/// filesystem magic, or the RAM block device (`zram0`, `ram0`, `pmem0`)
+/// under the file or block device. A zram device with a backing device is
+/// left out: a read of a page written back to it waits on that device.
+/// tmpfs pages can be swapped out too; that is the one documented case
+/// where an inline read may wait (turn it off with `memory_inline(false)`).
+fn memory_backing(kind: FileKind, meta: &fs::Metadata, fs_magic: i64) -> Option<String> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    if kind == FileKind::Regular {
+        match fs_magic {
+            TMPFS_MAGIC => return Some("tmpfs".into()),
+            RAMFS_MAGIC => return Some("ramfs".into()),
+            _ => {}
+        }
+    }
+    let dev = if kind == FileKind::BlockDevice {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let sys = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
+    let name = sys.file_name()?.to_str()?.to_string();
+    let ram = ["zram", "ram", "pmem"].iter().any(|p| {
+        name.strip_prefix(p)
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+    });
+    if !ram {
+        return None;
+    }
+    if name.starts_with("zram") {
+        // A partition's attributes are on its parent device.
+        let backing = fs::read_to_string(sys.join("backing_dev"))
+            .or_else(|_| fs::read_to_string(sys.join("../backing_dev")))
+            .unwrap_or_default();
+        let backing = backing.trim();
+        if !backing.is_empty() && backing != "none" {
+            return None;
+        }
+    }
+    Some(name)
+}
+
+/// Does `file` refuse `RWF_NOWAIT` reads (EOPNOTSUPP)? Then io_uring cannot
+/// try a read inline and hands each one to an io-wq worker. One read of the
+/// first block (aligned for a direct file) answers it; any other answer
+/// (data, 0 at end of file, EAGAIN) means the kernel takes non-blocking reads.
+fn refuses_nowait(file: &fs::File, direct: bool, align: DioAlignment) -> bool {
+    let len = if direct {
+        (align.offset as usize).max(crate::buf::PAGE)
+    } else {
+        1
+    };
+    let mut buf = crate::buf::Buf::with_align(len, (align.mem as usize).max(crate::buf::PAGE));
+    sys::preadv2_nowait(file.as_fd(), &mut buf.spare_mut()[..len], 0) == Err(libc::EOPNOTSUPP)
 }
 
 /// `/sys/dev/block/MAJ:MIN/queue/logical_block_size`, or the parent's for a partition.

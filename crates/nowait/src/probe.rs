@@ -353,7 +353,15 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
         ),
     };
     let direct_ok = direct.is_ok();
-    let (buffered_path, direct_path) = match auto_kind {
+    let (mut buffered_path, mut direct_path) = match auto_kind {
+        BackendKind::Uring if buffered.inline_reason().is_some() => (
+            "uring: this file refuses RWF_NOWAIT, so io_uring hands each read to an io-wq \
+             kernel thread"
+                .to_string(),
+            direct_ok.then(|| "uring: io_uring O_DIRECT read, handed to an io-wq kernel thread \
+                 (the device refuses NOWAIT)"
+                .to_string()),
+        ),
         BackendKind::Uring => (
             "uring: io_uring async buffered read (a page-cache miss is retried by callback; no worker thread parked)"
                 .to_string(),
@@ -388,6 +396,24 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
             direct_ok.then(|| format!("sync: pread(2) with O_DIRECT on the calling thread ({why})")),
         ),
     };
+    // The queue reads memory-backed files inline past its inline window
+    // (`QueueBuilder::memory_inline`), whatever the backend.
+    let inline = |f: &File| {
+        f.inline_reason().map(|r| {
+            format!(
+                "; the data is in memory ({r}): past the queue's inline window (min(32, depth/2) \
+                 reads) further reads are done inline on the submitting thread"
+            )
+        })
+    };
+    if auto_kind != BackendKind::Sync {
+        if let Some(w) = inline(&buffered) {
+            buffered_path.push_str(&w);
+        }
+        if let (Some(p), Some(w)) = (direct_path.as_mut(), inline(&auto)) {
+            p.push_str(&w);
+        }
+    }
     let backend = auto_kind;
     Ok(FileReport {
         path: path.into(),

@@ -55,6 +55,11 @@ pub const MAX_DEPTH: usize = 16384;
 /// How many times one request is retried after EINTR/EAGAIN before failing.
 const MAX_RETRIES: u32 = 64;
 
+/// Inline reads after which `reap` looks at the backend even when they
+/// satisfied it (see [`QueueBuilder::memory_inline`]): about 25 µs of
+/// inline 4 KiB reads, while an io-wq worker finishes as many.
+const INLINE_HARVEST: u32 = 8;
+
 /// Largest read the small direct-read fast path takes: one 4 KiB block (or
 /// the file's offset alignment, where that is larger).
 pub const SMALL_READ_MAX: usize = 4096;
@@ -148,6 +153,9 @@ pub struct QueueStats {
     /// Reads that took the small direct-read fast path (aligned, at most one
     /// block, into a registered buffer; see [`QueueBuilder::small_direct_fast_path`]).
     pub small_fast: u64,
+    /// Reads (or re-issued remainders) done inline on the pushing thread,
+    /// of files whose data is in memory; see [`QueueBuilder::memory_inline`].
+    pub inline: u64,
 }
 
 /// Where a queue's backend came from.
@@ -170,6 +178,8 @@ pub struct QueueBuilder {
     pool: PoolConfig,
     fixed_buffers: Option<(usize, usize)>,
     small_fast: bool,
+    memory_inline: bool,
+    inline_window: Option<usize>,
 }
 
 impl Default for QueueBuilder {
@@ -181,6 +191,8 @@ impl Default for QueueBuilder {
             pool: PoolConfig::default(),
             fixed_buffers: None,
             small_fast: true,
+            memory_inline: true,
+            inline_window: None,
         }
     }
 }
@@ -254,6 +266,35 @@ impl QueueBuilder {
         self
     }
 
+    /// Inline reads of memory-backed files (default on). A file on tmpfs,
+    /// ramfs or a RAM block device (zram, brd, pmem) that refuses
+    /// `RWF_NOWAIT` ([`File::inline_reason`]) cannot have a read tried
+    /// inline by io_uring: every read goes to an io-wq kernel thread, a
+    /// thread hop for what is a memory copy that never waits on a device.
+    /// With this on, once the backend holds the queue's *inline window* of
+    /// such reads ([`QueueBuilder::inline_window`]), further ones are read
+    /// right away in `push` with `pread`, the way the `pool` backend serves
+    /// a cached read with `RWF_NOWAIT`: the calling thread reads while the
+    /// kernel's worker reads too, and no thread sleeps waiting for another.
+    /// Results, short-read and error handling are the same as for any
+    /// other read; [`QueueStats::inline`] counts them. No effect on the
+    /// `sync` backend (every read is inline there) or on other files.
+    pub fn memory_inline(mut self, on: bool) -> Self {
+        self.memory_inline = on;
+        self
+    }
+
+    /// How many reads of memory-backed files the backend holds before
+    /// [`QueueBuilder::memory_inline`] reads further ones inline. Default
+    /// `min(32, depth / 2)`: at depth 1 every such read is inline (waiting
+    /// for a kernel worker would only add its wake-up to the latency); at
+    /// depth 128, 32 reads keep one io-wq worker busy on the other core
+    /// while this thread reads the rest.
+    pub fn inline_window(mut self, reads: usize) -> Self {
+        self.inline_window = Some(reads);
+        self
+    }
+
     /// The `pool` backend's `RWF_NOWAIT` fast path: try a buffered read
     /// inline with `preadv2(RWF_NOWAIT)` before handing it to a worker
     /// (default [`NowaitMode::Adaptive`]). No effect on other backends.
@@ -290,6 +331,11 @@ impl QueueBuilder {
         let (backend, report) = make_backend(self.backend, self.depth, self.uring, self.pool)?;
         let mut q = Queue::with_backend(backend, report, self.depth);
         q.small_fast = self.small_fast;
+        q.inline_window = if self.memory_inline && q.report.kind != BackendKind::Sync {
+            self.inline_window.unwrap_or((self.depth / 2).min(32))
+        } else {
+            usize::MAX
+        };
         if let Some((count, size)) = self.fixed_buffers {
             if count == 0 || count > u16::MAX as usize || size == 0 {
                 return Err(Error::Config(format!(
@@ -544,6 +590,11 @@ pub struct Queue {
     fixed_pool: Option<BufPool>,
     /// The small direct-read fast path is on.
     small_fast: bool,
+    /// Reads of memory-backed files the backend may hold before further
+    /// ones are read inline (`usize::MAX`: never inline).
+    inline_window: usize,
+    /// Inline reads since the backend was last entered (see `reap`).
+    inline_since_enter: u32,
 }
 
 impl fmt::Debug for Queue {
@@ -580,6 +631,8 @@ impl Queue {
             reissued: false,
             fixed_pool: None,
             small_fast: false,
+            inline_window: usize::MAX,
+            inline_since_enter: 0,
         }
     }
 
@@ -677,6 +730,9 @@ impl Queue {
             buf,
             user_data,
         } = req;
+        if self.inline_since_enter >= INLINE_HARVEST && self.owed > 0 {
+            self.harvest();
+        }
         // The small direct-read fast path: a handful of compares, then one
         // READ_FIXED. `reg_id != 0` only when the pool was registered, so the
         // tag test also says the backend issues READ_FIXED.
@@ -801,7 +857,7 @@ impl Queue {
         index: u16,
     ) {
         self.stats.pushed += 1;
-        self.stats.small_fast += 1;
+        let inline = self.owed >= self.inline_window && file.inner.inline.is_some();
         let s = &mut self.slots[idx as usize];
         // A free slot has no bounce buffer and no result: `finish` takes the
         // one and `take` the other before the slot is freed.
@@ -813,7 +869,15 @@ impl Queue {
         s.io_len = len;
         s.done = 0;
         s.retries = 0;
-        s.fast = true;
+        s.fast = !inline;
+        if inline {
+            s.buf = Some(buf);
+            s.file = Some(file.clone());
+            self.read_inline(idx);
+            return;
+        }
+        self.stats.small_fast += 1;
+        let s = &mut self.slots[idx as usize];
         let ptr = s.buf.insert(buf).as_mut_ptr();
         let sqe = Sqe {
             slot: idx,
@@ -835,10 +899,15 @@ impl Queue {
         self.owed += 1;
     }
 
-    /// Hand the remaining part of slot `idx`'s read to the backend.
+    /// Hand the remaining part of slot `idx`'s read to the backend (or read
+    /// it inline: see [`QueueBuilder::memory_inline`]).
     fn issue(&mut self, idx: u32) {
         let s = &mut self.slots[idx as usize];
         let file = s.file.as_ref().expect("an issued slot holds its file");
+        if self.owed >= self.inline_window && file.inner.inline.is_some() {
+            self.read_inline(idx);
+            return;
+        }
         let target = match s.bounce.as_mut() {
             Some(b) => &mut b.buf,
             None => s.buf.as_mut().expect("an issued slot holds its buffer"),
@@ -865,6 +934,48 @@ impl Queue {
         // finishes an issued slot. `Drop` waits for every owed Cqe.
         unsafe { self.backend.push(&sqe) };
         self.owed += 1;
+    }
+
+    /// After a run of inline reads, collect what the backend finished
+    /// meanwhile (and submit what it holds), without waiting: the reads
+    /// pushed next then go to the backend again, keeping its kernel worker
+    /// busy while this thread reads inline. An error from this look stays
+    /// with the backend's reads and is reported by the next `reap`.
+    fn harvest(&mut self) {
+        let _ = self.pump(0, None, None);
+    }
+
+    /// Read the remaining part of slot `idx` now, on this thread, and
+    /// interpret the result like a backend's. Only for files whose data is
+    /// in memory (`FileInner::inline`): the read copies (or decompresses)
+    /// and never waits on a device.
+    fn read_inline(&mut self, idx: u32) {
+        use std::os::unix::fs::FileExt;
+        if self.inline_since_enter == 0 {
+            // Reads the backend holds unsubmitted go first, so its kernel
+            // worker reads alongside this thread. An error here stays with
+            // the queued reads and is reported by the next submit or reap.
+            let _ = self.backend.submit();
+        }
+        let s = &mut self.slots[idx as usize];
+        let file = s.file.as_ref().expect("an issued slot holds its file");
+        let target = match s.bounce.as_mut() {
+            Some(b) => &mut b.buf,
+            None => s.buf.as_mut().expect("an issued slot holds its buffer"),
+        };
+        let offset = s.io_offset + s.done as u64;
+        let res = match file
+            .inner
+            .file
+            .read_at(&mut target.spare_mut()[s.done..s.io_len], offset)
+        {
+            // `io_len` fits a read (MAX_READ), so the count fits an i32.
+            Ok(n) => n as i32,
+            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+        };
+        self.stats.inline += 1;
+        self.inline_since_enter += 1;
+        self.on_result(idx, res);
     }
 
     /// Ask the backend to signal eventfd `fd` whenever results are ready
@@ -904,7 +1015,13 @@ impl Queue {
                 // collected by the next reap: entering again here would cost
                 // a system call per reap (with DEFER_TASKRUN, finished work
                 // is only posted on entry) and break completion batching.
-                if min == 0 && self.owed > 0 && got == 0 {
+                // Inline reads (`memory_inline`) can satisfy reap after reap
+                // without entering the kernel; every INLINE_HARVEST of them,
+                // look at the backend too, so its finished reads come back
+                // and its worker is fed.
+                if self.owed > 0
+                    && ((min == 0 && got == 0) || self.inline_since_enter >= INLINE_HARVEST)
+                {
                     self.pump(0, None, Some(out))?;
                     while let Some(idx) = self.ready.pop_front() {
                         out.push(self.take(idx));
@@ -949,6 +1066,7 @@ impl Queue {
         timeout: Option<Duration>,
         mut out: Option<&mut Vec<Completion>>,
     ) -> Result<()> {
+        self.inline_since_enter = 0;
         if self.owed == 0 {
             return self.backend.submit();
         }

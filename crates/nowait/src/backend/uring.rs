@@ -137,7 +137,6 @@ pub(crate) struct UringBackend {
     unsubmitted: usize,
     stats: BackendStats,
     flags: String,
-    registered_ring_fd: bool,
     entries: u32,
     sqpoll: bool,
     spin: Duration,
@@ -195,12 +194,15 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
         }
         match b.build(entries) {
             Ok(ring) => {
-                // A registered ring fd saves an fdget/fdput per enter; optional.
-                // It is registered in the *calling thread's* io_uring context,
-                // so only a ring used from one thread may use it: from another
-                // thread the index names nothing (EBADF) or another ring.
-                let registered_ring_fd =
-                    cfg.single_issuer && ring.submitter().register_ring_fd().is_ok();
+                // No registered ring fd (IORING_REGISTER_RING_FDS): the
+                // io-uring crate keeps the index in each `Submitter` value and
+                // `IoUring::submitter()` makes a fresh one per call, so the
+                // index would never be used for an enter, while the thread's
+                // io_uring context would hold the ring, its registered files
+                // and buffers alive until the thread exits (a dropped queue's
+                // device stayed busy; tests/inline.rs removes a zram device
+                // right after its queue is dropped). The saving is one
+                // fdget/fdput per enter.
                 let (files, files_note) = if !cfg.register_files {
                     (Vec::new(), "registered files off")
                 } else if ring
@@ -228,7 +230,6 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                     unsubmitted: 0,
                     stats: BackendStats::default(),
                     flags,
-                    registered_ring_fd,
                     entries,
                     sqpoll: bits & SQ != 0,
                     spin: cfg.spin,
@@ -613,14 +614,9 @@ impl Backend for UringBackend {
 
     fn describe(&self) -> String {
         format!(
-            "io_uring, {} entries, setup flags {}{}, {}, {}{}",
+            "io_uring, {} entries, setup flags {}, {}, {}{}",
             self.entries,
             self.flags,
-            if self.registered_ring_fd {
-                ", registered ring fd"
-            } else {
-                ""
-            },
             self.files_note,
             self.poll_note,
             if self.spin.is_zero() {
