@@ -133,6 +133,9 @@ const FILE_TABLE: usize = 1024;
 
 pub(crate) struct UringBackend {
     ring: IoUring,
+    /// The ring's registered fd index (IORING_REGISTER_RING_FDS) and the
+    /// thread whose io_uring context holds it (see `thread_key`).
+    ring_index: Option<(u32, usize)>,
     /// Reads pushed to the SQ and not yet handed to the kernel.
     unsubmitted: usize,
     stats: BackendStats,
@@ -194,15 +197,15 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
         }
         match b.build(entries) {
             Ok(ring) => {
-                // No registered ring fd (IORING_REGISTER_RING_FDS): the
-                // io-uring crate keeps the index in each `Submitter` value and
-                // `IoUring::submitter()` makes a fresh one per call, so the
-                // index would never be used for an enter, while the thread's
-                // io_uring context would hold the ring, its registered files
-                // and buffers alive until the thread exits (a dropped queue's
-                // device stayed busy; tests/inline.rs removes a zram device
-                // right after its queue is dropped). The saving is one
-                // fdget/fdput per enter.
+                // A registered ring fd saves an fdget/fdput per enter. It is
+                // registered in the *calling thread's* io_uring context, so
+                // only a ring used from one thread may use it (SQPOLL rings
+                // keep the crate's enter, which knows when to skip it).
+                let ring_index = if cfg.single_issuer && bits & SQ == 0 {
+                    register_ring_fd(&ring).map(|i| (i, thread_key()))
+                } else {
+                    None
+                };
                 let (files, files_note) = if !cfg.register_files {
                     (Vec::new(), "registered files off")
                 } else if ring
@@ -227,6 +230,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                 }
                 return Ok(UringBackend {
                     ring,
+                    ring_index,
                     unsubmitted: 0,
                     stats: BackendStats::default(),
                     flags,
@@ -281,6 +285,98 @@ fn enter_ring(ring: &IoUring, want: usize, timeout: Option<Duration>) -> io::Res
     }
 }
 
+// From <linux/io_uring.h>; the io-uring crate keeps its copies private.
+const IORING_REGISTER_RING_FDS: libc::c_uint = 20;
+const IORING_UNREGISTER_RING_FDS: libc::c_uint = 21;
+const IORING_ENTER_GETEVENTS: libc::c_uint = 1 << 0;
+const IORING_ENTER_EXT_ARG: libc::c_uint = 1 << 3;
+const IORING_ENTER_REGISTERED_RING: libc::c_uint = 1 << 4;
+
+/// `struct io_uring_rsrc_update`.
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// `struct io_uring_getevents_arg`.
+#[repr(C)]
+struct GeteventsArg {
+    sigmask: u64,
+    sigmask_sz: u32,
+    min_wait_usec: u32,
+    ts: u64,
+}
+
+/// `struct __kernel_timespec`.
+#[repr(C)]
+struct KernelTimespec {
+    tv_sec: i64,
+    tv_nsec: i64,
+}
+
+/// An identity for the current thread, cheap to take on every enter: the
+/// address of a thread-local, unique among live threads. A registered ring
+/// index means something only in the thread that registered it.
+fn thread_key() -> usize {
+    thread_local! {
+        static KEY: u8 = const { 0 };
+    }
+    KEY.with(|k| k as *const u8 as usize)
+}
+
+/// Register `ring`'s fd in this thread's io_uring context; its index, or
+/// `None` if the kernel refuses (before 5.18, or the table is full). Done
+/// here rather than through the io-uring crate, whose `Submitter` keeps the
+/// index in a value that `IoUring::submitter()` makes afresh on every call,
+/// so the index would never be used while the registration kept the ring
+/// (and its registered files and buffers) alive until the thread exits.
+fn register_ring_fd(ring: &IoUring) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut up = RsrcUpdate {
+        offset: u32::MAX, // any free slot
+        resv: 0,
+        data: ring.as_raw_fd() as u64,
+    };
+    // SAFETY: `up` is a live, correctly laid out io_uring_rsrc_update and we
+    // pass a count of 1; the kernel writes the chosen index into `offset`.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring.as_raw_fd(),
+            IORING_REGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1 as libc::c_uint,
+        )
+    };
+    // EINVAL (kernel without it), EBUSY (table full) and the rest: enter
+    // with the plain fd instead.
+    (r == 1).then_some(up.offset)
+}
+
+/// Undo `register_ring_fd` for `index`, from the thread that registered it.
+fn unregister_ring_fd(ring: &IoUring, index: u32) {
+    use std::os::fd::AsRawFd;
+    let up = RsrcUpdate {
+        offset: index,
+        resv: 0,
+        data: 0,
+    };
+    // SAFETY: as in `register_ring_fd`; the kernel only reads `up`. A
+    // failure leaves the ring registered until the thread exits: nothing
+    // more to do about it here.
+    let _ = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring.as_raw_fd(),
+            IORING_UNREGISTER_RING_FDS,
+            &up as *const RsrcUpdate,
+            1 as libc::c_uint,
+        )
+    };
+}
+
 /// What an `io_uring_enter` error means for the caller.
 fn enter_result(r: io::Result<usize>) -> Result<()> {
     match r {
@@ -309,12 +405,79 @@ impl UringBackend {
         // With SQPOLL and nothing to wait for, the crate skips the syscall
         // while the kernel thread is awake.
         let skips = self.sqpoll && want == 0 && !self.ring.submission().need_wakeup();
-        let r = enter_ring(&self.ring, want, timeout);
+        let r = match self.ring_index {
+            Some((index, owner)) if owner == thread_key() => {
+                self.enter_registered(index, want, timeout)
+            }
+            _ => enter_ring(&self.ring, want, timeout),
+        };
         if !skips {
             self.stats.syscalls += 1;
         }
         self.unsubmitted = self.ring.submission().len();
         enter_result(r)
+    }
+
+    /// `io_uring_enter` through the registered ring index: submit what is
+    /// queued and wait for `want` completions (or `timeout`), with the flags
+    /// the io-uring crate would use for a ring without SQPOLL.
+    fn enter_registered(
+        &mut self,
+        index: u32,
+        want: usize,
+        timeout: Option<Duration>,
+    ) -> io::Result<usize> {
+        let (len, mut flags) = {
+            let sq = self.ring.submission();
+            // Deferred task work and an overflowed CQ are only dealt with by
+            // an enter carrying GETEVENTS.
+            let get = want > 0 || sq.cq_overflow() || sq.taskrun();
+            (sq.len(), if get { IORING_ENTER_GETEVENTS } else { 0 })
+        };
+        flags |= IORING_ENTER_REGISTERED_RING;
+        let ts;
+        let arg;
+        let (argp, argsz) = match timeout {
+            Some(t) if want > 0 => {
+                ts = KernelTimespec {
+                    tv_sec: t.as_secs() as i64,
+                    tv_nsec: t.subsec_nanos() as i64,
+                };
+                arg = GeteventsArg {
+                    sigmask: 0,
+                    sigmask_sz: 0,
+                    min_wait_usec: 0,
+                    ts: &ts as *const KernelTimespec as u64,
+                };
+                flags |= IORING_ENTER_EXT_ARG;
+                (
+                    &arg as *const GeteventsArg as *const libc::c_void,
+                    std::mem::size_of::<GeteventsArg>(),
+                )
+            }
+            _ => (std::ptr::null(), 0),
+        };
+        // SAFETY: `index` names this ring in this thread's io_uring context
+        // (registered by this thread, checked by the caller); `argp` is null
+        // or points at `arg` (and it at `ts`), both alive for the call. The
+        // SQ entries up to the tail were published when the crate's
+        // SubmissionQueue handles were dropped.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_enter,
+                index as libc::c_uint,
+                len as libc::c_uint,
+                want as libc::c_uint,
+                flags,
+                argp,
+                argsz,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
     }
 
     /// The registered-file index for `fd`, registering the file on first use.
@@ -507,6 +670,19 @@ impl UringBackend {
     }
 }
 
+impl Drop for UringBackend {
+    fn drop(&mut self) {
+        // Registered in this thread's io_uring context, which would keep the
+        // ring alive until the thread exits. Dropped on another thread, the
+        // index means nothing (or another ring) there, so it stays.
+        if let Some((index, owner)) = self.ring_index {
+            if owner == thread_key() {
+                unregister_ring_fd(&self.ring, index);
+            }
+        }
+    }
+}
+
 impl Backend for UringBackend {
     unsafe fn push(&mut self, sqe: &Sqe) {
         // SAFETY: the Sqe contract keeps `file` valid until this slot's Cqe
@@ -614,9 +790,14 @@ impl Backend for UringBackend {
 
     fn describe(&self) -> String {
         format!(
-            "io_uring, {} entries, setup flags {}, {}, {}{}",
+            "io_uring, {} entries, setup flags {}{}, {}, {}{}",
             self.entries,
             self.flags,
+            if self.ring_index.is_some() {
+                ", registered ring fd"
+            } else {
+                ""
+            },
             self.files_note,
             self.poll_note,
             if self.spin.is_zero() {
