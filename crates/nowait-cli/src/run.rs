@@ -6,11 +6,17 @@
 //! (`iodepth_batch_submit`, default: every free slot at once) and reaps take
 //! every completion available. Time is read once before and once after each
 //! submit, and once after each reap:
-//! * completion latency (`clat`) runs from just before the submit call to the
-//!   reap that returned the read (for `sync`, whose submit *is* the `pread`,
-//!   that is the `pread`, as fio counts it);
-//! * submission latency (`slat`) is the submit call, charged to each read of
-//!   the batch.
+//! * completion latency (`clat`) runs from just before the batch's first
+//!   `push` to the reap that returned the read (for `sync`, whose submit *is*
+//!   the `pread`, that is the `pread`, as fio counts it);
+//! * submission latency (`slat`) is the batch's pushes and submit call,
+//!   charged to each read of the batch: a read that completes inside `push`
+//!   (the pool's `RWF_NOWAIT` fast path, a memory-backed file read inline)
+//!   is counted there.
+//!
+//! At `iodepth=1` the read is not submitted on its own: the reap's
+//! `io_uring_enter` submits it and waits for it (one system call per read,
+//! as t/io_uring does; fio's engine makes two), and `slat` is only the push.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
@@ -295,6 +301,7 @@ fn worker(
 
     let start = Instant::now();
     let mut issued_at = vec![start; depth];
+    let mut batch_start = start;
     let mut offset_of = vec![0u64; depth];
     let ramp_end = start + job.ramp_time;
     let end = job.runtime.map(|r| ramp_end + r);
@@ -320,6 +327,12 @@ fn worker(
                 let buf = bufs[id as usize]
                     .take()
                     .expect("a free slot holds its buffer");
+                if batch.is_empty() {
+                    // A read may complete inside `push` (the pool's
+                    // RWF_NOWAIT fast path, memory-backed files): the
+                    // batch's time starts before it.
+                    batch_start = Instant::now();
+                }
                 q.push(Read {
                     file,
                     offset,
@@ -332,14 +345,34 @@ fn worker(
                 batch.push(id);
                 in_flight += 1;
                 issued += 1;
-                if batch.len() >= batch_submit {
-                    submit(&mut q, &mut batch, &mut issued_at, &mut slat, measuring)
-                        .map_err(|e| fail("submit", e))?;
+                if batch.len() >= batch_submit && depth > 1 {
+                    submit(
+                        &mut q,
+                        &mut batch,
+                        batch_start,
+                        &mut issued_at,
+                        &mut slat,
+                        measuring,
+                    )
+                    .map_err(|e| fail("submit", e))?;
                 }
             }
             if !batch.is_empty() {
-                submit(&mut q, &mut batch, &mut issued_at, &mut slat, measuring)
-                    .map_err(|e| fail("submit", e))?;
+                // One read in flight: the reap below submits it in the
+                // io_uring_enter that waits for it (one system call per
+                // read, as t/io_uring does; fio's engine makes two), so
+                // `submit` only stamps it.
+                let only_stamp = depth == 1;
+                submit_or_stamp(
+                    &mut q,
+                    &mut batch,
+                    batch_start,
+                    &mut issued_at,
+                    &mut slat,
+                    measuring,
+                    only_stamp,
+                )
+                .map_err(|e| fail("submit", e))?;
             }
         }
         if in_flight == 0 {
@@ -486,18 +519,37 @@ fn setup(job: &Job, file: &File) -> Result<Setup, Failure> {
 fn submit(
     q: &mut Queue,
     batch: &mut Vec<u32>,
+    start: Instant,
     issued_at: &mut [Instant],
     slat: &mut Latency,
     measuring: bool,
 ) -> nowait::Result<()> {
-    let t0 = Instant::now();
-    q.submit()?;
+    submit_or_stamp(q, batch, start, issued_at, slat, measuring, false)
+}
+
+/// Hand `batch` (pushed since `start`) to the kernel, unless `only_stamp`
+/// (the next reap's enter will carry it), and account for it: `slat` is
+/// from `start` to the end of the submit call, `clat` will run from
+/// `start` to the reap that returns each read.
+#[allow(clippy::too_many_arguments)]
+fn submit_or_stamp(
+    q: &mut Queue,
+    batch: &mut Vec<u32>,
+    start: Instant,
+    issued_at: &mut [Instant],
+    slat: &mut Latency,
+    measuring: bool,
+    only_stamp: bool,
+) -> nowait::Result<()> {
+    if !only_stamp {
+        q.submit()?;
+    }
     let t1 = Instant::now();
     for &id in batch.iter() {
-        issued_at[id as usize] = t0;
+        issued_at[id as usize] = start;
     }
     if measuring {
-        slat.record_n(t1 - t0, batch.len() as u64);
+        slat.record_n(t1 - start, batch.len() as u64);
     }
     batch.clear();
     Ok(())
