@@ -337,3 +337,53 @@ impl Drop for Zram {
         }
     }
 }
+
+/// The async front end over a memory-backed file: tasks on a multi-thread
+/// tokio runtime, more reads in flight than the engine's inline window, so
+/// reads complete inside the futures' `push` as well as through the ring.
+#[test]
+fn the_async_engine_reads_memory_backed_files_inline_too() {
+    let dir = match tmpfs_dir() {
+        Ok(d) => d,
+        Err(why) => return eprintln!("SKIP the_async_engine_reads_memory_backed_files: {why}"),
+    };
+    let size: u64 = (8 << 20) + 777;
+    let p = pattern_file(dir.path(), "f", size);
+    // Depth 8: an inline window of 4 reads.
+    let engine = nowait::Engine::builder().depth(8).build().unwrap();
+    let file = engine.open(&p, Direct::Off).unwrap();
+    assert_eq!(file.file().inline_reason(), Some("tmpfs"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for t in 0..16u64 {
+            let file = file.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut rng = Rng::from_seed(0x5eed + t);
+                for _ in 0..200 {
+                    let len = 1 + rng.below(16384) as usize;
+                    let off = rng.below(size + 4096);
+                    let (n, buf) = file.read_at(Buf::new(len), off).await;
+                    let want = size.saturating_sub(off).min(len as u64) as usize;
+                    let ctx = format!("task {t}: offset {off}, {len} bytes");
+                    assert_eq!(n.unwrap_or_else(|e| panic!("{ctx}: {e}")), want, "{ctx}");
+                    nowait::pattern::check(off, buf.as_slice())
+                        .unwrap_or_else(|m| panic!("{ctx}: {m}"));
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    let st = engine.stats();
+    eprintln!(
+        "engine: {} reads inline of {} pushed",
+        st.queue.inline, st.queue.pushed
+    );
+    assert!(st.queue.inline > 0, "no read was inline: {st:?}");
+}
