@@ -780,7 +780,7 @@ pub static OPTIONS: &[Opt] = &[
             j.inline_window = if v == "auto" {
                 None
             } else {
-                Some(parse_count(v)? as usize)
+                Some(parse_count(v).map_err(|e| format!("{e}, or auto"))? as usize)
             };
             Ok(())
         }),
