@@ -202,6 +202,48 @@ fn spinning_reaper_reads_verify() {
     }
 }
 
+/// A read left queued for the reap (as `nowait bench` does at iodepth=1)
+/// is submitted first and then spun for: before this was fixed, a queued
+/// read skipped the spin and slept in the kernel.
+#[test]
+fn spinning_reaper_spins_for_reads_left_to_the_reap() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(dir.path(), "f.dat", 1 << 20);
+    let f = File::open(&path, Direct::On).unwrap();
+    let Some(mut q) = build(
+        uring()
+            .depth(1)
+            .spin(Duration::from_secs(1))
+            .memory_inline(false),
+        "spin",
+    ) else {
+        return;
+    };
+    let mut done = Vec::new();
+    for i in 0..16u64 {
+        let off = (i * 7 % 256) * 4096;
+        q.push(nowait::Read {
+            file: &f,
+            offset: off,
+            len: 4096,
+            buf: Buf::new(4096),
+            user_data: i,
+        })
+        .unwrap();
+        q.reap(1, None, &mut done).unwrap();
+        let c = done.pop().expect("one completion");
+        assert_eq!(c.result.unwrap(), 4096);
+        pattern::check(off, c.buf.as_slice()).unwrap();
+    }
+    let st = q.stats();
+    assert!(
+        st.spin_reaped > 0,
+        "16 direct reads on {}, each left to the reap with a 1 s spin: none was found by \
+         spinning ({st:?})",
+        f.fs()
+    );
+}
+
 #[test]
 fn aio_reads_direct_files_and_fails_cleanly_on_bad_requests() {
     let dir = tempfile::tempdir().unwrap();

@@ -630,6 +630,15 @@ impl UringBackend {
         out: &mut Vec<Cqe>,
     ) -> Result<()> {
         let mut ready = self.ring.completion().len();
+        if ready < min && !self.spin.is_zero() {
+            if self.unsubmitted > 0 {
+                // The reads must be in the kernel before there is anything
+                // to spin for (a caller may leave them to this reap, as
+                // `nowait bench` does at iodepth=1).
+                self.enter(0, None)?;
+                ready = self.ring.completion().len();
+            }
+        }
         if ready < min && self.unsubmitted == 0 && !self.spin.is_zero() {
             // Userspace polling: watch the CQ for a while before sleeping.
             let until = Instant::now() + self.spin;
