@@ -354,18 +354,21 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
     };
     let direct_ok = direct.is_ok();
     let (mut buffered_path, mut direct_path) = match auto_kind {
-        BackendKind::Uring if buffered.inline_reason().is_some() => (
-            "uring: this file refuses RWF_NOWAIT, so io_uring hands each read to an io-wq \
-             kernel thread"
-                .to_string(),
-            direct_ok.then(|| "uring: io_uring O_DIRECT read, handed to an io-wq kernel thread \
-                 (the device refuses NOWAIT)"
-                .to_string()),
-        ),
         BackendKind::Uring => (
-            "uring: io_uring async buffered read (a page-cache miss is retried by callback; no worker thread parked)"
-                .to_string(),
+            if matches!(rwf_nowait, NowaitProbe::Unsupported { .. }) {
+                "uring: this file refuses RWF_NOWAIT, so io_uring hands each read to an io-wq \
+                 kernel thread"
+            } else {
+                "uring: io_uring async buffered read (a page-cache miss is retried by callback; \
+                 no worker thread parked)"
+            }
+            .to_string(),
             direct_ok.then(|| {
+                if auto.inline_reason().is_some() {
+                    return "uring: io_uring O_DIRECT read, handed to an io-wq kernel thread \
+                            (the device refuses NOWAIT)"
+                        .to_string();
+                }
                 let poll = match io_poll {
                     Some(true) => "device polls (io_poll=1): an IOPOLL ring applies",
                     Some(false) => "interrupt-driven: device queue does not poll (io_poll=0)",
@@ -393,7 +396,8 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
         ),
         BackendKind::Sync => (
             format!("sync: pread(2) on the calling thread ({why})"),
-            direct_ok.then(|| format!("sync: pread(2) with O_DIRECT on the calling thread ({why})")),
+            direct_ok
+                .then(|| format!("sync: pread(2) with O_DIRECT on the calling thread ({why})")),
         ),
     };
     // The queue reads memory-backed files inline past its inline window

@@ -582,9 +582,11 @@ pub struct Queue {
     next_private: u64,
     /// Registration id of `fixed_pool` with the backend (0: none).
     reg_id: u32,
-    /// `on_result` re-issued part of a read (short read, EINTR/EAGAIN)
-    /// that the backend may hold unsubmitted.
-    reissued: bool,
+    /// The backend may hold reads not yet handed to the kernel: set when a
+    /// read (or a re-issued remainder) is pushed to it, cleared when it is
+    /// entered. `reap` hands them over before it returns, even when
+    /// results already in `ready` (inline reads, earlier reaps) satisfied it.
+    unsent: bool,
     /// The registered buffer pool; declared after `backend` so it is freed
     /// only after the ring that references it is gone.
     fixed_pool: Option<BufPool>,
@@ -595,6 +597,10 @@ pub struct Queue {
     inline_window: usize,
     /// Inline reads since the backend was last entered (see `reap`).
     inline_since_enter: u32,
+    /// `read_inline` is running (its loop takes re-issues in turn).
+    inline_active: bool,
+    /// A re-issue `on_result` asked for while `read_inline` was running.
+    inline_next: Option<u32>,
 }
 
 impl fmt::Debug for Queue {
@@ -628,11 +634,13 @@ impl Queue {
             stats: QueueStats::default(),
             next_private: 1 << 63,
             reg_id: 0,
-            reissued: false,
+            unsent: false,
             fixed_pool: None,
             small_fast: false,
             inline_window: usize::MAX,
             inline_since_enter: 0,
+            inline_active: false,
+            inline_next: None,
         }
     }
 
@@ -897,6 +905,7 @@ impl Queue {
         // finishes an issued slot). `Drop` waits for every owed Cqe.
         unsafe { self.backend.push(&sqe) };
         self.owed += 1;
+        self.unsent = true;
     }
 
     /// Hand the remaining part of slot `idx`'s read to the backend (or read
@@ -934,6 +943,7 @@ impl Queue {
         // finishes an issued slot. `Drop` waits for every owed Cqe.
         unsafe { self.backend.push(&sqe) };
         self.owed += 1;
+        self.unsent = true;
     }
 
     /// After a run of inline reads, collect what the backend finished
@@ -951,31 +961,45 @@ impl Queue {
     /// and never waits on a device.
     fn read_inline(&mut self, idx: u32) {
         use std::os::unix::fs::FileExt;
-        if self.inline_since_enter == 0 {
+        if self.inline_active {
+            // Called back from `on_result` below (a short read's remainder,
+            // an EINTR retry): read it in the loop, not by recursion.
+            self.inline_next = Some(idx);
+            return;
+        }
+        if self.inline_since_enter == 0 && std::mem::take(&mut self.unsent) {
             // Reads the backend holds unsubmitted go first, so its kernel
             // worker reads alongside this thread. An error here stays with
             // the queued reads and is reported by the next submit or reap.
-            let _ = self.backend.submit();
+            if self.backend.submit().is_err() {
+                self.unsent = true;
+            }
         }
-        let s = &mut self.slots[idx as usize];
-        let file = s.file.as_ref().expect("an issued slot holds its file");
-        let target = match s.bounce.as_mut() {
-            Some(b) => &mut b.buf,
-            None => s.buf.as_mut().expect("an issued slot holds its buffer"),
-        };
-        let offset = s.io_offset + s.done as u64;
-        let res = match file
-            .inner
-            .file
-            .read_at(&mut target.spare_mut()[s.done..s.io_len], offset)
-        {
-            // `io_len` fits a read (MAX_READ), so the count fits an i32.
-            Ok(n) => n as i32,
-            Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
-        };
-        self.stats.inline += 1;
-        self.inline_since_enter += 1;
-        self.on_result(idx, res);
+        self.inline_active = true;
+        let mut next = Some(idx);
+        while let Some(idx) = next {
+            let s = &mut self.slots[idx as usize];
+            let file = s.file.as_ref().expect("an issued slot holds its file");
+            let target = match s.bounce.as_mut() {
+                Some(b) => &mut b.buf,
+                None => s.buf.as_mut().expect("an issued slot holds its buffer"),
+            };
+            let offset = s.io_offset + s.done as u64;
+            let res = match file
+                .inner
+                .file
+                .read_at(&mut target.spare_mut()[s.done..s.io_len], offset)
+            {
+                // `io_len` fits a read (MAX_READ), so the count fits an i32.
+                Ok(n) => n as i32,
+                Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+            };
+            self.stats.inline += 1;
+            self.inline_since_enter = self.inline_since_enter.saturating_add(1);
+            self.on_result(idx, res);
+            next = self.inline_next.take();
+        }
+        self.inline_active = false;
     }
 
     /// Ask the backend to signal eventfd `fd` whenever results are ready
@@ -987,6 +1011,7 @@ impl Queue {
     /// Hand every queued read to the kernel (one system call for the batch
     /// with `uring`; the reads themselves with `sync`).
     pub fn submit(&mut self) -> Result<()> {
+        self.unsent = false;
         self.backend.submit()
     }
 
@@ -1027,14 +1052,14 @@ impl Queue {
                         out.push(self.take(idx));
                     }
                 }
-                self.flush_reissued()?;
+                self.flush_unsent()?;
                 return Ok(out.len() - before);
             }
             let remaining = match deadline {
                 Some(d) => match d.checked_duration_since(Instant::now()) {
                     Some(left) if !left.is_zero() => Some(left),
                     _ => {
-                        self.flush_reissued()?;
+                        self.flush_unsent()?;
                         return Ok(out.len() - before);
                     }
                 },
@@ -1047,11 +1072,11 @@ impl Queue {
         }
     }
 
-    /// Hand re-issued remainders to the kernel before returning to a caller
-    /// that may now sleep on something else (an eventfd, a condvar): left
-    /// queued, they would wait for the next reap.
-    fn flush_reissued(&mut self) -> Result<()> {
-        if std::mem::take(&mut self.reissued) {
+    /// Hand reads the backend still holds to the kernel before returning to
+    /// a caller that may now sleep on something else (an eventfd, a
+    /// condvar): left queued, they would wait for the next reap.
+    fn flush_unsent(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.unsent) {
             self.backend.submit()?;
         }
         Ok(())
@@ -1067,6 +1092,8 @@ impl Queue {
         mut out: Option<&mut Vec<Completion>>,
     ) -> Result<()> {
         self.inline_since_enter = 0;
+        // Both calls below hand every queued read to the kernel.
+        self.unsent = false;
         if self.owed == 0 {
             return self.backend.submit();
         }
@@ -1113,7 +1140,6 @@ impl Queue {
             } else {
                 self.stats.short_retries += 1;
                 self.issue(idx);
-                self.reissued = true;
             }
             return;
         }
@@ -1130,7 +1156,6 @@ impl Queue {
                 s.retries += 1;
                 self.stats.eintr_retries += 1;
                 self.issue(idx);
-                self.reissued = true;
             }
             // Everything else (EIO, EINVAL, EBADF, EFAULT, ECANCELED, EOPNOTSUPP,
             // and EINTR/EAGAIN past the retry limit) fails the request with

@@ -387,3 +387,70 @@ fn the_async_engine_reads_memory_backed_files_inline_too() {
     );
     assert!(st.queue.inline > 0, "no read was inline: {st:?}");
 }
+
+/// A read pushed to the backend after inline reads filled `ready` reaches
+/// the kernel at the next reap, even when that reap is satisfied by the
+/// inline results without waiting.
+#[test]
+fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
+    let dir = match tmpfs_dir() {
+        Ok(d) => d,
+        Err(why) => return eprintln!("SKIP a_reap_satisfied_by_inline_reads: {why}"),
+    };
+    let disk = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    if fs_of(disk.path()) == "tmpfs" {
+        return eprintln!(
+            "SKIP a_reap_satisfied_by_inline_reads: the target directory is on tmpfs"
+        );
+    }
+    let size = 1u64 << 20;
+    let mem = File::open(pattern_file(dir.path(), "m", size), Direct::Off).unwrap();
+    let ondisk = File::open(pattern_file(disk.path(), "d", size), Direct::Off).unwrap();
+    let mut q = match queue(BackendKind::Uring, 4).inline_window(2).build() {
+        Ok(q) => q,
+        Err(e) => return eprintln!("SKIP a_reap_satisfied_by_inline_reads: {e}"),
+    };
+    for i in 0..3u64 {
+        q.push(Read {
+            file: &mem,
+            offset: i * 4096,
+            len: 4096,
+            buf: Buf::new(4096),
+            user_data: i,
+        })
+        .unwrap();
+    }
+    assert_eq!(
+        q.stats().inline,
+        1,
+        "the third tmpfs read is past the window of 2"
+    );
+    q.push(Read {
+        file: &ondisk,
+        offset: 0,
+        len: 4096,
+        buf: Buf::new(4096),
+        user_data: 3,
+    })
+    .unwrap();
+    let before = q.stats().syscalls;
+    let mut done = Vec::new();
+    q.reap(1, None, &mut done).unwrap();
+    assert!(
+        q.stats().syscalls > before,
+        "reap returned {} completion(s) without handing the queued reads to the kernel",
+        done.len()
+    );
+    while done.len() < 4 {
+        q.reap(1, None, &mut done).unwrap();
+    }
+    for c in done {
+        assert_eq!(c.result.unwrap(), 4096);
+        let off = if c.user_data == 3 {
+            0
+        } else {
+            c.user_data * 4096
+        };
+        nowait::pattern::check(off, c.buf.as_slice()).unwrap();
+    }
+}

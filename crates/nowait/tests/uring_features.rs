@@ -420,3 +420,74 @@ fn small_direct_fast_path_off_is_never_taken() {
     let st = q.stats();
     assert_eq!((st.small_fast, st.fixed_reads), (0, 32), "{st:?}");
 }
+
+/// A queue built on a thread that has exited, used on a new thread that
+/// built its own queue: the new thread can get the old one's stack (and any
+/// thread-local address with it), but the registered ring index belongs to
+/// the old thread. The read must fail with the SINGLE_ISSUER error (or work,
+/// on a kernel without SINGLE_ISSUER) — never be entered into the other
+/// queue's ring through a recycled index.
+#[test]
+fn a_queue_moved_to_another_thread_never_enters_that_threads_ring() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(dir.path(), "f.dat", 1 << 20);
+    let Some(q1) = std::thread::spawn(|| build(uring().depth(4), "moved queue"))
+        .join()
+        .unwrap()
+    else {
+        return;
+    };
+    std::thread::spawn(move || {
+        let mut q1 = q1;
+        let f = File::open(&path, Direct::Off).unwrap();
+        let Some(mut q2) = build(uring().depth(4), "second queue") else {
+            return;
+        };
+        q2.push(nowait::Read {
+            file: &f,
+            offset: 0,
+            len: 4096,
+            buf: Buf::new(4096),
+            user_data: 2,
+        })
+        .unwrap();
+        q1.push(nowait::Read {
+            file: &f,
+            offset: 8192,
+            len: 4096,
+            buf: Buf::new(4096),
+            user_data: 1,
+        })
+        .unwrap();
+        let mut done = Vec::new();
+        let t = std::time::Instant::now();
+        match q1.reap(1, Some(Duration::from_secs(2)), &mut done) {
+            Err(e) => assert!(e.to_string().contains("SINGLE_ISSUER"), "{e}"),
+            Ok(n) => {
+                assert_eq!(
+                    n,
+                    1,
+                    "q1 got no completion in {:?}: entered the wrong ring?",
+                    t.elapsed()
+                );
+                let c = done.pop().unwrap();
+                assert_eq!(c.user_data, 1);
+                assert_eq!(c.result.unwrap(), 4096);
+                pattern::check(8192, c.buf.as_slice()).unwrap();
+            }
+        }
+        // q2's own read is untouched by q1's enter.
+        let mut done2 = Vec::new();
+        q2.reap(1, Some(Duration::from_secs(2)), &mut done2)
+            .unwrap();
+        assert_eq!(done2.len(), 1);
+        let c = done2.pop().unwrap();
+        assert_eq!((c.user_data, c.result.unwrap()), (2, 4096));
+        pattern::check(0, c.buf.as_slice()).unwrap();
+        // If the enter failed, q1 still owes its read and cannot wait for
+        // it from here: Drop must give up (leaking the buffers), not hang.
+        drop(q1);
+    })
+    .join()
+    .unwrap();
+}

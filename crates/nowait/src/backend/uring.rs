@@ -316,14 +316,24 @@ struct KernelTimespec {
     tv_nsec: i64,
 }
 
-/// An identity for the current thread, cheap to take on every enter: the
-/// address of a thread-local, unique among live threads. A registered ring
-/// index means something only in the thread that registered it.
+/// An identity for the current thread, cheap to take on every enter and
+/// never reused in this process (a thread-local's address would be: a new
+/// thread can get an exited thread's stack, and with it its key, and then
+/// enter another ring through a recycled index). A registered ring index
+/// means something only in the thread that registered it.
 fn thread_key() -> usize {
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
     thread_local! {
-        static KEY: u8 = const { 0 };
+        static KEY: Cell<usize> = const { Cell::new(0) };
     }
-    KEY.with(|k| k as *const u8 as usize)
+    KEY.with(|k| {
+        if k.get() == 0 {
+            k.set(NEXT.fetch_add(1, Ordering::Relaxed));
+        }
+        k.get()
+    })
 }
 
 /// Register `ring`'s fd in this thread's io_uring context; its index, or
@@ -630,14 +640,12 @@ impl UringBackend {
         out: &mut Vec<Cqe>,
     ) -> Result<()> {
         let mut ready = self.ring.completion().len();
-        if ready < min && !self.spin.is_zero() {
-            if self.unsubmitted > 0 {
-                // The reads must be in the kernel before there is anything
-                // to spin for (a caller may leave them to this reap, as
-                // `nowait bench` does at iodepth=1).
-                self.enter(0, None)?;
-                ready = self.ring.completion().len();
-            }
+        if ready < min && !self.spin.is_zero() && self.unsubmitted > 0 {
+            // The reads must be in the kernel before there is anything to
+            // spin for (a caller may leave them to this reap, as `nowait
+            // bench` does at iodepth=1).
+            self.enter(0, None)?;
+            ready = self.ring.completion().len();
         }
         if ready < min && self.unsubmitted == 0 && !self.spin.is_zero() {
             // Userspace polling: watch the CQ for a while before sleeping.
