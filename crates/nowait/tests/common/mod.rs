@@ -184,7 +184,11 @@ pub fn is_root() -> bool {
 
 /// Name of the filesystem holding `dir`.
 pub fn fs_of(dir: &Path) -> &'static str {
-    let probe = dir.join(".nowait-fs-probe");
+    // A name of its own per call: tests run in parallel, and one's
+    // remove_file must not pull another's probe away.
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = dir.join(format!(".nowait-fs-probe-{}-{n}", std::process::id()));
     std::fs::write(&probe, b"x").expect("write probe file");
     let f = nowait::File::open(&probe, nowait::Direct::Off).expect("open probe file");
     let fs = f.fs();
