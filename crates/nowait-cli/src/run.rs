@@ -345,6 +345,7 @@ fn worker(
                 batch.push(id);
                 in_flight += 1;
                 issued += 1;
+                // At depth 1 the batch is handed over below, with the reap.
                 if batch.len() >= batch_submit && depth > 1 {
                     submit(
                         &mut q,
@@ -353,6 +354,7 @@ fn worker(
                         &mut issued_at,
                         &mut slat,
                         measuring,
+                        false,
                     )
                     .map_err(|e| fail("submit", e))?;
                 }
@@ -363,7 +365,7 @@ fn worker(
                 // read, as t/io_uring does; fio's engine makes two), so
                 // `submit` only stamps it.
                 let only_stamp = depth == 1;
-                submit_or_stamp(
+                submit(
                     &mut q,
                     &mut batch,
                     batch_start,
@@ -516,23 +518,12 @@ fn setup(job: &Job, file: &File) -> Result<Setup, Failure> {
 
 /// Submit the queued batch, timing the call.
 #[inline]
-fn submit(
-    q: &mut Queue,
-    batch: &mut Vec<u32>,
-    start: Instant,
-    issued_at: &mut [Instant],
-    slat: &mut Latency,
-    measuring: bool,
-) -> nowait::Result<()> {
-    submit_or_stamp(q, batch, start, issued_at, slat, measuring, false)
-}
-
 /// Hand `batch` (pushed since `start`) to the kernel, unless `only_stamp`
 /// (the next reap's enter will carry it), and account for it: `slat` is
 /// from `start` to the end of the submit call, `clat` will run from
 /// `start` to the reap that returns each read.
 #[allow(clippy::too_many_arguments)]
-fn submit_or_stamp(
+fn submit(
     q: &mut Queue,
     batch: &mut Vec<u32>,
     start: Instant,
