@@ -772,8 +772,8 @@ pub static OPTIONS: &[Opt] = &[
         arg: "INT",
         default: "auto",
         help: "With --memory_inline=1: how many reads of a memory-backed file the engine holds \
-               before further ones are read inline. auto: min(32, iodepth/2), so at iodepth=1 \
-               every such read is inline. nowait only.",
+               before further ones are read inline. auto: min(32, iodepth/2), and a read with \
+               nothing else in flight is inline, so at iodepth=1 every such read is. nowait only.",
         sweep: false,
         flag: false,
         apply: Apply::Job(|j, v| {

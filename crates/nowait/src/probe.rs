@@ -405,8 +405,9 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
     let inline = |f: &File| {
         f.inline_reason().map(|r| {
             format!(
-                "; the data is in memory ({r}): past the queue's inline window (min(32, depth/2) \
-                 reads) further reads are done inline on the submitting thread"
+                "; the data is in memory ({r}): a read with nothing else in flight, and past the \
+                 queue's inline window (min(32, depth/2) reads) every further one, is done \
+                 inline on the submitting thread"
             )
         })
     };

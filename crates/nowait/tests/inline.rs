@@ -454,3 +454,56 @@ fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
         nowait::pattern::check(off, c.buf.as_slice()).unwrap();
     }
 }
+
+/// A lone read (nothing else in flight) of a memory-backed file is inline
+/// at any depth with the default window — a kernel worker would only add
+/// its wake-up — but not with a window set explicitly.
+#[test]
+fn a_lone_read_is_inline_at_any_depth() {
+    let dir = match tmpfs_dir() {
+        Ok(d) => d,
+        Err(why) => return eprintln!("SKIP a_lone_read_is_inline_at_any_depth: {why}"),
+    };
+    let size = 1u64 << 20;
+    let f = File::open(pattern_file(dir.path(), "f", size), Direct::Off).unwrap();
+    for (window, want_inline) in [(None, true), (Some(32), false)] {
+        let mut b = queue(BackendKind::Uring, 256);
+        if let Some(w) = window {
+            b = b.inline_window(w);
+        }
+        let mut q = match b.build() {
+            Ok(q) => q,
+            Err(e) => return eprintln!("SKIP a_lone_read_is_inline_at_any_depth: {e}"),
+        };
+        let before = q.stats().syscalls;
+        let mut done = Vec::new();
+        for i in 0..50u64 {
+            let off = i * 4096 + i;
+            q.push(Read {
+                file: &f,
+                offset: off,
+                len: 1000,
+                buf: Buf::new(1000),
+                user_data: i,
+            })
+            .unwrap();
+            q.reap(1, None, &mut done).unwrap();
+            let c = done.pop().expect("one completion");
+            assert_eq!(c.result.unwrap(), 1000);
+            nowait::pattern::check(off, c.buf.as_slice()).unwrap();
+        }
+        let st = q.stats();
+        if want_inline {
+            assert_eq!(
+                st.inline, 50,
+                "default window, depth 256, one read at a time: {st:?}"
+            );
+            assert_eq!(
+                st.syscalls, before,
+                "no system call of the backend's: {st:?}"
+            );
+        } else {
+            assert_eq!(st.inline, 0, "window 32 set explicitly: {st:?}");
+        }
+    }
+}

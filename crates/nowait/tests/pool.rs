@@ -32,6 +32,10 @@ fn pool(depth: usize, mode: NowaitMode) -> Queue {
         .depth(depth)
         .backend(BackendChoice::Exactly(BackendKind::Pool))
         .nowait(mode)
+        // These tests are about the pool's own paths: on tmpfs the queue
+        // would otherwise read lone reads inline before the pool sees them
+        // (tests/inline.rs covers that).
+        .memory_inline(false)
         .build()
         .expect("the pool backend needs only threads");
     assert_eq!(q.backend().kind, BackendKind::Pool);
