@@ -117,11 +117,11 @@ pub fn machine() -> MachineReport {
             let known = ring.submitter().register_probe(&mut probe).is_ok();
             let op_read = known && probe.is_supported(opcode::Read::CODE);
             let op_read_fixed = known && probe.is_supported(opcode::ReadFixed::CODE);
-            let ring_fd = ring
-                .submitter()
-                .register_ring_fd()
-                .map(|_| ())
-                .map_err(|e| e.raw_os_error().unwrap_or(0));
+            // Registered and unregistered at once, as the backend does:
+            // through the io-uring crate's throwaway `Submitter` the index
+            // was lost, and each probe kept a ring alive in this thread's
+            // io_uring context (issue #11).
+            let ring_fd = crate::backend::uring::probe_ring_fd(&ring);
             let flags = vec![
                 FlagProbe {
                     flag: "SQPOLL",

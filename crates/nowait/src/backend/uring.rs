@@ -365,6 +365,20 @@ fn register_ring_fd(ring: &IoUring) -> Option<u32> {
     (r == 1).then_some(up.offset)
 }
 
+/// Whether this thread can register `ring`'s fd (for `nowait probe`):
+/// registers it and unregisters it at once through the same calls the
+/// backend uses, so probing leaves nothing registered behind. The errno
+/// when refused.
+pub(crate) fn probe_ring_fd(ring: &IoUring) -> Result<(), i32> {
+    match register_ring_fd(ring) {
+        Some(index) => {
+            unregister_ring_fd(ring, index);
+            Ok(())
+        }
+        None => Err(io::Error::last_os_error().raw_os_error().unwrap_or(0)),
+    }
+}
+
 /// Undo `register_ring_fd` for `index`, from the thread that registered it.
 fn unregister_ring_fd(ring: &IoUring, index: u32) {
     use std::os::fd::AsRawFd;
@@ -798,8 +812,15 @@ impl Backend for UringBackend {
                 iov_len: n,
             })
             .collect();
-        // SAFETY: the caller (the queue) keeps every buffer allocated for
-        // the life of this backend: the registered pool is dropped after it.
+        // SAFETY: the kernel pins these ranges until the ring is torn down
+        // and writes into them only for READ_FIXED reads we issue. The
+        // queue's pool carves every registered buffer from one region
+        // (`BufPool::shared`) that is freed only when its last holder goes:
+        // the pool itself is a field of the queue declared after the
+        // backend, so the region outlives this ring even when callers take
+        // buffers (`Queue::take_buf`) and drop them or keep them past the
+        // queue. A READ_FIXED is issued only for a `Buf` carrying this
+        // registration's tag, and such a `Buf` holds the region alive.
         unsafe { self.ring.submitter().register_buffers(&iovecs) }?;
         self.fixed = bufs.to_vec();
         Ok(())
