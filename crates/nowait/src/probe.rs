@@ -400,6 +400,21 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
                 .then(|| format!("sync: pread(2) with O_DIRECT on the calling thread ({why})")),
         ),
     };
+    // Files io_uring cannot be trusted with (FUSE) go to a thread pool
+    // inside the uring backend.
+    if auto_kind == BackendKind::Uring {
+        if let Some(r) = buffered.pooled_reason() {
+            buffered_path = format!(
+                "uring backend's thread pool: worker threads doing pread(2), not the ring ({r})"
+            );
+            if let Some(p) = direct_path.as_mut() {
+                *p = format!(
+                    "uring backend's thread pool: pread(2) with O_DIRECT in worker threads, \
+                     not the ring ({r})"
+                );
+            }
+        }
+    }
     // The queue reads memory-backed files inline past its inline window
     // (`QueueBuilder::memory_inline`), whatever the backend.
     let inline = |f: &File| {
