@@ -360,7 +360,7 @@ impl Progress {
 pub fn watchdog<T: Send + 'static>(
     what: &str,
     stall: std::time::Duration,
-    work: impl FnOnce(&Progress) -> T + Send + 'static,
+    work: impl FnOnce(&std::sync::Arc<Progress>) -> T + Send + 'static,
 ) -> T {
     let progress = std::sync::Arc::new(Progress::default());
     let p = progress.clone();
