@@ -429,6 +429,62 @@ fn differential_queue() {
         );
         // drain with nothing in flight returns at once.
         assert_eq!(q.drain(&mut out).unwrap(), 0);
+        // drain, then drop, with reads in flight: both return.
+        for round in 0..2 {
+            let extra = plan(
+                &mut rng,
+                depth.min(8),
+                case.direct,
+                file.dio_align().offset as u64,
+            );
+            let mut pushed = Vec::new();
+            for (i, r) in extra.iter().enumerate() {
+                let req = Read {
+                    file: &file,
+                    offset: r.offset,
+                    len: r.len,
+                    buf: Buf::new(r.len),
+                    user_data: i as u64,
+                };
+                match q.push(req) {
+                    Ok(()) => {
+                        flight.insert(i as u64, *r);
+                        pushed.push(i);
+                    }
+                    Err(rej) => case.check(
+                        &file,
+                        "push",
+                        *r,
+                        queue_outcome(Err(rej.error), &rej.buf, false),
+                    ),
+                }
+            }
+            q.submit().unwrap();
+            p.step(|| format!("{} with {}", ["drain", "drop"][round], describe(&flight)));
+            if round == 1 {
+                drop(q);
+                break;
+            }
+            out.clear();
+            assert_eq!(
+                q.drain(&mut out).unwrap(),
+                pushed.len(),
+                "{}: drain",
+                case.name
+            );
+            for c in out.drain(..) {
+                let r = flight
+                    .remove(&c.user_data)
+                    .expect("drained read was in flight");
+                case.check(&file, "drain", r, queue_outcome(c.result, &c.buf, false));
+            }
+            assert!(
+                flight.is_empty(),
+                "{}: drain left {}",
+                case.name,
+                describe(&flight)
+            );
+        }
     });
 }
 

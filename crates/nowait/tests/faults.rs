@@ -28,7 +28,7 @@ fn mount(test: &str, files: Vec<FileSpec>) -> Option<(FuseFs, Rng)> {
     match FuseFs::mount(files, rng.next_u64()) {
         Ok(fs) => Some((fs, rng)),
         Err(why) => {
-            println!("SKIP {test}: {why}");
+            common::skip_line(&format!("{test}: {why}"));
             None
         }
     }
@@ -39,11 +39,11 @@ fn modes(fs: &Served, name: &str) -> Vec<Direct> {
     match File::open(fs.path(name), Direct::On) {
         Ok(f) if f.is_direct() => vec![Direct::Off, Direct::On],
         Ok(_) => {
-            println!("SKIP Direct::On on FUSE: the file opened buffered");
+            common::skip_line("Direct::On on FUSE: the file opened buffered");
             vec![Direct::Off]
         }
         Err(e) => {
-            println!("SKIP Direct::On on FUSE: {e}");
+            common::skip_line(&format!("Direct::On on FUSE: {e}"));
             vec![Direct::Off]
         }
     }
@@ -232,7 +232,7 @@ fn small_direct_fast_path_finishes_short_reads() {
             {
                 Ok(q) => q,
                 Err(e) => {
-                    println!("SKIP backend {kind}: {e}");
+                    common::skip_line(&format!("backend {kind}: {e}"));
                     continue;
                 }
             };
@@ -552,8 +552,10 @@ fn reap_submits_reissued_remainder_before_returning() {
 
 /// What the kernel does with a FUSE read answered EINTR or EAGAIN: `pread`,
 /// aio and the pool's workers hand the errno to the queue, which retries.
-/// io_uring passes EINTR on, but retries EAGAIN itself (from io-wq), so the
-/// queue never sees it, and a persistent EAGAIN spins in the kernel forever.
+/// (io_uring would retry EAGAIN itself from io-wq, without bound, so a
+/// persistent EAGAIN spun in the kernel forever; FUSE files now bypass the
+/// ring, see `File::pooled_reason`, and the uring backend retries like the
+/// others.)
 #[test]
 fn transient_eintr_and_eagain_are_retried() {
     let files = vec![
@@ -590,19 +592,12 @@ fn transient_eintr_and_eagain_are_retried() {
                     let sent = served.stats(name).transient_replies - seen.transient_replies;
                     println!("{what}: the server answered {sent} with {name}, the queue retried {retries}");
                     assert!(sent > 0, "{what}: no transient error was injected");
-                    if kind == BackendKind::Uring && name == "eagain" {
-                        continue; // retried by io_uring itself
-                    }
                     assert!(retries > 0, "{what}: no read was retried");
                 }
                 // An errno that never clears: retried a bounded number of
                 // times, then reported with the file and offset.
                 for (name, errno) in [("always_eintr", libc::EINTR), ("always_eagain", libc::EAGAIN)] {
                     let what = format!("{kind} {direct:?} {name}");
-                    if kind == BackendKind::Uring && errno == libc::EAGAIN {
-                        println!("SKIP {what}: io_uring retries a FUSE read's EAGAIN inside the kernel without bound; it never reaches the queue");
-                        continue;
-                    }
                     let path = served.path(name);
                     let file = File::open(&path, direct).unwrap();
                     let (seen, retries) = (served.stats(name).reads, q.stats().eintr_retries);
@@ -643,7 +638,7 @@ fn async_front_end_finishes_short_reads() {
             {
                 Ok(e) => e,
                 Err(e) => {
-                    println!("SKIP backend {kind}: {e}");
+                    common::skip_line(&format!("backend {kind}: {e}"));
                     continue;
                 }
             };

@@ -915,6 +915,11 @@ impl Backend for UringBackend {
     }
 
     fn submit(&mut self) -> Result<()> {
+        // Reads of pooled files (and re-issued remainders of them) wait in
+        // the side pool until handed to its workers here.
+        if let Some(side) = self.side.as_mut() {
+            side.pool.submit()?;
+        }
         if let Some(p) = self.poll.as_mut() {
             if p.unsubmitted > 0 {
                 let r = p.ring.submit();

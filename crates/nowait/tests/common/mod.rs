@@ -69,7 +69,7 @@ pub fn backends(depth: usize) -> Vec<(BackendKind, Queue)> {
             .build()
         {
             Ok(q) => v.push((k, q)),
-            Err(e) => eprintln!("SKIP backend {k}: {e}"),
+            Err(e) => skip(&format!("backend {k}"), &e.to_string()),
         }
     }
     assert!(!v.is_empty(), "no backend at all could be built");
@@ -308,8 +308,16 @@ impl Drop for LoopMount {
 pub fn run_child(test: &str, envs: &[(&str, &str)]) {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = std::process::Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env("NOWAIT_TEST_CHILD", test);
+    // Child tests are `#[ignore]`d so that the ordinary run lists them as
+    // ignored instead of passing them as no-ops: include them here.
+    cmd.args([
+        test,
+        "--exact",
+        "--include-ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("NOWAIT_TEST_CHILD", test);
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -327,6 +335,18 @@ pub fn run_child(test: &str, envs: &[(&str, &str)]) {
 /// Whether this process is the child [`run_child`] started for `test`.
 pub fn in_child(test: &str) -> bool {
     std::env::var("NOWAIT_TEST_CHILD").is_ok_and(|v| v == test)
+}
+
+/// Start of a child test (mark it `#[ignore]`): fails unless this process
+/// is the child [`run_child`] started for `test`, so that running it any
+/// other way (`cargo test -- --ignored`) fails instead of passing as a
+/// no-op.
+pub fn assert_in_child(test: &str) {
+    assert!(
+        in_child(test),
+        "{test} runs only in the child process its parent test starts (run_child); \
+         run the parent test instead"
+    );
 }
 
 /// What a watched piece of work is doing, and a counter it bumps whenever it
@@ -411,7 +431,7 @@ fn expected_skips() -> Vec<String> {
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.split_once(':').map(|(name, _)| name.trim().to_string()))
+        .filter_map(|l| l.split_once(": ").map(|(name, _)| name.trim().to_string()))
         .collect()
 }
 
@@ -428,5 +448,13 @@ pub fn skip(name: &str, reason: &str) {
             "SKIP {name} in CI: {reason}. CI=true makes an unexpected skip a failure: make it \
              run on the CI machine, or list `{name}: <why>` in .ci/expected-skips"
         );
+    }
+}
+
+/// [`skip`] for a line `name: reason` (the name ends at the first `": "`).
+pub fn skip_line(line: &str) {
+    match line.split_once(": ") {
+        Some((name, reason)) => skip(name, reason),
+        None => skip(line, "(no reason given)"),
     }
 }
