@@ -19,6 +19,8 @@
 //! replays a run (each combination's reads derive from it).
 
 mod common;
+#[path = "common/fusefs.rs"]
+mod fusefs;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
@@ -55,8 +57,11 @@ fn run_seed(test: &str) -> u64 {
 /// the reference to compare with: the file read back whole with `pread`.
 struct Fixture {
     _dirs: Vec<tempfile::TempDir>,
+    /// The FUSE mount serving the third copy (its own bytes: the pattern).
+    _fuse: Option<fusefs::FuseFs>,
     files: Vec<(String, PathBuf)>,
-    reference: Arc<Vec<u8>>,
+    /// What pread returns for each of `files`.
+    references: Vec<Arc<Vec<u8>>>,
 }
 
 fn fixture(test: &str, seed: u64) -> Fixture {
@@ -90,27 +95,50 @@ fn fixture(test: &str, seed: u64) -> Fixture {
         "{test}: no directory to write the file in"
     );
     // The reference is what pread returns, not what we meant to write.
-    let (_, first) = &files[0];
-    let f = std::fs::File::open(first).unwrap();
-    let mut reference = vec![0u8; SIZE as usize + 1];
+    let reference = pread_all(&files[0].1);
+    assert_eq!(
+        reference, data,
+        "{test}: pread disagrees with what was written"
+    );
+    let mut references = vec![Arc::new(reference); files.len()];
+    // A FUSE file of the same size answered the way libfuse 2 negotiates,
+    // with short replies of random length from several server threads: its
+    // bytes are the server's (the pattern), its reference pread's.
+    let spec = fusefs::FileSpec::new("diff", SIZE).short(fusefs::Short::RandomPrefix);
+    let fuse = match fusefs::FuseFs::mount_with(vec![spec], seed, fusefs::Negotiate::Libfuse2) {
+        Ok(fs) => {
+            let path = fs.path("diff");
+            references.push(Arc::new(pread_all(&path)));
+            files.push(("fuse".to_string(), path));
+            Some(fs)
+        }
+        Err(why) => {
+            common::skip(&format!("{test} on FUSE"), &why);
+            None
+        }
+    };
+    Fixture {
+        _dirs: dirs,
+        _fuse: fuse,
+        files,
+        references,
+    }
+}
+
+/// The whole file as `pread(2)` returns it.
+fn pread_all(path: &std::path::Path) -> Vec<u8> {
+    let f = std::fs::File::open(path).unwrap();
+    let mut out = vec![0u8; SIZE as usize + 1];
     let mut n = 0;
     loop {
-        let k = f.read_at(&mut reference[n..], n as u64).unwrap();
+        let k = f.read_at(&mut out[n..], n as u64).unwrap();
         if k == 0 {
             break;
         }
         n += k;
     }
-    reference.truncate(n);
-    assert_eq!(
-        reference, data,
-        "{test}: pread disagrees with what was written"
-    );
-    Fixture {
-        _dirs: dirs,
-        files,
-        reference: Arc::new(reference),
-    }
+    out.truncate(n);
+    out
 }
 
 /// One read of the plan.
@@ -256,7 +284,7 @@ fn each_case(test: &str, run: impl FnMut(Case, &Arc<Progress>) + Clone + Send + 
     let fx = fixture(test, seed);
     let mut n = 0u64;
     let start = std::time::Instant::now();
-    for (fs, path) in &fx.files {
+    for ((fs, path), reference) in fx.files.iter().zip(&fx.references) {
         for kind in common::backend_kinds() {
             for direct in DIRECTS {
                 n += 1;
@@ -265,7 +293,7 @@ fn each_case(test: &str, run: impl FnMut(Case, &Arc<Progress>) + Clone + Send + 
                     path: path.clone(),
                     direct,
                     kind,
-                    reference: fx.reference.clone(),
+                    reference: reference.clone(),
                     seed: seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
                 };
                 let mut run = run.clone();
