@@ -100,7 +100,9 @@ fn fixture(test: &str, seed: u64) -> Fixture {
         reference, data,
         "{test}: pread disagrees with what was written"
     );
-    let mut references = vec![Arc::new(reference); files.len()];
+    // The files on disk and tmpfs hold the same bytes: one shared reference.
+    let reference = Arc::new(reference);
+    let mut references: Vec<_> = files.iter().map(|_| reference.clone()).collect();
     // A FUSE file of the same size answered the way libfuse 2 negotiates,
     // with short replies of random length from several server threads: its
     // bytes are the server's (the pattern), its reference pread's.
