@@ -2,6 +2,7 @@
 //! equivalent, alternating, with `--compare-fio`), print the report, the
 //! table, the JSON and the plot.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -58,16 +59,13 @@ EXIT STATUS:
 }
 
 /// Run `nowait bench` with the arguments after `bench`; returns the exit code.
-pub fn run(args: &[String]) -> i32 {
-    if args
-        .iter()
-        .any(|a| a == "-h" || a == "--help" || a == "help")
-    {
-        print!("{}", help());
-        return 0;
-    }
+pub fn run(args: &[OsString]) -> i32 {
     match main(args) {
-        Ok(()) => 0,
+        Ok(true) => {
+            print!("{}", help());
+            0
+        }
+        Ok(false) => 0,
         Err(f) => {
             eprintln!("nowait bench: {}", f.message());
             f.exit_code()
@@ -75,15 +73,19 @@ pub fn run(args: &[String]) -> i32 {
     }
 }
 
-fn main(args: &[String]) -> Result<(), Failure> {
-    let (cli, files) = options::parse_args(args).map_err(Failure::Usage)?;
+/// Ok(true): help was asked for.
+fn main(args: &[OsString]) -> Result<bool, Failure> {
+    let (cli, files, help) = options::parse_args(args).map_err(Failure::Usage)?;
+    if help {
+        return Ok(true);
+    }
     let (jobs, settings) = jobs(&cli, &files)?;
     if jobs.is_empty() {
         return Err(Failure::Usage("no job to run".into()));
     }
     let jobs = applicable(jobs);
     if settings.peak {
-        return crate::peak::run_all(&jobs, &settings);
+        return crate::peak::run_all(&jobs, &settings).map(|()| false);
     }
     let fio_version = if settings.compare_fio {
         Some(fio::version().map_err(Failure::Runtime)?)
@@ -138,7 +140,7 @@ fn main(args: &[String]) -> Result<(), Failure> {
         };
         rows.push(Row { ours, fio, rounds });
     }
-    output(&rows, &settings, fio_version.as_deref())
+    output(&rows, &settings, fio_version.as_deref()).map(|()| false)
 }
 
 /// Say which engine options a job's engine does not take (never silently),

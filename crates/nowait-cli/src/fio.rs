@@ -188,8 +188,8 @@ mod tests {
     use crate::options::{expand, parse_args};
 
     fn job(s: &str) -> Job {
-        let a: Vec<String> = s.split_whitespace().map(String::from).collect();
-        let (set, _) = parse_args(&a).unwrap();
+        let a: Vec<std::ffi::OsString> = s.split_whitespace().map(Into::into).collect();
+        let (set, _, _) = parse_args(&a).unwrap();
         expand(&set, &Job::default()).unwrap().0.remove(0)
     }
 

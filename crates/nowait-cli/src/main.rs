@@ -1,9 +1,12 @@
 //! The `nowait` command: `bench` (fio-compatible benchmark), `scenario`
 //! (the seeds' experiments on this machine) and `probe` (what this machine
 //! and a file can do). Thin: every subcommand lives in its own module.
-#![forbid(unsafe_code)] // the kernel-facing code lives in the engine (`nowait::sys`)
+#![deny(unsafe_code)] // the kernel-facing code lives in the engine; `sys` has one getrusage
+
+use std::ffi::OsString;
 
 mod bench;
+mod cli;
 mod fio;
 mod jobfile;
 mod layout;
@@ -20,6 +23,7 @@ mod scenario;
 mod scenario_mixed;
 mod scenario_qd;
 mod sqpoll;
+mod sys;
 
 const HELP: &str = "\
 nowait — fast asynchronous file reads on Linux, and the tool that measures them
@@ -53,18 +57,20 @@ EXIT STATUS:
 ";
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // OsString: a path need not be UTF-8.
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let code = dispatch(&args);
     std::process::exit(code);
 }
 
-fn dispatch(args: &[String]) -> i32 {
+fn dispatch(args: &[OsString]) -> i32 {
     let Some(cmd) = args.first() else {
         print!("{HELP}");
         return 2;
     };
     let rest = &args[1..];
-    match cmd.as_str() {
+    let help = [OsString::from("--help")];
+    match cmd.to_str().unwrap_or("") {
         "bench" => bench::run(rest),
         "scenario" => scenario::run_cmd(rest),
         "probe" => probe_cmd::run(rest),
@@ -76,14 +82,14 @@ fn dispatch(args: &[String]) -> i32 {
             println!("nowait {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        "help" => match rest.first().map(String::as_str) {
+        "help" => match rest.first().and_then(|c| c.to_str()) {
             None => {
                 print!("{HELP}");
                 0
             }
-            Some("bench") => bench::run(&["--help".into()]),
-            Some("scenario") => scenario::run_cmd(&["--help".into()]),
-            Some("probe") => probe_cmd::run(&["--help".into()]),
+            Some("bench") => bench::run(&help),
+            Some("scenario") => scenario::run_cmd(&help),
+            Some("probe") => probe_cmd::run(&help),
             Some(other) => {
                 eprintln!(
                     "nowait help: unknown command '{other}'; commands: bench, scenario, probe"
@@ -91,8 +97,11 @@ fn dispatch(args: &[String]) -> i32 {
                 2
             }
         },
-        other => {
-            eprintln!("nowait: unknown command '{other}'; commands: bench, scenario, probe (see nowait --help)");
+        _ => {
+            eprintln!(
+                "nowait: unknown command '{}'; commands: bench, scenario, probe (see nowait --help)",
+                cmd.to_string_lossy()
+            );
             2
         }
     }

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use crate::sys::Rusage;
 use hdrhistogram::Histogram;
-use nowait::sys::Rusage;
 use nowait::{FastPathStats, QueueStats};
 
 use crate::sqpoll::SqpollCpu;

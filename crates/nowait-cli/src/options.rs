@@ -7,6 +7,7 @@
 //! are marked `sweep`; [`expand`] turns a list of settings into one [`Job`]
 //! per combination.
 
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -282,15 +283,59 @@ impl Default for Settings {
 pub enum Apply {
     /// A job option (also valid in job files).
     Job(fn(&mut Job, &str) -> Result<(), String>),
+    /// A job option that is a path (any bytes, UTF-8 or not).
+    JobPath(fn(&mut Job, PathBuf) -> Result<(), String>),
     /// An invocation setting (command line only).
     Run(fn(&mut Settings, &str) -> Result<(), String>),
+    /// An invocation setting that is a path.
+    RunPath(fn(&mut Settings, PathBuf) -> Result<(), String>),
 }
+
+impl Apply {
+    /// An invocation setting rather than a job option.
+    pub fn is_run(self) -> bool {
+        matches!(self, Apply::Run(_) | Apply::RunPath(_))
+    }
+
+    /// Apply `v` to the job or the settings.
+    fn to(self, job: &mut Job, run: &mut Settings, v: &OsStr) -> Result<(), String> {
+        let text = || {
+            v.to_str()
+                .ok_or_else(|| format!("'{}' is not valid UTF-8", v.to_string_lossy()))
+        };
+        match self {
+            Apply::Job(f) => f(job, text()?.trim()),
+            Apply::Run(f) => f(run, text()?.trim()),
+            Apply::JobPath(f) => f(job, nonempty_path(v)?),
+            Apply::RunPath(f) => f(run, nonempty_path(v)?),
+        }
+    }
+}
+
+fn nonempty_path(v: &OsStr) -> Result<PathBuf, String> {
+    if v.is_empty() {
+        Err("needs a value".into())
+    } else {
+        Ok(PathBuf::from(v))
+    }
+}
+
+/// The defaults of a table entry: one value, takes a value, sets nothing.
+const OPT: Opt = Opt {
+    name: "",
+    arg: "",
+    default: "",
+    help: "",
+    sweep: false,
+    apply: Apply::Job(|_, _| Ok(())),
+};
 
 /// One option: its fio name, what it takes, its help and how it is parsed.
 pub struct Opt {
     /// fio's name.
     pub name: &'static str,
-    /// What the value looks like in help (`INT`, `SIZE`, …; `""` for a flag).
+    /// What the value looks like in help (`INT`, `SIZE`, …; `""` for a flag,
+    /// which may be given bare, meaning `1`, or with a boolean).
     pub arg: &'static str,
     /// Default, as shown in help.
     pub default: &'static str,
@@ -298,8 +343,6 @@ pub struct Opt {
     pub help: &'static str,
     /// Accepts a comma list that `bench` sweeps over.
     pub sweep: bool,
-    /// May be given without a value (means `1`).
-    pub flag: bool,
     /// The parser.
     pub apply: Apply,
 }
@@ -311,12 +354,11 @@ pub static OPTIONS: &[Opt] = &[
         arg: "STR",
         default: "nowait",
         help: "Job name shown in reports (a job file's section name sets it too).",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.name = nonempty(v)?.to_string();
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "filename",
@@ -324,12 +366,11 @@ pub static OPTIONS: &[Opt] = &[
         default: "(required)",
         help: "File or block device to read. A missing file is laid out at `size` with \
                nowait's verifiable pattern (each byte a function of its offset).",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.filename = Some(PathBuf::from(nonempty(v)?));
+        apply: Apply::JobPath(|j, v| {
+            j.filename = Some(v);
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "size",
@@ -337,8 +378,6 @@ pub static OPTIONS: &[Opt] = &[
         default: "file size",
         help: "Bytes of the file to read (the region); also the size a new file is laid \
                out at. Suffixes k, m, g, t (powers of 1024, like fio): 512m, 4g.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             let n = parse_size(v)?;
             if n == 0 {
@@ -347,6 +386,7 @@ pub static OPTIONS: &[Opt] = &[
             j.size = Some(n);
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "rw",
@@ -355,7 +395,6 @@ pub static OPTIONS: &[Opt] = &[
         help: "Sequential (`read`) or random (`randread`) reads. Writes are not supported: \
                nowait is a read engine.",
         sweep: true,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.rw = match v {
                 "read" => Rw::Read,
@@ -369,6 +408,7 @@ pub static OPTIONS: &[Opt] = &[
             };
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "bs",
@@ -377,7 +417,6 @@ pub static OPTIONS: &[Opt] = &[
         help: "Block size of each read. With direct=1 it must be a multiple of the file's \
                O_DIRECT alignment (`nowait probe FILE` shows it).",
         sweep: true,
-        flag: false,
         apply: Apply::Job(|j, v| {
             let n = parse_size(v)?;
             if n == 0 || n > nowait::MAX_READ as u64 {
@@ -389,6 +428,7 @@ pub static OPTIONS: &[Opt] = &[
             j.bs = n;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "ioengine",
@@ -397,11 +437,11 @@ pub static OPTIONS: &[Opt] = &[
         help: "Backend: uring (io_uring), sync (pread loop, depth 1), and those the engine \
                adds (pool, aio). fio's names are accepted: io_uring, psync, libaio.",
         sweep: true,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.ioengine = parse_engine(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "iodepth",
@@ -410,7 +450,6 @@ pub static OPTIONS: &[Opt] = &[
         help: "Reads in flight per thread. The sync engine performs one at a time \
                whatever this says (fio caps synchronous engines the same way).",
         sweep: true,
-        flag: false,
         apply: Apply::Job(|j, v| {
             let n = parse_count(v)?;
             if n == 0 || n > nowait::MAX_DEPTH as u64 {
@@ -422,6 +461,7 @@ pub static OPTIONS: &[Opt] = &[
             j.iodepth = n as usize;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "direct",
@@ -430,11 +470,11 @@ pub static OPTIONS: &[Opt] = &[
         help: "1: open with O_DIRECT, bypassing the page cache (an error if the filesystem \
                refuses it); 0: buffered reads.",
         sweep: true,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.direct = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "runtime",
@@ -442,8 +482,6 @@ pub static OPTIONS: &[Opt] = &[
         default: "none",
         help: "Stop after this long (after ramp_time). Plain numbers are seconds; suffixes \
                us, ms, s, m, h.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             let d = parse_time(v)?;
             if d.is_zero() {
@@ -452,6 +490,7 @@ pub static OPTIONS: &[Opt] = &[
             j.runtime = Some(d);
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "time_based",
@@ -459,20 +498,17 @@ pub static OPTIONS: &[Opt] = &[
         default: "0",
         help: "Run for the whole runtime, starting the region over when it is done \
                (without it a job ends after reading `size` bytes).",
-        sweep: false,
-        flag: true,
         apply: Apply::Job(|j, v| {
             j.time_based = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "number_ios",
         arg: "INT",
         default: "none",
         help: "Stop each thread after this many reads.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             let n = parse_count(v)?;
             if n == 0 {
@@ -481,18 +517,18 @@ pub static OPTIONS: &[Opt] = &[
             j.number_ios = Some(n);
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "ramp_time",
         arg: "TIME",
         default: "0",
         help: "Run this long before counting anything (warm-up).",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.ramp_time = parse_time(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "norandommap",
@@ -500,12 +536,11 @@ pub static OPTIONS: &[Opt] = &[
         default: "0",
         help: "randread: draw every offset independently (blocks may repeat). Without it \
                each block is read exactly once per pass, in a seeded random order.",
-        sweep: false,
-        flag: true,
         apply: Apply::Job(|j, v| {
             j.norandommap = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "randseed",
@@ -513,12 +548,11 @@ pub static OPTIONS: &[Opt] = &[
         default: "0x6e6f77616974",
         help: "Seed of the random offsets (printed with every result so a run can be \
                replayed). Thread i uses randseed + i.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.randseed = parse_u64(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "invalidate",
@@ -526,12 +560,11 @@ pub static OPTIONS: &[Opt] = &[
         default: "1",
         help: "Drop the file's pages from the page cache (posix_fadvise DONTNEED) before \
                the run, as fio does by default. 0 keeps a warm cache.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.invalidate = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "numjobs",
@@ -540,7 +573,6 @@ pub static OPTIONS: &[Opt] = &[
         help: "Threads, each with its own queue, all reading the same file; results are \
                reported together (like fio's group_reporting).",
         sweep: true,
-        flag: false,
         apply: Apply::Job(|j, v| {
             let n = parse_count(v)?;
             if n == 0 || n > 1024 {
@@ -549,6 +581,7 @@ pub static OPTIONS: &[Opt] = &[
             j.numjobs = n as usize;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "iodepth_batch_submit",
@@ -557,12 +590,11 @@ pub static OPTIONS: &[Opt] = &[
         help: "Submit once this many reads are queued. 0 (nowait's default; fio's is 1) \
                fills every free slot and submits them with one system call. \
                Alias: iodepth_batch.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.iodepth_batch_submit = parse_count(v)? as usize;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "iodepth_batch_complete_min",
@@ -570,21 +602,18 @@ pub static OPTIONS: &[Opt] = &[
         default: "1",
         help: "Wait for at least this many completions each time (capped at the reads in \
                flight). Alias: iodepth_batch_complete.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.iodepth_batch_complete_min = parse_count(v)? as usize;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "verify",
-        arg: "BOOL",
+        arg: "",
         default: "0",
         help: "Check every byte read against nowait's offset pattern and stop at the first \
                mismatch, reporting its file offset (the file must have been laid out by nowait).",
-        sweep: false,
-        flag: true,
         apply: Apply::Job(|j, v| {
             j.verify = match v {
                 "pattern" | "nowait" => true,
@@ -597,6 +626,7 @@ pub static OPTIONS: &[Opt] = &[
             };
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "fadvise_hint",
@@ -604,12 +634,11 @@ pub static OPTIONS: &[Opt] = &[
         default: "1",
         help: "Advise the kernel of the access pattern before the run, as fio does by default: \
                posix_fadvise RANDOM (no readahead) for randread, SEQUENTIAL for read.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.fadvise_hint = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "nowait",
@@ -620,19 +649,17 @@ pub static OPTIONS: &[Opt] = &[
                preadv2(RWF_NOWAIT) first, only a miss goes to a worker; adaptive: try while \
                the file's hit ratio stays high. Not applied to other engines.",
         sweep: true,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.nowait = Some(v.trim().parse::<NowaitMode>()?);
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "pool_workers",
         arg: "INT",
         default: "min(iodepth, 4 x CPUs)",
         help: "ioengine=pool only: worker threads doing pread(2) (1 to 1024).",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             let n = parse_count(v)?;
             if n == 0 || n > 1024 {
@@ -641,6 +668,7 @@ pub static OPTIONS: &[Opt] = &[
             j.pool_workers = Some(n as usize);
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "sqthread_poll",
@@ -649,12 +677,11 @@ pub static OPTIONS: &[Opt] = &[
         help: "ioengine=uring only: SQPOLL, a kernel thread (iou-sqp-*) polls the submission \
                queue so submitting needs no system call while it is awake. Its CPU time is \
                reported apart (sqpoll_cpu) and is included in usr/sys.",
-        sweep: false,
-        flag: true,
         apply: Apply::Job(|j, v| {
             j.sqthread_poll = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "sqthread_poll_idle",
@@ -663,8 +690,6 @@ pub static OPTIONS: &[Opt] = &[
         help: "With sqthread_poll: the SQPOLL thread goes to sleep after this long without \
                work (the next submit then wakes it: IORING_SQ_NEED_WAKEUP). Milliseconds \
                resolution; plain numbers are seconds.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             let d = parse_time(v)?;
             if d.as_millis() > u32::MAX as u128 {
@@ -673,6 +698,7 @@ pub static OPTIONS: &[Opt] = &[
             j.sqthread_poll_idle = d;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "fixedbufs",
@@ -681,12 +707,11 @@ pub static OPTIONS: &[Opt] = &[
         help: "Read into buffers registered with io_uring (READ_FIXED: no page pinning per \
                read). Where the locked-memory limit refuses them, plain buffers are used and \
                the report says so.",
-        sweep: false,
-        flag: true,
         apply: Apply::Job(|j, v| {
             j.fixedbufs = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "registerfiles",
@@ -694,12 +719,11 @@ pub static OPTIONS: &[Opt] = &[
         default: "1",
         help: "ioengine=uring: register the file with the ring (fixed files: no file \
                reference taken per read). nowait does this by default; fio does not.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.registerfiles = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "small_fast_path",
@@ -710,12 +734,11 @@ pub static OPTIONS: &[Opt] = &[
                registered buffer goes out as one READ_FIXED without the general checks and \
                bounce logic, and a full result is handed back inline; other reads take the \
                general path. 0 sends every read the general way. nowait only, not passed to fio.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.small_fast_path = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "hipri",
@@ -726,12 +749,11 @@ pub static OPTIONS: &[Opt] = &[
                read; on a device that cannot poll, each read is refused (EOPNOTSUPP) and \
                resubmitted unpolled, and the report shows it as unsupported. 0 never polls; \
                unset, reads poll where the device's queue polls (io_poll=1).",
-        sweep: false,
-        flag: true,
         apply: Apply::Job(|j, v| {
             j.hipri = Some(parse_bool(v)?);
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "spin_us",
@@ -739,8 +761,6 @@ pub static OPTIONS: &[Opt] = &[
         default: "0",
         help: "ioengine=uring only: spin on the completion queue for up to this many \
                microseconds before sleeping in io_uring_enter (nowait's own; fio has none).",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             let n = parse_count(v)?;
             if n > 1_000_000 {
@@ -749,6 +769,7 @@ pub static OPTIONS: &[Opt] = &[
             j.spin_us = n;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "memory_inline",
@@ -760,12 +781,11 @@ pub static OPTIONS: &[Opt] = &[
                ones are read inline by the submitting thread (pread), so both it and the kernel \
                worker read. 0 sends every read to the engine. No effect on other files or on \
                ioengine=sync. nowait only, not passed to fio.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.memory_inline = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "inline_window",
@@ -774,8 +794,6 @@ pub static OPTIONS: &[Opt] = &[
         help: "With --memory_inline=1: how many reads of a memory-backed file the engine holds \
                before further ones are read inline. auto: min(32, iodepth/2), and a read with \
                nothing else in flight is inline, so at iodepth=1 every such read is. nowait only.",
-        sweep: false,
-        flag: false,
         apply: Apply::Job(|j, v| {
             j.inline_window = if v == "auto" {
                 None
@@ -784,6 +802,7 @@ pub static OPTIONS: &[Opt] = &[
             };
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "output-format",
@@ -791,8 +810,6 @@ pub static OPTIONS: &[Opt] = &[
         default: "normal",
         help: "normal: text shaped like fio's; json: fio's JSON field names (jobs[].read.iops, \
                .bw, .clat_ns.percentile, jobs[].usr_cpu, .sys_cpu, .ctx) plus nowait's own.",
-        sweep: false,
-        flag: false,
         apply: Apply::Run(|s, v| {
             s.format = match v {
                 "normal" | "terse-free" => Format::Normal,
@@ -801,18 +818,18 @@ pub static OPTIONS: &[Opt] = &[
             };
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "output",
         arg: "FILE",
         default: "stdout",
         help: "Write the report to FILE instead of standard output.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Run(|s, v| {
-            s.output = Some(PathBuf::from(nonempty(v)?));
+        apply: Apply::RunPath(|s, v| {
+            s.output = Some(v);
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "plot",
@@ -820,12 +837,11 @@ pub static OPTIONS: &[Opt] = &[
         default: "none",
         help: "Draw IOPS and p99 completion latency against queue depth, one line per \
                engine, as an SVG (meant for --iodepth sweeps).",
-        sweep: false,
-        flag: false,
-        apply: Apply::Run(|s, v| {
-            s.plot = Some(PathBuf::from(nonempty(v)?));
+        apply: Apply::RunPath(|s, v| {
+            s.plot = Some(v);
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "compare-fio",
@@ -833,12 +849,11 @@ pub static OPTIONS: &[Opt] = &[
         default: "0",
         help: "Also run fio with the same job, alternating with ours, and print both with \
                the ratio (needs fio: apt-get install fio).",
-        sweep: false,
-        flag: true,
         apply: Apply::Run(|s, v| {
             s.compare_fio = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "compare-rounds",
@@ -846,8 +861,6 @@ pub static OPTIONS: &[Opt] = &[
         default: "1",
         help: "With --compare-fio: run ours then fio this many times per job, alternating, \
                and report each side's median round (a shared disk is noisy).",
-        sweep: false,
-        flag: false,
         apply: Apply::Run(|s, v| {
             let n = parse_count(v)?;
             if n == 0 || n > 100 {
@@ -856,6 +869,7 @@ pub static OPTIONS: &[Opt] = &[
             s.compare_rounds = n as usize;
             Ok(())
         }),
+        ..OPT
     },
     Opt {
         name: "peak",
@@ -865,12 +879,11 @@ pub static OPTIONS: &[Opt] = &[
                buffers, direct reads, random offsets, iodepth 128, batches of 32 submitted \
                per call, runtime 10s (each overridable), no latency histogram; prints IOPS \
                every second and reads per submit and per reap call.",
-        sweep: false,
-        flag: true,
         apply: Apply::Run(|s, v| {
             s.peak = parse_bool(v)?;
             Ok(())
         }),
+        ..OPT
     },
 ];
 
@@ -930,37 +943,41 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub struct Setting {
     /// Canonical option name.
     pub name: &'static str,
-    /// Raw value (may be a comma list for sweep options).
-    pub value: String,
+    /// Raw value (may be a comma list for sweep options; any bytes for paths).
+    pub value: OsString,
     /// `--bs=4k` or `job.fio:3` — shown in errors.
     pub origin: String,
 }
 
-/// Check a name and value against the table, returning the setting.
-/// Each element of a sweep list is validated here so errors come early.
-pub fn setting(name: &str, value: &str, origin: String) -> Result<Setting, String> {
-    let opt = find(name).ok_or_else(|| format!("{origin}: {}", unknown(name)))?;
-    let values: Vec<&str> = if opt.sweep {
-        value.split(',').map(str::trim).collect()
-    } else {
-        vec![value.trim()]
-    };
-    for v in &values {
-        check_one(opt, v).map_err(|e| format!("{origin}: {e}"))?;
+impl Setting {
+    /// The elements of the value: one, or each of a sweep's comma list.
+    fn values(&self, opt: &Opt) -> Vec<OsString> {
+        match (opt.sweep, self.value.to_str()) {
+            (true, Some(v)) => v.split(',').map(|x| x.trim().into()).collect(),
+            _ => vec![self.value.clone()],
+        }
     }
-    Ok(Setting {
-        name: opt.name,
-        value: value.trim().to_string(),
-        origin,
-    })
+
+    fn err(&self, opt: &Opt, v: &OsStr, e: String) -> String {
+        format!("{}: {}={}: {e}", self.origin, opt.name, v.to_string_lossy())
+    }
 }
 
-fn check_one(opt: &Opt, v: &str) -> Result<(), String> {
-    match opt.apply {
-        Apply::Job(f) => f(&mut Job::default(), v),
-        Apply::Run(f) => f(&mut Settings::default(), v),
+/// Check a name and value against the table, returning the setting.
+/// Each element of a sweep list is validated here so errors come early.
+pub fn setting(name: &str, value: impl Into<OsString>, origin: String) -> Result<Setting, String> {
+    let opt = find(name).ok_or_else(|| format!("{origin}: {}", unknown(name)))?;
+    let s = Setting {
+        name: opt.name,
+        value: value.into(),
+        origin,
+    };
+    for v in s.values(opt) {
+        opt.apply
+            .to(&mut Job::default(), &mut Settings::default(), &v)
+            .map_err(|e| s.err(opt, &v, e))?;
     }
-    .map_err(|e| format!("{}={v}: {e}", opt.name))
+    Ok(s)
 }
 
 /// Apply settings in order: a job for every combination of sweep lists
@@ -968,42 +985,30 @@ fn check_one(opt: &Opt, v: &str) -> Result<(), String> {
 /// and the invocation settings.
 pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), String> {
     let mut run = Settings::default();
-    let mut scalars = Vec::new();
+    let mut job = base.clone();
     // The last setting of each sweep option wins, like any other option.
-    let mut sweeps: Vec<(&'static Opt, Vec<String>, String)> = Vec::new();
+    let mut sweeps: Vec<(&'static Opt, &Setting)> = Vec::new();
     for s in settings {
         let opt = find(s.name).expect("settings hold known names");
         if opt.sweep {
-            let vals = s.value.split(',').map(|v| v.trim().to_string()).collect();
-            match sweeps.iter_mut().find(|(o, _, _)| o.name == opt.name) {
-                Some(e) => {
-                    e.1 = vals;
-                    e.2 = s.origin.clone();
-                }
-                None => sweeps.push((opt, vals, s.origin.clone())),
-            }
+            sweeps.retain(|(o, _)| o.name != opt.name);
+            sweeps.push((opt, s));
         } else {
-            scalars.push((opt, s));
+            opt.apply
+                .to(&mut job, &mut run, &s.value)
+                .map_err(|e| s.err(opt, &s.value, e))?;
         }
     }
-    sweeps.sort_by_key(|(o, _, _)| OPTIONS.iter().position(|x| x.name == o.name));
-    let mut job = base.clone();
-    for (opt, s) in &scalars {
-        let r = match opt.apply {
-            Apply::Job(f) => f(&mut job, &s.value),
-            Apply::Run(f) => f(&mut run, &s.value),
-        };
-        r.map_err(|e| format!("{}: {}={}: {e}", s.origin, opt.name, s.value))?;
-    }
+    sweeps.sort_by_key(|(o, _)| OPTIONS.iter().position(|x| x.name == o.name));
     let mut jobs = vec![job];
-    for (opt, vals, origin) in &sweeps {
-        let mut next = Vec::with_capacity(jobs.len() * vals.len());
+    for (opt, s) in sweeps {
+        let mut next = Vec::new();
         for j in &jobs {
-            for v in vals {
+            for v in s.values(opt) {
                 let mut j = j.clone();
-                if let Apply::Job(f) = opt.apply {
-                    f(&mut j, v).map_err(|e| format!("{origin}: {}={v}: {e}", opt.name))?;
-                }
+                opt.apply
+                    .to(&mut j, &mut run, &v)
+                    .map_err(|e| s.err(opt, &v, e))?;
                 next.push(j);
             }
         }
@@ -1013,57 +1018,34 @@ pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), 
 }
 
 /// Parse the command line of `bench` (everything after `bench`): options and
-/// job file paths. Returns the settings and the job files, in order.
-pub fn parse_args(args: &[String]) -> Result<(Vec<Setting>, Vec<PathBuf>), String> {
+/// job file paths. Returns the settings, the job files in order, and
+/// whether help was asked for.
+pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool), String> {
+    let lexed = crate::cli::lex(args, |name| match find(name) {
+        Some(o) => Ok(o.arg.is_empty()),
+        None => Err(unknown(name)),
+    })
+    .map_err(|e| match e.split_once(": needs a value") {
+        Some((flag, _)) => {
+            let o = find(flag.trim_start_matches('-')).expect("lexed names are known");
+            format!(
+                "--{}: needs a value ({}), e.g. --{}={}",
+                o.name,
+                o.arg,
+                o.name,
+                example(o)
+            )
+        }
+        None => e,
+    })?;
     let mut settings = Vec::new();
-    let mut files = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        i += 1;
-        let Some(body) = a.strip_prefix("--") else {
-            if a.starts_with('-') && a.len() > 1 {
-                return Err(format!("{a}: {}", unknown(a.trim_start_matches('-'))));
-            }
-            files.push(PathBuf::from(a));
-            continue;
-        };
-        let (name, inline) = match body.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (body, None),
-        };
-        let opt = find(name).ok_or_else(|| format!("--{name}: {}", unknown(name)))?;
-        let value = match inline {
-            Some(v) => v,
-            None if opt.flag => {
-                // A flag takes the next word only if it is a boolean.
-                match args.get(i) {
-                    Some(n) if parse_bool(n).is_ok() => {
-                        i += 1;
-                        n.clone()
-                    }
-                    _ => "1".into(),
-                }
-            }
-            None => match args.get(i) {
-                Some(n) if !n.starts_with("--") => {
-                    i += 1;
-                    n.clone()
-                }
-                _ => {
-                    return Err(format!(
-                        "--{}: needs a value ({}), e.g. --{}={}",
-                        opt.name,
-                        opt.arg,
-                        opt.name,
-                        example(opt)
-                    ))
-                }
-            },
-        };
-        settings.push(setting(name, &value, format!("--{}", opt.name))?);
+    for (name, value) in lexed.opts {
+        let canonical = find(&name).expect("lexed names are known").name;
+        settings.push(setting(&name, value, format!("--{canonical}"))?);
     }
-    Ok((settings, files))
+    let help = lexed.help || lexed.positional.iter().any(|p| p == "help");
+    let files = lexed.positional.into_iter().map(PathBuf::from).collect();
+    Ok((settings, files, help))
 }
 
 fn example(opt: &Opt) -> &'static str {
@@ -1252,12 +1234,12 @@ pub fn parse_bool(v: &str) -> Result<bool, String> {
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn args(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
     }
 
     fn job(s: &str) -> Job {
-        let (set, files) = parse_args(&args(s)).unwrap();
+        let (set, files, _) = parse_args(&args(s)).unwrap();
         assert!(files.is_empty());
         let (jobs, _) = expand(&set, &Job::default()).unwrap();
         assert_eq!(jobs.len(), 1);
@@ -1267,7 +1249,7 @@ mod tests {
     fn err(s: &str) -> String {
         match parse_args(&args(s)) {
             Err(e) => e,
-            Ok((set, _)) => expand(&set, &Job::default()).unwrap_err(),
+            Ok((set, _, _)) => expand(&set, &Job::default()).unwrap_err(),
         }
     }
 
@@ -1338,7 +1320,7 @@ mod tests {
 
     #[test]
     fn run_settings_parse() {
-        let (set, _) = parse_args(&args(
+        let (set, _, _) = parse_args(&args(
             "--output-format json --output=/tmp/o --plot /tmp/p.svg --compare-fio --compare-rounds 3",
         ))
         .unwrap();
@@ -1353,7 +1335,7 @@ mod tests {
 
     #[test]
     fn flags_take_a_value_only_when_it_is_boolean() {
-        let (set, files) =
+        let (set, files, _) =
             parse_args(&args("--time_based job.fio --verify 0 --norandommap")).unwrap();
         assert_eq!(files, vec![PathBuf::from("job.fio")]);
         let (jobs, _) = expand(&set, &Job::default()).unwrap();
@@ -1430,7 +1412,7 @@ mod tests {
 
     #[test]
     fn sweeps_expand_every_combination_engine_outer() {
-        let (set, _) = parse_args(&args("--iodepth 1,2,4 --ioengine uring,sync")).unwrap();
+        let (set, _, _) = parse_args(&args("--iodepth 1,2,4 --ioengine uring,sync")).unwrap();
         let (jobs, _) = expand(&set, &Job::default()).unwrap();
         let got: Vec<(BackendKind, usize)> = jobs.iter().map(|j| (j.ioengine, j.iodepth)).collect();
         use BackendKind::*;
@@ -1456,7 +1438,8 @@ mod tests {
 
     #[test]
     fn nowait_modes_sweep_and_bad_values_name_the_option() {
-        let (set, _) = parse_args(&args("--ioengine pool --nowait off,always,adaptive")).unwrap();
+        let (set, _, _) =
+            parse_args(&args("--ioengine pool --nowait off,always,adaptive")).unwrap();
         let (jobs, _) = expand(&set, &Job::default()).unwrap();
         let modes: Vec<_> = jobs.iter().map(|j| j.nowait.unwrap()).collect();
         assert_eq!(modes, NowaitMode::ALL.to_vec());
@@ -1503,7 +1486,7 @@ mod tests {
 
     #[test]
     fn peak_is_a_run_setting() {
-        let (set, _) = parse_args(&args("--peak --runtime=1")).unwrap();
+        let (set, _, _) = parse_args(&args("--peak --runtime=1")).unwrap();
         let (_, s) = expand(&set, &Job::default()).unwrap();
         assert!(s.peak);
         assert!(err("--peak=perhaps").contains("--peak"));

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use nowait::sys::{rusage, Who};
+use crate::sys::Rusage;
 use nowait::{BackendReport, Completion, File, QueueStats, Read};
 use serde_json::{json, Value};
 
@@ -184,7 +184,7 @@ pub fn run(job: &Job, data: &Data, live_to_stderr: bool) -> Result<PeakResult, F
             })
             .collect();
         barrier.wait();
-        let r0 = rusage(Who::Process);
+        let r0 = Rusage::now();
         let sum = |f: fn(&Counters) -> &AtomicU64| -> u64 {
             counters.iter().map(|c| f(c).load(Ordering::Relaxed)).sum()
         };
@@ -221,7 +221,7 @@ pub fn run(job: &Job, data: &Data, live_to_stderr: bool) -> Result<PeakResult, F
             }
             std::thread::sleep(Duration::from_millis(20).min(next.saturating_duration_since(now)));
         }
-        let r1 = rusage(Who::Process);
+        let r1 = Rusage::now();
         let outs: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().expect("peak threads do not panic"))

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use nowait::sys::{rusage, Who};
+use crate::sys::Rusage;
 use nowait::{
     BackendChoice, BackendKind, BackendReport, Buf, Completion, FastPathState, File, IoPoll, Queue,
     QueueStats, Read, PAGE,
@@ -42,13 +42,16 @@ pub enum Failure {
     Usage(String),
     /// Something failed while running (exit status 1).
     Runtime(String),
+    /// The backend asked for cannot be set up on this machine
+    /// (`nowait::Error::BackendUnavailable`; exit status 1): scenarios skip it.
+    Unavailable(String),
 }
 
 impl Failure {
     /// The message.
     pub fn message(&self) -> &str {
         match self {
-            Failure::Usage(m) | Failure::Runtime(m) => m,
+            Failure::Usage(m) | Failure::Runtime(m) | Failure::Unavailable(m) => m,
         }
     }
 
@@ -56,7 +59,7 @@ impl Failure {
     pub fn exit_code(&self) -> i32 {
         match self {
             Failure::Usage(_) => 2,
-            Failure::Runtime(_) => 1,
+            Failure::Runtime(_) | Failure::Unavailable(_) => 1,
         }
     }
 }
@@ -147,7 +150,7 @@ pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
         // setup cost stays out of the CPU figures.
         barrier.wait();
         let start = Instant::now();
-        let mut r0 = rusage(Who::Process);
+        let mut r0 = Rusage::now();
         let ramp_end = start + job.ramp_time;
         let mut ramped = job.ramp_time.is_zero();
         let total_time = job.ramp_time + job.runtime.unwrap_or(Duration::ZERO);
@@ -155,7 +158,7 @@ pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
         while !handles.iter().all(|h| h.is_finished()) {
             let now = Instant::now();
             if !ramped && now >= ramp_end {
-                r0 = rusage(Who::Process);
+                r0 = Rusage::now();
                 ramped = true;
             }
             let done: u64 = shared.done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
@@ -179,7 +182,7 @@ pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
             };
             std::thread::sleep(nap);
         }
-        let r1 = rusage(Who::Process);
+        let r1 = Rusage::now();
         let results: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().expect("benchmark threads do not panic"))
@@ -488,6 +491,9 @@ pub fn build_queue(job: &Job, depth: usize) -> Result<Queue, Failure> {
         };
         match e {
             nowait::Error::Config(m) => Failure::Usage(format!("{flag}: {m}")),
+            e @ nowait::Error::BackendUnavailable { .. } => {
+                Failure::Unavailable(format!("{flag}: {e}"))
+            }
             e => Failure::Runtime(format!("{flag}: {e}")),
         }
     })

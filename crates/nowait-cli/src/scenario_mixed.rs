@@ -23,24 +23,25 @@
 //! off (the seed's "before"), the pool adaptive (the seed's "after"), and
 //! io_uring; the seed's published figures are printed beside ours.
 
-use std::os::fd::AsFd;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use nowait::sys::{rusage, Who};
+use crate::sys::Rusage;
 use nowait::{
     BackendChoice, BackendKind, Buf, Completion, Direct, File, NowaitMode, Queue, Read, PAGE,
 };
 use serde_json::{json, Value};
 
+use crate::cli::emit;
 use crate::layout::{self, human_bytes};
 use crate::metrics::{self, Latency};
 use crate::offsets::Rng;
 use crate::options;
 use crate::report::{self, short_ns, short_num};
 use crate::run::Failure;
-use crate::scenario::{emit, split_args};
+use crate::scenario::{opts, parse_depth};
 
 const HELP: &str = "\
 nowait scenario mixed — the seed 003's workload: cached reads behind uncached ones
@@ -161,7 +162,7 @@ fn parse_config(v: &str) -> Result<(BackendKind, Option<NowaitMode>), String> {
     Ok((k, mode))
 }
 
-fn parse(args: &[String]) -> Result<Args, String> {
+fn parse(args: &[OsString]) -> Result<Args, String> {
     let mut a = Args {
         dir: None,
         sizes: [256 << 20, 1 << 30, 1 << 30],
@@ -184,10 +185,29 @@ fn parse(args: &[String]) -> Result<Args, String> {
     };
     let mut explicit = [false; 3];
     let mut size = None;
-    for (name, value) in split_args(args, &["verify"], "mixed")? {
+    let known = [
+        "dir",
+        "size",
+        "f1-size",
+        "f2-size",
+        "f3-size",
+        "runtime",
+        "iodepth",
+        "bs",
+        "mix",
+        "zipf",
+        "configs",
+        "pool-workers",
+        "verify",
+        "keep-uncached",
+        "randseed",
+        "output-format",
+        "output",
+    ];
+    for (name, raw, value) in opts(args, &known, &["verify"], "mixed")? {
         let e = |m: String| format!("--{name}={value}: {m}");
         match name.as_str() {
-            "dir" => a.dir = Some(PathBuf::from(&value)),
+            "dir" => a.dir = Some(PathBuf::from(raw)),
             "size" => size = Some(nonzero(options::parse_size(&value).map_err(e)?, &name)?),
             "f1-size" | "f2-size" | "f3-size" => {
                 let i = (name.as_bytes()[1] - b'1') as usize;
@@ -200,13 +220,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
                     return Err(format!("--runtime={value}: must be more than 0"));
                 }
             }
-            "iodepth" => {
-                let n = options::parse_count(&value).map_err(e)?;
-                if n == 0 || n > nowait::MAX_DEPTH as u64 {
-                    return Err(format!("--iodepth={value}: use 1 to {}", nowait::MAX_DEPTH));
-                }
-                a.iodepth = n as usize;
-            }
+            "iodepth" => a.iodepth = parse_depth(&value).map_err(e)?,
             "bs" => {
                 let n = options::parse_size(&value).map_err(e)?;
                 if n == 0 || n % 512 != 0 || n > 1 << 24 {
@@ -258,12 +272,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "keep-uncached" => a.keep_uncached = options::parse_bool(&value).map_err(e)?,
             "randseed" => a.seed = options::parse_u64(&value).map_err(e)?,
             "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
-            "output" => a.output = Some(PathBuf::from(&value)),
-            _ => {
-                return Err(format!(
-                "--{name}: unknown option for scenario mixed; see `nowait scenario mixed --help`"
-            ))
-            }
+            _ => a.output = Some(PathBuf::from(raw)),
         }
     }
     if let Some(s) = size {
@@ -298,7 +307,7 @@ fn nonzero(n: u64, name: &str) -> Result<u64, String> {
 }
 
 /// Run `nowait scenario mixed`; returns the exit code.
-pub fn run_cmd(args: &[String]) -> i32 {
+pub fn run_cmd(args: &[OsString]) -> i32 {
     crate::scenario::dispatch("mixed", HELP, args, parse, run)
 }
 
@@ -403,7 +412,7 @@ struct ConfigResult {
     ios: [u64; 3],
     lat: [Latency; 3],
     queue: nowait::QueueStats,
-    rusage: nowait::sys::Rusage,
+    rusage: crate::sys::Rusage,
     backend: nowait::BackendReport,
     file_states: Vec<(String, nowait::FastPathState)>,
     verified: u64,
@@ -455,7 +464,7 @@ fn run(a: &Args) -> Result<(), Failure> {
             let flag = format!("--f{}-size", i + 1);
             layout::lay_out(&p, *size).map_err(|f| match f {
                 Failure::Usage(m) => Failure::Usage(format!("{flag}: {m}")),
-                Failure::Runtime(m) => Failure::Runtime(m),
+                f => f,
             })?;
             laid_out = true;
         }
@@ -504,9 +513,7 @@ fn run(a: &Args) -> Result<(), Failure> {
                 }
                 results.push(Ok(r));
             }
-            Err(Failure::Runtime(m))
-                if m.contains("unavailable") || m.contains("not available") =>
-            {
+            Err(Failure::Unavailable(m)) => {
                 eprintln!("SKIP {}: {m}", config_label(k, mode));
                 results.push(Err((config_label(k, mode), m)));
             }
@@ -561,7 +568,7 @@ fn warm(f: &File, verify: bool) -> Result<(), Failure> {
 fn drop_range(f: &File, offset: u64, len: u64) {
     // Best effort: a failed drop only leaves pages cached, which the report's
     // f2 latencies would show.
-    let _ = nowait::sys::fadvise_dontneed(f.as_fd(), offset, len);
+    let _ = crate::sys::fadvise(f, offset, len, rustix::fs::Advice::DontNeed);
 }
 
 fn run_config(
@@ -590,9 +597,12 @@ fn run_config(
     if let Some(w) = a.pool_workers {
         b = b.pool_workers(w);
     }
-    let mut q = b
-        .build()
-        .map_err(|e| Failure::Runtime(format!("--configs: {label}: {e}")))?;
+    let mut q = b.build().map_err(|e| match e {
+        nowait::Error::BackendUnavailable { .. } => {
+            Failure::Unavailable(format!("--configs: {label}: {e}"))
+        }
+        e => Failure::Runtime(format!("--configs: {label}: {e}")),
+    })?;
     let backend = q.backend().clone();
     let depth = a.iodepth;
     let bs = a.bs as usize;
@@ -629,9 +639,9 @@ fn run_config(
                 drop_range(&files[2], pos + keep, 0);
             }
         });
-        let r = (|| -> Result<(Duration, nowait::QueueStats, nowait::sys::Rusage), Failure> {
+        let r = (|| -> Result<(Duration, nowait::QueueStats, crate::sys::Rusage), Failure> {
             let stats0 = q.stats();
-            let ru0 = rusage(Who::Process);
+            let ru0 = Rusage::now();
             let start = Instant::now();
             let end = start + a.runtime;
             let mut in_flight = 0usize;
@@ -697,7 +707,7 @@ fn run_config(
                     stopping = true;
                 }
             }
-            let ru = rusage(Who::Process).since(&ru0);
+            let ru = Rusage::now().since(&ru0);
             Ok((now - start, metrics::stats_since(&q.stats(), &stats0), ru))
         })();
         stop.store(true, Ordering::Relaxed);
@@ -996,8 +1006,8 @@ fn json_report(
 mod tests {
     use super::*;
 
-    fn a(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn a(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
     }
 
     #[test]

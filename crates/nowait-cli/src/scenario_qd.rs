@@ -12,6 +12,7 @@
 //! Polled reads on a device that cannot poll are refused (EOPNOTSUPP) and
 //! fall back to interrupts: the row says "unsupported: <reason>".
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -19,12 +20,13 @@ use std::time::Duration;
 use nowait::BackendKind;
 use serde_json::{json, Value};
 
+use crate::cli::emit;
 use crate::fio::{self, FioResult};
 use crate::layout::{self, human_bytes};
 use crate::options::{self, Job, Rw};
 use crate::report::{self, short_ns, short_num};
 use crate::run::{self, Failure, Outcome};
-use crate::scenario::{emit, split_args};
+use crate::scenario::{opts, parse_depth};
 
 const HELP: &str = "\
 nowait scenario qd-sweep — the seed 001's QD sweep: 4 KiB direct randread
@@ -144,7 +146,7 @@ struct Args {
     output: Option<PathBuf>,
 }
 
-fn parse(args: &[String]) -> Result<Args, String> {
+fn parse(args: &[OsString]) -> Result<Args, String> {
     let mut a = Args {
         dir: None,
         size: 1 << 30,
@@ -157,10 +159,23 @@ fn parse(args: &[String]) -> Result<Args, String> {
         json: false,
         output: None,
     };
-    for (name, value) in split_args(args, &["verify"], "qd-sweep")? {
+    let known = [
+        "dir",
+        "size",
+        "qd",
+        "iodepth",
+        "runtime",
+        "fs",
+        "engines",
+        "fio",
+        "verify",
+        "output-format",
+        "output",
+    ];
+    for (name, raw, value) in opts(args, &known, &["verify"], "qd-sweep")? {
         let e = |m: String| format!("--{name}={value}: {m}");
         match name.as_str() {
-            "dir" => a.dir = Some(PathBuf::from(&value)),
+            "dir" => a.dir = Some(PathBuf::from(raw)),
             "size" => {
                 a.size = options::parse_size(&value).map_err(e)?;
                 if a.size < 1 << 20 {
@@ -170,13 +185,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "qd" | "iodepth" => {
                 a.qd = value
                     .split(',')
-                    .map(|q| {
-                        let n = options::parse_count(q)?;
-                        if n == 0 || n > nowait::MAX_DEPTH as u64 {
-                            return Err(format!("{n} is not a queue depth (1 to {})", nowait::MAX_DEPTH));
-                        }
-                        Ok(n as usize)
-                    })
+                    .map(|q| parse_depth(q.trim()).map_err(|m| format!("{q}: {m}")))
                     .collect::<Result<_, String>>()
                     .map_err(e)?;
             }
@@ -202,19 +211,14 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "fio" => a.fio = options::parse_bool(&value).map_err(e)?,
             "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
             "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
-            "output" => a.output = Some(PathBuf::from(&value)),
-            _ => {
-                return Err(format!(
-                    "--{name}: unknown option for scenario qd-sweep; see `nowait scenario qd-sweep --help`"
-                ))
-            }
+            _ => a.output = Some(PathBuf::from(raw)),
         }
     }
     Ok(a)
 }
 
 /// Run `nowait scenario qd-sweep`; returns the exit code.
-pub fn run_cmd(args: &[String]) -> i32 {
+pub fn run_cmd(args: &[OsString]) -> i32 {
     crate::scenario::dispatch("qd-sweep", HELP, args, parse, run)
 }
 
@@ -514,7 +518,7 @@ fn sweep_fs(
             };
             let ours = match run::run_prepared(&job, &data) {
                 Ok(o) => Ok(o),
-                Err(Failure::Runtime(m)) => {
+                Err(Failure::Runtime(m) | Failure::Unavailable(m)) => {
                     eprintln!("{fs} {} qd {qd}: {m}", engine.name());
                     Err(m)
                 }
@@ -736,8 +740,8 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
 mod tests {
     use super::*;
 
-    fn a(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn a(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
     }
 
     #[test]

@@ -197,3 +197,33 @@ fn compare_fio_reads_fios_json() {
         .contains("--ioengine=psync"));
     assert!(fio["iops_ratio"].as_f64().unwrap() > 0.0);
 }
+
+/// A path need not be UTF-8: the command line is read as `OsString`s, so a
+/// file named with Latin-1 bytes is laid out, read and verified.
+#[test]
+fn non_utf8_filename_is_read() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut path = dir.path().as_os_str().to_owned().into_vec();
+    path.extend_from_slice(b"/caf\xe9.data");
+    let path = OsString::from_vec(path);
+    let mut arg = OsString::from("--filename=");
+    arg.push(&path);
+    let o = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .args(["bench", "--size=1m", "--verify", "--output-format=json"])
+        .arg(&arg)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let j = json(&o);
+    assert_eq!(j["jobs"][0]["read"]["total_ios"].as_u64(), Some(256));
+    assert_eq!(j["jobs"][0]["nowait"]["verified_ios"].as_u64(), Some(256));
+    assert!(std::path::Path::new(&path).exists());
+    let o = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .arg("probe")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
