@@ -18,7 +18,8 @@ pub struct Lexed {
     pub help: bool,
 }
 
-/// Lex `args`. `kind(name)` says whether an option is a flag (`Ok(true)`),
+/// Lex `args`. A flag takes the next word when it is a boolean or `auto`
+/// (`--hipri auto`). `kind(name)` says whether an option is a flag (`Ok(true)`),
 /// takes a value (`Ok(false)`) or does not exist (`Err(message)`), so an
 /// unknown option is reported as such before anything else.
 pub fn lex(
@@ -49,7 +50,7 @@ pub fn lex(
                                 .try_raw_args()
                                 .ok_or_else(|| format!("--{name}: bad value"))?;
                             match raw.peek().and_then(|v| v.to_str()) {
-                                Some(v) if crate::options::parse_bool(v).is_ok() => {
+                                Some(v) if v == "auto" || crate::options::parse_bool(v).is_ok() => {
                                     raw.next().unwrap_or_default()
                                 }
                                 _ => "1".into(),

@@ -126,7 +126,7 @@ impl Default for Job {
             randseed: DEFAULT_SEED,
             invalidate: true,
             numjobs: 1,
-            iodepth_batch_submit: 0,
+            iodepth_batch_submit: 1,
             iodepth_batch_complete_min: 1,
             verify: false,
             fadvise_hint: true,
@@ -135,9 +135,9 @@ impl Default for Job {
             sqthread_poll: false,
             sqthread_poll_idle: Duration::from_secs(1),
             fixedbufs: false,
-            registerfiles: true,
+            registerfiles: false,
             small_fast_path: true,
-            hipri: None,
+            hipri: Some(false),
             spin_us: 0,
             memory_inline: true,
             inline_window: None,
@@ -261,6 +261,8 @@ pub struct Settings {
     pub compare_fio: bool,
     /// `--compare-rounds`: ours/fio alternations per job.
     pub compare_rounds: usize,
+    /// `--abba`: sets of fio, nowait, nowait, fio per job (0: off).
+    pub abba: usize,
     /// `--peak`: the lean peak-IOPS loop (like fio's t/io_uring).
     pub peak: bool,
 }
@@ -273,6 +275,7 @@ impl Default for Settings {
             plot: None,
             compare_fio: false,
             compare_rounds: 1,
+            abba: 0,
             peak: false,
         }
     }
@@ -586,10 +589,11 @@ pub static OPTIONS: &[Opt] = &[
     Opt {
         name: "iodepth_batch_submit",
         arg: "INT",
-        default: "0",
-        help: "Submit once this many reads are queued. 0 (nowait's default; fio's is 1) \
-               fills every free slot and submits them with one system call. \
-               Alias: iodepth_batch.",
+        default: "1 (fio's)",
+        help: "Submit once this many reads are queued: 1 (fio's default) hands each read \
+               to the kernel as soon as its slot is free, one system call per read. 0 \
+               (nowait's faster mode, and --peak's 32) fills every free slot and submits \
+               them with one system call. Alias: iodepth_batch.",
         apply: Apply::Job(|j, v| {
             j.iodepth_batch_submit = parse_count(v)? as usize;
             Ok(())
@@ -716,9 +720,9 @@ pub static OPTIONS: &[Opt] = &[
     Opt {
         name: "registerfiles",
         arg: "BOOL",
-        default: "1",
+        default: "0 (fio's)",
         help: "ioengine=uring: register the file with the ring (fixed files: no file \
-               reference taken per read). nowait does this by default; fio does not.",
+               reference taken per read). Off by default as in fio; --peak turns it on.",
         apply: Apply::Job(|j, v| {
             j.registerfiles = parse_bool(v)?;
             Ok(())
@@ -743,14 +747,18 @@ pub static OPTIONS: &[Opt] = &[
     Opt {
         name: "hipri",
         arg: "",
-        default: "auto",
+        default: "0 (fio's)",
         help: "ioengine=uring, direct=1: polled completions (IOPOLL): the reaping thread \
                polls the device instead of waiting for an interrupt. 1 polls every direct \
                read; on a device that cannot poll, each read is refused (EOPNOTSUPP) and \
-               resubmitted unpolled, and the report shows it as unsupported. 0 never polls; \
-               unset, reads poll where the device's queue polls (io_poll=1).",
+               resubmitted unpolled, and the report shows it as unsupported. 0 never polls \
+               (fio's default); auto (the engine's default) polls where the device's queue \
+               polls (io_poll=1).",
         apply: Apply::Job(|j, v| {
-            j.hipri = Some(parse_bool(v)?);
+            j.hipri = match v {
+                "auto" => None,
+                v => Some(parse_bool(v).map_err(|e| format!("{e}, or auto"))?),
+            };
             Ok(())
         }),
         ..OPT
@@ -867,6 +875,25 @@ pub static OPTIONS: &[Opt] = &[
                 return Err("use 1 to 100 rounds".into());
             }
             s.compare_rounds = n as usize;
+            Ok(())
+        }),
+        ..OPT
+    },
+    Opt {
+        name: "abba",
+        arg: "SETS",
+        default: "0",
+        help: "Compare with fio (implies --compare-fio) in ABBA order: per set fio, nowait, \
+               nowait, fio, so drift of a shared disk falls on both alike. Reports every run, \
+               each side's median and spread, and the ratio of the medians. Use 3 or more \
+               sets for anything disk-bound.",
+        apply: Apply::Run(|s, v| {
+            let n = parse_count(v)?;
+            if n > 100 {
+                return Err("use 0 to 100 sets".into());
+            }
+            s.abba = n as usize;
+            s.compare_fio |= n > 0;
             Ok(())
         }),
         ..OPT
@@ -1293,9 +1320,9 @@ mod tests {
                 j.sqthread_poll_idle == Duration::from_millis(20)
             }),
             ("fixedbufs", "1", |j| j.fixedbufs),
-            ("registerfiles", "0", |j| !j.registerfiles),
+            ("registerfiles", "1", |j| j.registerfiles),
             ("small_fast_path", "0", |j| !j.small_fast_path),
-            ("hipri", "1", |j| j.hipri == Some(true)),
+            ("hipri", "auto", |j| j.hipri.is_none()),
             ("spin_us", "50", |j| j.spin_us == 50),
             ("memory_inline", "0", |j| !j.memory_inline),
             ("inline_window", "4", |j| j.inline_window == Some(4)),
@@ -1330,6 +1357,10 @@ mod tests {
         assert_eq!(s.plot.as_deref(), Some("/tmp/p.svg".as_ref()));
         assert!(s.compare_fio);
         assert_eq!(s.compare_rounds, 3);
+        let (set, _, _) = parse_args(&args("--abba 3")).unwrap();
+        let (_, s) = expand(&set, &Job::default()).unwrap();
+        assert!(s.compare_fio && s.abba == 3);
+        assert!(err("--abba=x").contains("--abba"));
         assert!(err("--compare-rounds=0").contains("--compare-rounds"));
     }
 

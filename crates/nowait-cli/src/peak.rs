@@ -121,10 +121,15 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
         let data = layout::prepare(job)?;
         results.push(run(job, &data, live_to_stderr)?);
     }
+    let file = jobs.first().and_then(|j| j.filename.as_deref());
     let text = if json {
-        serde_json::to_string_pretty(&json_doc(&results)).expect("JSON values serialise") + "\n"
+        let mut doc = json_doc(&results);
+        doc["host"] = serde_json::to_value(crate::sys::Host::of(file)).expect("host serialises");
+        serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
     } else {
-        results.iter().map(human).collect::<Vec<_>>().join("\n")
+        let mut t = format!("host: {}\n", crate::sys::host(file));
+        t += &results.iter().map(human).collect::<Vec<_>>().join("\n");
+        t
     };
     match &settings.output {
         Some(p) => std::fs::write(p, &text).map_err(|e| {

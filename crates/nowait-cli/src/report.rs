@@ -20,8 +20,110 @@ pub struct Row {
     pub ours: Outcome,
     /// fio's, or why there is none (`None`: not asked for).
     pub fio: Option<Result<FioResult, String>>,
-    /// IOPS of every compare round, ours and fio's, in the order run.
-    pub rounds: Vec<(f64, Option<f64>)>,
+    /// Every run of the comparison with fio, in the order run.
+    pub compare: Option<Compare>,
+}
+
+/// The runs of a comparison with fio, in the order they ran, with each
+/// side's median and spread.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Compare {
+    /// `abba` (fio, nowait, nowait, fio per set) or `alternate` (nowait, fio).
+    pub order: String,
+    /// Each run: `nowait` or `fio`, and its IOPS (`null`: the fio run failed).
+    pub runs: Vec<(String, Option<f64>)>,
+    /// nowait's IOPS over its runs.
+    pub nowait: Spread,
+    /// fio's IOPS over its runs that succeeded.
+    pub fio: Option<Spread>,
+    /// nowait's median / fio's median.
+    pub ratio_of_medians: Option<f64>,
+}
+
+/// Median, smallest and largest of a set of runs.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Spread {
+    /// The median (the mean of the middle two of an even count).
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// Of `v`; `None` if empty.
+    pub fn of(mut v: Vec<f64>) -> Option<Spread> {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = match n {
+            0 => return None,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
+    }
+
+    fn words(&self) -> String {
+        format!(
+            "{} ({}-{}, spread {:.1}%)",
+            short_num(self.median),
+            short_num(self.min),
+            short_num(self.max),
+            (self.max - self.min) / self.median.max(1e-9) * 100.0
+        )
+    }
+}
+
+impl Compare {
+    /// From the runs in order, each `("nowait" | "fio", IOPS)`.
+    pub fn new(order: &str, runs: &[(&str, Option<f64>)]) -> Compare {
+        let side = |t: &str| {
+            runs.iter()
+                .filter(|r| r.0 == t)
+                .filter_map(|r| r.1)
+                .collect()
+        };
+        let nowait = Spread::of(side("nowait")).unwrap_or(Spread {
+            median: 0.0,
+            min: 0.0,
+            max: 0.0,
+        });
+        let fio = Spread::of(side("fio"));
+        Compare {
+            order: order.into(),
+            runs: runs.iter().map(|(t, i)| (t.to_string(), *i)).collect(),
+            nowait,
+            fio,
+            ratio_of_medians: fio
+                .filter(|f| f.median > 0.0)
+                .map(|f| nowait.median / f.median),
+        }
+    }
+
+    /// The text lines: every run, the medians and spreads, the ratio.
+    fn lines(&self) -> String {
+        let runs: Vec<String> = self
+            .runs
+            .iter()
+            .map(|(t, i)| format!("{t} {}", i.map_or("failed".into(), short_num)))
+            .collect();
+        let order = match self.order.as_str() {
+            "abba" => "ABBA: fio, nowait, nowait, fio per set",
+            _ => "alternating",
+        };
+        format!(
+            "  runs         : {} ({order})\n  medians      : nowait {}, fio {}; ratio of medians {}\n",
+            runs.join(", "),
+            self.nowait.words(),
+            self.fio.map_or("-".into(), |f| f.words()),
+            self.ratio_of_medians.map_or("-".into(), |r| format!("{r:.3}x"))
+        )
+    }
 }
 
 impl Row {
@@ -100,8 +202,10 @@ fn engine_opts(j: &Job) -> String {
     if n.fixedbufs {
         v.push("fixedbufs=1".into());
     }
-    if let Some(h) = n.hipri {
-        v.push(format!("hipri={}", u8::from(h)));
+    match n.hipri {
+        Some(true) => v.push("hipri=1".into()),
+        None => v.push("hipri=auto".into()),
+        Some(false) => {}
     }
     if n.spin_us > 0 {
         v.push(format!("spin_us={}", n.spin_us));
@@ -264,7 +368,8 @@ pub fn human(row: &Row) -> String {
         }
     }
     if j.ioengine == nowait::BackendKind::Uring
-        && (q.fixed_reads + q.polled + q.poll_fallbacks + q.spin_reaped > 0 || j.hipri.is_some())
+        && (q.fixed_reads + q.polled + q.poll_fallbacks + q.spin_reaped > 0
+            || j.hipri != Some(false))
     {
         let _ = writeln!(
             s,
@@ -339,17 +444,8 @@ pub fn human(row: &Row) -> String {
                 row.ratio().unwrap_or(0.0),
                 f.command
             );
-            if row.rounds.len() > 1 {
-                let r: Vec<String> = row
-                    .rounds
-                    .iter()
-                    .map(|(a, b)| format!("{}/{}", short_num(*a), b.map_or("-".into(), short_num)))
-                    .collect();
-                let _ = writeln!(
-                    s,
-                    "  rounds       : nowait/fio IOPS {} (medians shown)",
-                    r.join(", ")
-                );
+            if let Some(c) = row.compare.as_ref().filter(|c| c.runs.len() > 2) {
+                s.push_str(&c.lines());
             }
         }
         Some(Err(e)) => {
@@ -519,7 +615,7 @@ pub fn job_json(row: &Row) -> Value {
                 "runtime_ms": f.runtime_ms,
                 "command": f.command,
                 "iops_ratio": row.ratio(),
-                "rounds_iops": row.rounds.iter().map(|(a, b)| json!({"nowait": a, "fio": b})).collect::<Vec<_>>(),
+                "compare": row.compare,
             }),
             Err(e) => json!({ "error": e }),
         };
@@ -634,7 +730,7 @@ mod tests {
                 fast_path: None,
             },
             fio: None,
-            rounds: Vec::new(),
+            compare: None,
         }
     }
 
@@ -666,6 +762,36 @@ mod tests {
         assert!(h.contains("clat percentiles (usec)"), "{h}");
         assert!(h.contains("99.00th=["), "{h}");
         assert!(h.contains("cpu          : usr="), "{h}");
+    }
+
+    #[test]
+    fn abba_runs_give_medians_spread_and_ratio() {
+        let runs = [
+            ("fio", Some(60.0)),
+            ("nowait", Some(50.0)),
+            ("nowait", Some(54.0)),
+            ("fio", None),
+            ("fio", Some(62.0)),
+            ("nowait", Some(52.0)),
+        ];
+        let c = Compare::new("abba", &runs);
+        assert_eq!(
+            c.nowait,
+            Spread {
+                median: 52.0,
+                min: 50.0,
+                max: 54.0
+            }
+        );
+        assert_eq!(c.fio.unwrap().median, 61.0);
+        assert!((c.ratio_of_medians.unwrap() - 52.0 / 61.0).abs() < 1e-12);
+        let text = c.lines();
+        assert!(
+            text.contains("fio failed") && text.contains("ABBA"),
+            "{text}"
+        );
+        let back: Compare = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
     }
 
     #[test]

@@ -308,6 +308,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
         }
     };
     if !a.json {
+        println!("host: {}", crate::sys::host(Some(&path)));
         println!(
             "async-buffered: {} random {} reads, QD {}, buffered, page cache dropped before each run",
             reads,
@@ -493,6 +494,7 @@ fn json_report(
         .collect();
     json!({
         "scenario": "async-buffered",
+        "host": crate::sys::Host::of(Some(path)),
         "filename": path.display().to_string(),
         "size": region,
         "bs": 4096,

@@ -475,6 +475,10 @@ fn run(a: &Args) -> Result<(), Failure> {
     let _ = laid_out;
     if !a.json {
         println!(
+            "host: {}",
+            crate::sys::host(files.first().map(|f| f.path()))
+        );
+        println!(
             "mixed: {} reads, one queue of depth {}, mix f1/f2/f3 = {}/{}/{}%, {} per configuration",
             human_bytes(a.bs),
             a.iodepth,
@@ -980,6 +984,7 @@ fn json_report(
     };
     json!({
         "scenario": "mixed",
+        "host": crate::sys::Host::of(files.first().map(|f| f.path())),
         "bs": a.bs,
         "iodepth": a.iodepth,
         "runtime_ms": a.runtime.as_millis() as u64,

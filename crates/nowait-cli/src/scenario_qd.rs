@@ -578,7 +578,8 @@ fn first_line(s: &str) -> String {
 
 fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
     use std::fmt::Write;
-    let mut s = String::new();
+    let file = fs_runs.iter().find_map(|f| f.filename.as_deref());
+    let mut s = format!("host: {}\n", crate::sys::host(file));
     for f in fs_runs {
         match &f.skipped {
             Some(why) => {
@@ -718,6 +719,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
         .collect();
     json!({
         "scenario": "qd-sweep",
+        "host": crate::sys::Host::of(fs_runs.iter().find_map(|f| f.filename.as_deref())),
         "bs": 4096,
         "rw": "randread",
         "direct": true,
