@@ -127,9 +127,43 @@ pub struct Measured {
     /// CPU time of the SQPOLL kernel threads (with `sqthread_poll`; also
     /// counted in `rusage`).
     pub sqpoll: Option<SqpollCpu>,
+    /// `submit()` calls, counting those the reap's enter carried.
+    pub submit_calls: u64,
+    /// Reads those calls submitted.
+    pub submitted: u64,
+    /// `reap()` calls.
+    pub reap_calls: u64,
 }
 
 impl Measured {
+    /// Add another thread's figures (wall time: the longer; CPU time is
+    /// the process's, measured apart).
+    pub fn add(&mut self, o: &Measured) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.elapsed = self.elapsed.max(o.elapsed);
+        self.clat.merge(&o.clat);
+        self.slat.merge(&o.slat);
+        self.syscalls += o.syscalls;
+        self.queue = stats_add(&self.queue, &o.queue);
+        if let Some(c) = &o.sqpoll {
+            self.sqpoll.get_or_insert_with(SqpollCpu::default).add(c);
+        }
+        self.submit_calls += o.submit_calls;
+        self.submitted += o.submitted;
+        self.reap_calls += o.reap_calls;
+    }
+
+    /// Reads per submit call.
+    pub fn ios_per_submit(&self) -> f64 {
+        ratio(self.submitted, self.submit_calls)
+    }
+
+    /// Reads per reap call.
+    pub fn ios_per_reap(&self) -> f64 {
+        ratio(self.ios, self.reap_calls)
+    }
+
     /// Reads per second.
     pub fn iops(&self) -> f64 {
         per_sec(self.ios as f64, self.elapsed)
@@ -157,11 +191,7 @@ impl Measured {
 
     /// Reads per system call.
     pub fn ios_per_syscall(&self) -> f64 {
-        if self.syscalls == 0 {
-            0.0
-        } else {
-            self.ios as f64 / self.syscalls as f64
-        }
+        ratio(self.ios, self.syscalls)
     }
 }
 
@@ -226,6 +256,15 @@ pub fn stats_add(a: &QueueStats, b: &QueueStats) -> QueueStats {
         polled: a.polled + b.polled,
         poll_fallbacks: a.poll_fallbacks + b.poll_fallbacks,
         spin_reaped: a.spin_reaped + b.spin_reaped,
+    }
+}
+
+/// `a / b`, 0 when `b` is 0.
+pub fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
     }
 }
 

@@ -411,7 +411,6 @@ pub static OPTIONS: &[Opt] = &[
             };
             Ok(())
         }),
-        ..OPT
     },
     Opt {
         name: "bs",
@@ -431,7 +430,6 @@ pub static OPTIONS: &[Opt] = &[
             j.bs = n;
             Ok(())
         }),
-        ..OPT
     },
     Opt {
         name: "ioengine",
@@ -444,7 +442,6 @@ pub static OPTIONS: &[Opt] = &[
             j.ioengine = parse_engine(v)?;
             Ok(())
         }),
-        ..OPT
     },
     Opt {
         name: "iodepth",
@@ -464,7 +461,6 @@ pub static OPTIONS: &[Opt] = &[
             j.iodepth = n as usize;
             Ok(())
         }),
-        ..OPT
     },
     Opt {
         name: "direct",
@@ -477,7 +473,6 @@ pub static OPTIONS: &[Opt] = &[
             j.direct = parse_bool(v)?;
             Ok(())
         }),
-        ..OPT
     },
     Opt {
         name: "runtime",
@@ -584,7 +579,6 @@ pub static OPTIONS: &[Opt] = &[
             j.numjobs = n as usize;
             Ok(())
         }),
-        ..OPT
     },
     Opt {
         name: "iodepth_batch_submit",
@@ -657,7 +651,6 @@ pub static OPTIONS: &[Opt] = &[
             j.nowait = Some(v.trim().parse::<NowaitMode>()?);
             Ok(())
         }),
-        ..OPT
     },
     Opt {
         name: "pool_workers",

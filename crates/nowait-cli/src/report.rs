@@ -728,6 +728,7 @@ mod tests {
                 laid_out: false,
                 verified_ios: 0,
                 fast_path: None,
+                seconds: Vec::new(),
             },
             fio: None,
             compare: None,

@@ -26,22 +26,21 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::sys::Rusage;
-use nowait::{
-    BackendChoice, BackendKind, Buf, Completion, Direct, File, NowaitMode, Queue, Read, PAGE,
-};
+use nowait::{BackendKind, Direct, File, NowaitMode};
 use serde_json::{json, Value};
 
 use crate::cli::emit;
 use crate::layout::{self, human_bytes};
-use crate::metrics::{self, Latency};
+use crate::metrics::Latency;
 use crate::offsets::Rng;
 use crate::options;
+use crate::options::Job;
 use crate::report::{self, short_ns, short_num};
-use crate::run::Failure;
+use crate::run::{self, Failure, Mode, Reads};
 use crate::scenario::{opts, parse_depth};
+use crate::sys::Rusage;
 
 const HELP: &str = "\
 nowait scenario mixed — the seed 003's workload: cached reads behind uncached ones
@@ -366,17 +365,25 @@ impl Zipf {
     }
 }
 
-/// Where the next read of each stream goes.
-struct Streams {
+/// Where the next read of each stream goes, and each stream's latencies:
+/// the driver's [`Reads`] hook (file index = stream).
+struct Streams<'a> {
     rng: Rng,
     mix: [u32; 3],
     zipf: Zipf,
     blocks: [u64; 3],
     bs: u64,
     seq: u64,
+    /// Where f3's reader is, for the helper that drops the pages behind it.
+    f3_pos: &'a AtomicU64,
+    lat: [Latency; 3],
 }
 
-impl Streams {
+impl Reads for Streams<'_> {
+    fn done(&mut self, stream: usize, clat: Duration) {
+        self.lat[stream].record(clat);
+    }
+
     /// The next request: its stream and offset.
     #[inline]
     fn next(&mut self) -> (usize, u64) {
@@ -396,6 +403,7 @@ impl Streams {
             _ => {
                 let b = self.seq;
                 self.seq = (self.seq + 1) % self.blocks[2];
+                self.f3_pos.store(b * self.bs, Ordering::Relaxed);
                 b
             }
         };
@@ -412,7 +420,7 @@ struct ConfigResult {
     ios: [u64; 3],
     lat: [Latency; 3],
     queue: nowait::QueueStats,
-    rusage: crate::sys::Rusage,
+    rusage: Rusage,
     backend: nowait::BackendReport,
     file_states: Vec<(String, nowait::FastPathState)>,
     verified: u64,
@@ -582,56 +590,43 @@ fn run_config(
     mode: Option<NowaitMode>,
 ) -> Result<ConfigResult, Failure> {
     let label = config_label(k, mode);
-    let fail =
-        |what: &str, e: nowait::Error| Failure::Runtime(format!("{label}: {what} failed: {e}"));
     // f1 cached, f2 and f3 not.
     warm(&files[0], a.verify)?;
-    files[1]
-        .drop_cache()
-        .map_err(|e| Failure::Runtime(format!("dropping f2's cache: {e}")))?;
-    files[2]
-        .drop_cache()
-        .map_err(|e| Failure::Runtime(format!("dropping f3's cache: {e}")))?;
-    let mut b = Queue::builder()
-        .depth(a.iodepth)
-        .backend(BackendChoice::Exactly(k));
-    if let Some(m) = mode {
-        b = b.nowait(m);
+    for (i, f) in files.iter().enumerate().skip(1) {
+        f.drop_cache()
+            .map_err(|e| Failure::Runtime(format!("dropping {}'s cache: {e}", STREAMS[i])))?;
     }
-    if let Some(w) = a.pool_workers {
-        b = b.pool_workers(w);
-    }
-    let mut q = b.build().map_err(|e| match e {
-        nowait::Error::BackendUnavailable { .. } => {
-            Failure::Unavailable(format!("--configs: {label}: {e}"))
-        }
-        e => Failure::Runtime(format!("--configs: {label}: {e}")),
-    })?;
-    let backend = q.backend().clone();
-    let depth = a.iodepth;
-    let bs = a.bs as usize;
-    let mut bufs: Vec<Option<Buf>> = (0..depth)
-        .map(|_| Some(Buf::with_align(bs, PAGE)))
-        .collect();
-    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
-    let mut issued_at = vec![Instant::now(); depth];
-    let mut slot_of = vec![(0usize, 0u64); depth];
-    let mut done: Vec<Completion> = Vec::with_capacity(depth);
-    let mut streams = Streams {
+    // One thread, one queue; each request pushed and submitted as it comes.
+    let job = Job {
+        name: label.clone(),
+        ioengine: k,
+        nowait: mode,
+        pool_workers: a.pool_workers,
+        iodepth: a.iodepth,
+        bs: a.bs,
+        iodepth_batch_submit: 1,
+        time_based: true,
+        runtime: Some(a.runtime),
+        verify: a.verify,
+        invalidate: false,
+        registerfiles: true,
+        hipri: None,
+        ..Job::default()
+    };
+    let f3_pos = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let refs: Vec<&File> = files.iter().collect();
+    let streams = |_| Streams {
         rng: Rng::new(a.seed),
         mix: a.mix,
         zipf: Zipf::new(a.sizes[0] / a.bs, a.zipf),
-        blocks: [a.sizes[0] / a.bs, a.sizes[1] / a.bs, a.sizes[2] / a.bs],
+        blocks: a.sizes.map(|s| s / a.bs),
         bs: a.bs,
         seq: 0,
+        f3_pos: &f3_pos,
+        lat: Default::default(),
     };
-    let mut lat = [Latency::new(), Latency::new(), Latency::new()];
-    let mut ios = [0u64; 3];
-    let mut verified = 0u64;
-    let f3_pos = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
-
-    let r = std::thread::scope(|s| {
+    let d = std::thread::scope(|s| {
         // Keep f2 uncached, and f3 uncached behind its reader.
         s.spawn(|| {
             while a.keep_uncached && !stop.load(Ordering::Relaxed) {
@@ -643,81 +638,11 @@ fn run_config(
                 drop_range(&files[2], pos + keep, 0);
             }
         });
-        let r = (|| -> Result<(Duration, nowait::QueueStats, crate::sys::Rusage), Failure> {
-            let stats0 = q.stats();
-            let ru0 = Rusage::now();
-            let start = Instant::now();
-            let end = start + a.runtime;
-            let mut in_flight = 0usize;
-            let mut stopping = false;
-            let mut now = start;
-            loop {
-                while !stopping && in_flight < depth {
-                    let id = free.pop().expect("a slot is free while in_flight < depth") as usize;
-                    let (stream, offset) = streams.next();
-                    if stream == 2 {
-                        f3_pos.store(offset, Ordering::Relaxed);
-                    }
-                    slot_of[id] = (stream, offset);
-                    let buf = bufs[id].take().expect("a free slot holds its buffer");
-                    issued_at[id] = Instant::now();
-                    q.push(Read {
-                        file: &files[stream],
-                        offset,
-                        len: bs,
-                        buf,
-                        user_data: id as u64,
-                    })
-                    .map_err(|r| fail("queueing a read", r.error))?;
-                    q.submit().map_err(|e| fail("submit", e))?;
-                    in_flight += 1;
-                    // An inline hit is complete already: collect it now.
-                    if q.reap(0, None, &mut done).map_err(|e| fail("reap", e))? > 0 {
-                        now = Instant::now();
-                        in_flight -= finish(
-                            &mut done,
-                            now,
-                            &issued_at,
-                            &slot_of,
-                            &mut bufs,
-                            &mut free,
-                            &mut lat,
-                            &mut ios,
-                            a.verify,
-                            &mut verified,
-                            files,
-                        )?;
-                    }
-                }
-                if in_flight == 0 {
-                    break;
-                }
-                q.reap(1, None, &mut done).map_err(|e| fail("reap", e))?;
-                now = Instant::now();
-                in_flight -= finish(
-                    &mut done,
-                    now,
-                    &issued_at,
-                    &slot_of,
-                    &mut bufs,
-                    &mut free,
-                    &mut lat,
-                    &mut ios,
-                    a.verify,
-                    &mut verified,
-                    files,
-                )?;
-                if now >= end {
-                    stopping = true;
-                }
-            }
-            let ru = Rusage::now().since(&ru0);
-            Ok((now - start, metrics::stats_since(&q.stats(), &stats0), ru))
-        })();
+        let d = run::drive(&job, &refs, u64::MAX, Mode::Serve, streams, None);
         stop.store(true, Ordering::Relaxed);
-        r
-    });
-    let (elapsed, queue, rusage) = r?;
+        d
+    })?;
+    let Streams { lat, .. } = d.reads.into_iter().next().expect("one thread");
     let file_states = if k == BackendKind::Pool {
         files
             .iter()
@@ -731,64 +656,15 @@ fn run_config(
         label,
         engine: k,
         mode,
-        elapsed,
-        ios,
+        elapsed: d.measured.elapsed,
+        ios: [0, 1, 2].map(|i| lat[i].summary().n),
         lat,
-        queue,
-        rusage,
-        backend,
+        queue: d.measured.queue,
+        rusage: d.measured.rusage,
+        backend: d.backend,
         file_states,
-        verified,
+        verified: d.verified,
     })
-}
-
-/// Record completions: latency, count, data check; free their slots.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn finish(
-    done: &mut Vec<Completion>,
-    now: Instant,
-    issued_at: &[Instant],
-    slot_of: &[(usize, u64)],
-    bufs: &mut [Option<Buf>],
-    free: &mut Vec<u32>,
-    lat: &mut [Latency; 3],
-    ios: &mut [u64; 3],
-    verify: bool,
-    verified: &mut u64,
-    files: &[File],
-) -> Result<usize, Failure> {
-    let mut n = 0;
-    for c in done.drain(..) {
-        let id = c.user_data as usize;
-        let (stream, offset) = slot_of[id];
-        let got = c
-            .result
-            .map_err(|e| Failure::Runtime(format!("{}: {e}", STREAMS[stream])))?;
-        if got != c.buf.capacity() {
-            return Err(Failure::Runtime(format!(
-                "{}: read at offset {offset} of {} returned {got} bytes of {}",
-                STREAMS[stream],
-                files[stream].path().display(),
-                c.buf.capacity()
-            )));
-        }
-        lat[stream].record(now - issued_at[id]);
-        ios[stream] += 1;
-        if verify {
-            nowait::pattern::check(offset, c.buf.as_slice()).map_err(|m| {
-                Failure::Runtime(format!(
-                    "--verify: {m} (read at offset {offset} of {})",
-                    files[stream].path().display()
-                ))
-            })?;
-            *verified += 1;
-        }
-        bufs[id] = Some(c.buf);
-        free.push(id as u32);
-        n += 1;
-    }
-    Ok(n)
 }
 
 /// The seed's figures that a configuration plays the part of.
@@ -1057,6 +933,7 @@ mod tests {
 
     #[test]
     fn streams_follow_the_mix_and_the_sequence() {
+        let pos = AtomicU64::new(0);
         let mut s = Streams {
             rng: Rng::new(1),
             mix: [73, 18, 9],
@@ -1064,6 +941,8 @@ mod tests {
             blocks: [64, 1000, 10],
             bs: 16384,
             seq: 0,
+            f3_pos: &pos,
+            lat: Default::default(),
         };
         let mut n = [0u32; 3];
         let mut seq = Vec::new();
