@@ -247,12 +247,7 @@ fn first_file(rows: &[Row]) -> Option<&std::path::Path> {
 fn output(rows: &[Row], settings: &Settings, fio_version: Option<&str>) -> Result<(), Failure> {
     let text = match settings.format {
         Format::Json => {
-            let mut doc = report::json_doc(rows);
-            if let Some(v) = fio_version {
-                doc["fio version"] = serde_json::Value::String(v.to_string());
-            }
-            doc["host"] = serde_json::to_value(crate::sys::Host::of(first_file(rows)))
-                .expect("the host serialises");
+            let doc = crate::json::doc(rows, fio_version, false);
             serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
         }
         Format::Normal => {

@@ -9,6 +9,7 @@ mod bench;
 mod cli;
 mod fio;
 mod jobfile;
+mod json;
 mod layout;
 mod metrics;
 mod offsets;

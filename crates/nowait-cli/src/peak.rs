@@ -13,12 +13,10 @@
 //! `IOS/call=32/31`, the reads per submit call and per reap call of that
 //! second, from counters the loop stores after each reap.
 
-use serde_json::{json, Value};
-
 use crate::layout;
 use crate::metrics::ratio;
 use crate::options::{Format, Job, Settings};
-use crate::report::{self, short_num};
+use crate::report::{self, short_num, Row};
 use crate::run::{self, Failure, Mode, Outcome};
 
 /// Run every job with the peak loop and print the results.
@@ -66,8 +64,15 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
     }
     let file = jobs.first().and_then(|j| j.filename.as_deref());
     let text = if json {
-        let mut doc = json_doc(&results);
-        doc["host"] = serde_json::to_value(crate::sys::Host::of(file)).expect("host serialises");
+        let rows: Vec<Row> = results
+            .into_iter()
+            .map(|ours| Row {
+                ours,
+                fio: None,
+                compare: None,
+            })
+            .collect();
+        let doc = crate::json::doc(&rows, None, true);
         serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
     } else {
         let mut t = format!("host: {}\n", crate::sys::host(file));
@@ -152,69 +157,4 @@ pub fn human(r: &Outcome) -> String {
         );
     }
     s
-}
-
-fn json_doc(results: &[Outcome]) -> Value {
-    let jobs: Vec<Value> = results
-        .iter()
-        .map(|r| {
-            let m = &r.measured;
-            let q = &m.queue;
-            json!({
-                "jobname": r.job.name,
-                "read": {
-                    "iops": m.iops(),
-                    "bw_bytes": m.bw_bytes() as u64,
-                    "io_bytes": m.bytes,
-                    "total_ios": m.ios,
-                    "runtime": m.elapsed.as_millis() as u64,
-                },
-                "usr_cpu": m.usr_cpu(),
-                "sys_cpu": m.sys_cpu(),
-                "ctx": m.ctx(),
-                "nowait": {
-                    "peak": true,
-                    "engine": r.job.engine_label(),
-                    "backend": r.backend.kind.as_str(),
-                    "backend_detail": r.backend.detail,
-                    "iodepth": r.job.effective_iodepth(),
-                    "bs": r.job.bs,
-                    "direct": r.job.direct,
-                    "fixedbufs": r.job.fixedbufs,
-                    "registerfiles": r.job.registerfiles,
-                    "small_fast_path": r.job.small_fast_path,
-                    "iodepth_batch_submit": r.job.iodepth_batch_submit,
-                    "iodepth_batch_complete_min": r.job.iodepth_batch_complete_min,
-                    "submit_calls": m.submit_calls,
-                    "reap_calls": m.reap_calls,
-                    "ios_per_submit": m.ios_per_submit(),
-                    "ios_per_reap": m.ios_per_reap(),
-                    "syscalls": m.syscalls,
-                    "syscalls_per_io": ratio(m.syscalls, m.ios),
-                    "fixed_reads": q.fixed_reads,
-                    "small_fast": q.small_fast,
-                    "memory_inline": r.job.memory_inline,
-                    "inline": q.inline,
-                    "polled": q.polled,
-                    "poll_fallbacks": q.poll_fallbacks,
-                    "hipri": report::hipri_status(&r.job, m),
-                    "sqpoll_cpu": m.sqpoll.map(|c| json!({
-                        "threads": c.threads, "usr_us": c.user_us, "sys_us": c.sys_us,
-                        "cpu_pct": c.pct(m.elapsed), "included_in_usr_sys": true,
-                    })),
-                    "verify": r.job.verify,
-                    "verified_ios": r.verified_ios,
-                    "per_second": r.seconds.iter().map(|s| json!({
-                        "iops": s.iops,
-                        "ios_per_submit": s.ios_per_submit,
-                        "ios_per_reap": s.ios_per_reap,
-                    })).collect::<Vec<_>>(),
-                },
-            })
-        })
-        .collect();
-    json!({
-        "nowait version": concat!("nowait-", env!("CARGO_PKG_VERSION")),
-        "jobs": jobs,
-    })
 }

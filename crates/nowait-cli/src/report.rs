@@ -5,11 +5,11 @@
 
 use std::fmt::Write;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::fio::FioResult;
 use crate::layout::human_bytes;
-use crate::metrics::{LatSummary, Measured, PERCENTILES};
+use crate::metrics::{LatSummary, Measured};
 use crate::options::Job;
 use crate::run::Outcome;
 
@@ -521,175 +521,6 @@ pub fn table(rows: &[Row]) -> String {
     s
 }
 
-fn lat_json(s: &LatSummary, with_percentiles: bool) -> Value {
-    let mut v = json!({
-        "min": s.min_ns,
-        "max": s.max_ns,
-        "mean": s.mean_ns,
-        "stddev": s.stddev_ns,
-        "N": s.n,
-    });
-    if with_percentiles {
-        let mut p = Map::new();
-        for (q, ns) in s.percentiles_ns {
-            p.insert(format!("{q:.6}"), json!(ns));
-        }
-        v["percentile"] = Value::Object(p);
-    }
-    v
-}
-
-/// One `jobs[]` entry.
-pub fn job_json(row: &Row) -> Value {
-    let o = &row.ours;
-    let m = &o.measured;
-    let j = &o.job;
-    let clat = m.clat.summary();
-    let bw = m.bw_bytes();
-    let opt = |v: Option<String>| v.map_or(Value::Null, Value::String);
-    let mut nw = json!({
-        "backend": o.backend.kind.as_str(),
-        "backend_reason": o.backend.reason,
-        "backend_detail": o.backend.detail,
-        "path": o.path,
-        "effective_iodepth": o.effective_iodepth,
-        "syscalls": m.syscalls,
-        "ios_per_syscall": m.ios_per_syscall(),
-        "syscalls_per_io": if m.ios == 0 { 0.0 } else { m.syscalls as f64 / m.ios as f64 },
-        "ctx_voluntary": m.rusage.ctx_voluntary,
-        "ctx_involuntary": m.rusage.ctx_involuntary,
-        "usr_us": m.rusage.user_us,
-        "sys_us": m.rusage.sys_us,
-        "elapsed_ns": m.elapsed.as_nanos() as u64,
-        "region_bytes": o.region,
-        "laid_out": o.laid_out,
-        "randseed": j.randseed,
-        "verify": j.verify,
-        "verified_ios": o.verified_ios,
-        "clat_from": "just before the submit call (fio's clat likewise starts before io_uring_enter)",
-    });
-    let q = &m.queue;
-    let files: Vec<(String, nowait::FastPathState)> = o
-        .fast_path
-        .iter()
-        .map(|st| {
-            let p = j
-                .filename
-                .as_ref()
-                .map_or(String::new(), |p| p.display().to_string());
-            (p, *st)
-        })
-        .collect();
-    let mode = (crate::options::uses_pool(j.ioengine)).then(|| j.nowait.unwrap_or_default());
-    nw["fast_path"] = fast_path_json(mode, &q.fast_path, &files);
-    nw["inline"] = json!({ "enabled": j.memory_inline, "reads": q.inline });
-    nw["uring"] = json!({
-        "fixed_reads": q.fixed_reads,
-        "polled": q.polled,
-        "poll_fallbacks": q.poll_fallbacks,
-        "spin_reaped": q.spin_reaped,
-        "hipri": hipri_status(j, m),
-        "sqthread_poll": j.sqthread_poll && j.ioengine == nowait::BackendKind::Uring,
-    });
-    nw["sqpoll_cpu"] = match &m.sqpoll {
-        Some(c) => json!({
-            "threads": c.threads,
-            "usr_us": c.user_us,
-            "sys_us": c.sys_us,
-            "cpu_pct": c.pct(m.elapsed),
-            "included_in_usr_sys": true,
-        }),
-        None => Value::Null,
-    };
-    if let Some(f) = &row.fio {
-        nw["fio"] = match f {
-            Ok(f) => json!({
-                "iops": f.iops,
-                "bw_bytes": f.bw_bytes,
-                "clat_mean_ns": f.clat_mean_ns,
-                "clat_p50_ns": f.clat_p50_ns,
-                "clat_p99_ns": f.clat_p99_ns,
-                "usr_cpu": f.usr_cpu,
-                "sys_cpu": f.sys_cpu,
-                "ctx": f.ctx,
-                "runtime_ms": f.runtime_ms,
-                "command": f.command,
-                "iops_ratio": row.ratio(),
-                "compare": row.compare,
-            }),
-            Err(e) => json!({ "error": e }),
-        };
-    }
-    json!({
-        "jobname": j.name,
-        "groupid": 0,
-        "error": 0,
-        "job options": {
-            "name": j.name,
-            "filename": opt(j.filename.as_ref().map(|p| p.display().to_string())),
-            "size": o.region.to_string(),
-            "rw": j.rw.as_str(),
-            "bs": j.bs.to_string(),
-            "ioengine": j.ioengine.as_str(),
-            "iodepth": j.iodepth.to_string(),
-            "direct": u8::from(j.direct).to_string(),
-            "runtime": opt(j.runtime.map(|r| format!("{}ms", r.as_millis()))),
-            "time_based": u8::from(j.time_based).to_string(),
-            "number_ios": opt(j.number_ios.map(|n| n.to_string())),
-            "ramp_time": format!("{}ms", j.ramp_time.as_millis()),
-            "norandommap": u8::from(j.norandommap).to_string(),
-            "randseed": j.randseed.to_string(),
-            "invalidate": u8::from(j.invalidate).to_string(),
-            "numjobs": j.numjobs.to_string(),
-            "iodepth_batch_submit": j.iodepth_batch_submit.to_string(),
-            "iodepth_batch_complete_min": j.iodepth_batch_complete_min.to_string(),
-            "verify": u8::from(j.verify).to_string(),
-            "fadvise_hint": u8::from(j.fadvise_hint).to_string(),
-            "nowait": j.normalized().nowait.map(|m| m.as_str()),
-            "pool_workers": opt(j.normalized().pool_workers.map(|n| n.to_string())),
-            "sqthread_poll": u8::from(j.normalized().sqthread_poll).to_string(),
-            "sqthread_poll_idle": format!("{}ms", j.sqthread_poll_idle.as_millis()),
-            "fixedbufs": u8::from(j.fixedbufs).to_string(),
-            "registerfiles": u8::from(j.registerfiles).to_string(),
-            "hipri": j.normalized().hipri.map(|h| u8::from(h).to_string()),
-            "spin_us": j.normalized().spin_us.to_string(),
-        },
-        "read": {
-            "io_bytes": m.bytes,
-            "io_kbytes": m.bytes / 1024,
-            "bw_bytes": bw as u64,
-            "bw": (bw / 1024.0) as u64,
-            "iops": m.iops(),
-            "runtime": m.elapsed.as_millis() as u64,
-            "total_ios": m.ios,
-            "short_ios": 0,
-            "drop_ios": 0,
-            "slat_ns": lat_json(&m.slat.summary(), false),
-            "clat_ns": lat_json(&clat, true),
-            "lat_ns": lat_json(&clat, false),
-        },
-        "usr_cpu": m.usr_cpu(),
-        "sys_cpu": m.sys_cpu(),
-        "ctx": m.ctx(),
-        "majf": 0,
-        "minf": 0,
-        "nowait": nw,
-    })
-}
-
-/// The whole JSON document.
-pub fn json_doc(rows: &[Row]) -> Value {
-    let ts = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    json!({
-        "nowait version": concat!("nowait-", env!("CARGO_PKG_VERSION")),
-        "timestamp": ts,
-        "percentile_list": PERCENTILES.to_vec(),
-        "jobs": rows.iter().map(job_json).collect::<Vec<_>>(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -737,8 +568,13 @@ mod tests {
 
     #[test]
     fn json_uses_fio_field_names() {
-        let text = serde_json::to_string(&json_doc(&[row()])).unwrap();
-        let v: Value = serde_json::from_str(&text).unwrap();
+        let text = serde_json::to_string(&crate::json::doc(&[row()], None, false)).unwrap();
+        // The same types read fio's document back.
+        let d: crate::json::Doc = serde_json::from_str(&text).unwrap();
+        assert_eq!(d.jobs[0].read.total_ios, 100);
+        assert!(d.jobs[0].read.clat_ns.at(99.0) > 98_000);
+        assert_eq!(d.jobs[0].nowait.as_ref().unwrap().verified_ios, 0);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let j = &v["jobs"][0];
         assert_eq!(j["read"]["iops"].as_f64(), Some(10_000.0));
         assert_eq!(j["read"]["bw"].as_u64(), Some(40_000));

@@ -100,7 +100,7 @@ impl Reads for Offsets {
 }
 
 /// One second of a run (printed live with `--peak`).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Second {
     /// Reads completed in that second, per second.
     pub iops: f64,
