@@ -323,16 +323,6 @@ fn nonempty_path(v: &OsStr) -> Result<PathBuf, String> {
     }
 }
 
-/// The defaults of a table entry: one value, takes a value, sets nothing.
-const OPT: Opt = Opt {
-    name: "",
-    arg: "",
-    default: "",
-    help: "",
-    sweep: false,
-    apply: Apply::Job(|_, _| Ok(())),
-};
-
 /// One option: its fio name, what it takes, its help and how it is parsed.
 pub struct Opt {
     /// fio's name.
@@ -350,55 +340,78 @@ pub struct Opt {
     pub apply: Apply,
 }
 
+/// A table entry whose body stores the value `v` in the job `j` (or the
+/// settings `s`), with `?` for a bad value: `job!(name, ARG, default, help,
+/// |j, v| j.x = parse(v)?)`; `sweep!` takes a comma list.
+macro_rules! entry {
+    ($kind:ident, $sweep:expr, $name:expr, $arg:expr, $default:expr, $help:expr, |$x:ident, $v:ident| $body:expr) => {
+        Opt {
+            name: $name,
+            arg: $arg,
+            default: $default,
+            help: $help,
+            sweep: $sweep,
+            apply: Apply::$kind(|$x, $v| {
+                $body;
+                Ok(())
+            }),
+        }
+    };
+}
+macro_rules! job {
+    ($($t:tt)*) => { entry!(Job, false, $($t)*) };
+}
+macro_rules! sweep {
+    ($($t:tt)*) => { entry!(Job, true, $($t)*) };
+}
+macro_rules! job_path {
+    ($($t:tt)*) => { entry!(JobPath, false, $($t)*) };
+}
+macro_rules! run {
+    ($($t:tt)*) => { entry!(Run, false, $($t)*) };
+}
+macro_rules! run_path {
+    ($($t:tt)*) => { entry!(RunPath, false, $($t)*) };
+}
+
 /// Every option of `nowait bench`, in help order.
 pub static OPTIONS: &[Opt] = &[
-    Opt {
-        name: "name",
-        arg: "STR",
-        default: "nowait",
-        help: "Job name shown in reports (a job file's section name sets it too).",
-        apply: Apply::Job(|j, v| {
-            j.name = nonempty(v)?.to_string();
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "filename",
-        arg: "PATH",
-        default: "(required)",
-        help: "File or block device to read. A missing file is laid out at `size` with \
+    job!(
+        "name",
+        "STR",
+        "nowait",
+        "Job name shown in reports (a job file's section name sets it too).",
+        |j, v| j.name = nonempty(v)?.to_string()
+    ),
+    job_path!(
+        "filename",
+        "PATH",
+        "(required)",
+        "File or block device to read. A missing file is laid out at `size` with \
                nowait's verifiable pattern (each byte a function of its offset).",
-        apply: Apply::JobPath(|j, v| {
-            j.filename = Some(v);
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "size",
-        arg: "SIZE",
-        default: "file size",
-        help: "Bytes of the file to read (the region); also the size a new file is laid \
+        |j, v| j.filename = Some(v)
+    ),
+    job!(
+        "size",
+        "SIZE",
+        "file size",
+        "Bytes of the file to read (the region); also the size a new file is laid \
                out at. Suffixes k, m, g, t (powers of 1024, like fio): 512m, 4g.",
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             let n = parse_size(v)?;
             if n == 0 {
                 return Err("size must be more than 0 (e.g. 1g)".into());
             }
             j.size = Some(n);
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "rw",
-        arg: "read|randread",
-        default: "read",
-        help: "Sequential (`read`) or random (`randread`) reads. Writes are not supported: \
-               nowait is a read engine.",
-        sweep: true,
-        apply: Apply::Job(|j, v| {
+        }
+    ),
+    sweep!(
+        "rw",
+        "read|randread",
+        "read",
+        "Sequential (`read`) or random (`randread`) reads. Writes are not supported: \
+           nowait is a read engine.",
+        |j, v| {
             j.rw = match v {
                 "read" => Rw::Read,
                 "randread" => Rw::RandRead,
@@ -409,17 +422,15 @@ pub static OPTIONS: &[Opt] = &[
                 }
                 _ => return Err(format!("unknown '{v}'; use read or randread")),
             };
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "bs",
-        arg: "SIZE",
-        default: "4k",
-        help: "Block size of each read. With direct=1 it must be a multiple of the file's \
-               O_DIRECT alignment (`nowait probe FILE` shows it).",
-        sweep: true,
-        apply: Apply::Job(|j, v| {
+        }
+    ),
+    sweep!(
+        "bs",
+        "SIZE",
+        "4k",
+        "Block size of each read. With direct=1 it must be a multiple of the file's \
+           O_DIRECT alignment (`nowait probe FILE` shows it).",
+        |j, v| {
             let n = parse_size(v)?;
             if n == 0 || n > nowait::MAX_READ as u64 {
                 return Err(format!(
@@ -428,29 +439,23 @@ pub static OPTIONS: &[Opt] = &[
                 ));
             }
             j.bs = n;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "ioengine",
-        arg: "ENGINE",
-        default: "uring",
-        help: "Backend: uring (io_uring), sync (pread loop, depth 1), and those the engine \
+        }
+    ),
+    sweep!(
+        "ioengine",
+        "ENGINE",
+        "uring",
+        "Backend: uring (io_uring), sync (pread loop, depth 1), and those the engine \
                adds (pool, aio). fio's names are accepted: io_uring, psync, libaio.",
-        sweep: true,
-        apply: Apply::Job(|j, v| {
-            j.ioengine = parse_engine(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "iodepth",
-        arg: "INT",
-        default: "1",
-        help: "Reads in flight per thread. The sync engine performs one at a time \
-               whatever this says (fio caps synchronous engines the same way).",
-        sweep: true,
-        apply: Apply::Job(|j, v| {
+        |j, v| j.ioengine = parse_engine(v)?
+    ),
+    sweep!(
+        "iodepth",
+        "INT",
+        "1",
+        "Reads in flight per thread. The sync engine performs one at a time \
+           whatever this says (fio caps synchronous engines the same way).",
+        |j, v| {
             let n = parse_count(v)?;
             if n == 0 || n > nowait::MAX_DEPTH as u64 {
                 return Err(format!(
@@ -459,452 +464,351 @@ pub static OPTIONS: &[Opt] = &[
                 ));
             }
             j.iodepth = n as usize;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "direct",
-        arg: "BOOL",
-        default: "0",
-        help: "1: open with O_DIRECT, bypassing the page cache (an error if the filesystem \
+        }
+    ),
+    sweep!(
+        "direct",
+        "BOOL",
+        "0",
+        "1: open with O_DIRECT, bypassing the page cache (an error if the filesystem \
                refuses it); 0: buffered reads.",
-        sweep: true,
-        apply: Apply::Job(|j, v| {
-            j.direct = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "runtime",
-        arg: "TIME",
-        default: "none",
-        help: "Stop after this long (after ramp_time). Plain numbers are seconds; suffixes \
+        |j, v| j.direct = parse_bool(v)?
+    ),
+    job!(
+        "runtime",
+        "TIME",
+        "none",
+        "Stop after this long (after ramp_time). Plain numbers are seconds; suffixes \
                us, ms, s, m, h.",
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             let d = parse_time(v)?;
             if d.is_zero() {
                 return Err("runtime must be more than 0 (e.g. 10s)".into());
             }
             j.runtime = Some(d);
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "time_based",
-        arg: "",
-        default: "0",
-        help: "Run for the whole runtime, starting the region over when it is done \
+        }
+    ),
+    job!(
+        "time_based",
+        "",
+        "0",
+        "Run for the whole runtime, starting the region over when it is done \
                (without it a job ends after reading `size` bytes).",
-        apply: Apply::Job(|j, v| {
-            j.time_based = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "number_ios",
-        arg: "INT",
-        default: "none",
-        help: "Stop each thread after this many reads.",
-        apply: Apply::Job(|j, v| {
+        |j, v| j.time_based = parse_bool(v)?
+    ),
+    job!(
+        "number_ios",
+        "INT",
+        "none",
+        "Stop each thread after this many reads.",
+        |j, v| {
             let n = parse_count(v)?;
             if n == 0 {
                 return Err("number_ios must be at least 1".into());
             }
             j.number_ios = Some(n);
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "ramp_time",
-        arg: "TIME",
-        default: "0",
-        help: "Run this long before counting anything (warm-up).",
-        apply: Apply::Job(|j, v| {
-            j.ramp_time = parse_time(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "norandommap",
-        arg: "",
-        default: "0",
-        help: "randread: draw every offset independently (blocks may repeat). Without it \
+        }
+    ),
+    job!(
+        "ramp_time",
+        "TIME",
+        "0",
+        "Run this long before counting anything (warm-up).",
+        |j, v| j.ramp_time = parse_time(v)?
+    ),
+    job!(
+        "norandommap",
+        "",
+        "0",
+        "randread: draw every offset independently (blocks may repeat). Without it \
                each block is read exactly once per pass, in a seeded random order.",
-        apply: Apply::Job(|j, v| {
-            j.norandommap = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "randseed",
-        arg: "INT",
-        default: "0x6e6f77616974",
-        help: "Seed of the random offsets (printed with every result so a run can be \
+        |j, v| j.norandommap = parse_bool(v)?
+    ),
+    job!(
+        "randseed",
+        "INT",
+        "0x6e6f77616974",
+        "Seed of the random offsets (printed with every result so a run can be \
                replayed). Thread i uses randseed + i.",
-        apply: Apply::Job(|j, v| {
-            j.randseed = parse_u64(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "invalidate",
-        arg: "BOOL",
-        default: "1",
-        help: "Drop the file's pages from the page cache (posix_fadvise DONTNEED) before \
+        |j, v| j.randseed = parse_u64(v)?
+    ),
+    job!(
+        "invalidate",
+        "BOOL",
+        "1",
+        "Drop the file's pages from the page cache (posix_fadvise DONTNEED) before \
                the run, as fio does by default. 0 keeps a warm cache.",
-        apply: Apply::Job(|j, v| {
-            j.invalidate = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "numjobs",
-        arg: "INT",
-        default: "1",
-        help: "Threads, each with its own queue, all reading the same file; results are \
-               reported together (like fio's group_reporting).",
-        sweep: true,
-        apply: Apply::Job(|j, v| {
+        |j, v| j.invalidate = parse_bool(v)?
+    ),
+    sweep!(
+        "numjobs",
+        "INT",
+        "1",
+        "Threads, each with its own queue, all reading the same file; results are \
+           reported together (like fio's group_reporting).",
+        |j, v| {
             let n = parse_count(v)?;
             if n == 0 || n > 1024 {
                 return Err(format!("{n} threads is not possible; use 1 to 1024"));
             }
             j.numjobs = n as usize;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "iodepth_batch_submit",
-        arg: "INT",
-        default: "1 (fio's)",
-        help: "Submit once this many reads are queued: 1 (fio's default) hands each read \
+        }
+    ),
+    job!(
+        "iodepth_batch_submit",
+        "INT",
+        "1 (fio's)",
+        "Submit once this many reads are queued: 1 (fio's default) hands each read \
                to the kernel as soon as its slot is free, one system call per read. 0 \
                (nowait's faster mode, and --peak's 32) fills every free slot and submits \
                them with one system call. Alias: iodepth_batch.",
-        apply: Apply::Job(|j, v| {
-            j.iodepth_batch_submit = parse_count(v)? as usize;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "iodepth_batch_complete_min",
-        arg: "INT",
-        default: "1",
-        help: "Wait for at least this many completions each time (capped at the reads in \
+        |j, v| j.iodepth_batch_submit = parse_count(v)? as usize
+    ),
+    job!(
+        "iodepth_batch_complete_min",
+        "INT",
+        "1",
+        "Wait for at least this many completions each time (capped at the reads in \
                flight). Alias: iodepth_batch_complete.",
-        apply: Apply::Job(|j, v| {
-            j.iodepth_batch_complete_min = parse_count(v)? as usize;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "verify",
-        arg: "",
-        default: "0",
-        help: "Check every byte read against nowait's offset pattern and stop at the first \
+        |j, v| j.iodepth_batch_complete_min = parse_count(v)? as usize
+    ),
+    job!(
+        "verify",
+        "",
+        "0",
+        "Check every byte read against nowait's offset pattern and stop at the first \
                mismatch, reporting its file offset (the file must have been laid out by nowait).",
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             j.verify = match v {
                 "pattern" | "nowait" => true,
                 _ => parse_bool(v).map_err(|_| {
                     format!(
                         "'{v}' is not supported: nowait verifies with its own offset pattern; \
-                         use verify=1 (or 0)"
+                     use verify=1 (or 0)"
                     )
                 })?,
             };
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "fadvise_hint",
-        arg: "BOOL",
-        default: "1",
-        help: "Advise the kernel of the access pattern before the run, as fio does by default: \
+        }
+    ),
+    job!(
+        "fadvise_hint",
+        "BOOL",
+        "1",
+        "Advise the kernel of the access pattern before the run, as fio does by default: \
                posix_fadvise RANDOM (no readahead) for randread, SEQUENTIAL for read.",
-        apply: Apply::Job(|j, v| {
-            j.fadvise_hint = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "nowait",
-        arg: "off|always|adaptive",
-        default: "adaptive",
-        help: "ioengine=pool only: the RWF_NOWAIT fast path. off: every read goes to a worker \
+        |j, v| j.fadvise_hint = parse_bool(v)?
+    ),
+    sweep!(
+        "nowait",
+        "off|always|adaptive",
+        "adaptive",
+        "ioengine=pool only: the RWF_NOWAIT fast path. off: every read goes to a worker \
                thread (plain thread offload); always: try each buffered read inline with \
                preadv2(RWF_NOWAIT) first, only a miss goes to a worker; adaptive: try while \
                the file's hit ratio stays high. Not applied to other engines.",
-        sweep: true,
-        apply: Apply::Job(|j, v| {
-            j.nowait = Some(v.trim().parse::<NowaitMode>()?);
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "pool_workers",
-        arg: "INT",
-        default: "min(iodepth, 4 x CPUs)",
-        help: "ioengine=pool only: worker threads doing pread(2) (1 to 1024).",
-        apply: Apply::Job(|j, v| {
+        |j, v| j.nowait = Some(v.trim().parse::<NowaitMode>()?)
+    ),
+    job!(
+        "pool_workers",
+        "INT",
+        "min(iodepth, 4 x CPUs)",
+        "ioengine=pool only: worker threads doing pread(2) (1 to 1024).",
+        |j, v| {
             let n = parse_count(v)?;
             if n == 0 || n > 1024 {
                 return Err(format!("{n} workers is not possible; use 1 to 1024"));
             }
             j.pool_workers = Some(n as usize);
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "sqthread_poll",
-        arg: "",
-        default: "0",
-        help: "ioengine=uring only: SQPOLL, a kernel thread (iou-sqp-*) polls the submission \
+        }
+    ),
+    job!(
+        "sqthread_poll",
+        "",
+        "0",
+        "ioengine=uring only: SQPOLL, a kernel thread (iou-sqp-*) polls the submission \
                queue so submitting needs no system call while it is awake. Its CPU time is \
                reported apart (sqpoll_cpu) and is included in usr/sys.",
-        apply: Apply::Job(|j, v| {
-            j.sqthread_poll = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "sqthread_poll_idle",
-        arg: "TIME",
-        default: "1s",
-        help: "With sqthread_poll: the SQPOLL thread goes to sleep after this long without \
+        |j, v| j.sqthread_poll = parse_bool(v)?
+    ),
+    job!(
+        "sqthread_poll_idle",
+        "TIME",
+        "1s",
+        "With sqthread_poll: the SQPOLL thread goes to sleep after this long without \
                work (the next submit then wakes it: IORING_SQ_NEED_WAKEUP). Milliseconds \
                resolution; plain numbers are seconds.",
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             let d = parse_time(v)?;
             if d.as_millis() > u32::MAX as u128 {
                 return Err(format!("'{v}' is too long for the kernel's idle time"));
             }
             j.sqthread_poll_idle = d;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "fixedbufs",
-        arg: "",
-        default: "0",
-        help: "Read into buffers registered with io_uring (READ_FIXED: no page pinning per \
+        }
+    ),
+    job!(
+        "fixedbufs",
+        "",
+        "0",
+        "Read into buffers registered with io_uring (READ_FIXED: no page pinning per \
                read). Where the locked-memory limit refuses them, plain buffers are used and \
                the report says so.",
-        apply: Apply::Job(|j, v| {
-            j.fixedbufs = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "registerfiles",
-        arg: "BOOL",
-        default: "0 (fio's)",
-        help: "ioengine=uring: register the file with the ring (fixed files: no file \
+        |j, v| j.fixedbufs = parse_bool(v)?
+    ),
+    job!(
+        "registerfiles",
+        "BOOL",
+        "0 (fio's)",
+        "ioengine=uring: register the file with the ring (fixed files: no file \
                reference taken per read). Off by default as in fio; --peak turns it on.",
-        apply: Apply::Job(|j, v| {
-            j.registerfiles = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "small_fast_path",
-        arg: "BOOL",
-        default: "1",
-        help: "direct=1 with fixedbufs: the small direct-read fast path. An aligned read of at \
+        |j, v| j.registerfiles = parse_bool(v)?
+    ),
+    job!(
+        "small_fast_path",
+        "BOOL",
+        "1",
+        "direct=1 with fixedbufs: the small direct-read fast path. An aligned read of at \
                most one block (4 KiB, or the file's offset alignment if larger) into a \
                registered buffer goes out as one READ_FIXED without the general checks and \
                bounce logic, and a full result is handed back inline; other reads take the \
                general path. 0 sends every read the general way. nowait only, not passed to fio.",
-        apply: Apply::Job(|j, v| {
-            j.small_fast_path = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "hipri",
-        arg: "",
-        default: "0 (fio's)",
-        help: "ioengine=uring, direct=1: polled completions (IOPOLL): the reaping thread \
+        |j, v| j.small_fast_path = parse_bool(v)?
+    ),
+    job!(
+        "hipri",
+        "",
+        "0 (fio's)",
+        "ioengine=uring, direct=1: polled completions (IOPOLL): the reaping thread \
                polls the device instead of waiting for an interrupt. 1 polls every direct \
                read; on a device that cannot poll, each read is refused (EOPNOTSUPP) and \
                resubmitted unpolled, and the report shows it as unsupported. 0 never polls \
                (fio's default); auto (the engine's default) polls where the device's queue \
                polls (io_poll=1).",
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             j.hipri = match v {
                 "auto" => None,
                 v => Some(parse_bool(v).map_err(|e| format!("{e}, or auto"))?),
             };
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "spin_us",
-        arg: "INT",
-        default: "0",
-        help: "ioengine=uring only: spin on the completion queue for up to this many \
+        }
+    ),
+    job!(
+        "spin_us",
+        "INT",
+        "0",
+        "ioengine=uring only: spin on the completion queue for up to this many \
                microseconds before sleeping in io_uring_enter (nowait's own; fio has none).",
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             let n = parse_count(v)?;
             if n > 1_000_000 {
                 return Err("spin at most 1000000 us (1 s)".into());
             }
             j.spin_us = n;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "memory_inline",
-        arg: "BOOL",
-        default: "1",
-        help: "Files whose data is in memory (tmpfs, ramfs, zram without a backing device, brd, \
+        }
+    ),
+    job!(
+        "memory_inline",
+        "BOOL",
+        "1",
+        "Files whose data is in memory (tmpfs, ramfs, zram without a backing device, brd, \
                pmem) and that refuse RWF_NOWAIT: io_uring would hand each read to an io-wq \
                kernel thread. With 1, once the engine holds --inline_window such reads, further \
                ones are read inline by the submitting thread (pread), so both it and the kernel \
                worker read. 0 sends every read to the engine. No effect on other files or on \
                ioengine=sync. nowait only, not passed to fio.",
-        apply: Apply::Job(|j, v| {
-            j.memory_inline = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "inline_window",
-        arg: "INT",
-        default: "auto",
-        help: "With --memory_inline=1: how many reads of a memory-backed file the engine holds \
+        |j, v| j.memory_inline = parse_bool(v)?
+    ),
+    job!(
+        "inline_window",
+        "INT",
+        "auto",
+        "With --memory_inline=1: how many reads of a memory-backed file the engine holds \
                before further ones are read inline. auto: min(32, iodepth/2), and a read with \
                nothing else in flight is inline, so at iodepth=1 every such read is. nowait only.",
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             j.inline_window = if v == "auto" {
                 None
             } else {
                 Some(parse_count(v).map_err(|e| format!("{e}, or auto"))? as usize)
             };
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "output-format",
-        arg: "normal|json",
-        default: "normal",
-        help: "normal: text shaped like fio's; json: fio's JSON field names (jobs[].read.iops, \
+        }
+    ),
+    run!(
+        "output-format",
+        "normal|json",
+        "normal",
+        "normal: text shaped like fio's; json: fio's JSON field names (jobs[].read.iops, \
                .bw, .clat_ns.percentile, jobs[].usr_cpu, .sys_cpu, .ctx) plus nowait's own.",
-        apply: Apply::Run(|s, v| {
+        |s, v| {
             s.format = match v {
                 "normal" | "terse-free" => Format::Normal,
                 "json" => Format::Json,
                 _ => return Err(format!("unknown format '{v}'; use normal or json")),
             };
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "output",
-        arg: "FILE",
-        default: "stdout",
-        help: "Write the report to FILE instead of standard output.",
-        apply: Apply::RunPath(|s, v| {
-            s.output = Some(v);
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "plot",
-        arg: "FILE.svg",
-        default: "none",
-        help: "Draw IOPS and p99 completion latency against queue depth, one line per \
+        }
+    ),
+    run_path!(
+        "output",
+        "FILE",
+        "stdout",
+        "Write the report to FILE instead of standard output.",
+        |s, v| s.output = Some(v)
+    ),
+    run_path!(
+        "plot",
+        "FILE.svg",
+        "none",
+        "Draw IOPS and p99 completion latency against queue depth, one line per \
                engine, as an SVG (meant for --iodepth sweeps).",
-        apply: Apply::RunPath(|s, v| {
-            s.plot = Some(v);
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "compare-fio",
-        arg: "",
-        default: "0",
-        help: "Also run fio with the same job, alternating with ours, and print both with \
+        |s, v| s.plot = Some(v)
+    ),
+    run!(
+        "compare-fio",
+        "",
+        "0",
+        "Also run fio with the same job, alternating with ours, and print both with \
                the ratio (needs fio: apt-get install fio).",
-        apply: Apply::Run(|s, v| {
-            s.compare_fio = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "compare-rounds",
-        arg: "INT",
-        default: "1",
-        help: "With --compare-fio: run ours then fio this many times per job, alternating, \
+        |s, v| s.compare_fio = parse_bool(v)?
+    ),
+    run!(
+        "compare-rounds",
+        "INT",
+        "1",
+        "With --compare-fio: run ours then fio this many times per job, alternating, \
                and report each side's median round (a shared disk is noisy).",
-        apply: Apply::Run(|s, v| {
+        |s, v| {
             let n = parse_count(v)?;
             if n == 0 || n > 100 {
                 return Err("use 1 to 100 rounds".into());
             }
             s.compare_rounds = n as usize;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "abba",
-        arg: "SETS",
-        default: "0",
-        help: "Compare with fio (implies --compare-fio) in ABBA order: per set fio, nowait, \
+        }
+    ),
+    run!(
+        "abba",
+        "SETS",
+        "0",
+        "Compare with fio (implies --compare-fio) in ABBA order: per set fio, nowait, \
                nowait, fio, so drift of a shared disk falls on both alike. Reports every run, \
                each side's median and spread, and the ratio of the medians. Use 3 or more \
                sets for anything disk-bound.",
-        apply: Apply::Run(|s, v| {
+        |s, v| {
             let n = parse_count(v)?;
             if n > 100 {
                 return Err("use 0 to 100 sets".into());
             }
             s.abba = n as usize;
             s.compare_fio |= n > 0;
-            Ok(())
-        }),
-        ..OPT
-    },
-    Opt {
-        name: "peak",
-        arg: "",
-        default: "0",
-        help: "Peak IOPS, like fio's t/io_uring: a lean loop with registered files and \
+        }
+    ),
+    run!(
+        "peak",
+        "",
+        "0",
+        "Peak IOPS, like fio's t/io_uring: a lean loop with registered files and \
                buffers, direct reads, random offsets, iodepth 128, batches of 32 submitted \
                per call, runtime 10s (each overridable), no latency histogram; prints IOPS \
                every second and reads per submit and per reap call.",
-        apply: Apply::Run(|s, v| {
-            s.peak = parse_bool(v)?;
-            Ok(())
-        }),
-        ..OPT
-    },
+        |s, v| s.peak = parse_bool(v)?
+    ),
 ];
 
 /// fio's other spellings of options nowait supports.
