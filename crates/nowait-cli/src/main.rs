@@ -1,6 +1,17 @@
 //! The `nowait` command: `bench` (fio-compatible benchmark), `scenario`
 //! (the seeds' experiments on this machine) and `probe` (what this machine
-//! and a file can do). Thin: every subcommand lives in its own module.
+//! and a file can do).
+//!
+//! Layers, top to bottom (each uses only those below it):
+//! * `main` dispatches; `bench`, `peak`, `scenario*`, `probe_cmd` are the commands;
+//! * `cli` is the one argument lexer (lexopt, `OsString` paths) and
+//!   `options` the one table of bench options (also read by `jobfile`);
+//! * `run` is the one read driver (modes Measure, Peak, Serve; a `Reads` hook
+//!   says where each read goes), over `layout` (the data file), `offsets`
+//!   (the one seeded generator), `metrics`, `sqpoll`;
+//! * `report` (text), `json` (fio's JSON as types), `fio` (running fio and
+//!   reading its JSON), `plot`;
+//! * `sys`: the system facts only the CLI needs (getrusage, statvfs, host).
 #![deny(unsafe_code)] // the kernel-facing code lives in the engine; `sys` has one getrusage
 
 use std::ffi::OsString;

@@ -240,12 +240,14 @@ pub fn drive<R: Reads>(
                 last = (now, cur);
                 next += Duration::from_secs(1);
             }
-            let nap = if ramped {
-                next.saturating_duration_since(now)
-            } else {
-                ramp_end - now
+            // Wake for the next second's line, the ramp's end, or to see
+            // whether the threads are done; never spin.
+            let nap = match (ramped, say) {
+                (false, _) => ramp_end - now,
+                (true, Some(_)) => next.saturating_duration_since(now),
+                (true, None) => Duration::from_millis(50),
             };
-            std::thread::sleep(nap.min(Duration::from_millis(20)));
+            std::thread::sleep(nap.clamp(Duration::from_millis(1), Duration::from_millis(50)));
         }
         let r1 = Rusage::now();
         let results: Vec<_> = handles

@@ -25,8 +25,10 @@ use crate::options::{self, Job, Rw};
 use crate::run::{self, Failure, Outcome};
 
 /// What the seed published (4 GiB file, 4 KiB random reads, QD 32).
+#[derive(serde::Serialize)]
 pub struct SeedRow {
     /// The seed's name for the run.
+    #[serde(rename = "run")]
     pub label: &'static str,
     /// Which nowait backend plays that part.
     pub engine: &'static str,
@@ -456,40 +458,25 @@ fn json_report(
     iodepth: usize,
     results: &[(BackendKind, Result<Outcome, String>)],
 ) -> serde_json::Value {
-    let runs: Vec<_> = results
+    #[derive(serde::Serialize)]
+    struct Run {
+        engine: &'static str,
+        label: &'static str,
+        nowait: Option<&'static str>,
+        #[serde(flatten)]
+        ran: crate::json::Or<crate::json::Summary>,
+    }
+    let runs: Vec<Run> = results
         .iter()
-        .map(|(k, r)| match r {
-            Ok(o) => {
-                let m = &o.measured;
-                let real = m.elapsed.as_secs_f64();
-                let (u, s) = (m.rusage.user_us as f64 / 1e6, m.rusage.sys_us as f64 / 1e6);
-                json!({
-                    "engine": k.as_str(),
-                    "label": label(*k),
-                    "nowait": o.job.normalized().nowait.map(|m| m.as_str()),
-                    "real_s": real,
-                    "user_s": u,
-                    "sys_s": s,
-                    "cpu_pct": (u + s) / real.max(1e-9) * 100.0,
-                    "ctx": m.ctx(),
-                    "ctx_voluntary": m.rusage.ctx_voluntary,
-                    "ctx_involuntary": m.rusage.ctx_involuntary,
-                    "iops": m.iops(),
-                    "clat_p50_ns": m.clat.summary().at(50.0),
-                    "clat_p99_ns": m.clat.summary().at(99.0),
-                    "syscalls": m.syscalls,
-                    "effective_iodepth": o.effective_iodepth,
-                    "backend_detail": o.backend.detail,
-                })
-            }
-            Err(e) => json!({ "engine": k.as_str(), "skipped": e }),
-        })
-        .collect();
-    let seed: Vec<_> = SEED
-        .iter()
-        .map(|s| {
-            json!({"run": s.label, "engine": s.engine, "real_s": s.real_s, "user_s": s.user_s,
-                   "sys_s": s.sys_s, "cpu_pct": s.cpu_pct})
+        .map(|(k, r)| Run {
+            engine: k.as_str(),
+            label: label(*k),
+            nowait: r
+                .as_ref()
+                .ok()
+                .and_then(|o| o.job.normalized().nowait)
+                .map(|m| m.as_str()),
+            ran: crate::json::Or::skipped(r, crate::json::Summary::of),
         })
         .collect();
     json!({
@@ -501,7 +488,7 @@ fn json_report(
         "iodepth": iodepth,
         "reads_per_run": reads,
         "runs": runs,
-        "seed": { "source": "002_088a891439d1aa29.txt", "size": 4u64 << 30, "reads": 1u64 << 20, "runs": seed },
+        "seed": { "source": "002_088a891439d1aa29.txt", "size": 4u64 << 30, "reads": 1u64 << 20, "runs": SEED },
     })
 }
 

@@ -18,7 +18,10 @@ use std::process::Command;
 use std::time::Duration;
 
 use nowait::BackendKind;
+use serde::Serialize;
 use serde_json::{json, Value};
+
+use crate::json::{Or, Summary};
 
 use crate::cli::emit;
 use crate::fio::{self, FioResult};
@@ -388,6 +391,7 @@ impl Point {
     }
 }
 
+#[derive(Serialize)]
 struct FsRun {
     fs: String,
     source: String,
@@ -666,55 +670,36 @@ fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
 }
 
 fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &[Point]) -> Value {
-    let results: Vec<Value> = points
+    #[derive(Serialize)]
+    struct Seed {
+        simple0_iops: u32,
+        simple1_iops: u32,
+    }
+    #[derive(Serialize)]
+    struct Result<'a> {
+        fs: &'a str,
+        engine: &'a str,
+        qd: usize,
+        status: String,
+        nowait: Or<Summary>,
+        fio: Option<Or<FioResult>>,
+        ratio: Option<f64>,
+        seed: Option<Seed>,
+    }
+    let results: Vec<Result> = points
         .iter()
-        .map(|p| {
-            let ours = match &p.ours {
-                Ok(o) => {
-                    let m = &o.measured;
-                    let c = m.clat.summary();
-                    json!({
-                        "iops": m.iops(),
-                        "bw_bytes": m.bw_bytes(),
-                        "clat_p50_ns": c.at(50.0),
-                        "clat_p99_ns": c.at(99.0),
-                        "usr_cpu": m.usr_cpu(),
-                        "sys_cpu": m.sys_cpu(),
-                        "ctx": m.ctx(),
-                        "syscalls": m.syscalls,
-                        "ios": m.ios,
-                        "polled": m.queue.polled,
-                        "poll_fallbacks": m.queue.poll_fallbacks,
-                        "verified_ios": o.verified_ios,
-                        "backend_detail": o.backend.detail,
-                    })
-                }
-                Err(e) => json!({ "error": e }),
-            };
-            let fio = match &p.fio {
-                Some(Ok(f)) => json!({
-                    "iops": f.iops,
-                    "clat_p50_ns": f.clat_p50_ns,
-                    "clat_p99_ns": f.clat_p99_ns,
-                    "usr_cpu": f.usr_cpu,
-                    "sys_cpu": f.sys_cpu,
-                    "command": f.command,
-                }),
-                Some(Err(e)) => json!({ "error": e }),
-                None => Value::Null,
-            };
-            let seed = seed_for(&p.fs, p.engine, p.qd)
-                .map(|(a, b)| json!({ "simple0_iops": a, "simple1_iops": b }));
-            json!({
-                "fs": p.fs,
-                "engine": p.engine.name(),
-                "qd": p.qd,
-                "status": p.status(),
-                "nowait": ours,
-                "fio": fio,
-                "ratio": p.ratio(),
-                "seed": seed,
-            })
+        .map(|p| Result {
+            fs: &p.fs,
+            engine: p.engine.name(),
+            qd: p.qd,
+            status: p.status(),
+            nowait: Or::of(&p.ours, Summary::of),
+            fio: p.fio.as_ref().map(|f| Or::of(f, FioResult::clone)),
+            ratio: p.ratio(),
+            seed: seed_for(&p.fs, p.engine, p.qd).map(|(simple0_iops, simple1_iops)| Seed {
+                simple0_iops,
+                simple1_iops,
+            }),
         })
         .collect();
     json!({
@@ -727,12 +712,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
         "runtime_ms": a.runtime.as_millis() as u64,
         "qd": a.qd,
         "fio_version": fio_version,
-        "filesystems": fs_runs.iter().map(|f| json!({
-            "fs": f.fs,
-            "source": f.source,
-            "skipped": f.skipped,
-            "filename": f.filename.as_ref().map(|p| p.display().to_string()),
-        })).collect::<Vec<_>>(),
+        "filesystems": fs_runs,
         "results": results,
         "seed": { "source": "001_815e53cff4d05eda.txt", "size": human_bytes(128 << 30) },
     })
