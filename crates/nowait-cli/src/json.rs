@@ -170,7 +170,7 @@ pub struct Nowait {
     pub verify: bool,
     pub verified_ios: u64,
     pub clat_from: String,
-    pub fast_path: serde_json::Value,
+    pub fast_path: FastPath,
     pub inline: Inline,
     pub uring: Uring,
     pub sqpoll_cpu: Option<SqpollCpu>,
@@ -346,7 +346,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
         verified_ios: o.verified_ios,
         clat_from: "just before the submit call (fio's clat likewise starts before io_uring_enter)"
             .into(),
-        fast_path: crate::report::fast_path_json(mode, &q.fast_path, &files),
+        fast_path: FastPath::of(mode, &q.fast_path, &files),
         inline: Inline {
             enabled: j.memory_inline,
             reads: q.inline,
@@ -505,6 +505,70 @@ impl<T> Or<T> {
         match r {
             Ok(u) => Or::Ok(f(u)),
             Err(e) => Or::Skipped { skipped: e.clone() },
+        }
+    }
+}
+
+/// The pool's `RWF_NOWAIT` fast-path counters and each file's state
+/// (`jobs[].nowait.fast_path`, the mixed scenario's `configs[].fast_path`).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FastPath {
+    /// `off`, `always`, `adaptive`; `null` where the pool is not used.
+    pub mode: Option<String>,
+    pub tries: u64,
+    pub inline_hits: u64,
+    pub partial_hits: u64,
+    pub misses: u64,
+    pub refused: u64,
+    pub skipped: u64,
+    pub reprobes: u64,
+    pub offloads: u64,
+    pub worker_reads: u64,
+    pub wakeups: u64,
+    pub hit_ratio: f64,
+    pub files: Vec<FastPathFile>,
+}
+
+/// One file's fast-path state after the run.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct FastPathFile {
+    pub filename: String,
+    pub hit_ratio: f64,
+    pub adaptive_skipping: bool,
+    /// Why the fast path is off for the file, if it is.
+    pub off: Option<String>,
+}
+
+impl FastPath {
+    /// From the queue's counters and the files' states.
+    pub fn of(
+        mode: Option<nowait::NowaitMode>,
+        f: &nowait::FastPathStats,
+        files: &[(String, nowait::FastPathState)],
+    ) -> FastPath {
+        FastPath {
+            mode: mode.map(|m| m.to_string()),
+            tries: f.tries,
+            inline_hits: f.inline_hits,
+            partial_hits: f.partial_hits,
+            misses: f.misses,
+            refused: f.refused,
+            skipped: f.skipped,
+            reprobes: f.reprobes,
+            offloads: f.offloads,
+            worker_reads: f.worker_reads,
+            wakeups: f.wakeups,
+            hit_ratio: f.hit_ratio(),
+            files: files
+                .iter()
+                .map(|(p, st)| FastPathFile {
+                    filename: p.clone(),
+                    hit_ratio: st.hit_ratio,
+                    adaptive_skipping: st.adaptive_skipping,
+                    off: st.off.map(|o| o.to_string()),
+                })
+                .collect(),
         }
     }
 }

@@ -5,8 +5,6 @@
 
 use std::fmt::Write;
 
-use serde_json::{json, Value};
-
 use crate::fio::FioResult;
 use crate::layout::human_bytes;
 use crate::metrics::{LatSummary, Measured};
@@ -211,35 +209,6 @@ fn engine_opts(j: &Job) -> String {
         v.push(format!("spin_us={}", n.spin_us));
     }
     v.iter().map(|x| format!(", {x}")).collect()
-}
-
-/// The pool's fast-path counters and the file's state, as JSON
-/// (`jobs[].nowait.fast_path`).
-pub fn fast_path_json(
-    mode: Option<nowait::NowaitMode>,
-    f: &nowait::FastPathStats,
-    files: &[(String, nowait::FastPathState)],
-) -> Value {
-    json!({
-        "mode": mode.map(|m| m.as_str()),
-        "tries": f.tries,
-        "inline_hits": f.inline_hits,
-        "partial_hits": f.partial_hits,
-        "misses": f.misses,
-        "refused": f.refused,
-        "skipped": f.skipped,
-        "reprobes": f.reprobes,
-        "offloads": f.offloads,
-        "worker_reads": f.worker_reads,
-        "wakeups": f.wakeups,
-        "hit_ratio": f.hit_ratio(),
-        "files": files.iter().map(|(p, st)| json!({
-            "filename": p,
-            "hit_ratio": st.hit_ratio,
-            "adaptive_skipping": st.adaptive_skipping,
-            "off": st.off.map(|o| o.to_string()),
-        })).collect::<Vec<_>>(),
-    })
 }
 
 /// One line of fast-path counters for text reports.

@@ -29,7 +29,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use nowait::{BackendKind, Direct, File, NowaitMode};
+use serde::Serialize;
 use serde_json::{json, Value};
+
+use crate::json::FastPath;
 
 use crate::cli::emit;
 use crate::layout::{self, human_bytes};
@@ -795,61 +798,104 @@ fn json_report(
     files: &[File],
     results: &[Result<ConfigResult, (String, String)>],
 ) -> Value {
-    let lat_json = |l: &Latency| {
-        let s = l.summary();
-        json!({
-            "N": s.n,
-            "mean_ns": s.mean_ns,
-            "min_ns": s.min_ns,
-            "max_ns": s.max_ns,
-            "p50_ns": s.at(50.0),
-            "p90_ns": s.at(90.0),
-            "p99_ns": s.at(99.0),
-            "p99_9_ns": s.at(99.9),
-            "pct_le_2us": l.pct_at_or_below(2000),
-        })
-    };
-    let configs: Vec<Value> = results
+    #[derive(Serialize)]
+    struct Lat {
+        #[serde(rename = "N")]
+        n: u64,
+        mean_ns: f64,
+        min_ns: u64,
+        max_ns: u64,
+        p50_ns: u64,
+        p90_ns: u64,
+        p99_ns: u64,
+        p99_9_ns: u64,
+        pct_le_2us: f64,
+    }
+    #[derive(Serialize)]
+    struct Stream {
+        stream: &'static str,
+        ios: u64,
+        share_pct: f64,
+        iops: f64,
+        bw_bytes: f64,
+        bw_kbs: f64,
+        lat: Lat,
+    }
+    #[derive(Serialize)]
+    struct Config<'a> {
+        name: &'a str,
+        engine: &'static str,
+        nowait: Option<&'static str>,
+        runtime_ms: u64,
+        total: serde_json::Value,
+        streams: Vec<Stream>,
+        fast_path: FastPath,
+        syscalls: u64,
+        usr_cpu: f64,
+        sys_cpu: f64,
+        ctx: u64,
+        backend_detail: &'a str,
+        verified_ios: u64,
+        seed_part: Option<&'static str>,
+    }
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Ran<'a> {
+        Config(Box<Config<'a>>),
+        Skipped { name: &'a str, skipped: &'a str },
+    }
+    let configs: Vec<Ran> = results
         .iter()
         .map(|r| match r {
-            Err((label, why)) => json!({ "name": label, "skipped": why }),
+            Err((name, why)) => Ran::Skipped { name, skipped: why },
             Ok(r) => {
                 let secs = r.elapsed.as_secs_f64().max(1e-9);
                 let total: u64 = r.ios.iter().sum();
-                let streams: Vec<Value> = (0..3)
+                let streams = (0..3)
                     .map(|i| {
-                        json!({
-                            "stream": STREAMS[i],
-                            "ios": r.ios[i],
-                            "share_pct": r.ios[i] as f64 / total.max(1) as f64 * 100.0,
-                            "iops": r.ios[i] as f64 / secs,
-                            "bw_bytes": r.bw_bytes(i, a.bs),
-                            "bw_kbs": r.bw_bytes(i, a.bs) / 1024.0,
-                            "lat": lat_json(&r.lat[i]),
-                        })
+                        let s = r.lat[i].summary();
+                        Stream {
+                            stream: STREAMS[i],
+                            ios: r.ios[i],
+                            share_pct: r.ios[i] as f64 / total.max(1) as f64 * 100.0,
+                            iops: r.ios[i] as f64 / secs,
+                            bw_bytes: r.bw_bytes(i, a.bs),
+                            bw_kbs: r.bw_bytes(i, a.bs) / 1024.0,
+                            lat: Lat {
+                                n: s.n,
+                                mean_ns: s.mean_ns,
+                                min_ns: s.min_ns,
+                                max_ns: s.max_ns,
+                                p50_ns: s.at(50.0),
+                                p90_ns: s.at(90.0),
+                                p99_ns: s.at(99.0),
+                                p99_9_ns: s.at(99.9),
+                                pct_le_2us: r.lat[i].pct_at_or_below(2000),
+                            },
+                        }
                     })
                     .collect();
-                json!({
-                    "name": r.label,
-                    "engine": r.engine.as_str(),
-                    "nowait": r.mode.map(|m| m.as_str()),
-                    "runtime_ms": r.elapsed.as_millis() as u64,
-                    "total": {
+                Ran::Config(Box::new(Config {
+                    name: &r.label,
+                    engine: r.engine.as_str(),
+                    nowait: r.mode.map(|m| m.as_str()),
+                    runtime_ms: r.elapsed.as_millis() as u64,
+                    total: json!({
                         "ios": total,
                         "iops": total as f64 / secs,
                         "bw_bytes": r.total_bw_bytes(a.bs),
                         "bw_kbs": r.total_bw_bytes(a.bs) / 1024.0,
-                    },
-                    "streams": streams,
-                    "fast_path": report::fast_path_json(r.mode, &r.queue.fast_path, &r.file_states),
-                    "syscalls": r.queue.syscalls,
-                    "usr_cpu": r.rusage.user_us as f64 / 1e4 / secs,
-                    "sys_cpu": r.rusage.sys_us as f64 / 1e4 / secs,
-                    "ctx": r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
-                    "backend_detail": r.backend.detail,
-                    "verified_ios": r.verified,
-                    "seed_part": seed_for(r).map(|(w, _, _)| w),
-                })
+                    }),
+                    streams,
+                    fast_path: FastPath::of(r.mode, &r.queue.fast_path, &r.file_states),
+                    syscalls: r.queue.syscalls,
+                    usr_cpu: r.rusage.user_us as f64 / 1e4 / secs,
+                    sys_cpu: r.rusage.sys_us as f64 / 1e4 / secs,
+                    ctx: r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
+                    backend_detail: &r.backend.detail,
+                    verified_ios: r.verified,
+                    seed_part: seed_for(r).map(|(w, _, _)| w),
+                }))
             }
         })
         .collect();
