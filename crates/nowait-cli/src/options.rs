@@ -949,9 +949,9 @@ pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool
         Some(o) => Ok(o.arg.is_empty()),
         None => Err(unknown(name)),
     })
-    .map_err(|e| match e.split_once(": needs a value") {
-        Some((flag, _)) => {
-            let o = find(flag.trim_start_matches('-')).expect("lexed names are known");
+    .map_err(|e| match e {
+        crate::cli::LexError::NeedsValue(name) => {
+            let o = find(&name).expect("lexed names are known");
             format!(
                 "--{}: needs a value ({}), e.g. --{}={}",
                 o.name,
@@ -960,7 +960,7 @@ pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool
                 example(o)
             )
         }
-        None => e,
+        e => e.to_string(),
     })?;
     let mut settings = Vec::new();
     for (name, value) in lexed.opts {

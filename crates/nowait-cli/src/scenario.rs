@@ -187,7 +187,8 @@ pub fn opts(
                 known.join(", --")
             ))
         }
-    })?;
+    })
+    .map_err(|e| e.to_string())?;
     if let Some(p) = lexed.positional.first() {
         return Err(format!(
             "unexpected argument '{}'; see `nowait scenario {scenario} --help`",
