@@ -205,6 +205,29 @@ pub fn opts(
         .collect())
 }
 
+/// A scenario's scratch directory: `--dir` (which must be a directory), or
+/// a new temporary one, removed when the returned guard is dropped.
+pub fn scratch(
+    dir: Option<&std::path::Path>,
+    name: &str,
+) -> Result<(Option<tempfile::TempDir>, PathBuf), Failure> {
+    match dir {
+        Some(d) if d.is_dir() => Ok((None, d.to_path_buf())),
+        Some(d) => Err(Failure::Usage(format!(
+            "--dir={}: not a directory",
+            d.display()
+        ))),
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix(&format!("nowait-{name}-"))
+                .tempdir()
+                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
+            let p = t.path().to_path_buf();
+            Ok((Some(t), p))
+        }
+    }
+}
+
 /// The shape every scenario command shares: `--help`, parse (a usage
 /// error exits 2), run (a failure exits 1 or 2 as it says), each message
 /// prefixed with the scenario's name.
@@ -258,15 +281,11 @@ pub fn run_cmd(args: &[OsString]) -> i32 {
 }
 
 fn async_buffered(a: &Args) -> Result<(), Failure> {
-    let tmp;
-    let path = match &a.filename {
-        Some(p) => p.clone(),
+    let (_tmp, path) = match &a.filename {
+        Some(p) => (None, p.clone()),
         None => {
-            tmp = tempfile::Builder::new()
-                .prefix("nowait-scenario-")
-                .tempdir()
-                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
-            tmp.path().join("async-buffered.data")
+            let (tmp, dir) = scratch(None, "async-buffered")?;
+            (tmp, dir.join("async-buffered.data"))
         }
     };
     // An existing file is read whole; a new one is laid out at up to 4 GiB.

@@ -448,23 +448,7 @@ fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
 }
 
 fn run(a: &Args) -> Result<(), Failure> {
-    let tmp;
-    let dir = match &a.dir {
-        Some(d) => d.clone(),
-        None => {
-            tmp = tempfile::Builder::new()
-                .prefix("nowait-mixed-")
-                .tempdir()
-                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
-            tmp.path().to_path_buf()
-        }
-    };
-    if !dir.is_dir() {
-        return Err(Failure::Usage(format!(
-            "--dir={}: not a directory",
-            dir.display()
-        )));
-    }
+    let (_tmp, dir) = crate::scenario::scratch(a.dir.as_deref(), "mixed")?;
     let mut files = Vec::new();
     let mut laid_out = false;
     for (i, size) in a.sizes.iter().enumerate() {

@@ -396,25 +396,7 @@ struct FsRun {
 }
 
 fn run(a: &Args) -> Result<(), Failure> {
-    let tmp;
-    let scratch = match &a.dir {
-        Some(d) => {
-            if !d.is_dir() {
-                return Err(Failure::Usage(format!(
-                    "--dir={}: not a directory",
-                    d.display()
-                )));
-            }
-            d.clone()
-        }
-        None => {
-            tmp = tempfile::Builder::new()
-                .prefix("nowait-qd-")
-                .tempdir()
-                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
-            tmp.path().to_path_buf()
-        }
-    };
+    let (_tmp, scratch) = crate::scenario::scratch(a.dir.as_deref(), "qd")?;
     let fio_ok = if a.fio {
         match fio::version() {
             Ok(v) => Some(v),
