@@ -10,7 +10,7 @@
 //! process is root and the `mkfs` tool exists, and unmounted and detached
 //! afterwards (also on failure); otherwise it is skipped with the reason.
 //! Polled reads on a device that cannot poll are refused (EOPNOTSUPP) and
-//! fall back to interrupts: the row says "unsupported: <reason>".
+//! fall back to interrupts: the row says `unsupported: <reason>`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -371,7 +371,7 @@ struct Point {
 }
 
 impl Point {
-    /// "ok", or "unsupported: <reason>" for polled reads that were not polled.
+    /// `ok`, or `unsupported: <reason>` for polled reads that were not polled.
     fn status(&self) -> String {
         match &self.ours {
             Err(e) => format!("failed: {e}"),
