@@ -161,7 +161,12 @@ pub fn device_of(path: &Path) -> String {
     let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
     let sys = format!("/sys/dev/block/{major}:{minor}");
     let Ok(real) = std::fs::canonicalize(&sys) else {
-        return format!("no block device (device {major}:{minor}: tmpfs, FUSE or similar)");
+        // No disk behind it: name the filesystem as the engine sees it.
+        let fs = nowait::File::open(path, nowait::Direct::Off).map(|f| f.fs().to_string());
+        return format!(
+            "no block device ({}, device {major}:{minor})",
+            fs.unwrap_or("?".into())
+        );
     };
     let name = real
         .file_name()
@@ -232,7 +237,7 @@ mod tests {
         assert!(free_space(Path::new("/no/such/dir")).is_none());
         let h = Host::of(Some(Path::new("/proc/self/stat")));
         assert!(!h.kernel.is_empty() && h.cpus >= 1);
-        assert!(h.device.contains("no block device"), "{}", h.device);
+        assert!(h.device.contains("no block device (proc"), "{}", h.device);
         assert!(host(None).contains("kernel"));
     }
 }
