@@ -1,0 +1,132 @@
+"""Errors: OSError subclasses with errno and filename, ValueError for a
+request the file cannot take; never a panic."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+import nowait
+from conftest import modes
+
+
+def test_missing_file(datadir):
+    d, _ = datadir
+    path = os.path.join(d, "does-not-exist")
+    with pytest.raises(FileNotFoundError) as e:
+        nowait.open(path)
+    assert e.value.errno == errno.ENOENT
+    assert e.value.filename == path
+    assert "cannot open" in e.value.strerror and "check the path" in e.value.strerror
+
+
+def test_directory(datadir):
+    d, _ = datadir
+    with pytest.raises(IsADirectoryError) as e:
+        nowait.open(d)
+    assert e.value.errno == errno.EISDIR
+    assert e.value.filename == d
+    assert "is a directory" in str(e.value)
+
+
+def test_not_a_regular_file():
+    with pytest.raises(OSError) as e:
+        nowait.open("/dev/null")
+    assert "not a regular file" in str(e.value) or e.value.errno is not None
+
+
+def test_permission_denied(datadir):
+    d, _ = datadir
+    path = os.path.join(d, "secret.bin")
+    with open(path, "wb") as f:
+        f.write(b"x" * 100)
+    os.chmod(path, 0o000)
+    try:
+        if os.geteuid() != 0:
+            with pytest.raises(PermissionError) as e:
+                nowait.open(path)
+            assert e.value.errno == errno.EACCES and e.value.filename == path
+            return
+        # root reads anything: check in a child that drops to nobody.
+        code = (
+            "import nowait, sys\n"
+            "try:\n"
+            f"    nowait.open({path!r})\n"
+            "except PermissionError as e:\n"
+            f"    assert e.errno == 13 and e.filename == {path!r}, e\n"
+            "    print('PermissionError', e)\n"
+            "    sys.exit(0)\n"
+            "sys.exit(3)\n"
+        )
+
+        def drop():
+            os.setgid(65534)
+            os.setuid(65534)
+
+        os.chmod(d, 0o755)
+        try:
+            r = subprocess.run([sys.executable, "-c", code], preexec_fn=drop,
+                               capture_output=True, text=True, timeout=60)
+        except PermissionError as e:
+            pytest.skip(f"SKIP test_permission_denied: running as root and user nobody "
+                        f"cannot run this Python ({e})")
+        if r.returncode != 0 and "PermissionError" not in r.stdout and (
+                "ModuleNotFoundError" in r.stderr or "Permission denied" in r.stderr):
+            pytest.skip("SKIP test_permission_denied: user nobody cannot import this "
+                        f"Python environment ({r.stderr.strip().splitlines()[-1]})")
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        assert "PermissionError" in r.stdout
+    finally:
+        os.chmod(path, 0o600)
+
+
+def test_misaligned_direct_on(data):
+    path, _, direct_ok = data
+    if "on" not in modes(direct_ok):
+        pytest.skip("SKIP test_misaligned_direct_on: no filesystem here takes O_DIRECT")
+    with nowait.open(path, direct="on") as f:
+        with pytest.raises(ValueError) as e:
+            f.read_at(4097, 4096)
+        msg = str(e.value)
+        assert "offset 4097" in msg and "4096 bytes" in msg and "multiples of" in msg
+        with pytest.raises(ValueError, match="offset 0"):
+            f.read_many([0], 100)
+        buf = bytearray(8192 + 1)
+        with pytest.raises(ValueError, match="not aligned"):
+            f.read_into(memoryview(buf)[1:], [0, 4096], 4096)
+        # The file still works after the errors.
+        assert len(f.read_at(0, 4096)) == 4096
+
+
+def test_direct_on_where_impossible():
+    # /dev/shm is tmpfs, which refuses O_DIRECT.
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("SKIP test_direct_on_where_impossible: no /dev/shm")
+    path = "/dev/shm/nowait-py-test-direct"
+    with open(path, "wb") as f:
+        f.write(b"abc" * 1000)
+    try:
+        try:
+            f = nowait.open(path, direct="on")
+        except OSError as e:
+            assert e.errno == errno.EINVAL and e.filename == path
+            assert "O_DIRECT" in str(e)
+        else:
+            f.close()
+            pytest.skip("SKIP test_direct_on_where_impossible: /dev/shm takes O_DIRECT here")
+        with nowait.open(path, direct="auto") as g:
+            assert not g.direct
+            assert g.read_at(1, 5) == (b"abc" * 2)[1:6]
+    finally:
+        os.unlink(path)
+
+
+def test_too_large_read(data):
+    path, _, _ = data
+    with nowait.open(path) as f:
+        with pytest.raises(ValueError, match="limit"):
+            f.read_at(0, 1 << 32)
