@@ -10,7 +10,7 @@ Per method and round: IOPS, CPU time per read (user+sys of the whole
 process over the run, io_uring and thread-pool workers included, divided by
 the reads) and context switches per read (voluntary + involuntary, all
 threads). "uncached" evicts the file from the page cache before every run
-(posix_fadvise DONTNEED, or drop_caches as root); "cached" reads it once
+(posix_fadvise DONTNEED); "cached" reads it once
 first. Methods run in alternating order (A B C … then … C B A) so a change
 in the machine's load during a set hits all of them alike; the table shows
 the median over rounds and the spread (min–max).
@@ -37,7 +37,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-import nowait
+# Run as `python3 python/bench.py`, this directory is first on sys.path and
+# its nowait/ (the package's sources, without the compiled module) would
+# shadow the installed package.
+_here = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+
+import nowait  # noqa: E402
 
 BS = 4096
 QD = 32
@@ -66,17 +72,14 @@ def make_file(path: str, size: int) -> None:
 
 
 def evict(path: str) -> None:
+    """Drop this file's pages from the page cache (clean pages: DONTNEED
+    evicts them). Not drop_caches: that would evict the interpreter, the
+    other benchmarks' code and the other users of a shared machine too."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     finally:
         os.close(fd)
-    if os.geteuid() == 0:
-        try:
-            with open("/proc/sys/vm/drop_caches", "w") as f:
-                f.write("1\n")
-        except OSError:
-            pass
 
 
 def warm(path: str) -> None:

@@ -59,17 +59,29 @@ class _LoopRing:
         self._pid = os.getpid()
         self._futures: Dict[int, asyncio.Future] = {}
         self._fd = self._ring.fileno()
+        self._submit_scheduled = False
         loop.add_reader(self._fd, self._on_readable)
+
+    def _fail_all(self, exc: BaseException) -> None:
+        """The engine failed: fail every waiter rather than leave it hanging."""
+        waiting = list(self._futures.values())
+        self._futures.clear()
+        for fut in waiting:
+            if not fut.done():
+                fut.set_exception(exc)
+
+    def _submit(self) -> None:
+        self._submit_scheduled = False
+        try:
+            self._ring.submit()
+        except BaseException as exc:
+            self._fail_all(exc)
 
     def _on_readable(self) -> None:
         try:
             finished = self._ring.poll()
-        except BaseException as exc:  # the engine failed: fail every waiter
-            waiting = list(self._futures.values())
-            self._futures.clear()
-            for fut in waiting:
-                if not fut.done():
-                    fut.set_exception(exc)
+        except BaseException as exc:
+            self._fail_all(exc)
             return
         for op, ok, value in finished:
             fut = self._futures.pop(op, None)
@@ -87,6 +99,11 @@ class _LoopRing:
         op = self._ring.start(file, kind, offsets, size, buffer)
         fut = loop.create_future()
         self._futures[op] = fut
+        if not self._submit_scheduled:
+            # One submit per loop iteration for the reads of every task
+            # that ran in it.
+            self._submit_scheduled = True
+            loop.call_soon(self._submit)
         return await fut
 
 

@@ -73,6 +73,8 @@ pub struct Core {
     next_op: u64,
     done: Vec<u64>,
     out: Vec<Completion>,
+    /// Reads pushed by `feed_with(false)` and not yet submitted.
+    unsubmitted: bool,
 }
 
 // SAFETY: the raw pointers in the backlog point into exports owned by this
@@ -105,6 +107,7 @@ impl Core {
             next_op: 1,
             done: Vec::new(),
             out: Vec::with_capacity(depth),
+            unsubmitted: false,
         })
     }
 
@@ -229,6 +232,13 @@ impl Core {
 
     /// Push backlog parts while the queue has free slots, then submit.
     pub fn feed(&mut self) -> nowait::Result<()> {
+        self.feed_with(true)
+    }
+
+    /// Push backlog parts while the queue has free slots; submit them only
+    /// with `submit` (otherwise a later [`Core::feed`] or reap does, so the
+    /// reads of several calls go out in one system call).
+    pub fn feed_with(&mut self, submit: bool) -> nowait::Result<()> {
         let mut pushed = false;
         while self.queue.in_flight() < self.depth {
             let Some(p) = self.backlog.pop_front() else {
@@ -271,6 +281,9 @@ impl Core {
             }
         }
         if pushed {
+            self.unsubmitted = true;
+        }
+        if submit && std::mem::take(&mut self.unsubmitted) {
             self.queue.submit()?;
         }
         Ok(())
@@ -281,6 +294,8 @@ impl Core {
     pub fn reap(&mut self, min: usize) -> nowait::Result<usize> {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
+        // `Queue::reap` submits queued reads first.
+        self.unsubmitted = false;
         let r = self.queue.reap(min, None, &mut out);
         let n = out.len();
         for c in out.drain(..) {

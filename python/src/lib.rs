@@ -537,7 +537,9 @@ impl Ring {
         let mut core = lock(&self.core);
         let id = core.start(f, kind, &reqs, plan);
         // Nothing waits here: submit and return; the eventfd says when.
-        let fed = core.feed();
+        // Pushed, not submitted: the loop calls `submit` once per iteration,
+        // so the reads of every task that ran in it share one system call.
+        let fed = core.feed_with(false);
         if core.has_done() {
             // An op can finish inside `feed` without the kernel (every part
             // refused, zero records): wake the loop for it.
@@ -545,6 +547,16 @@ impl Ring {
         }
         fed.map_err(to_py)?;
         Ok(id)
+    }
+
+    /// Submit the reads pushed by `start` since the last submit.
+    fn submit(&self) -> PyResult<()> {
+        let mut core = lock(&self.core);
+        let r = core.feed();
+        if core.has_done() {
+            core.signal();
+        }
+        r.map_err(to_py)
     }
 
     /// Clear the eventfd, reap what is done, and return the finished calls
