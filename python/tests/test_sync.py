@@ -205,3 +205,23 @@ def test_backend_and_probe(data):
     assert path in pf["text"]
     with pytest.raises(FileNotFoundError):
         nowait.probe(path + ".missing")
+
+
+def test_fork_child_gets_its_own_queue(data):
+    """A child forked after the parent read (DataLoader workers) must not
+    touch the parent's ring: it builds its own and reads correctly, and the
+    parent keeps working."""
+    path, blob, _ = data
+    with nowait.open(path) as f:
+        assert f.read_many([0, 4096], 100) == [blob[0:100], blob[4096:4196]]
+        pid = os.fork()
+        if pid == 0:  # child: report through the exit code only
+            ok = False
+            try:
+                ok = (f.read_many([8192, 1], 50) == [blob[8192:8242], blob[1:51]]
+                      and f.read_at(len(blob) - 10, 100) == blob[-10:])
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        assert f.read_at(3, 3) == blob[3:6]
