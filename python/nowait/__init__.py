@@ -94,8 +94,9 @@ class _LoopRing:
             else:
                 fut.set_exception(value)
 
-    async def run(self, loop: asyncio.AbstractEventLoop, file: "File", kind: str,
-                  offsets: Any, size: Any, buffer: Any = None) -> Any:
+    def start(self, loop: asyncio.AbstractEventLoop, file: "File", kind: str,
+              offsets: Any, size: Any, buffer: Any = None) -> "asyncio.Future[Any]":
+        """Start a call; returns the future its result is set on."""
         op = self._ring.start(file, kind, offsets, size, buffer)
         fut = loop.create_future()
         self._futures[op] = fut
@@ -104,7 +105,7 @@ class _LoopRing:
             # that ran in it.
             self._submit_scheduled = True
             loop.call_soon(self._submit)
-        return await fut
+        return fut
 
 
 _rings: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopRing]" = (
@@ -112,11 +113,21 @@ _rings: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopRing]" = (
 )
 
 
+# The ring of the loop used last: skips the dictionary on the hot path.
+_last: "tuple[Any, Optional[_LoopRing]]" = (lambda: None, None)
+
+
 def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:
+    global _last
+    ref, ring = _last
+    if ring is not None and ref() is loop and ring._pid == os.getpid():
+        return ring
     ring = _rings.get(loop)
     if ring is None or ring._pid != os.getpid():
+        # None yet, or inherited through fork: the parent's ring is not ours.
         ring = _LoopRing(loop)
         _rings[loop] = ring
+    _last = (weakref.ref(loop), ring)
     return ring
 
 
@@ -146,13 +157,13 @@ class File(_nowait.File):
         task is safe: the read finishes in the background.
         """
         loop = asyncio.get_running_loop()
-        return await _ring_for(loop).run(loop, self, "one", offset, size)
+        return await _ring_for(loop).start(loop, self, "one", offset, size)
 
     async def aread_many(self, offsets: Sequence[int], size: _Size) -> List[bytes]:
         """Read one record per offset (all submitted at once) on the running
         loop; ``size`` is one int for every record or one per offset."""
         loop = asyncio.get_running_loop()
-        return await _ring_for(loop).run(loop, self, "many", offsets, size)
+        return await _ring_for(loop).start(loop, self, "many", offsets, size)
 
     async def aread_into(self, buffer: Any, offsets: Sequence[int], size: int) -> List[int]:
         """Fill ``buffer`` with ``size``-byte records read at ``offsets``,
@@ -162,7 +173,7 @@ class File(_nowait.File):
         every read is done, even if the awaiting task is cancelled.
         """
         loop = asyncio.get_running_loop()
-        return await _ring_for(loop).run(loop, self, "into", offsets, size, buffer)
+        return await _ring_for(loop).start(loop, self, "into", offsets, size, buffer)
 
 
 def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
