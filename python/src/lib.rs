@@ -2,10 +2,10 @@
 //!
 //! The Python package (python/nowait/__init__.py) subclasses [`PyFile`] to
 //! add the asyncio methods and the context manager; everything that touches
-//! the engine is here. Blocking calls take an idle [`core::Core`] from a
+//! the engine is here. Blocking calls take an idle `Core` (calls.rs) from a
 //! process-wide pool (one per Python thread reading at the same time),
 //! release the GIL while the engine waits, and hand the core back. asyncio
-//! calls go through a [`Ring`] per event loop whose completion eventfd the
+//! calls go through a `Ring` per event loop whose completion eventfd the
 //! loop watches (`loop.add_reader`).
 //!
 //! Nothing here panics on user input: every failure is a Python exception.
@@ -18,12 +18,12 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-mod core;
+mod calls;
 mod errors;
 mod export;
 mod probe_dict;
 
-use crate::core::{Core, Kind, Op, MAX_PARTS};
+use crate::calls::{Core, Kind, Op, MAX_PARTS};
 use crate::errors::to_py;
 use crate::export::Export;
 
