@@ -162,29 +162,40 @@ def test_threads_share_a_file(data):
 
 
 def test_gil_released_while_waiting(data):
-    """While one thread waits in the engine, another runs Python code."""
-    path, blob, _ = data
-    drop_cache(path)
+    """While one thread waits in the engine, another runs Python code: a
+    spinner thread records timestamps, and some must fall well inside one
+    long read_many call (with the GIL held, none could)."""
+    import time
+    path, blob, direct_ok = data
     done = threading.Event()
     ticks = []
 
     def spinner():
         while not done.is_set():
-            ticks.append(1)
+            ticks.append(time.monotonic())
 
-    t = threading.Thread(target=spinner)
-    t.start()
-    try:
-        with nowait.open(path, direct="auto") as f:
-            offs = [i * 4096 for i in range(len(blob) // 4096)]
-            before = len(ticks)
-            for _ in range(3):
-                f.read_many(offs, 4096)
-                drop_cache(path)
-            assert len(ticks) > before
-    finally:
-        done.set()
-        t.join(10)
+    # O_DIRECT reads (where possible) go to the disk every time: a long call.
+    mode = "on" if direct_ok else "off"
+    offs = [i * 4096 for i in range(len(blob) // 4096)] * 8
+    with nowait.open(path, direct=mode) as f:
+        t = threading.Thread(target=spinner)
+        t.start()
+        try:
+            time.sleep(0.01)
+            drop_cache(path)
+            t0 = time.monotonic()
+            got = f.read_many(offs, 4096)
+            t1 = time.monotonic()
+        finally:
+            done.set()
+            t.join(10)
+    assert got[:3] == [blob[0:4096], blob[4096:8192], blob[8192:12288]]
+    if t1 - t0 < 0.05:
+        pytest.skip(f"SKIP test_gil_released_while_waiting: the call took only "
+                    f"{(t1 - t0) * 1000:.1f} ms, too short to tell")
+    # Past the first switch interval (5 ms) of the call and before its end.
+    inside = [x for x in ticks if t0 + 0.02 < x < t1 - 0.005]
+    assert inside, f"no Python code ran during a {(t1 - t0) * 1000:.0f} ms read_many"
 
 
 def test_backend_and_probe(data):
