@@ -5,6 +5,8 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _nowait
 
+__all__ = ["File", "open", "probe", "__version__"]
+
 __version__: str
 
 _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]

@@ -1,7 +1,11 @@
 """Stubs of the compiled module nowait._nowait."""
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union, final
+
+_T = TypeVar("_T")
+
+__all__ = ["File", "_Ring", "probe", "__version__"]
 
 __version__: str
 
@@ -10,7 +14,7 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 class File:
     """An open file. Use ``nowait.open``; blocking methods release the GIL."""
 
-    def __init__(self, path: _Path, direct: Union[str, bool, None] = None) -> None: ...
+    def __new__(cls: type[_T], path: _Path, direct: Union[str, bool, None] = None) -> _T: ...
     @property
     def name(self) -> str:
         """The path the file was opened with."""
@@ -57,8 +61,9 @@ class File:
         and why, O_DIRECT alignment, filesystem and fast-path state."""
         ...
 
+@final
 class _Ring:
-    def __init__(self, depth: int = 256) -> None: ...
+    def __new__(cls, depth: int = 256) -> "_Ring": ...
     def fileno(self) -> int: ...
     def outstanding(self) -> int: ...
     def queue_stats(self) -> Dict[str, int]: ...
