@@ -208,3 +208,43 @@ def test_new_loop_after_old_one_closed(data):
     with nowait.open(path) as f:
         for _ in range(3):
             assert run(f.aread_at(100, 10)) == blob[100:110]
+
+
+def test_cancelled_reads_never_write_into_freed_memory(data):
+    """Stress: cancel aread_into calls with reads in flight, drop every
+    reference to their buffers, then allocate canaries of the same size
+    (the allocator hands freed memory back first). If a buffer were
+    released before the kernel finished, the late writes would land in a
+    canary; they must all stay zero."""
+    path, blob, _ = data
+    rng = random.Random(99)
+    size = 64 * 1024  # large enough for its own mmap'd or reused block
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        with nowait.open(path, direct="off") as f:
+            for _ in range(30):
+                drop_cache(path)
+                tasks = []
+                for _ in range(8):
+                    offs = [rng.randrange(0, len(blob) - 4096) for _ in range(size // 4096)]
+                    tasks.append(asyncio.ensure_future(
+                        f.aread_into(bytearray(size), offs, 4096)))
+                await asyncio.sleep(0)
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                del tasks
+                gc.collect()
+                canaries = [bytearray(size) for _ in range(8)]
+                ring = nowait._rings[loop]
+                for _ in range(4000):
+                    if ring._ring.outstanding() == 0:
+                        break
+                    await asyncio.sleep(0.002)
+                assert ring._ring.outstanding() == 0
+                await asyncio.sleep(0)
+                for c in canaries:
+                    assert not any(c), "a cancelled read wrote into reused memory"
+            assert await f.aread_at(0, 8) == blob[:8]
+    run(main(), timeout=110)
