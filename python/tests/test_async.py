@@ -36,7 +36,8 @@ def test_aread_matches(data, mode):
     reqs = []
     for i in range(400):
         off = rng.randrange(0, len(blob) + 8192) // align * align
-        size = rng.choice([4096, 8192, 1 << 16]) if align > 1 else rng.choice([0, 1, 100, 4096, 5000])
+        choices = [4096, 8192, 1 << 16] if align > 1 else [0, 1, 100, 4096, 5000]
+        size = rng.choice(choices)
         reqs.append((off, size))
     drop_cache(path)
 

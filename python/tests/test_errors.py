@@ -82,7 +82,8 @@ def test_permission_denied(datadir):
                 os.chmod(os.path.join(root, name), 0o644)
         env = dict(os.environ, PYTHONPATH=pkg)
         tried = []
-        for exe in dict.fromkeys([sys.executable, shutil.which("python3") or "", "/usr/bin/python3"]):
+        candidates = [sys.executable, shutil.which("python3") or "", "/usr/bin/python3"]
+        for exe in dict.fromkeys(candidates):
             if not exe or not os.path.exists(exe):
                 continue
             try:

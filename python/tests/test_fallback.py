@@ -17,7 +17,8 @@ for mode in sys.argv[2].split(","):
     with nowait.open(path, direct=mode) as f:
         assert f.backend != "uring", f.backend
         st = f.stats()
-        assert "NOWAIT_DISABLE_URING" in st["backend_reason"] or "disabled" in st["backend_reason"], st
+        reason = st["backend_reason"]
+        assert "NOWAIT_DISABLE_URING" in reason or "disabled" in reason, st
         offs = [rng.randrange(0, len(blob) + 5000) for _ in range(300)]
         if mode == "on":
             offs = [o // 4096 * 4096 for o in offs]
