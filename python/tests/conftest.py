@@ -18,6 +18,36 @@ import pytest
 WATCHDOG_S = 120
 
 
+EXPECTED_SKIPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".ci",
+                              "expected-skips")
+
+
+def _expected_skips() -> set:
+    try:
+        with open(EXPECTED_SKIPS) as f:
+            return {line.split(": ", 1)[0].strip() for line in f
+                    if line.strip() and not line.startswith("#")}
+    except OSError:
+        return set()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """No quiet passes (issue #11): with CI=true a skip fails unless
+    .ci/expected-skips lists its name (`SKIP <name>: <reason>`)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.skipped or os.environ.get("CI") != "true":
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    text = reason.split("SKIP ", 1)[-1]
+    name = text.split(": ", 1)[0].strip()
+    if name not in _expected_skips():
+        report.outcome = "failed"
+        report.longrepr = (f"unexpected skip in CI: {reason}; make it run on the CI machine "
+                           f"or list `{name}: <why>` in .ci/expected-skips")
+
+
 @pytest.fixture(autouse=True)
 def _watchdog():
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
