@@ -201,6 +201,7 @@ fn peak_base(name: &str) -> Job {
         direct: true,
         fixedbufs: true,
         registerfiles: true,
+        submit: nowait::SubmitPolicy::Batch,
         norandommap: true,
         time_based: true,
         runtime: Some(std::time::Duration::from_secs(10)),

@@ -11,7 +11,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nowait::{BackendKind, NowaitMode};
+use nowait::{BackendKind, NowaitMode, SubmitPolicy};
 
 /// Sequential or random reads (fio's `rw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +105,9 @@ pub struct Job {
     /// Reads of memory-backed files the backend holds before further ones
     /// are read inline (`inline_window`); `None`: the engine's default.
     pub inline_window: Option<usize>,
+    /// `uring`, `aio`: how many queued reads one system call hands over
+    /// (`submit`; nowait's own).
+    pub submit: SubmitPolicy,
 }
 
 impl Default for Job {
@@ -141,6 +144,7 @@ impl Default for Job {
             spin_us: 0,
             memory_inline: true,
             inline_window: None,
+            submit: SubmitPolicy::Adaptive,
         }
     }
 }
@@ -234,6 +238,9 @@ impl Job {
         if j.ioengine == BackendKind::Sync {
             j.memory_inline = d.memory_inline;
             j.inline_window = d.inline_window;
+        }
+        if !matches!(j.ioengine, BackendKind::Uring | BackendKind::Aio) {
+            j.submit = d.submit;
         }
         j
     }
@@ -688,6 +695,22 @@ pub static OPTIONS: &[Opt] = &[
                 "auto" => None,
                 v => Some(parse_bool(v).map_err(|e| format!("{e}, or auto"))?),
             };
+        }
+    ),
+    job!(
+        "submit",
+        "adaptive|batch|paced",
+        "adaptive (--peak: batch)",
+        "ioengine=uring or aio: how many of the queued reads one system call hands to the \
+               kernel. batch: all of them (one call per batch). paced: at most two per call, \
+               below the kernels' block-plug threshold, so a device gets each read at once \
+               instead of a burst per call. adaptive: batch while reads complete inside the \
+               submitting call (page cache), paced while they wait on a device; the report \
+               says which was chosen. Matters only when more than two reads are submitted \
+               together (iodepth_batch_submit=0 or > 2). nowait only, not passed to fio.",
+        |j, v| {
+            j.submit = SubmitPolicy::parse(v)
+                .ok_or_else(|| format!("unknown value {v:?}: adaptive, batch or paced"))?;
         }
     ),
     job!(
@@ -1221,6 +1244,7 @@ mod tests {
             ("small_fast_path", "0", |j| !j.small_fast_path),
             ("hipri", "auto", |j| j.hipri.is_none()),
             ("spin_us", "50", |j| j.spin_us == 50),
+            ("submit", "paced", |j| j.submit == SubmitPolicy::Paced),
             ("memory_inline", "0", |j| !j.memory_inline),
             ("inline_window", "4", |j| j.inline_window == Some(4)),
         ];

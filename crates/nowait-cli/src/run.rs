@@ -566,6 +566,11 @@ fn worker<R: Reads>(
     }
     m.elapsed = now.saturating_duration_since(measure_start);
     m.queue = metrics::stats_since(&q.stats(), &stats_base);
+    // What the submission policy chose, from the whole run.
+    let mut backend = backend;
+    if let Some(note) = q.submission() {
+        backend.detail = format!("{}; {note}", backend.detail);
+    }
     m.syscalls = m.queue.syscalls;
     m.sqpoll = match (os_tid, sq_base) {
         (Some(t), Some(b)) => Some(sqpoll::cpu_of(Some(t)).since(&b)),
@@ -591,6 +596,7 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         .small_direct_fast_path(n.small_fast_path)
         .memory_inline(n.memory_inline)
         .spin(Duration::from_micros(n.spin_us))
+        .submit_policy(n.submit)
         .iopoll(match n.hipri {
             None => IoPoll::Auto,
             Some(true) => IoPoll::Always,

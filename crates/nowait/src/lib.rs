@@ -85,7 +85,7 @@ mod reactor;
 pub mod sys;
 
 pub use backend::uring::IoPoll;
-pub use backend::{BackendChoice, BackendKind, BackendStats, MAX_READ};
+pub use backend::{BackendChoice, BackendKind, BackendStats, SubmitPolicy, MAX_READ};
 pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
 pub use engine::{Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode};

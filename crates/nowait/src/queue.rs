@@ -226,6 +226,15 @@ impl QueueBuilder {
         self
     }
 
+    /// How queued reads are handed to the kernel by `uring` and `aio`
+    /// (default [`SubmitPolicy::Adaptive`]: every queued read in one system
+    /// call while reads complete inside it, at most two per call while they
+    /// wait on a device; see [`Queue::submission`]).
+    pub fn submit_policy(mut self, policy: crate::SubmitPolicy) -> Self {
+        self.uring.submit = policy;
+        self
+    }
+
     /// Polled completions for direct reads (default [`IoPoll::Auto`]: on
     /// devices whose queue polls).
     pub fn iopoll(mut self, mode: IoPoll) -> Self {
@@ -429,7 +438,10 @@ fn build_one(
             }
         }
         BackendKind::Aio => match aio::setup(depth) {
-            Ok(b) => Ok(Box::new(b)),
+            Ok(mut b) => {
+                b.set_submit_policy(uring_cfg.submit);
+                Ok(Box::new(b))
+            }
             Err(e) => Err(aio_refusal(&e)),
         },
         BackendKind::AioPool => match aio_pool::setup(depth, pool_cfg) {
@@ -713,6 +725,13 @@ impl Queue {
         if let Some(p) = self.fixed_pool.as_mut() {
             p.put(buf);
         }
+    }
+
+    /// How this queue hands queued reads to the kernel and, with the
+    /// adaptive policy, what it chose from the reads seen so far (`None` for
+    /// backends that do not pace: `pool`, `sync`).
+    pub fn submission(&self) -> Option<String> {
+        self.backend.submission_note()
     }
 
     /// The backend in use and why it was chosen.

@@ -29,6 +29,7 @@ use std::ptr;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+use super::pacing::{Pacer, SubmitPolicy};
 use super::{signal, Backend, BackendStats, Cqe, Sqe};
 use crate::error::{Error, Result};
 
@@ -107,6 +108,8 @@ pub(crate) struct AioBackend {
     stats: BackendStats,
     /// Events taken from the user-mapped ring without a system call.
     pub(crate) user_reaped: u64,
+    /// Batched or paced `io_submit` (see `pacing`).
+    pacer: Pacer,
 }
 
 // SAFETY: the raw pointers point into `self.iocbs` (owned) and, through the
@@ -142,6 +145,7 @@ pub(crate) fn setup(depth: usize) -> io::Result<AioBackend> {
         poll_armed: false,
         stats: BackendStats::default(),
         user_reaped: 0,
+        pacer: Pacer::new(SubmitPolicy::Adaptive),
     };
     // SAFETY: a non-zero context from a successful io_setup is the address of
     // the mapped ring header, readable while the context lives.
@@ -150,6 +154,32 @@ pub(crate) fn setup(depth: usize) -> io::Result<AioBackend> {
 }
 
 impl AioBackend {
+    /// How `submit` hands pending reads to the kernel.
+    pub(crate) fn set_submit_policy(&mut self, policy: SubmitPolicy) {
+        self.pacer = Pacer::new(policy);
+    }
+
+    /// The user-mapped ring's tail (events posted so far), if there is one.
+    fn ring_tail(&self) -> Option<u32> {
+        if !self.user_reap {
+            return None;
+        }
+        let ring = self.ctx as *const AioRing;
+        // SAFETY: the ring header stays mapped while the context lives; the
+        // tail is the kernel's and only read here, atomically.
+        Some(unsafe {
+            (*(&(*ring).tail as *const u32 as *const AtomicU32)).load(Ordering::Acquire)
+        })
+    }
+
+    /// Events posted to the ring between two tails.
+    fn posted_between(&self, before: u32, after: u32) -> usize {
+        let ring = self.ctx as *const AioRing;
+        // SAFETY: as in `ring_tail`; `nr` never changes.
+        let nr = unsafe { (*ring).nr };
+        ((after + nr - before) % nr.max(1)) as usize
+    }
+
     /// Take completions from the user-mapped ring without entering the kernel.
     fn user_reap(&mut self, out: &mut Vec<Cqe>) -> usize {
         if !self.user_reap {
@@ -351,6 +381,10 @@ impl Backend for AioBackend {
 
     fn submit(&mut self) -> Result<()> {
         while !self.pending.is_empty() {
+            // Paced: at most PACED_CHUNK per call, below io_submit's plug
+            // threshold. The pacer watches how many events the call posted.
+            let n = self.pending.len().min(self.pacer.chunk());
+            let tail = self.ring_tail().filter(|_| self.pacer.observing());
             // SAFETY: `pending` holds pointers to live iocbs in `self.iocbs`,
             // each describing a buffer the queue keeps valid until its event
             // is reaped (the push contract).
@@ -358,12 +392,20 @@ impl Backend for AioBackend {
                 libc::syscall(
                     libc::SYS_io_submit,
                     self.ctx,
-                    self.pending.len() as libc::c_long,
+                    n as libc::c_long,
                     self.pending.as_mut_ptr(),
                 )
             };
             self.stats.syscalls += 1;
+            if self.pacer.paced() {
+                self.stats.paced_submits += 1;
+            }
             if r > 0 {
+                if let (Some(before), Some(after)) = (tail, self.ring_tail()) {
+                    self.pacer
+                        .observe(r as usize, self.posted_between(before, after));
+                    self.stats.pacing_switches = self.pacer.switches;
+                }
                 self.pending.drain(..r as usize);
                 self.in_kernel += r as usize;
                 continue;
@@ -428,6 +470,10 @@ impl Backend for AioBackend {
 
     fn stats(&self) -> BackendStats {
         self.stats
+    }
+
+    fn submission_note(&self) -> Option<String> {
+        Some(self.pacer.note())
     }
 
     fn describe(&self) -> String {

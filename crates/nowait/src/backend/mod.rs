@@ -69,6 +69,8 @@ use crate::file::FileInner;
 
 pub(crate) mod aio;
 pub(crate) mod aio_pool;
+pub(crate) mod pacing;
+pub use pacing::SubmitPolicy;
 pub(crate) mod pool;
 pub(crate) mod sync;
 pub(crate) mod uring;
@@ -133,6 +135,12 @@ pub struct BackendStats {
     /// `pool` and `aio+pool`: raw reads handed to the pool (inline fast path
     /// or a worker).
     pub pool_reads: u64,
+    /// `uring` and `aio`: system calls that submitted reads paced (at most
+    /// two each, see [`SubmitPolicy`]).
+    pub paced_submits: u64,
+    /// `uring` and `aio`: times the adaptive submission policy switched
+    /// between batched and paced.
+    pub pacing_switches: u64,
 }
 
 /// Add 1 to eventfd `fd` (for backends that signal a registered eventfd
@@ -181,6 +189,12 @@ pub(crate) trait Backend: Send {
 
     /// Setup details worth showing (`nowait probe`, benchmark output).
     fn describe(&self) -> String;
+
+    /// How queued reads are handed to the kernel and what the adaptive
+    /// policy chose so far (`None`: this backend does not pace).
+    fn submission_note(&self) -> Option<String> {
+        None
+    }
 
     /// Signal eventfd `fd` (write to it) whenever results become available
     /// to [`Backend::reap`]. Returns false if this backend cannot (the

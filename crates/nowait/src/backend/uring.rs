@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
+use super::pacing::{Pacer, SubmitPolicy};
 use super::pool::{self, PoolBackend, PoolConfig};
 use super::{Backend, BackendStats, Cqe, Sqe};
 use crate::error::{Error, Result};
@@ -71,6 +72,8 @@ pub(crate) struct UringConfig {
     pub spin: Duration,
     /// Register files on first use.
     pub register_files: bool,
+    /// How many queued reads one `io_uring_enter` hands over (see `pacing`).
+    pub submit: SubmitPolicy,
 }
 
 impl Default for UringConfig {
@@ -81,6 +84,7 @@ impl Default for UringConfig {
             iopoll: IoPoll::Auto,
             spin: Duration::ZERO,
             register_files: true,
+            submit: SubmitPolicy::Adaptive,
         }
     }
 }
@@ -159,6 +163,9 @@ pub(crate) struct UringBackend {
     /// The thread pool for files io_uring cannot read correctly
     /// (`FileInner::pooled`), set up on the first such read.
     side: Option<SidePool>,
+    /// Batched or paced submission (never paced with SQPOLL, where the
+    /// kernel thread takes the reads off the SQ itself).
+    pacer: Pacer,
 }
 
 /// Reads that bypass the ring: a pool backend whose workers `pread`, and
@@ -266,6 +273,11 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                     iopoll: cfg.iopoll,
                     fixed: Vec::new(),
                     side: None,
+                    pacer: Pacer::new(if bits & SQ != 0 {
+                        SubmitPolicy::Batch
+                    } else {
+                        cfg.submit
+                    }),
                 });
             }
             // EINVAL: this kernel does not know one of the flags; EPERM on
@@ -304,6 +316,26 @@ fn enter_ring(ring: &IoUring, want: usize, timeout: Option<Duration>) -> io::Res
             ring.submitter().submit_with_args(want, &args)
         }
         _ => ring.submitter().submit_and_wait(want),
+    }
+}
+
+/// Enter `ring` to submit at most `limit` of the queued reads and wait for
+/// `want` completions (paced submission; waits with a timeout go through
+/// `enter_ring`).
+fn enter_ring_some(ring: &mut IoUring, limit: usize, want: usize) -> io::Result<usize> {
+    let (to_submit, get) = {
+        let sq = ring.submission();
+        let get = want > 0 || sq.cq_overflow() || sq.taskrun();
+        (sq.len().min(limit) as u32, get)
+    };
+    let flags = if get { IORING_ENTER_GETEVENTS } else { 0 };
+    // SAFETY: a plain io_uring_enter on this ring without an extra argument
+    // (null, size of an unused type); the SQ entries up to its tail were
+    // published when the crate's SubmissionQueue handles were dropped, and
+    // the kernel takes at most `to_submit` of them.
+    unsafe {
+        ring.submitter()
+            .enter::<libc::sigset_t>(to_submit, want as u32, flags, None)
     }
 }
 
@@ -448,19 +480,64 @@ fn enter_result(r: io::Result<usize>) -> Result<()> {
 
 impl UringBackend {
     fn enter(&mut self, want: usize, timeout: Option<Duration>) -> Result<()> {
+        // Paced: hand the queued reads over a chunk per system call (no
+        // block plug); the last chunk goes with the wait.
+        let chunk = self.pacer.chunk();
+        while self.unsubmitted > chunk {
+            let before = self.unsubmitted;
+            self.enter_some(chunk, 0, None)?;
+            self.stats.paced_submits += 1;
+            if self.unsubmitted >= before {
+                // The kernel took nothing (EBUSY, EAGAIN): the enter below
+                // submits what it can.
+                break;
+            }
+        }
+        if self.pacer.paced() && self.unsubmitted > 0 {
+            self.stats.paced_submits += 1;
+        }
+        self.enter_some(usize::MAX, want, timeout)
+    }
+
+    /// One `io_uring_enter`: submit up to `limit` queued reads and wait for
+    /// `want` completions. A call that waits for nothing feeds the pacer:
+    /// how many of the reads it submitted had completed when it returned
+    /// (posted to the CQ inside the call: page-cache hits).
+    fn enter_some(&mut self, limit: usize, want: usize, timeout: Option<Duration>) -> Result<()> {
         // With SQPOLL and nothing to wait for, the crate skips the syscall
         // while the kernel thread is awake.
         let skips = self.sqpoll && want == 0 && !self.ring.submission().need_wakeup();
+        // Deferred task work left from earlier reads is run (and posted) by
+        // an enter carrying GETEVENTS, which both enter paths add when the
+        // TASKRUN flag is up: then the CQ's growth says nothing about the
+        // reads submitted now, so such a call is not observed.
+        let observe = want == 0
+            && self.pacer.observing()
+            && self.unsubmitted > 0
+            && !self.ring.submission().taskrun();
+        let cq_before = if observe {
+            self.ring.completion().len()
+        } else {
+            0
+        };
+        let before = self.unsubmitted;
         let r = match self.ring_index {
             Some((index, owner)) if owner == thread_key() => {
-                self.enter_registered(index, want, timeout)
+                self.enter_registered(index, limit, want, timeout)
             }
+            _ if limit < self.unsubmitted => enter_ring_some(&mut self.ring, limit, want),
             _ => enter_ring(&self.ring, want, timeout),
         };
         if !skips {
             self.stats.syscalls += 1;
         }
         self.unsubmitted = self.ring.submission().len();
+        if observe && r.is_ok() {
+            let inside = self.ring.completion().len().saturating_sub(cq_before);
+            self.pacer
+                .observe(before.saturating_sub(self.unsubmitted), inside);
+            self.stats.pacing_switches = self.pacer.switches;
+        }
         enter_result(r)
     }
 
@@ -470,6 +547,7 @@ impl UringBackend {
     fn enter_registered(
         &mut self,
         index: u32,
+        limit: usize,
         want: usize,
         timeout: Option<Duration>,
     ) -> io::Result<usize> {
@@ -478,7 +556,10 @@ impl UringBackend {
             // Deferred task work and an overflowed CQ are only dealt with by
             // an enter carrying GETEVENTS.
             let get = want > 0 || sq.cq_overflow() || sq.taskrun();
-            (sq.len(), if get { IORING_ENTER_GETEVENTS } else { 0 })
+            (
+                sq.len().min(limit),
+                if get { IORING_ENTER_GETEVENTS } else { 0 },
+            )
         };
         flags |= IORING_ENTER_REGISTERED_RING;
         let ts;
@@ -943,6 +1024,10 @@ impl Backend for UringBackend {
 
     fn stats(&self) -> BackendStats {
         self.stats
+    }
+
+    fn submission_note(&self) -> Option<String> {
+        Some(self.pacer.note())
     }
 
     fn register_notify(&mut self, fd: RawFd) -> bool {
