@@ -1,9 +1,8 @@
 //! Every engine error as an errno, chosen on purpose, and
 //! `nowait_strerror()`.
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_int, CString};
-use std::sync::Mutex;
+use std::sync::OnceLock;
 
 use engine::Error;
 
@@ -39,9 +38,14 @@ pub fn of(e: &Error) -> c_int {
     }
 }
 
-/// Interned messages, one per errno asked for (a bounded set): the pointer
-/// `nowait_strerror` returns lives as long as the process, like strerror's.
-static MESSAGES: Mutex<Option<HashMap<c_int, CString>>> = Mutex::new(None);
+/// Linux errnos are below this (EHWPOISON is 133).
+const ERRNO_LIMIT: usize = 256;
+
+/// One message per errno, made on first use and kept for the life of the
+/// process (a pointer to its start is always held: tools see it as
+/// reachable), so `nowait_strerror` can return a static string like
+/// strerror does, without strerror's shared buffer.
+static MESSAGES: [OnceLock<CString>; ERRNO_LIMIT] = [const { OnceLock::new() }; ERRNO_LIMIT];
 
 /// Describe an errno: `nowait_strerror(-EINVAL)` (or `EINVAL`) is
 /// `"EINVAL: Invalid argument"`.
@@ -68,15 +72,13 @@ pub fn describe(err: c_int) -> String {
 #[no_mangle]
 pub extern "C" fn nowait_strerror(err: c_int) -> *const c_char {
     crate::boundary::guard("nowait_strerror", c"unknown error".as_ptr(), || {
-        let mut guard = MESSAGES.lock().unwrap_or_else(|p| p.into_inner());
-        let map = guard.get_or_insert_with(HashMap::new);
         let key = err.checked_abs().unwrap_or(c_int::MAX);
-        let s = map
-            .entry(key)
-            .or_insert_with(|| CString::new(describe(key)).unwrap_or_default());
-        // The CString's heap buffer never moves and is never freed (entries
-        // are only added), so the pointer outlives the lock.
-        s.as_ptr()
+        match MESSAGES.get(key as usize) {
+            Some(slot) => slot
+                .get_or_init(|| CString::new(describe(key)).unwrap_or_default())
+                .as_ptr(),
+            None => c"unknown error (not a Linux errno)".as_ptr(),
+        }
     })
 }
 
