@@ -464,14 +464,8 @@ pub unsafe extern "C" fn nowait_reap(
             }
         };
         let max = max as usize;
-        if h.pending.len() < max {
-            let need = (min as usize).saturating_sub(h.pending.len());
-            h.scratch.clear();
-            h.queue.reap(need, timeout, &mut h.scratch)?;
-            h.pending.extend(h.scratch.drain(..));
-        }
-        let n = h.pending.len().min(max);
-        for (i, c) in h.pending.drain(..n).enumerate() {
+        let mut n = 0;
+        let mut put = |c: Completion| {
             let res = match c.result {
                 Ok(bytes) => bytes as i64,
                 Err(e) => {
@@ -480,15 +474,42 @@ pub unsafe extern "C" fn nowait_reap(
                     -i64::from(crate::errno::of(&e))
                 }
             };
-            // SAFETY: i < max and `cqes` holds `max` entries (caller's contract).
+            // SAFETY: n < max and `cqes` holds `max` entries (caller's contract).
             unsafe {
-                cqes.add(i).write(NowaitCqe {
+                cqes.add(n).write(NowaitCqe {
                     user_data: c.user_data,
                     res,
                 })
             };
+            n += 1;
             // `c.buf` is the caller's memory (from_raw_parts): dropping it
             // here ends the engine's use of it and frees nothing.
+        };
+        // Completions left over from the last call first, oldest first.
+        let from_pending = h.pending.len().min(max);
+        for c in h.pending.drain(..from_pending) {
+            put(c);
+        }
+        if from_pending < max {
+            let need = (min as usize).saturating_sub(from_pending);
+            h.scratch.clear();
+            if let Err(e) = h.queue.reap(need, timeout, &mut h.scratch) {
+                // Nothing is lost: what was collected waits for the next call;
+                // the error is reported now unless completions were stored.
+                h.pending.extend(h.scratch.drain(..));
+                if n == 0 {
+                    return Err(e.into());
+                }
+                crate::boundary::set_last_error("nowait_reap", &e.to_string());
+                return Ok(n as c_int);
+            }
+            let fit = h.scratch.len().min(max - from_pending);
+            let mut rest = h.scratch.drain(..);
+            for c in rest.by_ref().take(fit) {
+                put(c);
+            }
+            // What does not fit in the caller's array waits for the next call.
+            h.pending.extend(rest);
         }
         if !h.pending.is_empty() {
             if let Some(fd) = h.fd {
