@@ -174,18 +174,22 @@ pub unsafe extern "C" fn nowait_file_fs(file: *const NowaitFile) -> *const c_cha
 /// `file` must be NULL or a live file.
 #[no_mangle]
 pub unsafe extern "C" fn nowait_file_size(file: *const NowaitFile) -> i64 {
-    guard("nowait_file_size", -i64::from(libc::ENOTRECOVERABLE), || {
-        let r = (|| -> Result<i64, Fail> {
-            // SAFETY: caller's contract.
-            let f = unsafe { handle(file, "file") }?;
-            let n = f.file.len()?;
-            Ok(i64::try_from(n).unwrap_or(i64::MAX))
-        })();
-        r.unwrap_or_else(|e| {
-            crate::boundary::set_last_error("nowait_file_size", &e.msg);
-            -i64::from(e.errno)
-        })
-    })
+    guard(
+        "nowait_file_size",
+        -i64::from(libc::ENOTRECOVERABLE),
+        || {
+            let r = (|| -> Result<i64, Fail> {
+                // SAFETY: caller's contract.
+                let f = unsafe { handle(file, "file") }?;
+                let n = f.file.len()?;
+                Ok(i64::try_from(n).unwrap_or(i64::MAX))
+            })();
+            r.unwrap_or_else(|e| {
+                crate::boundary::set_last_error("nowait_file_size", &e.msg);
+                -i64::from(e.errno)
+            })
+        },
+    )
 }
 
 /// Describe the path a read of this file takes, in one line per fact:

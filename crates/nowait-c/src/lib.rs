@@ -24,11 +24,10 @@ use std::ffi::{c_char, CStr};
 /// The library version (`"0.1.0"`), a string with static lifetime.
 #[no_mangle]
 pub extern "C" fn nowait_version() -> *const c_char {
-    const V: &CStr = match CStr::from_bytes_with_nul(
-        concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
-    ) {
-        Ok(v) => v,
-        Err(_) => panic!("the version string has no interior NUL"),
-    };
+    const V: &CStr =
+        match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+            Ok(v) => v,
+            Err(_) => panic!("the version string has no interior NUL"),
+        };
     V.as_ptr()
 }
