@@ -519,3 +519,12 @@ pub unsafe extern "C" fn nowait_reap(
         Ok(n as c_int)
     })
 }
+
+// The header lets a queue move between threads (used by one at a time) and
+// share files between threads: that needs these bounds.
+const _: () = {
+    const fn send<T: Send>() {}
+    const fn send_sync<T: Send + Sync>() {}
+    send::<Queue>();
+    send_sync::<engine::File>();
+};
