@@ -6,7 +6,7 @@
  * included) for each round, then medians and libnowait/liburing ratios.
  *
  *   bench FILE [SECONDS [SETS]]        (FILE: e.g. 1 GiB, on a disk filesystem)
- *   bench FILE SECONDS 1 nowait|uring  (one cached round of one engine, for perf)
+ *   bench FILE SECONDS 1 nowait|uring [uncached]  (one round of one engine, for perf)
  *
  * Cached rounds read the file (twice) first so every read hits the page cache.
  * Before each uncached round the file is dropped from the page cache
@@ -248,10 +248,12 @@ int main(int argc, char **argv)
     bufs = nowait_alloc(QD * BS, 0);
     if (blocks < QD || !bufs) { fprintf(stderr, "%s: too small\n", path); return 1; }
 
-    if (argc > 4) { /* one cached round of one engine, to profile it */
-        prepare(fd, st.st_size, 1);
+    if (argc > 4) { /* one round of one engine, to profile it */
+        int cached = !(argc > 5 && !strcmp(argv[5], "uncached"));
+        prepare(fd, st.st_size, cached);
         struct result r = strcmp(argv[4], "uring") ? run_nowait(path, seconds) : run_uring(path, seconds);
-        printf("%s cached: %.0f IOPS, %.3f us CPU/read, %.4f csw/read\n", argv[4], r.iops, r.cpu_us, r.csw);
+        printf("%s %s: %.0f IOPS, %.3f us CPU/read, %.4f csw/read\n", argv[4],
+               cached ? "cached" : "uncached", r.iops, r.cpu_us, r.csw);
         return 0;
     }
     struct nowait_queue *q;

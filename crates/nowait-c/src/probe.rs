@@ -87,6 +87,10 @@ fn file_json(r: &probe::FileReport) -> Value {
 
 /// The report `nowait_probe` returns.
 pub fn report(path: Option<&Path>, as_json: bool) -> Result<String, Fail> {
+    if let Some(p) = path {
+        // Before the machine probe: a fifo must not hang the call.
+        crate::file::refuse_blocking_open(p)?;
+    }
     let machine = probe::machine();
     let file = match path {
         Some(p) => Some(probe::file(p, &machine)?),

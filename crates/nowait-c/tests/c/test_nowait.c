@@ -262,6 +262,7 @@ static void test_random_reads(int quick, const char *backend_label, uint32_t bac
 static void test_errors(void)
 {
     struct nowait_file *f = NULL;
+    int r;
     char missing[4200];
     snprintf(missing, sizeof missing, "%s.missing", path);
     CHECK(nowait_file_open(missing, NOWAIT_DIRECT_OFF, &f) == -ENOENT, "missing file");
@@ -270,6 +271,18 @@ static void test_errors(void)
     CHECK(nowait_file_open(dirpath, NOWAIT_DIRECT_AUTO, &f) == -EISDIR, "directory");
     CHECK(strstr(nowait_last_error(), "directory") != NULL, "message says directory");
     CHECK(nowait_file_open(path, 7, &f) == -EINVAL, "bad direct mode");
+    /* A fifo: refused at once (an open(2) of it would block for a writer). */
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s.fifo", path);
+    if (mkfifo(fifo, 0600) == 0) {
+        CHECK(nowait_file_open(fifo, NOWAIT_DIRECT_OFF, &f) == -ESPIPE, "fifo");
+        CHECK(strstr(nowait_last_error(), "fifo") != NULL, "message: %s", nowait_last_error());
+        unlink(fifo);
+    } else {
+        printf("SKIP fifo: mkfifo: %s\n", strerror(errno));
+    }
+    r = nowait_file_open("/dev/null", NOWAIT_DIRECT_OFF, &f);
+    CHECK(r < 0, "a character device is refused (%d)", r);
     CHECK(nowait_file_open(NULL, NOWAIT_DIRECT_OFF, &f) == -EINVAL, "NULL path");
     CHECK(nowait_file_open(path, NOWAIT_DIRECT_OFF, NULL) == -EINVAL, "NULL out");
     CHECK(strcmp(nowait_strerror(-EBUSY), nowait_strerror(EBUSY)) == 0 &&
