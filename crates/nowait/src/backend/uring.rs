@@ -74,6 +74,13 @@ pub(crate) struct UringConfig {
     pub register_files: bool,
     /// How many queued reads one `io_uring_enter` hands over (see `pacing`).
     pub submit: SubmitPolicy,
+    /// Allow `DEFER_TASKRUN` (with `SINGLE_ISSUER`). Off for a ring whose
+    /// completions an event loop learns of through an eventfd
+    /// ([`crate::Queue::completion_fd`]): deferred completions are only
+    /// run, at most a bounded batch per enter, when the owner enters the
+    /// ring, and what a batch leaves behind is not signalled again, so a
+    /// loop that sleeps on the eventfd could wait for reads already done.
+    pub defer_taskrun: bool,
 }
 
 impl Default for UringConfig {
@@ -85,6 +92,7 @@ impl Default for UringConfig {
             spin: Duration::ZERO,
             register_files: true,
             submit: SubmitPolicy::Adaptive,
+            defer_taskrun: true,
         }
     }
 }
@@ -129,7 +137,7 @@ fn attempts(cfg: &UringConfig) -> Vec<u8> {
     list.iter()
         .copied()
         .filter(|b| cfg.single_issuer || b & SI == 0)
-        .filter(|b| b & DT == 0 || b & SI != 0)
+        .filter(|b| b & DT == 0 || (b & SI != 0 && cfg.defer_taskrun))
         .collect()
 }
 
@@ -1028,6 +1036,10 @@ impl Backend for UringBackend {
 
     fn submission_note(&self) -> Option<String> {
         Some(self.pacer.note())
+    }
+
+    fn defers_taskrun(&self) -> bool {
+        self.flags.contains("DEFER_TASKRUN")
     }
 
     fn register_notify(&mut self, fd: RawFd) -> bool {
