@@ -169,6 +169,12 @@ pub(crate) fn wait_any(fds: &[&EventFd], timeout: Option<Duration>) {
     }
 }
 
+impl std::os::fd::AsFd for EventFd {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 impl AsRawFd for EventFd {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()

@@ -607,6 +607,18 @@ pub struct Queue {
     inline_active: bool,
     /// A re-issue `on_result` asked for while `read_inline` was running.
     inline_next: Option<u32>,
+    /// The eventfd of [`Queue::completion_fd`], once asked for.
+    notify: Option<Notify>,
+}
+
+/// The completion eventfd handed out by [`Queue::completion_fd`].
+struct Notify {
+    efd: crate::eventfd::EventFd,
+    /// The backend writes `efd` itself when it posts results
+    /// (`Backend::register_notify` accepted it). If not (`sync`, which
+    /// completes reads inside `submit`), the queue signals whenever reads
+    /// are owed after a call returns.
+    by_backend: bool,
 }
 
 impl fmt::Debug for Queue {
@@ -648,6 +660,7 @@ impl Queue {
             inline_since_enter: 0,
             inline_active: false,
             inline_next: None,
+            notify: None,
         }
     }
 
@@ -738,6 +751,14 @@ impl Queue {
     /// Queue one read. It reaches the kernel at the next [`Queue::submit`]
     /// or [`Queue::reap`]. On refusal the buffer comes back in [`Rejected`].
     pub fn push(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+        let r = self.push_one(req);
+        if self.notify.is_some() {
+            self.signal_if_ready();
+        }
+        r
+    }
+
+    fn push_one(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
         let Read {
             file,
             offset,
@@ -1032,7 +1053,73 @@ impl Queue {
     /// with `uring`; the reads themselves with `sync`).
     pub fn submit(&mut self) -> Result<()> {
         self.unsent = false;
-        self.backend.submit()
+        let r = self.backend.submit();
+        if self.notify.is_some() {
+            self.signal_if_ready();
+        }
+        r
+    }
+
+    /// An `eventfd(2)` that becomes readable when completions may be
+    /// waiting to be reaped: the file descriptor an event loop (epoll,
+    /// libuv's `uv_poll_t`, asyncio's `add_reader`, tevent) watches so that
+    /// its thread never blocks in the queue.
+    ///
+    /// The backend writes it when the kernel posts a result (io_uring's
+    /// `IORING_REGISTER_EVENTFD`, AIO's `IOCB_FLAG_RESFD`, the pool's
+    /// workers); the queue writes it itself for reads it finished without
+    /// the backend (inline reads, reads of zero bytes, the `sync` backend's
+    /// reads, which complete inside `submit`). The protocol for a loop:
+    /// when the fd is readable, read its 8-byte counter (it is
+    /// non-blocking; `EAGAIN` just means someone else cleared it), then
+    /// [`Queue::reap`] with `min == 0` until it returns 0. Clearing before
+    /// reaping means a completion that arrives in between signals again, so
+    /// no wake-up is lost; a wake-up may find nothing (it is a hint).
+    ///
+    /// Ask for it before the first read is pushed (the backend can only
+    /// signal reads submitted after it is registered); later calls return
+    /// the same fd. On an io_uring queue built with `IoPoll::On` or
+    /// `IoPoll::Auto`, registering the eventfd turns polled completions
+    /// off: polled completions are found by polling, never signalled.
+    pub fn completion_fd(&mut self) -> Result<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        if self.notify.is_none() {
+            if self.in_flight() > 0 {
+                return Err(Error::Config(format!(
+                    "completion_fd was asked for with {} reads in flight; ask for it right after \
+                     building the queue, before the first push",
+                    self.in_flight()
+                )));
+            }
+            let efd = crate::eventfd::EventFd::new().map_err(|source| Error::Kernel {
+                what: "eventfd (the queue's completion notification)",
+                source,
+            })?;
+            let before = self.backend.describe();
+            let by_backend = self.backend.register_notify(efd.raw_fd());
+            let after = self.backend.describe();
+            if after != before {
+                // Registering can change the setup (IOPOLL off): keep the
+                // report's added notes, update the backend's part.
+                self.report.detail = self.report.detail.replacen(&before, &after, 1);
+            }
+            self.notify = Some(Notify { efd, by_backend });
+        }
+        let n = self.notify.as_ref().expect("set above");
+        Ok(n.efd.as_fd())
+    }
+
+    /// With a completion fd: signal it when results are waiting that no
+    /// backend will signal (finished inline, or owed by a backend that
+    /// cannot signal).
+    #[cold]
+    fn signal_if_ready(&self) {
+        if let Some(n) = &self.notify {
+            if !self.ready.is_empty() || !self.stash.is_empty() || (!n.by_backend && self.owed > 0)
+            {
+                n.efd.signal();
+            }
+        }
     }
 
     /// Wait until at least `min` requests have completed (fewer if fewer
@@ -1040,6 +1127,19 @@ impl Queue {
     /// request to `out`. Returns how many were appended. `min == 0` only
     /// collects what is already done. Queued reads are submitted first.
     pub fn reap(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<usize> {
+        let r = self.reap_inner(min, timeout, out);
+        if self.notify.is_some() {
+            self.signal_if_ready();
+        }
+        r
+    }
+
+    fn reap_inner(
         &mut self,
         min: usize,
         timeout: Option<Duration>,
