@@ -365,14 +365,27 @@ fn main() {
     // NOWAIT_STRESS_REACTOR=1: build the engine inside the runtime (with the
     // `tokio` feature, completions then come through the runtime's reactor).
     let in_runtime = std::env::var_os("NOWAIT_STRESS_REACTOR").is_some_and(|v| v == "1");
+    // NOWAIT_STRESS_EXEC=tokio:N or smol:N: the executor and its threads
+    // (default tokio:2).
+    let exec = match std::env::var("NOWAIT_STRESS_EXEC")
+        .ok()
+        .as_deref()
+        .map(|v| v.split_once(':'))
+    {
+        None => Exec::Tokio(2),
+        Some(Some(("tokio", n))) => Exec::Tokio(n.parse().expect("NOWAIT_STRESS_EXEC=tokio:N")),
+        Some(Some(("smol", n))) => Exec::Smol(n.parse().expect("NOWAIT_STRESS_EXEC=smol:N")),
+        Some(_) => panic!("NOWAIT_STRESS_EXEC must be tokio:N or smol:N"),
+    };
     println!(
-        "async_stress: {reads} reads, seed {seed} (replay with NOWAIT_STRESS_SEED={seed}), engine built {}",
+        "async_stress: {reads} reads on {exec:?}, seed {seed} (replay with NOWAIT_STRESS_SEED={seed}), engine built {}",
         if in_runtime { "inside the runtime" } else { "outside the runtime" }
     );
     let dir = std::env::temp_dir().join(format!("nowait-stress-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("data");
-    let r = run(
+    let r = run_on(
+        exec,
         &path,
         8 << 20,
         reads,

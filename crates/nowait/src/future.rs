@@ -374,8 +374,7 @@ impl ReadMany {
                     r
                 }
                 Err(e) => {
-                    let (index, offset, buf) =
-                        self.pending.pop_front().expect("checked non-empty");
+                    let (index, offset, buf) = self.pending.pop_front().expect("checked non-empty");
                     return Poll::Ready(Some(ManyItem {
                         index,
                         offset,

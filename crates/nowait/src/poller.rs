@@ -76,7 +76,10 @@ fn run(reg: Weak<Registry>) {
                     None
                 }
             };
-            let fds: Vec<Arc<EventFd>> = rings.iter().filter_map(|r| r.poller_fd().cloned()).collect();
+            let fds: Vec<Arc<EventFd>> = rings
+                .iter()
+                .filter_map(|r| r.poller_fd().cloned())
+                .collect();
             // The registry is dropped before sleeping: the poller must never
             // keep the engine alive.
             (fds, timeout)

@@ -93,7 +93,12 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    pub(crate) fn new(cfg: RingConfig, poke: Arc<Poke>, max_rings: usize, spare: Arc<Ring>) -> Arc<Registry> {
+    pub(crate) fn new(
+        cfg: RingConfig,
+        poke: Arc<Poke>,
+        max_rings: usize,
+        spare: Arc<Ring>,
+    ) -> Arc<Registry> {
         Arc::new(Registry {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             cfg,
@@ -118,12 +123,15 @@ impl Registry {
         let found = LOCALS
             .try_with(|l| {
                 let l = l.0.borrow();
-                l.iter().find(|e| e.id == self.id).and_then(|e| e.ring.upgrade())
+                l.iter()
+                    .find(|e| e.id == self.id)
+                    .and_then(|e| e.ring.upgrade())
             })
             .ok()
             .flatten();
-        if let Some(r) = found {
-            return Ok(r);
+        match found {
+            Some(r) if !r.is_retired() => return Ok(r),
+            _ => {}
         }
         self.new_ring()
     }
@@ -177,17 +185,14 @@ impl Registry {
             let mut i = 0;
             while i < rings.live.len() {
                 let r = &rings.live[i];
-                if r.owner_gone() {
-                    let mut st = r.lock();
-                    if st.retire() {
-                        let mut s = st.stats();
-                        s.rings = 0;
-                        s.rings_reclaimed = 1;
-                        drop(st);
-                        rings.gone.add(&s);
-                        closed.push(rings.live.swap_remove(i));
-                        continue;
-                    }
+                if r.owner_gone() && r.retire() {
+                    // Closed: nothing can change its counters any more.
+                    let mut s = r.lock().stats();
+                    s.rings = 0;
+                    s.rings_reclaimed = 1;
+                    rings.gone.add(&s);
+                    closed.push(rings.live.swap_remove(i));
+                    continue;
                 }
                 i += 1;
             }

@@ -22,7 +22,7 @@ use crate::buf::Buf;
 use crate::error::{Error, Result};
 use crate::eventfd::EventFd;
 use crate::file::File;
-use crate::notify::{Notifier, PollerMode, Poke, TICK};
+use crate::notify::{Notifier, Poke, PollerMode, TICK};
 use crate::queue::{BackendReport, Completion, Queue, QueueBuilder, QueueStats, Read};
 
 /// Counters of an engine (summed over its rings, including reclaimed ones).
@@ -197,6 +197,8 @@ pub(crate) struct Ring {
     reactor_alive: AtomicBool,
     /// The thread it was built for has exited.
     owner_gone: AtomicBool,
+    /// Mirrors `State::retired` for lock-free lookups.
+    retired: AtomicBool,
     poke: Arc<Poke>,
     thread: Mutex<String>,
     /// [`crate::registry::thread_key`] of the thread it was built for.
@@ -295,6 +297,7 @@ impl Ring {
             efd,
             reactor_alive: AtomicBool::new(mode == PollerMode::Reactor),
             owner_gone: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
             poke: poke.clone(),
             thread: Mutex::new(thread),
             owner: AtomicU64::new(0),
@@ -331,7 +334,11 @@ impl Ring {
 
     pub(crate) fn ring_report(&self) -> RingReport {
         RingReport {
-            thread: self.thread.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            thread: self
+                .thread
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
             backend: self.report.clone(),
             poller: self.mode,
             poller_reason: self.reason.clone(),
@@ -370,6 +377,23 @@ impl Ring {
     /// The ring's thread exited.
     pub(crate) fn set_owner_gone(&self) {
         self.owner_gone.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the ring was closed (its thread exited, nothing in flight).
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
+    }
+
+    /// Close the ring for new reads if nothing of it is in use; says
+    /// whether it is closed.
+    pub(crate) fn retire(&self) -> bool {
+        let mut st = self.lock();
+        if st.retire() {
+            self.retired.store(true, Ordering::SeqCst);
+            true
+        } else {
+            false
+        }
     }
 
     pub(crate) fn owner_gone(&self) -> bool {
@@ -464,8 +488,9 @@ impl State {
         self.retired
     }
 
-    /// Close the ring for new reads if nothing is in use; says whether it did.
-    pub(crate) fn retire(&mut self) -> bool {
+    /// Close the ring for new reads if nothing is in use; says whether it
+    /// is closed (see [`Ring::retire`], which callers use).
+    fn retire(&mut self) -> bool {
         if self.in_use() == 0 && self.slot_waiters.is_empty() && self.grants.is_empty() {
             self.retired = true;
         }

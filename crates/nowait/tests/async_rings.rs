@@ -130,7 +130,10 @@ fn stress(exec: Exec, in_runtime: bool) {
     assert!(r.started >= 100_000, "{r:?}");
     assert!(r.verified > 10_000, "{r:?}");
     assert!(r.dropped > 10_000, "{r:?}");
-    assert!(r.rings >= 2, "every executor thread reads through its own ring: {r:?}");
+    assert!(
+        r.rings >= 2,
+        "every executor thread reads through its own ring: {r:?}"
+    );
 }
 
 #[test]
@@ -242,9 +245,11 @@ fn runtime_shutdown_with_reads_in_flight_loses_nothing() {
         drop(rt);
         println!("before shutdown: {before:?}");
         assert!(before.delivered > 0, "{before:?}");
-        wait_until(&engine, "abandoned reads reclaimed, worker rings closed", |s| {
-            s.in_flight == 0 && s.abandoned == 0 && s.rings_reclaimed >= 2
-        });
+        wait_until(
+            &engine,
+            "abandoned reads reclaimed, worker rings closed",
+            |s| s.in_flight == 0 && s.abandoned == 0 && s.rings_reclaimed >= 2,
+        );
         // The engine still reads, from this thread.
         for i in 0..64 {
             let off = offset(i * 31);
