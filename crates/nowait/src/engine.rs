@@ -64,7 +64,7 @@ use crate::registry::Registry;
 use crate::ring::{Ring, RingConfig};
 
 pub use crate::notify::{Notifier, PollerMode, TICK, WATCHDOG_TICK};
-pub use crate::ring::{EngineStats, RingReport};
+pub use crate::stats::{EngineStats, RingReport};
 
 /// Default cap on the rings of one engine (see [`EngineBuilder::max_rings`]).
 pub const DEFAULT_MAX_RINGS: usize = 64;

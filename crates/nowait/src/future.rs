@@ -19,8 +19,9 @@ use std::task::{Context, Poll};
 use crate::buf::Buf;
 use crate::engine::{Core, EngineFile};
 use crate::error::Error;
+use crate::ops::{Deferred, Started};
 use crate::registry::thread_key;
-use crate::ring::{Deferred, Ring, Started};
+use crate::ring::Ring;
 
 impl EngineFile {
     /// Read up to `buf.capacity()` bytes at `offset`. Resolves to the bytes

@@ -78,6 +78,7 @@ pub mod fastpath;
 mod file;
 mod future;
 mod notify;
+mod ops;
 pub mod pattern;
 mod poller;
 pub mod probe;
@@ -86,6 +87,7 @@ mod queue;
 mod reactor;
 mod registry;
 mod ring;
+mod stats;
 pub mod sys;
 
 pub use backend::uring::IoPoll;

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::Result;
 use crate::notify::Poke;
-use crate::ring::{EngineStats, Ring, RingConfig, RingReport};
+use crate::ring::{Ring, RingConfig};
+use crate::stats::{EngineStats, RingReport};
 
 /// Engine ids, so one thread can read through several engines.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
