@@ -52,7 +52,7 @@ pub(crate) struct Ring {
     retired: AtomicBool,
     poke: Arc<Poke>,
     thread: Mutex<String>,
-    /// [`crate::registry::thread_key`] of the thread it was built for.
+    /// The key (`registry::thread_key`) of the thread it was built for.
     owner: AtomicU64,
     /// `State::reaps` at the poller's last look (only the poller uses it).
     watch_mark: AtomicU64,
