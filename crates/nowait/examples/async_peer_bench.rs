@@ -137,9 +137,18 @@ fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) 
             h.await.expect("task");
         }
     });
+    let secs = start.elapsed().as_secs_f64();
+    let s = engine.stats();
+    eprintln!(
+        "  nowait: {} rings, {} reads collected on another thread, {} watchdog reaps, {} reactor/poller wake-ups",
+        s.rings + s.rings_reclaimed as usize,
+        s.foreign_reaps,
+        s.watchdog_reaps,
+        s.poller_wakeups
+    );
     Run {
         reads: total.load(Ordering::Relaxed),
-        secs: start.elapsed().as_secs_f64(),
+        secs,
     }
 }
 

@@ -45,7 +45,7 @@ impl AsRawFd for Fd {
     }
 }
 
-/// Hands the poller's job back to the watchdog thread when the reactor task
+/// Hands the ring back to the engine's poller thread when the reactor task
 /// ends while the engine is still alive.
 struct Fallback<D: Drive>(Weak<D>);
 

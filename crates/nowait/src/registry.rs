@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::error::Result;
 use crate::notify::Poke;
+#[cfg(feature = "tokio")]
+use crate::notify::{Notifier, PollerMode};
 use crate::ring::{Ring, RingConfig};
 use crate::stats::{EngineStats, RingReport};
 
@@ -141,7 +143,14 @@ impl Registry {
     fn new_ring(self: &Arc<Self>) -> Result<Arc<Ring>> {
         let mut rings = self.lock();
         let owners = rings.live.iter().filter(|r| !r.owner_gone()).count();
-        let (ring, owned) = if let Some(spare) = rings.spare.take() {
+        let spare = match rings.spare.take() {
+            Some(s) if self.spare_fits(&s) => Some(s),
+            other => {
+                rings.spare = other;
+                None
+            }
+        };
+        let (ring, owned) = if let Some(spare) = spare {
             spare.set_thread(thread_name());
             spare.set_owner(thread_key());
             (spare, true)
@@ -171,6 +180,22 @@ impl Registry {
             });
         });
         Ok(ring)
+    }
+
+    /// Whether the ring built with the engine suits the calling thread: not
+    /// if it waits on the poller thread while this thread runs a tokio
+    /// runtime whose reactor it would get with `Notifier::Auto` (the
+    /// spare then waits for a thread outside any runtime).
+    fn spare_fits(&self, spare: &Ring) -> bool {
+        #[cfg(feature = "tokio")]
+        if matches!(self.cfg.notifier, Notifier::Auto)
+            && spare.mode() == PollerMode::Notified
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            return false;
+        }
+        let _ = spare;
+        true
     }
 
     /// The live rings.

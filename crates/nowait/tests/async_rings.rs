@@ -377,3 +377,139 @@ fn every_ring_gets_the_builder_settings() {
     }
     assert_eq!(engine.depth(), 4);
 }
+
+/// Refuse `io_uring_setup(2)` with EPERM on the calling thread only (a
+/// seccomp filter without TSYNC applies to one thread): what a sandboxed
+/// worker thread sees.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+fn refuse_io_uring_on_this_thread() -> std::io::Result<()> {
+    #[repr(C)]
+    struct SockFilter {
+        code: u16,
+        jt: u8,
+        jf: u8,
+        k: u32,
+    }
+    #[repr(C)]
+    struct SockFprog {
+        len: u16,
+        filter: *const SockFilter,
+    }
+    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
+    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
+    const RET_ERRNO: u32 = 0x0005_0000; // SECCOMP_RET_ERRNO
+    const RET_ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
+    const IO_URING_SETUP: u32 = 425;
+    let filter = [
+        // seccomp_data.nr is the first word.
+        SockFilter {
+            code: LD_W_ABS,
+            jt: 0,
+            jf: 0,
+            k: 0,
+        },
+        SockFilter {
+            code: JEQ_K,
+            jt: 0,
+            jf: 1,
+            k: IO_URING_SETUP,
+        },
+        SockFilter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: RET_ERRNO | libc::EPERM as u32,
+        },
+        SockFilter {
+            code: RET_K,
+            jt: 0,
+            jf: 0,
+            k: RET_ALLOW,
+        },
+    ];
+    let prog = SockFprog {
+        len: filter.len() as u16,
+        filter: filter.as_ptr(),
+    };
+    // SAFETY: plain prctl(2) calls; `prog` and the filter it points to are
+    // alive for the call (the kernel copies the program).
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &prog as *const SockFprog,
+        ) != 0
+        {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// One thread cannot set up io_uring (seccomp on that thread alone): its
+/// ring takes the next backend of the ladder, says so in its report, and its
+/// reads verify; the other threads keep io_uring.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn a_thread_refused_io_uring_gets_the_next_backend() {
+    let (_dir, path) = fixture();
+    let engine = Engine::new().unwrap();
+    if engine.backend().kind != nowait::BackendKind::Uring {
+        println!("SKIP a_thread_refused_io_uring_gets_the_next_backend: no io_uring here");
+        return;
+    }
+    let file = engine.open(&path, Direct::Off).unwrap();
+    // This thread reads first, so it takes the ring built with the engine
+    // and the other thread must build its own.
+    let (r, buf) = nowait::block_on(file.read_at(Buf::new(4096), 0));
+    verify(0, r, &buf);
+    let e = engine.clone();
+    let f = file.clone();
+    let report = std::thread::Builder::new()
+        .name("no-uring".into())
+        .spawn(move || {
+            refuse_io_uring_on_this_thread()?;
+            for i in 0..200 {
+                let off = offset(i * 7);
+                let (r, buf) = nowait::block_on(f.read_at(Buf::new(4096), off));
+                verify(off, r, &buf);
+            }
+            Ok::<_, std::io::Error>(e.rings().into_iter().find(|r| r.thread == "no-uring"))
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let report = match report {
+        Ok(r) => r.expect("the thread's ring is reported"),
+        Err(err) => {
+            println!("SKIP a_thread_refused_io_uring_gets_the_next_backend: seccomp: {err}");
+            return;
+        }
+    };
+    println!("{report:#?}");
+    assert_ne!(
+        report.backend.kind,
+        nowait::BackendKind::Uring,
+        "{report:?}"
+    );
+    assert!(
+        report.backend.reason.contains("EPERM") || report.backend.reason.contains("seccomp"),
+        "the report says why: {report:?}"
+    );
+    // This thread still gets io_uring.
+    for i in 0..50 {
+        let off = offset(i * 13);
+        let (r, buf) = nowait::block_on(file.read_at(Buf::new(4096), off));
+        verify(off, r, &buf);
+    }
+    let mine = engine
+        .rings()
+        .into_iter()
+        .find(|r| r.backend.kind == nowait::BackendKind::Uring);
+    assert!(mine.is_some(), "{:#?}", engine.rings());
+}
