@@ -304,6 +304,25 @@ impl Engine {
         &self.handle.core.poller_reason
     }
 
+    /// A buffer from the calling thread's ring's registered pool
+    /// ([`EngineBuilder::fixed_buffers`]): reads into it on this thread go
+    /// out as io_uring `READ_FIXED`. `None` if the pool is empty or was not
+    /// asked for (or the thread's ring cannot be built). Read into it like
+    /// any [`Buf`]; on another thread it is an ordinary buffer.
+    pub fn take_buf(&self) -> Option<crate::Buf> {
+        let ring = self.handle.core.ring().ok()?;
+        let b = ring.lock().take_buf();
+        b
+    }
+
+    /// Give a buffer taken with [`Engine::take_buf`] back to the calling
+    /// thread's ring's pool (a buffer that does not fit it is dropped).
+    pub fn give_buf(&self, buf: crate::Buf) {
+        if let Ok(ring) = self.handle.core.ring() {
+            ring.lock().give_buf(buf);
+        }
+    }
+
     /// Each live ring: its thread, backend and notifier.
     pub fn rings(&self) -> Vec<RingReport> {
         self.handle.core.reg.reports()

@@ -103,6 +103,16 @@ impl State {
         self.stats.poller_wakeups += 1;
     }
 
+    /// A buffer from the queue's registered pool, if it has a free one.
+    pub(crate) fn take_buf(&mut self) -> Option<Buf> {
+        self.queue.take_buf()
+    }
+
+    /// Return a buffer to the queue's pool (dropped if it does not fit).
+    pub(crate) fn give_buf(&mut self, buf: Buf) {
+        self.queue.give_buf(buf);
+    }
+
     /// Ops in use: in flight, done but not collected, or abandoned.
     pub(crate) fn in_use(&self) -> usize {
         self.ops.len() - self.free.len() - self.grants.len()

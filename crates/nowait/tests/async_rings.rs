@@ -513,3 +513,49 @@ fn a_thread_refused_io_uring_gets_the_next_backend() {
         .find(|r| r.backend.kind == nowait::BackendKind::Uring);
     assert!(mine.is_some(), "{:#?}", engine.rings());
 }
+
+/// `fixed_buffers` reaches every thread's ring: each thread takes registered
+/// buffers from its own ring and its reads go out as `READ_FIXED`.
+#[test]
+fn every_ring_gets_its_registered_buffers() {
+    let (_dir, path) = fixture();
+    let engine = Engine::builder()
+        .backend(BackendChoice::Exactly(nowait::BackendKind::Uring))
+        .fixed_buffers(4, 4096)
+        .build();
+    let Ok(engine) = engine else {
+        println!("SKIP every_ring_gets_its_registered_buffers: no io_uring here");
+        return;
+    };
+    let file = engine.open(&path, Direct::Off).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (e, f) = (engine.clone(), file.clone());
+            s.spawn(move || {
+                let mut buf = e
+                    .take_buf()
+                    .expect("this thread's ring has registered buffers");
+                for i in 0..50 {
+                    let off = offset(t * 500 + i);
+                    let (r, b) = nowait::block_on(f.read_at(buf, off));
+                    verify(off, r, &b);
+                    buf = b;
+                }
+                e.give_buf(buf);
+            });
+        }
+    });
+    let s = engine.stats();
+    println!("{s:?}");
+    if s.queue.fixed_reads == 0 {
+        // The locked-memory limit can refuse the registration; the reads
+        // then go out as plain reads (the report says so).
+        println!(
+            "SKIP fixed_reads check: registration refused: {:#?}",
+            engine.rings()
+        );
+        return;
+    }
+    assert_eq!(s.queue.fixed_reads, 100, "{s:?}");
+    assert!(s.rings + s.rings_reclaimed as usize >= 2, "{s:?}");
+}
