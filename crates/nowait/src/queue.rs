@@ -668,7 +668,9 @@ impl Queue {
     /// backend (io_uring fixed buffers). Returns a note for the report.
     fn set_up_fixed_buffers(&mut self, count: usize, size: usize) -> String {
         static NEXT_REG: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-        let mut pool = BufPool::new(count, size, crate::buf::PAGE);
+        // One region the pool keeps until the queue drops it (after the
+        // backend): buffers callers take and drop never free registered memory.
+        let mut pool = BufPool::shared(count, size, crate::buf::PAGE);
         let id = NEXT_REG.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let regions = pool.register_all(id);
         let note = match self.backend.register_buffers(&regions) {
@@ -1145,10 +1147,27 @@ impl Queue {
         timeout: Option<Duration>,
         out: &mut Vec<Completion>,
     ) -> Result<usize> {
-        let deadline = timeout.map(|t| Instant::now() + t);
         let before = out.len();
         out.extend(self.stash.drain(..));
-        let target = min.min(self.in_flight() + (out.len() - before));
+        self.reap_slots(min, timeout, out, before)
+    }
+
+    /// `reap` without the stash: wait until at least `min` completions are
+    /// in `out[before..]` (the caller may have put some there already),
+    /// asking the backend for the rest. `read_len_at` calls this directly:
+    /// completions it stashed must not count toward its own wait, or one
+    /// stashed completion would satisfy every wait without the backend
+    /// ever being asked again (the livelock of issue #11).
+    fn reap_slots(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+        before: usize,
+    ) -> Result<usize> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let slots_out = self.slots.len() - self.free.len();
+        let target = min.min(slots_out + (out.len() - before));
         loop {
             while let Some(idx) = self.ready.pop_front() {
                 out.push(self.take(idx));
@@ -1391,7 +1410,7 @@ impl Queue {
         let mut out = Vec::with_capacity(4);
         loop {
             out.clear();
-            if let Err(e) = self.reap(1, None, &mut out) {
+            if let Err(e) = self.reap_slots(1, None, &mut out, 0) {
                 // The request is still owed; it will be handed back by a later reap.
                 // Give the caller an empty buffer so nothing the kernel may write is exposed.
                 return (Err(e), Buf::new(0));
