@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use crate::sys::Rusage;
 use hdrhistogram::Histogram;
-use nowait::sys::Rusage;
 use nowait::{FastPathStats, QueueStats};
 
 use crate::sqpoll::SqpollCpu;
@@ -127,9 +127,43 @@ pub struct Measured {
     /// CPU time of the SQPOLL kernel threads (with `sqthread_poll`; also
     /// counted in `rusage`).
     pub sqpoll: Option<SqpollCpu>,
+    /// `submit()` calls, counting those the reap's enter carried.
+    pub submit_calls: u64,
+    /// Reads those calls submitted.
+    pub submitted: u64,
+    /// `reap()` calls.
+    pub reap_calls: u64,
 }
 
 impl Measured {
+    /// Add another thread's figures (wall time: the longer; CPU time is
+    /// the process's, measured apart).
+    pub fn add(&mut self, o: &Measured) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.elapsed = self.elapsed.max(o.elapsed);
+        self.clat.merge(&o.clat);
+        self.slat.merge(&o.slat);
+        self.syscalls += o.syscalls;
+        self.queue = stats_add(&self.queue, &o.queue);
+        if let Some(c) = &o.sqpoll {
+            self.sqpoll.get_or_insert_with(SqpollCpu::default).add(c);
+        }
+        self.submit_calls += o.submit_calls;
+        self.submitted += o.submitted;
+        self.reap_calls += o.reap_calls;
+    }
+
+    /// Reads per submit call.
+    pub fn ios_per_submit(&self) -> f64 {
+        ratio(self.submitted, self.submit_calls)
+    }
+
+    /// Reads per reap call.
+    pub fn ios_per_reap(&self) -> f64 {
+        ratio(self.ios, self.reap_calls)
+    }
+
     /// Reads per second.
     pub fn iops(&self) -> f64 {
         per_sec(self.ios as f64, self.elapsed)
@@ -157,75 +191,62 @@ impl Measured {
 
     /// Reads per system call.
     pub fn ios_per_syscall(&self) -> f64 {
-        if self.syscalls == 0 {
-            0.0
-        } else {
-            self.ios as f64 / self.syscalls as f64
-        }
+        ratio(self.ios, self.syscalls)
     }
+}
+
+/// Apply `op` to every counter of two [`QueueStats`] (and of their
+/// [`FastPathStats`]): one list of the fields for both sums and differences.
+macro_rules! counterwise {
+    ($a:expr, $b:expr, $op:ident) => {{
+        let (a, b) = ($a, $b);
+        let (x, y) = (&a.fast_path, &b.fast_path);
+        QueueStats {
+            fast_path: FastPathStats {
+                tries: x.tries.$op(y.tries),
+                inline_hits: x.inline_hits.$op(y.inline_hits),
+                partial_hits: x.partial_hits.$op(y.partial_hits),
+                misses: x.misses.$op(y.misses),
+                refused: x.refused.$op(y.refused),
+                skipped: x.skipped.$op(y.skipped),
+                reprobes: x.reprobes.$op(y.reprobes),
+                offloads: x.offloads.$op(y.offloads),
+                worker_reads: x.worker_reads.$op(y.worker_reads),
+                wakeups: x.wakeups.$op(y.wakeups),
+            },
+            pushed: a.pushed.$op(b.pushed),
+            completed: a.completed.$op(b.completed),
+            errors: a.errors.$op(b.errors),
+            short_retries: a.short_retries.$op(b.short_retries),
+            eintr_retries: a.eintr_retries.$op(b.eintr_retries),
+            bounced: a.bounced.$op(b.bounced),
+            syscalls: a.syscalls.$op(b.syscalls),
+            fixed_reads: a.fixed_reads.$op(b.fixed_reads),
+            small_fast: a.small_fast.$op(b.small_fast),
+            inline: a.inline.$op(b.inline),
+            polled: a.polled.$op(b.polled),
+            poll_fallbacks: a.poll_fallbacks.$op(b.poll_fallbacks),
+            spin_reaped: a.spin_reaped.$op(b.spin_reaped),
+        }
+    }};
 }
 
 /// Counter-wise `later - earlier` (saturating).
 pub fn stats_since(later: &QueueStats, earlier: &QueueStats) -> QueueStats {
-    let f = |a: &FastPathStats, b: &FastPathStats| FastPathStats {
-        tries: a.tries.saturating_sub(b.tries),
-        inline_hits: a.inline_hits.saturating_sub(b.inline_hits),
-        partial_hits: a.partial_hits.saturating_sub(b.partial_hits),
-        misses: a.misses.saturating_sub(b.misses),
-        refused: a.refused.saturating_sub(b.refused),
-        skipped: a.skipped.saturating_sub(b.skipped),
-        reprobes: a.reprobes.saturating_sub(b.reprobes),
-        offloads: a.offloads.saturating_sub(b.offloads),
-        worker_reads: a.worker_reads.saturating_sub(b.worker_reads),
-        wakeups: a.wakeups.saturating_sub(b.wakeups),
-    };
-    QueueStats {
-        pushed: later.pushed.saturating_sub(earlier.pushed),
-        completed: later.completed.saturating_sub(earlier.completed),
-        errors: later.errors.saturating_sub(earlier.errors),
-        short_retries: later.short_retries.saturating_sub(earlier.short_retries),
-        eintr_retries: later.eintr_retries.saturating_sub(earlier.eintr_retries),
-        bounced: later.bounced.saturating_sub(earlier.bounced),
-        syscalls: later.syscalls.saturating_sub(earlier.syscalls),
-        fast_path: f(&later.fast_path, &earlier.fast_path),
-        fixed_reads: later.fixed_reads.saturating_sub(earlier.fixed_reads),
-        small_fast: later.small_fast.saturating_sub(earlier.small_fast),
-        inline: later.inline.saturating_sub(earlier.inline),
-        polled: later.polled.saturating_sub(earlier.polled),
-        poll_fallbacks: later.poll_fallbacks.saturating_sub(earlier.poll_fallbacks),
-        spin_reaped: later.spin_reaped.saturating_sub(earlier.spin_reaped),
-    }
+    counterwise!(later, earlier, saturating_sub)
 }
 
 /// Counter-wise sum (several threads' queues).
 pub fn stats_add(a: &QueueStats, b: &QueueStats) -> QueueStats {
-    let (x, y) = (&a.fast_path, &b.fast_path);
-    QueueStats {
-        pushed: a.pushed + b.pushed,
-        completed: a.completed + b.completed,
-        errors: a.errors + b.errors,
-        short_retries: a.short_retries + b.short_retries,
-        eintr_retries: a.eintr_retries + b.eintr_retries,
-        bounced: a.bounced + b.bounced,
-        syscalls: a.syscalls + b.syscalls,
-        fast_path: FastPathStats {
-            tries: x.tries + y.tries,
-            inline_hits: x.inline_hits + y.inline_hits,
-            partial_hits: x.partial_hits + y.partial_hits,
-            misses: x.misses + y.misses,
-            refused: x.refused + y.refused,
-            skipped: x.skipped + y.skipped,
-            reprobes: x.reprobes + y.reprobes,
-            offloads: x.offloads + y.offloads,
-            worker_reads: x.worker_reads + y.worker_reads,
-            wakeups: x.wakeups + y.wakeups,
-        },
-        fixed_reads: a.fixed_reads + b.fixed_reads,
-        small_fast: a.small_fast + b.small_fast,
-        inline: a.inline + b.inline,
-        polled: a.polled + b.polled,
-        poll_fallbacks: a.poll_fallbacks + b.poll_fallbacks,
-        spin_reaped: a.spin_reaped + b.spin_reaped,
+    counterwise!(a, b, wrapping_add)
+}
+
+/// `a / b`, 0 when `b` is 0.
+pub fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
     }
 }
 
