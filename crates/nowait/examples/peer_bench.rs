@@ -111,7 +111,10 @@ fn queue_run(
 ) -> Run {
     let mut q = builder.depth(qd).build().unwrap();
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let mut bufs: Vec<Buf> = (0..qd).map(|_| Buf::new(BS)).collect();
+    // The queue's registered buffers where it has them (READ_FIXED).
+    let mut bufs: Vec<Buf> = (0..qd)
+        .map(|_| q.take_buf().unwrap_or_else(|| Buf::new(BS)))
+        .collect();
     let mut issued = 0u64;
     let mut push = |q: &mut Queue, buf: Buf, issued: &mut u64| {
         if cold && *issued % DROP_EVERY == 0 {
@@ -232,6 +235,15 @@ fn main() {
             cold,
         ));
         runs.push(queue_run("uring", uring(), &file, blocks, secs, qd, cold));
+        runs.push(queue_run(
+            "uring, fixed buffers",
+            uring().fixed_buffers(qd, BS),
+            &file,
+            blocks,
+            secs,
+            qd,
+            cold,
+        ));
         for m in [NowaitMode::Adaptive, NowaitMode::Always, NowaitMode::Off] {
             let name = format!("pool nowait={m}");
             runs.push(queue_run(&name, pool(m), &file, blocks, secs, qd, cold));
