@@ -151,5 +151,9 @@ fn submission_trial(path: &Path, direct: bool) -> Option<String> {
         }
     }
     let note = q.submission()?;
-    Some(note.strip_prefix("submission ").unwrap_or(&note).to_string())
+    Some(
+        note.strip_prefix("submission ")
+            .unwrap_or(&note)
+            .to_string(),
+    )
 }

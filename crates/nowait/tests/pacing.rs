@@ -87,9 +87,7 @@ fn every_policy_reads_byte_exact_and_paced_means_two_per_call() {
             let path = path.clone();
             let what = format!("{kind} {policy}");
             let stats = watchdog(&what, Duration::from_secs(20), move |p| {
-                let Some(q) = build(kind, policy) else {
-                    return None;
-                };
+                let q = build(kind, policy)?;
                 let q = rounds(q, &path, Direct::On, 4, p);
                 Some((q.backend_stats(), q.submission().unwrap_or_default()))
             });
