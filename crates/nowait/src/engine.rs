@@ -71,9 +71,10 @@ use std::time::{Duration, Instant};
 use crate::backend::{BackendChoice, BackendKind};
 use crate::buf::Buf;
 use crate::error::{Error, Result};
-use crate::eventfd::EventFd;
+use crate::sys::eventfd::EventFd;
 use crate::file::{Direct, File};
-use crate::queue::{BackendReport, Completion, Queue, QueueStats, Read};
+use crate::backend::ladder::BackendReport;
+use crate::queue::{Completion, Queue, QueueStats, Read};
 
 /// How often the poller reaps while reads are in flight on a backend that
 /// cannot signal completions through an eventfd.

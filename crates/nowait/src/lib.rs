@@ -73,8 +73,6 @@ mod blocking;
 mod buf;
 pub mod engine;
 mod error;
-mod eventfd;
-pub mod fastpath;
 mod file;
 mod future;
 pub mod pattern;
@@ -82,18 +80,20 @@ pub mod probe;
 mod queue;
 #[cfg(feature = "tokio")]
 mod reactor;
+pub mod rwf_nowait;
+#[doc(hidden)]
 pub mod sys;
 
 pub use backend::uring::IoPoll;
+pub use backend::ladder::{BackendReason, BackendReport, Skipped};
 pub use backend::{BackendChoice, BackendKind, BackendStats, MAX_READ};
 pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
 pub use engine::{Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode};
-pub use error::{Error, Result};
-pub use fastpath::{FastPathOff, FastPathState, FastPathStats, NowaitMode};
-pub use file::{DioAlignment, Direct, File, FileKind};
+pub use error::{ConfigError, Error, Result};
+pub use rwf_nowait::{NowaitMode, NowaitOff, NowaitState, NowaitStats};
+pub use file::{AlignSource, DioAlignment, Direct, File, FileKind, MemoryBacking};
 pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 pub use queue::{
-    BackendReport, Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH,
-    SMALL_READ_MAX,
+    Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH, SMALL_READ_MAX,
 };

@@ -23,7 +23,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
 use crate::engine::Core;
-use crate::eventfd::EventFd;
+use crate::sys::eventfd::EventFd;
 
 /// The eventfd as tokio sees it; the engine's core keeps its own handle.
 struct Fd(Arc<EventFd>);

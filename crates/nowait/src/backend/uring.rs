@@ -31,13 +31,15 @@
 #![allow(unsafe_code)]
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::{Backend, BackendStats, Cqe, Sqe};
+use crate::sys;
+use crate::sys::names::errno_name;
 use crate::error::{Error, Result};
 use crate::file::{FileInner, POLL_REFUSED, POLL_YES};
 
@@ -156,10 +158,6 @@ pub(crate) struct UringBackend {
     fixed: Vec<(usize, usize)>,
 }
 
-// SAFETY: the raw pointers inside kept `Sqe`s point into buffers and files
-// owned by the queue that owns this backend; they move between threads
-// together with that queue and are only used by the kernel.
-unsafe impl Send for UringBackend {}
 
 struct PollRing {
     ring: IoUring,
@@ -202,7 +200,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                 // only a ring used from one thread may use it (SQPOLL rings
                 // keep the crate's enter, which knows when to skip it).
                 let ring_index = if cfg.single_issuer && bits & SQ == 0 {
-                    register_ring_fd(&ring).map(|i| (i, thread_key()))
+                    sys::uring::register_ring_fd(ring.as_raw_fd()).map(|i| (i, thread_key()))
                 } else {
                     None
                 };
@@ -225,7 +223,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                 if let Some(e) = sqpoll_refused {
                     flags.push_str(&format!(
                         " (SQPOLL refused: {})",
-                        crate::probe::errno_name(e)
+                        errno_name(e)
                     ));
                 }
                 return Ok(UringBackend {
@@ -260,6 +258,33 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
     Err(last)
 }
 
+/// Why io_uring cannot be used, from the errno of `io_uring_setup(2)`.
+pub(crate) fn refusal(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) => {
+            let sysctl =
+                std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").unwrap_or_default();
+            match sysctl.trim() {
+                "2" => "io_uring_setup answered EPERM: kernel.io_uring_disabled=2 disables io_uring for everyone".into(),
+                "1" => "io_uring_setup answered EPERM: kernel.io_uring_disabled=1 allows it only to the io_uring_group"
+                    .into(),
+                _ => "io_uring_setup answered EPERM: blocked by a seccomp filter (Docker's default profile does this)"
+                    .into(),
+            }
+        }
+        Some(libc::ENOSYS) => {
+            "io_uring_setup answered ENOSYS: the kernel is built without io_uring".into()
+        }
+        Some(libc::ENOMEM) => {
+            "io_uring_setup answered ENOMEM: the locked-memory limit is too low (ulimit -l)".into()
+        }
+        Some(libc::EMFILE) | Some(libc::ENFILE) => {
+            "io_uring_setup answered EMFILE: too many open files".into()
+        }
+        _ => format!("io_uring_setup failed: {e}"),
+    }
+}
+
 fn setup_poll_ring(entries: u32, depth: usize) -> io::Result<PollRing> {
     let ring = IoUring::builder()
         .setup_iopoll()
@@ -285,37 +310,6 @@ fn enter_ring(ring: &IoUring, want: usize, timeout: Option<Duration>) -> io::Res
     }
 }
 
-// From <linux/io_uring.h>; the io-uring crate keeps its copies private.
-const IORING_REGISTER_RING_FDS: libc::c_uint = 20;
-const IORING_UNREGISTER_RING_FDS: libc::c_uint = 21;
-const IORING_ENTER_GETEVENTS: libc::c_uint = 1 << 0;
-const IORING_ENTER_EXT_ARG: libc::c_uint = 1 << 3;
-const IORING_ENTER_REGISTERED_RING: libc::c_uint = 1 << 4;
-
-/// `struct io_uring_rsrc_update`.
-#[repr(C)]
-struct RsrcUpdate {
-    offset: u32,
-    resv: u32,
-    data: u64,
-}
-
-/// `struct io_uring_getevents_arg`.
-#[repr(C)]
-struct GeteventsArg {
-    sigmask: u64,
-    sigmask_sz: u32,
-    min_wait_usec: u32,
-    ts: u64,
-}
-
-/// `struct __kernel_timespec`.
-#[repr(C)]
-struct KernelTimespec {
-    tv_sec: i64,
-    tv_nsec: i64,
-}
-
 /// An identity for the current thread, cheap to take on every enter and
 /// never reused in this process (a thread-local's address would be: a new
 /// thread can get an exited thread's stack, and with it its key, and then
@@ -334,57 +328,6 @@ fn thread_key() -> usize {
         }
         k.get()
     })
-}
-
-/// Register `ring`'s fd in this thread's io_uring context; its index, or
-/// `None` if the kernel refuses (before 5.18, or the table is full). Done
-/// here rather than through the io-uring crate, whose `Submitter` keeps the
-/// index in a value that `IoUring::submitter()` makes afresh on every call,
-/// so the index would never be used while the registration kept the ring
-/// (and its registered files and buffers) alive until the thread exits.
-fn register_ring_fd(ring: &IoUring) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    let mut up = RsrcUpdate {
-        offset: u32::MAX, // any free slot
-        resv: 0,
-        data: ring.as_raw_fd() as u64,
-    };
-    // SAFETY: `up` is a live, correctly laid out io_uring_rsrc_update and we
-    // pass a count of 1; the kernel writes the chosen index into `offset`.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            ring.as_raw_fd(),
-            IORING_REGISTER_RING_FDS,
-            &mut up as *mut RsrcUpdate,
-            1 as libc::c_uint,
-        )
-    };
-    // EINVAL (kernel without it), EBUSY (table full) and the rest: enter
-    // with the plain fd instead.
-    (r == 1).then_some(up.offset)
-}
-
-/// Undo `register_ring_fd` for `index`, from the thread that registered it.
-fn unregister_ring_fd(ring: &IoUring, index: u32) {
-    use std::os::fd::AsRawFd;
-    let up = RsrcUpdate {
-        offset: index,
-        resv: 0,
-        data: 0,
-    };
-    // SAFETY: as in `register_ring_fd`; the kernel only reads `up`. A
-    // failure leaves the ring registered until the thread exits: nothing
-    // more to do about it here.
-    let _ = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            ring.as_raw_fd(),
-            IORING_UNREGISTER_RING_FDS,
-            &up as *const RsrcUpdate,
-            1 as libc::c_uint,
-        )
-    };
 }
 
 /// What an `io_uring_enter` error means for the caller.
@@ -437,57 +380,18 @@ impl UringBackend {
         want: usize,
         timeout: Option<Duration>,
     ) -> io::Result<usize> {
-        let (len, mut flags) = {
+        let (len, getevents) = {
             let sq = self.ring.submission();
             // Deferred task work and an overflowed CQ are only dealt with by
             // an enter carrying GETEVENTS.
-            let get = want > 0 || sq.cq_overflow() || sq.taskrun();
-            (sq.len(), if get { IORING_ENTER_GETEVENTS } else { 0 })
-        };
-        flags |= IORING_ENTER_REGISTERED_RING;
-        let ts;
-        let arg;
-        let (argp, argsz) = match timeout {
-            Some(t) if want > 0 => {
-                ts = KernelTimespec {
-                    tv_sec: t.as_secs() as i64,
-                    tv_nsec: t.subsec_nanos() as i64,
-                };
-                arg = GeteventsArg {
-                    sigmask: 0,
-                    sigmask_sz: 0,
-                    min_wait_usec: 0,
-                    ts: &ts as *const KernelTimespec as u64,
-                };
-                flags |= IORING_ENTER_EXT_ARG;
-                (
-                    &arg as *const GeteventsArg as *const libc::c_void,
-                    std::mem::size_of::<GeteventsArg>(),
-                )
-            }
-            _ => (std::ptr::null(), 0),
+            (sq.len(), want > 0 || sq.cq_overflow() || sq.taskrun())
         };
         // SAFETY: `index` names this ring in this thread's io_uring context
-        // (registered by this thread, checked by the caller); `argp` is null
-        // or points at `arg` (and it at `ts`), both alive for the call. The
-        // SQ entries up to the tail were published when the crate's
-        // SubmissionQueue handles were dropped.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_enter,
-                index as libc::c_uint,
-                len as libc::c_uint,
-                want as libc::c_uint,
-                flags,
-                argp,
-                argsz,
-            )
-        };
-        if r < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(r as usize)
-        }
+        // (registered by this thread, checked by the caller). The SQ entries
+        // up to the tail were published when the crate's SubmissionQueue
+        // handles were dropped, and every buffer they name is kept alive by
+        // the queue's slots until its completion is reaped.
+        unsafe { sys::uring::enter_registered(index, len, want, getevents, timeout) }
     }
 
     /// The registered-file index for `fd`, registering the file on first use.
@@ -574,7 +478,7 @@ impl UringBackend {
                 self.iopoll = IoPoll::Off;
                 self.poll_note = format!(
                     "IOPOLL ring refused ({})",
-                    crate::probe::errno_name(e.raw_os_error().unwrap_or(0))
+                    errno_name(e.raw_os_error().unwrap_or(0))
                 );
                 false
             }
@@ -617,9 +521,7 @@ impl UringBackend {
         }
         for s in refused {
             self.stats.poll_fallbacks += 1;
-            // SAFETY: `s.file` is valid until this slot's Cqe is reaped (the
-            // Sqe contract), and that has not happened yet.
-            let file = unsafe { &*s.file };
+            let file = s.file();
             file.polls.store(POLL_REFUSED, Ordering::Relaxed);
             self.push_main(&s, file);
         }
@@ -694,7 +596,7 @@ impl Drop for UringBackend {
         // index means nothing (or another ring) there, so it stays.
         if let Some((index, owner)) = self.ring_index {
             if owner == thread_key() {
-                unregister_ring_fd(&self.ring, index);
+                sys::uring::unregister_ring_fd(self.ring.as_raw_fd(), index);
             }
         }
     }
@@ -702,9 +604,7 @@ impl Drop for UringBackend {
 
 impl Backend for UringBackend {
     unsafe fn push(&mut self, sqe: &Sqe) {
-        // SAFETY: the Sqe contract keeps `file` valid until this slot's Cqe
-        // is reaped.
-        let file = unsafe { &*sqe.file };
+        let file = sqe.file();
         if self.polled(file) {
             let p = self
                 .poll
