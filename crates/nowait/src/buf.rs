@@ -27,6 +27,8 @@ pub struct Buf {
     /// index). A tag travels with the buffer, so memory that merely reuses
     /// a registered address is never mistaken for a registered buffer.
     pub(crate) fixed: Option<(u32, u16)>,
+    /// The memory belongs to the caller ([`Buf::from_raw_parts`]): never freed here.
+    foreign: bool,
 }
 
 // SAFETY: `Buf` owns its allocation exclusively (like `Vec<u8>`); nothing else
@@ -58,6 +60,7 @@ impl Buf {
                 len: 0,
                 align,
                 fixed: None,
+                foreign: false,
             };
         }
         let layout = Layout::from_size_align(cap, align)
@@ -73,7 +76,46 @@ impl Buf {
             len: 0,
             align,
             fixed: None,
+            foreign: false,
         }
+    }
+
+    /// A buffer over memory the caller owns — a C program's `malloc`, a
+    /// Python `bytearray` or NumPy array — so a read lands in it with no
+    /// copy. The `Buf` never frees it: dropping the `Buf` (or the
+    /// [`Completion`](crate::Completion) that carries it) only ends the
+    /// engine's use of it. Its alignment is the largest power of two (up
+    /// to 64 KiB) that divides `ptr`, which is what O_DIRECT checks see.
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `cap` bytes, hold
+    /// initialised bytes (any values), and be touched by nobody else from
+    /// this call until the returned `Buf` is dropped: the kernel may write to
+    /// it until the read's completion is handed back.
+    pub unsafe fn from_raw_parts(ptr: *mut u8, cap: usize) -> Buf {
+        let addr = ptr as usize;
+        let align = if addr == 0 {
+            1
+        } else {
+            (1usize << addr.trailing_zeros()).min(65536)
+        };
+        match NonNull::new(ptr) {
+            Some(ptr) if cap > 0 => Buf {
+                ptr,
+                cap,
+                len: 0,
+                align,
+                fixed: None,
+                foreign: true,
+            },
+            // No memory to use: the empty buffer, which touches nothing.
+            _ => Buf::with_align(0, 1),
+        }
+    }
+
+    /// True for a buffer over the caller's memory ([`Buf::from_raw_parts`]).
+    pub fn is_foreign(&self) -> bool {
+        self.foreign
     }
 
     /// Capacity in bytes.
@@ -148,7 +190,7 @@ impl Buf {
 
 impl Drop for Buf {
     fn drop(&mut self) {
-        if self.cap == 0 {
+        if self.cap == 0 || self.foreign {
             return;
         }
         let layout =
@@ -191,10 +233,10 @@ impl BufPool {
         Some(b)
     }
 
-    /// Return a buffer. Buffers of another size or alignment are dropped
-    /// rather than mixed into the pool.
+    /// Return a buffer. Buffers of another size or alignment, and buffers
+    /// over the caller's memory, are dropped rather than mixed into the pool.
     pub fn put(&mut self, buf: Buf) {
-        if buf.cap == self.size && buf.align == self.align {
+        if buf.cap == self.size && buf.align == self.align && !buf.foreign {
             self.free.push(buf);
         }
     }
@@ -241,6 +283,26 @@ mod tests {
             b.as_mut_slice().copy_from_slice(b"abcdefg");
             assert_eq!(b.as_slice(), b"abcdefg");
         }
+    }
+
+    #[test]
+    fn foreign_buffer_is_used_in_place_and_not_freed() {
+        let mut mem = vec![0u8; 8192 + 4096];
+        let off = mem.as_ptr().align_offset(4096);
+        let region = &mut mem[off..off + 8192];
+        let ptr = region.as_mut_ptr();
+        // SAFETY: `region` is valid, initialised and untouched while `b` lives.
+        let mut b = unsafe { Buf::from_raw_parts(ptr, 8192) };
+        assert!(b.is_foreign());
+        assert_eq!(b.capacity(), 8192);
+        assert!(b.align() >= 4096 && b.addr() % b.align() == 0);
+        b.set_len(3);
+        b.as_mut_slice().copy_from_slice(b"xyz");
+        drop(b); // must not free `mem`
+        assert_eq!(&region[..3], b"xyz");
+        // SAFETY: a one-byte-aligned address inside `mem`, valid for 10 bytes.
+        let odd = unsafe { Buf::from_raw_parts(mem.as_mut_ptr().wrapping_add(off + 1), 10) };
+        assert_eq!(odd.align(), 1);
     }
 
     #[test]

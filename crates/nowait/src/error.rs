@@ -228,6 +228,16 @@ pub enum ConfigError {
         /// The largest allowed.
         max: usize,
     },
+    /// [`Queue::completion_fd`](crate::Queue::completion_fd) asked for
+    /// with reads already in flight.
+    #[error(
+        "completion_fd was asked for with {in_flight} reads in flight; ask for it right after \
+         building the queue, before the first push"
+    )]
+    CompletionFdLate {
+        /// Reads in flight at the time.
+        in_flight: usize,
+    },
     /// The registered buffer pool.
     #[error("fixed buffers: {count} of {size} bytes is out of range (1 to 65535 buffers, non-empty)")]
     FixedBuffers {

@@ -25,6 +25,19 @@ impl Queue {
         timeout: Option<Duration>,
         out: &mut Vec<Completion>,
     ) -> Result<usize> {
+        let r = self.reap_inner(min, timeout, out);
+        if self.notify.is_some() {
+            self.signal_if_ready();
+        }
+        r
+    }
+
+    fn reap_inner(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<usize> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let before = out.len();
         out.extend(self.stash.drain(..));

@@ -28,6 +28,7 @@
 //!   block ([`SMALL_READ_MAX`]) into a registered buffer goes out as one
 //!   `READ_FIXED` with no bounce logic;
 //! * `fixed.rs`: the queue's registered buffer pool;
+//! * `notify.rs`: the completion eventfd for event loops ([`Queue::completion_fd`]);
 //! * `blocking.rs`: the blocking calls (`read_at`, `read_exact_at`, `drain`);
 //! * `stats.rs`: [`QueueStats`].
 
@@ -47,6 +48,7 @@ mod builder;
 mod complete;
 mod fixed;
 mod inline;
+mod notify;
 mod slots;
 mod small_direct;
 mod stats;
@@ -172,6 +174,8 @@ pub struct Queue {
     inline_active: bool,
     /// A re-issue `on_result` asked for while `read_inline` was running.
     inline_next: Option<u32>,
+    /// The eventfd of [`Queue::completion_fd`], once asked for.
+    notify: Option<notify::Notify>,
 }
 
 impl fmt::Debug for Queue {
@@ -212,6 +216,7 @@ impl Queue {
             inline_since_enter: 0,
             inline_active: false,
             inline_next: None,
+            notify: None,
         }
     }
     /// The backend in use and why it was chosen.
@@ -249,7 +254,11 @@ impl Queue {
     /// with `uring`; the reads themselves with `sync`).
     pub fn submit(&mut self) -> Result<()> {
         self.unsent = false;
-        self.backend.submit()
+        let r = self.backend.submit();
+        if self.notify.is_some() {
+            self.signal_if_ready();
+        }
+        r
     }
 }
 

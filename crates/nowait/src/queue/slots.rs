@@ -35,6 +35,14 @@ impl Queue {
     /// Queue one read. It reaches the kernel at the next [`Queue::submit`]
     /// or [`Queue::reap`]. On refusal the buffer comes back in [`Rejected`].
     pub fn push(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+        let r = self.push_one(req);
+        if self.notify.is_some() {
+            self.signal_if_ready();
+        }
+        r
+    }
+
+    fn push_one(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
         let Read {
             file,
             offset,

@@ -1,0 +1,190 @@
+//! `Queue::completion_fd`: an event loop that only ever sleeps in poll(2)
+//! on the fd, and reaps with `min == 0`, gets every read back — on every
+//! backend, for reads the backend completes and for reads the queue
+//! finishes itself (memory-backed files read inline, zero-length reads,
+//! the `sync` backend). A lost wake-up shows up as a poll that times out.
+
+mod common;
+
+use std::io::Read as _;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::path::Path;
+
+use common::{backends, pattern_file, Rng};
+use nowait::{pattern, Buf, Completion, Direct, File, Queue, Read};
+
+/// Wait until `fd` is readable; panics after `secs` seconds (a lost wake-up).
+fn wait_readable(fd: BorrowedFd<'_>, secs: i32, what: &str) {
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: `pfd` is a live, initialised pollfd and we pass a count of 1.
+        let r = unsafe { libc::poll(&mut pfd, 1, secs * 1000) };
+        if r > 0 {
+            return;
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        panic!("{what}: the completion fd did not become readable within {secs} s (r = {r})");
+    }
+}
+
+/// Clear the eventfd's counter (non-blocking: EAGAIN means already clear).
+fn clear(fd: BorrowedFd<'_>) {
+    let mut f = std::fs::File::from(fd.try_clone_to_owned().expect("dup eventfd"));
+    let mut b = [0u8; 8];
+    match f.read(&mut b) {
+        Ok(8) => {}
+        Ok(n) => panic!("eventfd read returned {n} bytes"),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+        Err(e) => panic!("eventfd read failed: {e}"),
+    }
+}
+
+/// Push `n` random reads of `file` (some past EOF, some empty), submit, and
+/// collect them through the fd alone. Checks every byte.
+fn event_loop(q: &mut Queue, file: &File, size: u64, n: usize, rng: &mut Rng, label: &str) {
+    let fd = q
+        .completion_fd()
+        .unwrap_or_else(|e| panic!("{label}: completion_fd: {e}"))
+        .try_clone_to_owned()
+        .expect("dup");
+    let depth = q.depth();
+    let mut want = Vec::new();
+    let mut pushed = 0usize;
+    let mut done = 0usize;
+    let mut out: Vec<Completion> = Vec::new();
+    while done < n {
+        while pushed < n && q.in_flight() < depth {
+            let len = match rng.below(8) {
+                0 => 0,
+                1 => 1 + rng.below(100) as usize,
+                _ => 4096 * (1 + rng.below(4) as usize),
+            };
+            let offset = match rng.below(10) {
+                0 => size + rng.below(8192),              // past EOF
+                1 => size.saturating_sub(len as u64 / 2), // straddles EOF
+                _ => rng.below(size / 4096) * 4096,
+            };
+            want.push((offset, len));
+            q.push(Read {
+                file,
+                offset,
+                len,
+                buf: Buf::new(len.max(1)),
+                user_data: pushed as u64,
+            })
+            .unwrap_or_else(|r| panic!("{label}: push: {}", r.error));
+            pushed += 1;
+        }
+        q.submit()
+            .unwrap_or_else(|e| panic!("{label}: submit: {e}"));
+        use std::os::fd::AsFd;
+        wait_readable(
+            fd.as_fd(),
+            10,
+            &format!("{label} ({done} of {n} done, {} in flight)", q.in_flight()),
+        );
+        clear(fd.as_fd());
+        loop {
+            out.clear();
+            let got = q
+                .reap(0, None, &mut out)
+                .unwrap_or_else(|e| panic!("{label}: reap: {e}"));
+            for c in out.drain(..) {
+                let (offset, len) = want[c.user_data as usize];
+                let n_read = c.result.unwrap_or_else(|e| panic!("{label}: read: {e}"));
+                let expect = size.saturating_sub(offset).min(len as u64) as usize;
+                assert_eq!(n_read, expect, "{label}: length of read at {offset}+{len}");
+                pattern::check(offset, c.buf.as_slice())
+                    .unwrap_or_else(|e| panic!("{label}: data at {offset}: {e}"));
+                done += 1;
+            }
+            if got == 0 {
+                break;
+            }
+        }
+    }
+    assert_eq!(q.in_flight(), 0, "{label}");
+}
+
+fn run_all(dir: &Path, fs: &str) {
+    let size = (2 << 20) + 777;
+    let path = pattern_file(dir, "cfd.dat", size);
+    let mut rng = Rng::from_env("completion_fd");
+    for (kind, mut q) in backends(32) {
+        let file = File::open(&path, Direct::Off).expect("open");
+        event_loop(
+            &mut q,
+            &file,
+            size,
+            600,
+            &mut rng,
+            &format!("{kind} {fs} buffered"),
+        );
+    }
+    for (kind, mut q) in backends(32) {
+        let file = match File::open(&path, Direct::Auto) {
+            Ok(f) => f,
+            Err(e) => panic!("open Direct::Auto: {e}"),
+        };
+        event_loop(
+            &mut q,
+            &file,
+            size,
+            600,
+            &mut rng,
+            &format!("{kind} {fs} auto"),
+        );
+    }
+}
+
+#[test]
+fn completion_fd_wakes_an_event_loop_on_every_backend() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    run_all(dir.path(), "tempdir");
+}
+
+/// tmpfs files are read inline past the queue's window: the queue itself
+/// must signal the fd for them.
+#[test]
+fn completion_fd_signals_inline_reads_of_memory_backed_files() {
+    let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+        eprintln!("SKIP completion_fd_signals_inline_reads_of_memory_backed_files: no /dev/shm");
+        return;
+    };
+    run_all(dir.path(), "tmpfs");
+}
+
+#[test]
+fn completion_fd_is_refused_with_reads_in_flight() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = pattern_file(dir.path(), "late.dat", 1 << 16);
+    let file = File::open(&path, Direct::Off).expect("open");
+    let mut q = Queue::builder().depth(4).build().expect("queue");
+    q.push(Read {
+        file: &file,
+        offset: 0,
+        len: 4096,
+        buf: Buf::new(4096),
+        user_data: 0,
+    })
+    .map_err(|r| r.error)
+    .expect("push");
+    let e = q
+        .completion_fd()
+        .expect_err("must be refused with a read in flight");
+    assert!(e.to_string().contains("before the first push"), "{e}");
+    let mut out = Vec::new();
+    q.drain(&mut out).expect("drain");
+    assert_eq!(out.len(), 1);
+    // Asking twice on a fresh queue gives the same fd.
+    let mut q = Queue::builder().depth(4).build().expect("queue");
+    let a = q.completion_fd().expect("fd").as_raw_fd();
+    let b = q.completion_fd().expect("fd").as_raw_fd();
+    assert_eq!(a, b);
+}
