@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 use nowait::sys::Rusage;
-use nowait::{FastPathStats, QueueStats};
+use nowait::QueueStats;
 
 use crate::sqpoll::SqpollCpu;
 
@@ -167,66 +167,12 @@ impl Measured {
 
 /// Counter-wise `later - earlier` (saturating).
 pub fn stats_since(later: &QueueStats, earlier: &QueueStats) -> QueueStats {
-    let f = |a: &FastPathStats, b: &FastPathStats| FastPathStats {
-        tries: a.tries.saturating_sub(b.tries),
-        inline_hits: a.inline_hits.saturating_sub(b.inline_hits),
-        partial_hits: a.partial_hits.saturating_sub(b.partial_hits),
-        misses: a.misses.saturating_sub(b.misses),
-        refused: a.refused.saturating_sub(b.refused),
-        skipped: a.skipped.saturating_sub(b.skipped),
-        reprobes: a.reprobes.saturating_sub(b.reprobes),
-        offloads: a.offloads.saturating_sub(b.offloads),
-        worker_reads: a.worker_reads.saturating_sub(b.worker_reads),
-        wakeups: a.wakeups.saturating_sub(b.wakeups),
-    };
-    QueueStats {
-        pushed: later.pushed.saturating_sub(earlier.pushed),
-        completed: later.completed.saturating_sub(earlier.completed),
-        errors: later.errors.saturating_sub(earlier.errors),
-        short_retries: later.short_retries.saturating_sub(earlier.short_retries),
-        eintr_retries: later.eintr_retries.saturating_sub(earlier.eintr_retries),
-        bounced: later.bounced.saturating_sub(earlier.bounced),
-        syscalls: later.syscalls.saturating_sub(earlier.syscalls),
-        fast_path: f(&later.fast_path, &earlier.fast_path),
-        fixed_reads: later.fixed_reads.saturating_sub(earlier.fixed_reads),
-        small_fast: later.small_fast.saturating_sub(earlier.small_fast),
-        inline: later.inline.saturating_sub(earlier.inline),
-        polled: later.polled.saturating_sub(earlier.polled),
-        poll_fallbacks: later.poll_fallbacks.saturating_sub(earlier.poll_fallbacks),
-        spin_reaped: later.spin_reaped.saturating_sub(earlier.spin_reaped),
-    }
+    later.since(earlier)
 }
 
 /// Counter-wise sum (several threads' queues).
 pub fn stats_add(a: &QueueStats, b: &QueueStats) -> QueueStats {
-    let (x, y) = (&a.fast_path, &b.fast_path);
-    QueueStats {
-        pushed: a.pushed + b.pushed,
-        completed: a.completed + b.completed,
-        errors: a.errors + b.errors,
-        short_retries: a.short_retries + b.short_retries,
-        eintr_retries: a.eintr_retries + b.eintr_retries,
-        bounced: a.bounced + b.bounced,
-        syscalls: a.syscalls + b.syscalls,
-        fast_path: FastPathStats {
-            tries: x.tries + y.tries,
-            inline_hits: x.inline_hits + y.inline_hits,
-            partial_hits: x.partial_hits + y.partial_hits,
-            misses: x.misses + y.misses,
-            refused: x.refused + y.refused,
-            skipped: x.skipped + y.skipped,
-            reprobes: x.reprobes + y.reprobes,
-            offloads: x.offloads + y.offloads,
-            worker_reads: x.worker_reads + y.worker_reads,
-            wakeups: x.wakeups + y.wakeups,
-        },
-        fixed_reads: a.fixed_reads + b.fixed_reads,
-        small_fast: a.small_fast + b.small_fast,
-        inline: a.inline + b.inline,
-        polled: a.polled + b.polled,
-        poll_fallbacks: a.poll_fallbacks + b.poll_fallbacks,
-        spin_reaped: a.spin_reaped + b.spin_reaped,
-    }
+    *a + *b
 }
 
 fn per_sec(x: f64, d: Duration) -> f64 {
@@ -271,21 +217,16 @@ mod tests {
 
     #[test]
     fn stats_subtract_and_add_counter_wise() {
-        let a = QueueStats {
-            syscalls: 10,
-            fast_path: FastPathStats {
-                inline_hits: 5,
-                ..FastPathStats::default()
-            },
-            ..QueueStats::default()
-        };
+        let mut a = QueueStats::default();
+        a.backend.syscalls = 10;
+        a.backend.nowait.hits = 5;
         let mut b = a;
-        b.syscalls = 25;
-        b.fast_path.inline_hits = 9;
+        b.backend.syscalls = 25;
+        b.backend.nowait.hits = 9;
         let d = stats_since(&b, &a);
-        assert_eq!((d.syscalls, d.fast_path.inline_hits), (15, 4));
+        assert_eq!((d.backend.syscalls, d.backend.nowait.hits), (15, 4));
         let s = stats_add(&d, &d);
-        assert_eq!((s.syscalls, s.fast_path.inline_hits), (30, 8));
+        assert_eq!((s.backend.syscalls, s.backend.nowait.hits), (30, 8));
     }
 
     #[test]

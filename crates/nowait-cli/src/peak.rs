@@ -238,7 +238,7 @@ pub fn run(job: &Job, data: &Data, live_to_stderr: bool) -> Result<PeakResult, F
         measured.ios += o.ios;
         measured.bytes += o.ios * job.bs;
         measured.elapsed = measured.elapsed.max(o.elapsed);
-        measured.syscalls += o.queue.syscalls;
+        measured.syscalls += o.queue.backend.syscalls;
         measured.queue = metrics::stats_add(&measured.queue, &o.queue);
         if let Some(c) = o.sqpoll {
             measured
@@ -439,12 +439,12 @@ pub fn human(r: &PeakResult) -> String {
     }
     s += &format!(
         "  uring        : fixed reads {}, polled {}, poll fallbacks {}\n",
-        q.fixed_reads, q.polled, q.poll_fallbacks
+        q.backend.fixed_reads, q.backend.polled, q.backend.poll_fallbacks
     );
     s += &format!(
         "  small_fast   : {} reads on the small direct-read fast path ({:.1}%{})\n",
-        q.small_fast,
-        100.0 * ratio(q.small_fast, m.ios),
+        q.small_direct,
+        100.0 * ratio(q.small_direct, m.ios),
         if r.job.small_fast_path {
             ""
         } else {
@@ -516,12 +516,12 @@ fn json_doc(results: &[PeakResult]) -> Value {
                     "ios_per_reap": r.ios_per_reap(),
                     "syscalls": m.syscalls,
                     "syscalls_per_io": ratio(m.syscalls, m.ios),
-                    "fixed_reads": q.fixed_reads,
-                    "small_fast": q.small_fast,
+                    "fixed_reads": q.backend.fixed_reads,
+                    "small_fast": q.small_direct,
                     "memory_inline": r.job.memory_inline,
                     "inline": q.inline,
-                    "polled": q.polled,
-                    "poll_fallbacks": q.poll_fallbacks,
+                    "polled": q.backend.polled,
+                    "poll_fallbacks": q.backend.poll_fallbacks,
                     "hipri": report::hipri_status(&r.job, m),
                     "sqpoll_cpu": m.sqpoll.map(|c| json!({
                         "threads": c.threads, "usr_us": c.user_us, "sys_us": c.sys_us,

@@ -67,16 +67,16 @@ pub fn hipri_status(job: &Job, m: &Measured) -> Option<String> {
     let q = &m.queue;
     Some(if !job.direct {
         "not applied: only direct reads are polled (use --direct=1)".into()
-    } else if q.polled > 0 && q.poll_fallbacks == 0 {
-        format!("polled ({} reads completed by polling)", q.polled)
-    } else if q.polled == 0 && q.poll_fallbacks > 0 {
+    } else if q.backend.polled > 0 && q.backend.poll_fallbacks == 0 {
+        format!("polled ({} reads completed by polling)", q.backend.polled)
+    } else if q.backend.polled == 0 && q.backend.poll_fallbacks > 0 {
         "unsupported: device does not poll (EOPNOTSUPP), fell back to interrupts".into()
-    } else if q.polled == 0 {
+    } else if q.backend.polled == 0 {
         "unsupported: device does not poll (refused earlier on this file), interrupts used".into()
     } else {
         format!(
             "partly polled: {} polled, {} refused (EOPNOTSUPP) and resubmitted",
-            q.polled, q.poll_fallbacks
+            q.backend.polled, q.backend.poll_fallbacks
         )
     })
 }
@@ -113,13 +113,13 @@ fn engine_opts(j: &Job) -> String {
 /// (`jobs[].nowait.fast_path`).
 pub fn fast_path_json(
     mode: Option<nowait::NowaitMode>,
-    f: &nowait::FastPathStats,
-    files: &[(String, nowait::FastPathState)],
+    f: &nowait::NowaitStats,
+    files: &[(String, nowait::NowaitState)],
 ) -> Value {
     json!({
         "mode": mode.map(|m| m.as_str()),
         "tries": f.tries,
-        "inline_hits": f.inline_hits,
+        "hits": f.hits,
         "partial_hits": f.partial_hits,
         "misses": f.misses,
         "refused": f.refused,
@@ -139,11 +139,11 @@ pub fn fast_path_json(
 }
 
 /// One line of fast-path counters for text reports.
-pub fn fast_path_line(f: &nowait::FastPathStats) -> String {
+pub fn fast_path_line(f: &nowait::NowaitStats) -> String {
     format!(
         "inline hits {} ({:.1}% of tries), partial {}, misses {}, refused {}, skipped {}, \
          offloads {} (worker preads {}), wakeups {}",
-        f.inline_hits,
+        f.hits,
         f.hit_ratio() * 100.0,
         f.partial_hits,
         f.misses,
@@ -156,7 +156,7 @@ pub fn fast_path_line(f: &nowait::FastPathStats) -> String {
 }
 
 /// A file's fast-path state in words.
-pub fn fast_path_state_words(st: &nowait::FastPathState) -> String {
+pub fn fast_path_state_words(st: &nowait::NowaitState) -> String {
     match st.off {
         Some(off) => format!("off: {off}"),
         None => format!(
@@ -258,18 +258,24 @@ pub fn human(row: &Row) -> String {
     );
     let q = &m.queue;
     if crate::options::uses_pool(j.ioengine) {
-        let _ = writeln!(s, "  fast path    : {}", fast_path_line(&q.fast_path));
+        let _ = writeln!(s, "  fast path    : {}", fast_path_line(&q.backend.nowait));
         if let Some(st) = &o.fast_path {
             let _ = writeln!(s, "  fast path    : file {}", fast_path_state_words(st));
         }
     }
     if j.ioengine == nowait::BackendKind::Uring
-        && (q.fixed_reads + q.polled + q.poll_fallbacks + q.spin_reaped > 0 || j.hipri.is_some())
+        && (q.backend.fixed_reads
+            + q.backend.polled
+            + q.backend.poll_fallbacks
+            + q.backend.spin_reaped
+            > 0
+            || j.hipri.is_some())
     {
-        let _ = writeln!(
+        let _ =
+            writeln!(
             s,
             "  uring        : fixed reads {}, polled {}, poll fallbacks {}, spin-reaped waits {}",
-            q.fixed_reads, q.polled, q.poll_fallbacks, q.spin_reaped
+            q.backend.fixed_reads, q.backend.polled, q.backend.poll_fallbacks, q.backend.spin_reaped
         );
     }
     if q.inline > 0 {
@@ -453,7 +459,7 @@ pub fn job_json(row: &Row) -> Value {
     let opt = |v: Option<String>| v.map_or(Value::Null, Value::String);
     let mut nw = json!({
         "backend": o.backend.kind.as_str(),
-        "backend_reason": o.backend.reason,
+        "backend_reason": o.backend.reason.to_string(),
         "backend_detail": o.backend.detail,
         "path": o.path,
         "effective_iodepth": o.effective_iodepth,
@@ -473,7 +479,7 @@ pub fn job_json(row: &Row) -> Value {
         "clat_from": "just before the submit call (fio's clat likewise starts before io_uring_enter)",
     });
     let q = &m.queue;
-    let files: Vec<(String, nowait::FastPathState)> = o
+    let files: Vec<(String, nowait::NowaitState)> = o
         .fast_path
         .iter()
         .map(|st| {
@@ -485,13 +491,13 @@ pub fn job_json(row: &Row) -> Value {
         })
         .collect();
     let mode = (crate::options::uses_pool(j.ioengine)).then(|| j.nowait.unwrap_or_default());
-    nw["fast_path"] = fast_path_json(mode, &q.fast_path, &files);
+    nw["fast_path"] = fast_path_json(mode, &q.backend.nowait, &files);
     nw["inline"] = json!({ "enabled": j.memory_inline, "reads": q.inline });
     nw["uring"] = json!({
-        "fixed_reads": q.fixed_reads,
-        "polled": q.polled,
-        "poll_fallbacks": q.poll_fallbacks,
-        "spin_reaped": q.spin_reaped,
+        "fixed_reads": q.backend.fixed_reads,
+        "polled": q.backend.polled,
+        "poll_fallbacks": q.backend.poll_fallbacks,
+        "spin_reaped": q.backend.spin_reaped,
         "hipri": hipri_status(j, m),
         "sqthread_poll": j.sqthread_poll && j.ioengine == nowait::BackendKind::Uring,
     });
@@ -623,7 +629,7 @@ mod tests {
                 measured,
                 backend: nowait::BackendReport {
                     kind: nowait::BackendKind::Uring,
-                    reason: "asked for".into(),
+                    reason: nowait::BackendReason::AskedFor,
                     detail: "test".into(),
                 },
                 path: "buffered".into(),

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use nowait::sys::{rusage, Who};
 use nowait::{
-    BackendChoice, BackendKind, BackendReport, Buf, Completion, FastPathState, File, IoPoll, Queue,
+    BackendChoice, BackendKind, BackendReport, Buf, Completion, File, IoPoll, NowaitState, Queue,
     QueueStats, Read, PAGE,
 };
 
@@ -82,7 +82,7 @@ pub struct Outcome {
     pub verified_ios: u64,
     /// `pool`: the file's `RWF_NOWAIT` fast-path state after the run
     /// (hit ratio; off and why).
-    pub fast_path: Option<FastPathState>,
+    pub fast_path: Option<NowaitState>,
 }
 
 /// What one thread hands back.
@@ -203,7 +203,7 @@ pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
                 measured.elapsed = measured.elapsed.max(t.elapsed);
                 measured.clat.merge(&t.clat);
                 measured.slat.merge(&t.slat);
-                measured.syscalls += t.queue.syscalls;
+                measured.syscalls += t.queue.backend.syscalls;
                 measured.queue = metrics::stats_add(&measured.queue, &t.queue);
                 if let Some(c) = t.sqpoll {
                     measured
@@ -245,7 +245,7 @@ pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
         region: data.region,
         laid_out: data.laid_out,
         verified_ios: verified,
-        fast_path: crate::options::uses_pool(job.ioengine).then(|| file.fast_path()),
+        fast_path: crate::options::uses_pool(job.ioengine).then(|| file.nowait_state()),
     })
 }
 
@@ -452,7 +452,7 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         .depth(depth)
         .backend(BackendChoice::Exactly(n.ioengine))
         .register_files(n.registerfiles)
-        .small_direct_fast_path(n.small_fast_path)
+        .small_direct(n.small_fast_path)
         .memory_inline(n.memory_inline)
         .spin(Duration::from_micros(n.spin_us))
         .iopoll(match n.hipri {

@@ -678,8 +678,8 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
                         "ctx": m.ctx(),
                         "syscalls": m.syscalls,
                         "ios": m.ios,
-                        "polled": m.queue.polled,
-                        "poll_fallbacks": m.queue.poll_fallbacks,
+                        "polled": m.queue.backend.polled,
+                        "poll_fallbacks": m.queue.backend.poll_fallbacks,
                         "verified_ios": o.verified_ios,
                         "backend_detail": o.backend.detail,
                     })

@@ -68,13 +68,13 @@ use std::task::Waker;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use crate::backend::ladder::BackendReport;
 use crate::backend::{BackendChoice, BackendKind};
 use crate::buf::Buf;
 use crate::error::{Error, Result};
-use crate::sys::eventfd::EventFd;
 use crate::file::{Direct, File};
-use crate::backend::ladder::BackendReport;
 use crate::queue::{Completion, Queue, QueueStats, Read};
+use crate::sys::eventfd::EventFd;
 
 /// How often the poller reaps while reads are in flight on a backend that
 /// cannot signal completions through an eventfd.

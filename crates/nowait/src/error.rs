@@ -239,7 +239,9 @@ pub enum ConfigError {
         in_flight: usize,
     },
     /// The registered buffer pool.
-    #[error("fixed buffers: {count} of {size} bytes is out of range (1 to 65535 buffers, non-empty)")]
+    #[error(
+        "fixed buffers: {count} of {size} bytes is out of range (1 to 65535 buffers, non-empty)"
+    )]
     FixedBuffers {
         /// Buffers asked for.
         count: usize,

@@ -84,16 +84,16 @@ pub mod rwf_nowait;
 #[doc(hidden)]
 pub mod sys;
 
-pub use backend::uring::IoPoll;
 pub use backend::ladder::{BackendReason, BackendReport, Skipped};
+pub use backend::uring::IoPoll;
 pub use backend::{BackendChoice, BackendKind, BackendStats, MAX_READ};
 pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
 pub use engine::{Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode};
 pub use error::{ConfigError, Error, Result};
-pub use rwf_nowait::{NowaitMode, NowaitOff, NowaitState, NowaitStats};
 pub use file::{AlignSource, DioAlignment, Direct, File, FileKind, MemoryBacking};
 pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 pub use queue::{
     Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH, SMALL_READ_MAX,
 };
+pub use rwf_nowait::{NowaitMode, NowaitOff, NowaitState, NowaitStats};

@@ -474,7 +474,7 @@ mod tests {
     fn adaptive_switches_off_after_misses_and_reprobes() {
         let fp = NowaitFile::default();
         let kind = true; // a regular file
-        // 0xEF53: ext4, never refused in this test.
+                         // 0xEF53: ext4, never refused in this test.
         let mut tries = 0;
         for _ in 0..200 {
             match fp.attempt(NowaitMode::Adaptive, 0xEF53, kind) {
@@ -509,16 +509,10 @@ mod tests {
         // A made-up magic so the process-wide memory does not affect other tests.
         let magic = 0x7e57_0001;
         assert!(fp.refuse(libc::EOPNOTSUPP, magic, true));
-        assert_eq!(
-            fp.attempt(NowaitMode::Always, magic, true),
-            Attempt::Off
-        );
+        assert_eq!(fp.attempt(NowaitMode::Always, magic, true), Attempt::Off);
         assert!(refused_filesystems().iter().any(|r| r.magic == magic));
         let other = NowaitFile::default();
-        assert_eq!(
-            other.attempt(NowaitMode::Always, magic, true),
-            Attempt::Off
-        );
+        assert_eq!(other.attempt(NowaitMode::Always, magic, true), Attempt::Off);
         assert!(matches!(
             other.snapshot("x").off,
             Some(NowaitOff::Filesystem { errno, .. }) if errno == libc::EOPNOTSUPP

@@ -180,9 +180,9 @@ fn io_uring_blocked_by_seccomp_falls_back() {
         let mut q = Queue::builder().depth(64).build().expect("fallback backend");
         let report = q.backend().clone();
         assert_eq!(report.kind, BackendKind::AioPool, "{report:?}");
-        assert!(report.reason.contains("EPERM"), "{}", report.reason);
+        assert!(report.reason.to_string().contains("EPERM"), "{}", report.reason);
         assert!(
-            report.reason.contains("O_DIRECT files use aio, buffered files use pool"),
+            report.reason.to_string().contains("O_DIRECT files use aio, buffered files use pool"),
             "{}",
             report.reason
         );
@@ -225,7 +225,7 @@ fn io_uring_blocked_by_seccomp_falls_back() {
         let report = q.backend().clone();
         assert_eq!(report.kind, BackendKind::Pool, "{report:?}");
         for want in ["from uring: io_uring_setup answered EPERM", "then from aio+pool: io_setup answered EAGAIN", "O_DIRECT and buffered files use pool"] {
-            assert!(report.reason.contains(want), "{want:?} missing: {}", report.reason);
+            assert!(report.reason.to_string().contains(want), "{want:?} missing: {}", report.reason);
         }
         match direct_and_buffered() {
             Ok((_dir, direct, buffered)) => {
@@ -263,7 +263,7 @@ fn disabled_uring_sends_direct_reads_to_aio_and_buffered_to_pool_child() {
         return; // runs in a fresh process, from the test above
     }
     let mut q = Queue::builder().depth(64).build().unwrap();
-    let reason = &q.backend().reason;
+    let reason = q.backend().reason.to_string();
     assert!(
         reason.contains("NOWAIT_DISABLE_URING") && reason.contains("O_DIRECT files use aio"),
         "{reason}"

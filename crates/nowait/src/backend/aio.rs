@@ -111,7 +111,6 @@ pub(crate) struct AioBackend {
     pub(crate) user_reaped: u64,
 }
 
-
 /// Why native AIO cannot be used, from the errno of `io_setup(2)`.
 pub(crate) fn refusal(e: &io::Error) -> String {
     match e.raw_os_error() {

@@ -287,9 +287,9 @@ impl Backend for AioPoolBackend {
 mod tests {
     use super::*;
     use crate::buf::Buf;
-    use crate::rwf_nowait::NowaitMode;
     use crate::file::{Direct, File};
     use crate::pattern;
+    use crate::rwf_nowait::NowaitMode;
 
     const SIZE: u64 = 1 << 20;
 

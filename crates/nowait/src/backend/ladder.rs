@@ -83,7 +83,6 @@ pub struct BackendReport {
     pub detail: String,
 }
 
-
 /// True if `NOWAIT_DISABLE_URING` is set to anything but empty or `0`:
 /// `Auto` then skips io_uring (to exercise the ladder without seccomp).
 pub(crate) fn uring_disabled_by_env() -> bool {
@@ -204,4 +203,3 @@ pub(crate) fn make_backend(
         }
     }
 }
-

@@ -66,13 +66,13 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use crate::error::Result;
+use crate::file::FileInner;
 use crate::rwf_nowait::NowaitStats;
 use std::ops::{Add, AddAssign};
-use crate::file::FileInner;
 
 pub(crate) mod aio;
-pub(crate) mod ladder;
 pub(crate) mod aio_pool;
+pub(crate) mod ladder;
 pub(crate) mod pool;
 pub(crate) mod sync;
 pub(crate) mod uring;

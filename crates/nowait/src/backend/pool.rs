@@ -99,7 +99,6 @@ struct Job {
     prefix: u32,
 }
 
-
 /// What the workers and the reaping thread share.
 struct Shared {
     /// Jobs handed over by `submit`, not yet taken by a worker (capacity: depth).
@@ -151,7 +150,6 @@ pub(crate) struct PoolBackend {
     notify_done_now: bool,
     stats: BackendStats,
 }
-
 
 /// Why the pool cannot be had, from the error of [`setup`].
 pub(crate) fn refusal(e: &io::Error) -> String {
@@ -229,7 +227,14 @@ fn worker(inner: &Inner) {
         drop(g);
         // SAFETY: the `push` contract keeps `ptr..ptr+len` writable and `fd`
         // open until this slot's Cqe is reaped, which needs this result first.
-        let r = unsafe { sys::pread(job.sqe.fd, job.sqe.ptr, job.sqe.len as usize, job.sqe.offset) };
+        let r = unsafe {
+            sys::pread(
+                job.sqe.fd,
+                job.sqe.ptr,
+                job.sqe.len as usize,
+                job.sqe.offset,
+            )
+        };
         let res = match r {
             // prefix + n <= the pushed length <= MAX_READ < i32::MAX.
             Ok(n) => (job.prefix as usize + n) as i32,
@@ -309,15 +314,19 @@ impl Backend for PoolBackend {
         if file.direct || !sqe.first || self.mode == NowaitMode::Off {
             return self.offload(job);
         }
-        let reprobe = match file.nowait.attempt(self.mode, file.fs_magic, file.kind == FileKind::Regular) {
-            Attempt::Try => false,
-            Attempt::Reprobe => true,
-            Attempt::Skip => {
-                self.stats.nowait.skipped += 1;
-                return self.offload(job);
-            }
-            Attempt::Off => return self.offload(job),
-        };
+        let reprobe =
+            match file
+                .nowait
+                .attempt(self.mode, file.fs_magic, file.kind == FileKind::Regular)
+            {
+                Attempt::Try => false,
+                Attempt::Reprobe => true,
+                Attempt::Skip => {
+                    self.stats.nowait.skipped += 1;
+                    return self.offload(job);
+                }
+                Attempt::Off => return self.offload(job),
+            };
         let fp = &mut self.stats.nowait;
         fp.tries += 1;
         fp.reprobes += reprobe as u64;
@@ -325,9 +334,7 @@ impl Backend for PoolBackend {
         // SAFETY: the caller keeps `ptr..ptr+len` writable and `fd` open until
         // this slot's Cqe is reaped (this fn's contract); RWF_NOWAIT makes
         // the call return instead of waiting for the device.
-        let r = unsafe {
-sys::preadv2_nowait_raw(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset)
-        };
+        let r = unsafe { sys::preadv2_nowait_raw(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset) };
         let fp = &mut self.stats.nowait;
         let len = sqe.len as usize;
         match r {
@@ -376,7 +383,8 @@ sys::preadv2_nowait_raw(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset)
                     // stop trying for this file and remember it.
                     libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM => {
                         fp.refused += 1;
-                        file.nowait.refuse(e, file.fs_magic, file.kind == FileKind::Regular);
+                        file.nowait
+                            .refuse(e, file.fs_magic, file.kind == FileKind::Regular);
                     }
                     // A signal arrived, or anything else (EIO, EINVAL, EBADF,
                     // EFAULT): the worker's plain pread repeats the read and

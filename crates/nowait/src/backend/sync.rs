@@ -20,7 +20,6 @@ pub(crate) struct SyncBackend {
     stats: BackendStats,
 }
 
-
 impl SyncBackend {
     pub(crate) fn new(depth: usize) -> SyncBackend {
         SyncBackend {

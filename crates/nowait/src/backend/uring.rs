@@ -38,10 +38,10 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::{Backend, BackendStats, Cqe, Sqe};
-use crate::sys;
-use crate::sys::names::errno_name;
 use crate::error::{Error, Result};
 use crate::file::{FileInner, POLL_REFUSED, POLL_YES};
+use crate::sys;
+use crate::sys::names::errno_name;
 
 /// When direct reads use the polled (IOPOLL) ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -158,7 +158,6 @@ pub(crate) struct UringBackend {
     fixed: Vec<(usize, usize)>,
 }
 
-
 struct PollRing {
     ring: IoUring,
     unsubmitted: usize,
@@ -221,10 +220,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                 };
                 let mut flags = flag_names(bits);
                 if let Some(e) = sqpoll_refused {
-                    flags.push_str(&format!(
-                        " (SQPOLL refused: {})",
-                        errno_name(e)
-                    ));
+                    flags.push_str(&format!(" (SQPOLL refused: {})", errno_name(e)));
                 }
                 return Ok(UringBackend {
                     ring,

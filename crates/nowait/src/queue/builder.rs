@@ -179,7 +179,8 @@ impl QueueBuilder {
                 }));
             }
         }
-        let (backend, report) = ladder::make_backend(self.backend, self.depth, self.uring, self.pool)?;
+        let (backend, report) =
+            ladder::make_backend(self.backend, self.depth, self.uring, self.pool)?;
         let mut q = Queue::with_backend(backend, report, self.depth);
         q.small_direct = self.small_direct;
         let inline_on = self.memory_inline && q.report.kind != BackendKind::Sync;
@@ -199,4 +200,3 @@ impl QueueBuilder {
         Ok(q)
     }
 }
-

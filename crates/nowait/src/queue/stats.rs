@@ -93,9 +93,25 @@ mod tests {
         b.backend.syscalls = 30;
         b.backend.nowait.hits = 9;
         let d = b.since(&a);
-        assert_eq!((d.pushed, d.inline, d.backend.syscalls, d.backend.nowait.hits), (15, 0, 15, 4));
+        assert_eq!(
+            (
+                d.pushed,
+                d.inline,
+                d.backend.syscalls,
+                d.backend.nowait.hits
+            ),
+            (15, 0, 15, 4)
+        );
         let s = a + b;
-        assert_eq!((s.pushed, s.inline, s.backend.syscalls, s.backend.nowait.hits), (35, 6, 30, 14));
+        assert_eq!(
+            (
+                s.pushed,
+                s.inline,
+                s.backend.syscalls,
+                s.backend.nowait.hits
+            ),
+            (35, 6, 30, 14)
+        );
         assert_eq!(a.since(&b).pushed, 0, "saturates");
     }
 }

@@ -69,7 +69,11 @@ pub(crate) unsafe fn preadv2_nowait_raw(
 
 /// `preadv2(2)` with `RWF_NOWAIT` into a slice: the bytes the page cache
 /// holds at `offset`, or EAGAIN if they are not resident.
-pub(crate) fn preadv2_nowait(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> Result<usize, i32> {
+pub(crate) fn preadv2_nowait(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    offset: u64,
+) -> Result<usize, i32> {
     let mut iov = [IoSliceMut::new(buf)];
     rustix::io::preadv2(fd, &mut iov, offset, ReadWriteFlags::NOWAIT).map_err(errno_of)
 }

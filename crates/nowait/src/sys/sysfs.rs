@@ -24,13 +24,10 @@ fn dev_dir(dev: u64) -> String {
 /// `/sys/dev/block/MAJ:MIN/queue/ATTR`, or the parent disk's for a partition.
 pub(crate) fn queue_attr(dev: u64, attr: &str) -> Option<String> {
     let d = dev_dir(dev);
-    [
-        format!("{d}/queue/{attr}"),
-        format!("{d}/../queue/{attr}"),
-    ]
-    .iter()
-    .find_map(|p| fs::read_to_string(p).ok())
-    .map(|s| s.trim().to_string())
+    [format!("{d}/queue/{attr}"), format!("{d}/../queue/{attr}")]
+        .iter()
+        .find_map(|p| fs::read_to_string(p).ok())
+        .map(|s| s.trim().to_string())
 }
 
 /// The device's logical block size (`queue/logical_block_size`).
