@@ -203,7 +203,6 @@ impl Add for BackendStats {
 }
 
 /// The interface the queue drives. See the module docs for the contract.
-
 pub(crate) trait Backend: Send {
     /// Queue one raw read.
     ///
