@@ -341,8 +341,8 @@ impl File {
         self.inner.buffered_reason.as_deref()
     }
 
-    /// The `pool` backend's `RWF_NOWAIT` fast-path state for this file:
-    /// its decaying hit ratio and, if the fast path is off, why (shared by
+    /// The `pool` backend's `RWF_NOWAIT` path state for this file:
+    /// its decaying hit ratio and, if the path is off, why (shared by
     /// every queue reading the file).
     pub fn nowait_state(&self) -> NowaitState {
         self.inner.nowait.snapshot(self.inner.fs)

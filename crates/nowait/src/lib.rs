@@ -5,7 +5,7 @@
 //! alignment from `statx`, the filesystem), picks the fastest path, falls
 //! back cleanly where a mechanism is missing (io_uring blocked by seccomp →
 //! native AIO for `O_DIRECT` files and a thread pool with the `RWF_NOWAIT`
-//! fast path for buffered ones → a `pread` loop), and finishes short reads and retries itself so a result
+//! `RWF_NOWAIT` path for buffered ones → a `pread` loop), and finishes short reads and retries itself so a result
 //! shorter than asked means end of file, nothing else.
 //!
 //! ```
@@ -62,9 +62,11 @@
 //! do), [`File`] (an open file and what was learned about it), [`Buf`] and
 //! [`BufPool`] (owned aligned buffers), [`Queue`] (slots, submit and reap,
 //! short-read completion, errno mapping), [`backend`] (the written contract
-//! and one file per backend), [`fastpath`] (the `pool` backend's
-//! `RWF_NOWAIT` policy, per-file state and counters), [`sys`] (raw system
-//! calls), [`pattern`] (the verifiable data pattern).
+//! and one file per backend, and the ladder of fallbacks), [`rwf_nowait`]
+//! (the `pool` backend's `RWF_NOWAIT` policy, per-file state and counters),
+//! [`pattern`] (the verifiable data pattern). Under them a private system
+//! layer makes every system call. The layers and why they point one way:
+//! docs/ARCHITECTURE.md.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 

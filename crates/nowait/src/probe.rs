@@ -193,7 +193,7 @@ fn memlock() -> Option<u64> {
 }
 
 /// What one `preadv2(RWF_NOWAIT)` of byte 0 of a file answered: whether the
-/// `pool` backend's inline fast path can work on it.
+/// `pool` backend's nowait path can work on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NowaitProbe {
     /// Non-blocking buffered reads work; `cached` says whether byte 0 was
@@ -220,7 +220,7 @@ pub enum NowaitProbe {
 }
 
 impl NowaitProbe {
-    /// True if the fast path can work on this file.
+    /// True if the nowait path can work on this file.
     pub fn works(&self) -> bool {
         matches!(self, NowaitProbe::Supported { .. })
     }
@@ -264,9 +264,9 @@ pub struct FileReport {
     pub buffered_path: String,
     /// The path a direct read would take, and why (None if direct is impossible).
     pub direct_path: Option<String>,
-    /// Whether `preadv2(RWF_NOWAIT)` works on the file (the `pool` fast path).
+    /// Whether `preadv2(RWF_NOWAIT)` works on the file (the `pool` nowait path).
     pub rwf_nowait: NowaitProbe,
-    /// The file's fast-path state as this process has learned it so far
+    /// The file's nowait-path state as this process has learned it so far
     /// (on a freshly opened file: only what its filesystem taught).
     pub nowait_state: NowaitState,
 }
@@ -292,11 +292,11 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
     let why = fallback_why(machine);
     let pool_path = || match rwf_nowait {
         NowaitProbe::Supported { .. } => format!(
-            "pool: preadv2(RWF_NOWAIT) inline on the submitting thread (a cached read \
+            "pool: preadv2(RWF_NOWAIT) on the submitting thread (a cached read \
              never waits for a thread), misses to worker threads doing pread(2) ({why})"
         ),
         _ => format!(
-            "pool: worker threads doing pread(2), no inline fast path ({}) ({why})",
+            "pool: worker threads doing pread(2), no RWF_NOWAIT path ({}) ({why})",
             nowait_words(rwf_nowait, buffered.fs())
         ),
     };
@@ -465,7 +465,8 @@ impl fmt::Display for MachineReport {
 fn nowait_words(p: NowaitProbe, fs: &'static str) -> String {
     match p {
         NowaitProbe::Supported { cached: true } => {
-            "works (byte 0 is in the page cache: a read of it completes inline)".into()
+            "works (byte 0 is in the page cache: a read of it completes on the submitting thread)"
+                .into()
         }
         NowaitProbe::Supported { cached: false } => {
             "works (byte 0 is not cached: EAGAIN, a read of it goes to a worker)".into()
@@ -521,7 +522,7 @@ impl fmt::Display for FileReport {
             nowait_words(self.rwf_nowait, self.fs)
         )?;
         if let Some(off) = self.nowait_state.off {
-            writeln!(f, "  pool fast path: off ({off})")?;
+            writeln!(f, "  pool nowait path: off ({off})")?;
         }
         writeln!(f, "  buffered read -> {}", self.buffered_path)?;
         match &self.direct_path {

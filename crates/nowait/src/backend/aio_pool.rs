@@ -278,7 +278,7 @@ impl Backend for AioPoolBackend {
             return false;
         }
         self.notify = Some(fd);
-        // Inline nowait-path results must reach the front end too now.
+        // Nowait-path results completed at push must reach the front end too now.
         self.pool.register_notify(self.wake.raw_fd())
     }
 }

@@ -10,14 +10,14 @@
 //!
 //! * **Capacity.** A backend is built for a queue depth `depth`. The queue
 //!   never has more than `depth` raw reads pushed and not yet reaped, so
-//!   [`Backend::push`] cannot run out of room; a backend sizes its rings for
+//!   `Backend::push` cannot run out of room; a backend sizes its rings for
 //!   that.
-//! * **`push` queues, it does not wait.** It may perform the read inline
+//! * **`push` queues, it does not wait.** It may perform the read at once
 //!   when the result is immediately available without blocking (the `pool`
 //!   backend's `RWF_NOWAIT` nowait path), but it never sleeps on I/O and it
 //!   never makes a system call that can block on the device. A read done
-//!   inline still yields its `Cqe` from `reap`, like any other; a backend
-//!   that completes part of a read inline and hands the rest on reports the
+//!   at push still yields its `Cqe` from `reap`, like any other; a backend
+//!   that completes part of a read at push and hands the rest on reports the
 //!   sum in one `Cqe` (see `pool.rs`), so the queue never sees the split.
 //! * **`Sqe::file` and `Sqe::first` are hints.** A backend may read the
 //!   file's shared state through `file` (valid until the `Cqe` is reaped)
@@ -27,8 +27,8 @@
 //! * **`submit` hands queued reads to the kernel.** It may block only where
 //!   the backend is synchronous by definition (`sync`, which *is* a `pread`
 //!   loop and is the baseline every benchmark compares against).
-//! * **Exactly once.** Every pushed read produces exactly one [`Cqe`] from
-//!   [`Backend::reap`], carrying the slot it was pushed with — also when it
+//! * **Exactly once.** Every pushed read produces exactly one `Cqe` from
+//!   `Backend::reap`, carrying the slot it was pushed with — also when it
 //!   fails, is cancelled, or the backend is torn down (`Drop` waits for or
 //!   cancels what is in flight before the memory behind `ptr` can go away).
 //!   Until then the backend may write to `ptr..ptr+len`; afterwards it never
@@ -47,7 +47,7 @@
 //!   reads handed to them, and `Drop` joins them.
 //! * **Completion notification is optional.** A backend that can tell the
 //!   engine when results become available accepts an eventfd in
-//!   [`Backend::register_notify`] and makes sure it is written whenever
+//!   `Backend::register_notify` and makes sure it is written whenever
 //!   results are posted (io_uring does this itself with
 //!   `IORING_REGISTER_EVENTFD`, `aio` with `IOCB_FLAG_RESFD`, `pool` from its
 //!   workers). The async front end's poller then sleeps on that fd; without
@@ -80,7 +80,7 @@ pub(crate) mod uring;
 /// One raw read handed to a backend.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sqe {
-    /// The queue's slot index: returned unchanged in the matching [`Cqe`].
+    /// The queue's slot index: returned unchanged in the matching `Cqe`.
     pub slot: u32,
     /// File descriptor to read from (kept open by the slot until reaped).
     pub fd: RawFd,
@@ -155,7 +155,7 @@ pub struct BackendStats {
     pub spin_reaped: u64,
     /// `aio` and `aio+pool`: raw reads handed to native AIO (`io_submit`).
     pub aio_reads: u64,
-    /// `pool` and `aio+pool`: raw reads handed to the pool (inline nowait path
+    /// `pool` and `aio+pool`: raw reads handed to the pool (nowait path at push
     /// or a worker).
     pub pool_reads: u64,
 }
@@ -209,7 +209,7 @@ pub(crate) trait Backend: Send {
     /// # Safety
     /// `sqe.ptr` must stay valid for writes of `sqe.len` bytes, and `sqe.fd`
     /// must stay open, until the `Cqe` for `sqe.slot` has been returned by
-    /// [`Backend::reap`].
+    /// `Backend::reap`.
     unsafe fn push(&mut self, sqe: &Sqe);
 
     /// Hand every queued read to the kernel.
@@ -227,7 +227,7 @@ pub(crate) trait Backend: Send {
     fn describe(&self) -> String;
 
     /// Signal eventfd `fd` (write to it) whenever results become available
-    /// to [`Backend::reap`]. Returns false if this backend cannot (the
+    /// to `Backend::reap`. Returns false if this backend cannot (the
     /// default): the async front end then polls on a timer instead. The
     /// caller keeps `fd` open for the backend's lifetime.
     fn register_notify(&mut self, fd: RawFd) -> bool {
@@ -258,7 +258,7 @@ pub enum BackendKind {
     /// [`BackendKind::ALL`], which lists the single backends.
     AioPool,
     /// A pool of worker threads doing `pread(2)`, with the `RWF_NOWAIT`
-    /// inline nowait path for cached buffered reads.
+    /// nowait path for cached buffered reads.
     Pool,
     /// A plain `pread(2)` loop on the calling thread: the baseline.
     Sync,

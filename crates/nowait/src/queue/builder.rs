@@ -98,26 +98,20 @@ impl QueueBuilder {
     }
 
     /// The small direct-read path (default on): an aligned `O_DIRECT`
-    /// read of at most one block ([`SMALL_READ_MAX`], or the file's offset
+    /// read of at most one block ([`SMALL_READ_MAX`](crate::SMALL_READ_MAX), or the file's offset
     /// alignment if larger) into a buffer from this queue's registered pool
     /// ([`QueueBuilder::fixed_buffers`]) goes out as one `READ_FIXED` with no
     /// bounce logic, and a full result is handed straight back from `reap`.
     /// Other reads take the general path; results are identical either way.
-    /// Counted in [`QueueStats::small_direct`].
+    /// Counted in [`QueueStats::small_direct`](crate::QueueStats::small_direct).
     pub fn small_direct(mut self, on: bool) -> Self {
         self.small_direct = on;
         self
     }
 
-    /// The old name of [`QueueBuilder::small_direct`].
-    #[deprecated(note = "renamed to `small_direct`: \"fast\" named two different paths")]
-    pub fn small_direct_fast_path(self, on: bool) -> Self {
-        self.small_direct(on)
-    }
-
     /// Inline reads of memory-backed files (default on). A file on tmpfs,
     /// ramfs or a RAM block device (zram, brd, pmem) that refuses
-    /// `RWF_NOWAIT` ([`File::inline_reason`]) cannot have a read tried
+    /// `RWF_NOWAIT` ([`File::inline_reason`](crate::File::inline_reason)) cannot have a read tried
     /// inline by io_uring: every read goes to an io-wq kernel thread, a
     /// thread hop for what is a memory copy that never waits on a device.
     /// With this on, once the backend holds the queue's *inline window* of
@@ -126,7 +120,7 @@ impl QueueBuilder {
     /// a cached read with `RWF_NOWAIT`: the calling thread reads while the
     /// kernel's worker reads too, and no thread sleeps waiting for another.
     /// Results, short-read and error handling are the same as for any
-    /// other read; [`QueueStats::inline`] counts them. No effect on the
+    /// other read; [`QueueStats::inline`](crate::QueueStats::inline) counts them. No effect on the
     /// `sync` backend (every read is inline there) or on other files.
     pub fn memory_inline(mut self, on: bool) -> Self {
         self.memory_inline = on;
@@ -146,8 +140,8 @@ impl QueueBuilder {
         self
     }
 
-    /// The `pool` backend's `RWF_NOWAIT` fast path: try a buffered read
-    /// inline with `preadv2(RWF_NOWAIT)` before handing it to a worker
+    /// The `pool` backend's `RWF_NOWAIT` path: try a buffered read
+    /// on the submitting thread with `preadv2(RWF_NOWAIT)` before handing it to a worker
     /// (default [`NowaitMode::Adaptive`]). No effect on other backends.
     pub fn nowait(mut self, mode: NowaitMode) -> Self {
         self.pool.mode = mode;

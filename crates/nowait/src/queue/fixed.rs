@@ -40,7 +40,7 @@ impl Queue {
         note
     }
     /// Take a buffer from the queue's pool (see
-    /// [`QueueBuilder::fixed_buffers`]); reads into it use `READ_FIXED`
+    /// [`QueueBuilder::fixed_buffers`](crate::QueueBuilder::fixed_buffers)); reads into it use `READ_FIXED`
     /// where the backend registered the pool. `None` when the pool is empty
     /// or was not asked for.
     pub fn take_buf(&mut self) -> Option<Buf> {

@@ -6,9 +6,9 @@
 //! `RWF_NOWAIT`, `statx` with `STATX_DIOALIGN`, `fstatfs`, the `BLKSSZGET`
 //! ioctl, `posix_fadvise`, `statvfs`, `eventfd`, `poll`); by hand only what it
 //! does not (`getrusage`, and `io_uring_enter` through a registered ring
-//! index, see [`uring`]). One place each for errno names and filesystem
-//! names ([`names`]), sysfs and the device a file lives on ([`sysfs`]), and
-//! the eventfd ([`eventfd`]).
+//! index, see `uring.rs`). One place each for errno names and filesystem
+//! names (`names.rs`), sysfs and the device a file lives on (`sysfs.rs`), and
+//! the eventfd (`eventfd.rs`).
 //!
 //! The module is private to the crate except for a few items the `nowait`
 //! CLI still uses (`rusage`, `free_space`, `clock_ticks_per_sec`,
