@@ -24,7 +24,7 @@ use crate::file::{File, FileKind};
 use crate::queue::Queue;
 use crate::rwf_nowait::{NowaitOff, NowaitState};
 use crate::sys::names::errno_name;
-use crate::sys::sysfs;
+use crate::sys::{self, sysfs};
 
 /// Outcome of trying one io_uring setup flag.
 #[derive(Debug, Clone)]
@@ -156,13 +156,8 @@ pub fn machine() -> MachineReport {
             }
         }
     };
-    let io_uring_disabled = fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
-        .ok()
-        .map(|s| s.trim().to_string());
-    let kernel_release = fs::read_to_string("/proc/sys/kernel/osrelease")
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let io_uring_disabled = sys::io_uring_disabled();
+    let kernel_release = sys::kernel_release();
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
@@ -177,19 +172,10 @@ pub fn machine() -> MachineReport {
         io_uring_disabled,
         kernel_release,
         cpus,
-        memlock_bytes: memlock(),
+        memlock_bytes: sys::memlock_limit(),
         aio,
         auto,
     }
-}
-
-fn memlock() -> Option<u64> {
-    let limits = fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max locked memory"))?;
-    let soft = line.split_whitespace().nth(3)?;
-    soft.parse().ok()
 }
 
 /// What one `preadv2(RWF_NOWAIT)` of byte 0 of a file answered: whether the
@@ -228,7 +214,7 @@ impl NowaitProbe {
 
 fn probe_nowait(file: &File) -> NowaitProbe {
     use std::os::fd::AsFd;
-    match crate::sys::preadv2_nowait_probe(file.as_fd()) {
+    match sys::preadv2_nowait_probe(file.as_fd()) {
         // Byte 0 came back (or the file is empty): supported.
         Ok(n) => NowaitProbe::Supported { cached: n == 1 },
         // Not cached, but the filesystem honoured RWF_NOWAIT.

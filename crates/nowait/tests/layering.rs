@@ -16,7 +16,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Circles known and owned elsewhere, each with the issue that removes it.
-const KNOWN_CIRCLES: &[(&str, &str, &str)] = &[];
+/// Nothing else may be added here.
+const KNOWN_CIRCLES: &[(&str, &str, &str)] = &[(
+    "engine.rs",
+    "reactor.rs",
+    "issue #13: the engine split gives the reactor a narrow interface instead of engine::Core",
+)];
 
 fn src_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -126,9 +131,11 @@ struct Crate {
 impl Crate {
     /// The file defining the longest module prefix of `path`.
     fn file_of(&self, path: &[String]) -> Option<&String> {
-        if path.len() == 1 {
-            if let Some(m) = self.root_exports.get(&path[0]) {
-                return self.modules.get(m);
+        if let Some(first) = path.first() {
+            if !self.modules.contains_key(&path[..1]) {
+                if let Some(m) = self.root_exports.get(first) {
+                    return self.modules.get(m);
+                }
             }
         }
         (0..=path.len())

@@ -563,7 +563,7 @@ fn mode_off_never_tries() {
         "{fp}"
     );
     assert!(
-        q.backend().detail.contains("fast path off"),
+        q.backend().detail.contains("RWF_NOWAIT path off"),
         "{}",
         q.backend().detail
     );

@@ -463,12 +463,10 @@ impl Backend for PoolBackend {
             )
         };
         let fast = match self.mode {
-            NowaitMode::Off => "RWF_NOWAIT nowait path off".to_string(),
-            NowaitMode::Always => {
-                "RWF_NOWAIT nowait path always tried for buffered reads".to_string()
-            }
+            NowaitMode::Off => "RWF_NOWAIT path off".to_string(),
+            NowaitMode::Always => "RWF_NOWAIT path always tried for buffered reads".to_string(),
             NowaitMode::Adaptive => format!(
-                "RWF_NOWAIT nowait path adaptive (tried while a file's hit ratio >= {}/1024, \
+                "RWF_NOWAIT path adaptive (tried while a file's hit ratio >= {}/1024, \
                  re-probed every {REPROBE_EVERY} skipped reads)",
                 ADAPTIVE_THRESHOLD
             ),

@@ -258,9 +258,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
 pub(crate) fn refusal(e: &io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EPERM) => {
-            let sysctl =
-                std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").unwrap_or_default();
-            match sysctl.trim() {
+            match sys::io_uring_disabled().as_deref().unwrap_or("") {
                 "2" => "io_uring_setup answered EPERM: kernel.io_uring_disabled=2 disables io_uring for everyone".into(),
                 "1" => "io_uring_setup answered EPERM: kernel.io_uring_disabled=1 allows it only to the io_uring_group"
                     .into(),

@@ -136,6 +136,32 @@ pub(crate) fn block_logical_size(fd: BorrowedFd<'_>) -> io::Result<u32> {
     Ok(rustix::fs::ioctl_blksszget(fd)?)
 }
 
+/// `kernel.io_uring_disabled` (`0`, `1`, `2`), if the sysctl exists.
+pub(crate) fn io_uring_disabled() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// The kernel release, for the record (nothing is decided from it).
+pub(crate) fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// The `RLIMIT_MEMLOCK` soft limit in bytes (`None`: unlimited or unknown),
+/// from `/proc/self/limits`.
+pub(crate) fn memlock_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max locked memory"))?;
+    let soft = line.split_whitespace().nth(3)?;
+    soft.parse().ok()
+}
+
 /// Drop a range of the file from the page cache: `posix_fadvise(POSIX_FADV_DONTNEED)`.
 /// `len == 0` means to the end of the file.
 #[doc(hidden)]
