@@ -119,7 +119,7 @@ pub fn fast_path_json(
     json!({
         "mode": mode.map(|m| m.as_str()),
         "tries": f.tries,
-        "hits": f.hits,
+        "inline_hits": f.hits,
         "partial_hits": f.partial_hits,
         "misses": f.misses,
         "refused": f.refused,
