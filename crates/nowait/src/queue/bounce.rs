@@ -20,6 +20,7 @@ impl Bounce {
     /// buffered file, an empty read, or one that meets the file's O_DIRECT
     /// alignment), an error if the file is strictly direct or the covering
     /// read is too large.
+    #[inline]
     pub(super) fn plan(
         file: &File,
         offset: u64,
