@@ -51,10 +51,12 @@ impl Queue {
             user_data,
         } = req;
         self.harvest_if_due();
-        let buf = match self.try_push_small(file, offset, len, buf, user_data) {
-            Ok(()) => return Ok(()),
-            Err(buf) => buf,
-        };
+        if let Some(index) = self.small_direct_index(file, offset, len, &buf) {
+            if let Some(idx) = self.free.pop() {
+                self.push_small(idx, file, offset, len, buf, user_data, index);
+                return Ok(());
+            }
+        }
         if len > buf.capacity() {
             return Err(Rejected {
                 error: Error::BufferTooSmall {

@@ -17,36 +17,29 @@ use crate::file::File;
 pub const SMALL_READ_MAX: usize = 4096;
 
 impl Queue {
-    /// Push the read on the small direct-read path if it qualifies: a
-    /// handful of compares, then one `READ_FIXED`. `Err` hands the buffer
-    /// back for the general path. `reg_id != 0` only when the pool was
-    /// registered, so the tag test also says the backend issues `READ_FIXED`.
+    /// If the read qualifies for the small direct-read path, the index of
+    /// the registered buffer it reads into: a handful of compares.
+    /// `reg_id != 0` only when the pool was registered, so the tag test also
+    /// says the backend issues `READ_FIXED`.
     #[inline]
-    pub(super) fn try_push_small(
-        &mut self,
+    pub(super) fn small_direct_index(
+        &self,
         file: &File,
         offset: u64,
         len: usize,
-        buf: Buf,
-        user_data: u64,
-    ) -> Result<(), Buf> {
-        if self.small_direct && self.reg_id != 0 && file.is_direct() {
-            if let Some((id, index)) = buf.fixed {
-                let align = file.dio_align();
-                if id == self.reg_id
-                    && len > 0
-                    && len <= SMALL_READ_MAX.max(align.offset as usize)
-                    && len <= buf.capacity()
-                    && align.fits(offset, len, buf.addr())
-                {
-                    if let Some(idx) = self.free.pop() {
-                        self.push_small(idx, file, offset, len, buf, user_data, index);
-                        return Ok(());
-                    }
-                }
-            }
+        buf: &Buf,
+    ) -> Option<u16> {
+        if !(self.small_direct && self.reg_id != 0 && file.is_direct()) {
+            return None;
         }
-        Err(buf)
+        let (id, index) = buf.fixed?;
+        let align = file.dio_align();
+        (id == self.reg_id
+            && len > 0
+            && len <= SMALL_READ_MAX.max(align.offset as usize)
+            && len <= buf.capacity()
+            && align.fits(offset, len, buf.addr()))
+        .then_some(index)
     }
 
     /// The small direct-read path's push: fill only what the
