@@ -15,22 +15,18 @@ pub(super) struct Bounce {
 }
 
 impl Bounce {
-    /// The bounce buffer a read of `len` bytes at `offset` into memory at
-    /// `addr` needs: `None` if the read can go to the kernel as it is (a
-    /// buffered file, an empty read, or one that meets the file's O_DIRECT
-    /// alignment), an error if the file is strictly direct or the covering
-    /// read is too large.
+    /// True if a read of `len` bytes at `offset` into memory at `addr`
+    /// cannot go to the kernel as it is: the file is direct, the read is
+    /// not empty, and it misses the file's O_DIRECT alignment.
     #[inline]
-    pub(super) fn plan(
-        file: &File,
-        offset: u64,
-        len: usize,
-        addr: usize,
-    ) -> Result<Option<Bounce>, Error> {
+    pub(super) fn needed(file: &File, offset: u64, len: usize, addr: usize) -> bool {
+        file.is_direct() && len > 0 && !file.dio_align().fits(offset, len, addr)
+    }
+
+    /// The bounce buffer for a read that [`Bounce::needed`] one: an error if
+    /// the file is strictly direct or the covering read is too large.
+    pub(super) fn plan(file: &File, offset: u64, len: usize) -> Result<Bounce, Error> {
         let align = file.dio_align();
-        if !file.is_direct() || len == 0 || align.fits(offset, len, addr) {
-            return Ok(None);
-        }
         if file.inner.strict {
             return Err(Error::Misaligned {
                 path: file.path().into(),
@@ -47,10 +43,10 @@ impl Bounce {
             return Err(Error::TooLarge { len, max: MAX_READ });
         }
         let bounce_align = (align.mem as usize).max(PAGE);
-        Ok(Some(Bounce {
+        Ok(Bounce {
             buf: Buf::with_align((end - start) as usize, bounce_align),
             skip: (offset - start) as usize,
-        }))
+        })
     }
 
     /// Copy the asked part of `done` bytes read into the bounce buffer to

@@ -72,9 +72,13 @@ impl Queue {
                 buf,
             });
         }
-        let bounce = match Bounce::plan(file, offset, len, buf.addr()) {
-            Ok(b) => b,
-            Err(error) => return Err(Rejected { error, buf }),
+        let bounce = if Bounce::needed(file, offset, len, buf.addr()) {
+            match Bounce::plan(file, offset, len) {
+                Ok(b) => Some(b),
+                Err(error) => return Err(Rejected { error, buf }),
+            }
+        } else {
+            None
         };
         let Some(idx) = self.free.pop() else {
             return Err(Rejected {
