@@ -24,7 +24,7 @@ fn verified_randread_on_every_engine_reports_fio_json_fields() {
             "--output-format=json",
         ]);
         if !o.status.success() && stderr(&o).contains("not available") {
-            println!("SKIP {engine}: {}", stderr(&o).trim());
+            common::skip_line(&format!("{engine}: {}", stderr(&o).trim()));
             continue;
         }
         assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
@@ -63,7 +63,7 @@ fn sweep_runs_every_combination_and_writes_table_and_plot() {
         &out.display().to_string(),
     ]);
     if !o.status.success() && stderr(&o).contains("not available") {
-        println!("SKIP sweep with uring: {}", stderr(&o).trim());
+        common::skip_line(&format!("sweep with uring: {}", stderr(&o).trim()));
         return;
     }
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -172,7 +172,9 @@ fn help_explains_every_option() {
 #[test]
 fn compare_fio_reads_fios_json() {
     if Command::new("fio").arg("--version").output().is_err() {
-        println!("SKIP compare_fio_reads_fios_json: fio is not installed (apt-get install fio)");
+        common::skip_line(
+            "compare_fio_reads_fios_json: fio is not installed (apt-get install fio)",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

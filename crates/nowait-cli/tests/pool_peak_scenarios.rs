@@ -16,7 +16,7 @@ use common::{json, nowait, path_arg, stderr};
 fn skipped(what: &str, o: &Output) -> bool {
     let e = stderr(o);
     if !o.status.success() && (e.contains("not available") || e.contains("unavailable")) {
-        eprintln!("SKIP {what}: {}", e.trim());
+        common::skip_line(&format!("{what}: {}", e.trim()));
         return true;
     }
     false
@@ -161,7 +161,7 @@ fn peak_runs_one_second_with_registered_buffers_and_verifies() {
         return;
     }
     if !o.status.success() && stderr(&o).contains("--direct=1") {
-        eprintln!("SKIP peak: no O_DIRECT here: {}", stderr(&o).trim());
+        common::skip_line(&format!("peak: no O_DIRECT here: {}", stderr(&o).trim()));
         return;
     }
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -211,7 +211,7 @@ fn sqthread_poll_reports_its_kernel_threads_cpu() {
         "--output-format=json",
     ]);
     if skipped("sqpoll", &o) || (!o.status.success() && stderr(&o).contains("sqthread_poll")) {
-        eprintln!("SKIP sqpoll: {}", stderr(&o).trim());
+        common::skip_line(&format!("sqpoll: {}", stderr(&o).trim()));
         return;
     }
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -252,7 +252,10 @@ fn scenario_mixed_tiny_reports_every_stream_and_config() {
     assert!(names[0].starts_with("pool:off") && names[1].starts_with("pool:adaptive"));
     for c in configs {
         if let Some(why) = c["skipped"].as_str() {
-            eprintln!("SKIP {}: {why}", c["name"]);
+            common::skip(
+                &format!("scenario mixed {}", c["name"].as_str().unwrap_or("?")),
+                why,
+            );
             continue;
         }
         let streams = c["streams"].as_array().unwrap();
@@ -305,12 +308,15 @@ fn scenario_qd_sweep_tiny_compares_with_fio_and_marks_polling() {
     assert_eq!(v["scenario"], "qd-sweep");
     assert_eq!(v["qd"], serde_json::json!([1, 4]));
     if v["fio_version"].is_null() {
-        eprintln!("SKIP fio comparison: {}", stderr(&o).trim());
+        common::skip_line(&format!("fio comparison: {}", stderr(&o).trim()));
     }
     let mut ran = Vec::new();
     for f in v["filesystems"].as_array().unwrap() {
         match f["skipped"].as_str() {
-            Some(why) => eprintln!("SKIP {}: {why}", f["fs"]),
+            Some(why) => common::skip(
+                &format!("scenario qd-sweep on {}", f["fs"].as_str().unwrap_or("?")),
+                why,
+            ),
             None => ran.push(f["fs"].as_str().unwrap().to_string()),
         }
     }

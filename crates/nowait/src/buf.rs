@@ -13,6 +13,7 @@
 use std::alloc::{self, Layout};
 use std::fmt;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// Default alignment of a buffer: one page.
 pub const PAGE: usize = 4096;
@@ -29,6 +30,34 @@ pub struct Buf {
     pub(crate) fixed: Option<(u32, u16)>,
     /// The memory belongs to the caller ([`Buf::from_raw_parts`]): never freed here.
     foreign: bool,
+    /// The shared region this buffer is carved from (a pool made with
+    /// [`BufPool::shared`]); `None`: the buffer owns its allocation.
+    region: Option<Arc<Region>>,
+}
+
+/// One allocation that several buffers are carved from. It is freed when
+/// the last holder (the pool, or a buffer taken from it) goes, so memory
+/// registered with the kernel stays allocated as long as the pool that
+/// registered it, whatever callers do with the buffers.
+#[derive(Debug)]
+struct Region {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+// SAFETY: `Region` is only an owner of memory: it never reads or writes
+// it. Each buffer carved from it covers a disjoint range and is accessed
+// only through its own `Buf` (exclusive, like a `Vec<u8>`).
+unsafe impl Send for Region {}
+// SAFETY: see above; `&Region` gives no access to the bytes.
+unsafe impl Sync for Region {}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `BufPool::shared` with exactly this layout
+        // (non-zero size), freed once, here, when the last holder goes.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
 }
 
 // SAFETY: `Buf` owns its allocation exclusively (like `Vec<u8>`); nothing else
@@ -61,6 +90,7 @@ impl Buf {
                 align,
                 fixed: None,
                 foreign: false,
+                region: None,
             };
         }
         let layout = Layout::from_size_align(cap, align)
@@ -77,6 +107,7 @@ impl Buf {
             align,
             fixed: None,
             foreign: false,
+            region: None,
         }
     }
 
@@ -107,6 +138,7 @@ impl Buf {
                 align,
                 fixed: None,
                 foreign: true,
+                region: None,
             },
             // No memory to use: the empty buffer, which touches nothing.
             _ => Buf::with_align(0, 1),
@@ -190,7 +222,9 @@ impl Buf {
 
 impl Drop for Buf {
     fn drop(&mut self) {
-        if self.cap == 0 || self.foreign {
+        if self.cap == 0 || self.foreign || self.region.is_some() {
+            // Empty, the caller's memory, or carved from a shared region
+            // (the region frees it).
             return;
         }
         let layout =
@@ -217,13 +251,58 @@ pub struct BufPool {
     free: Vec<Buf>,
     size: usize,
     align: usize,
+    /// The region every buffer is carved from (pools made with `shared`).
+    region: Option<Arc<Region>>,
 }
 
 impl BufPool {
     /// `count` buffers of `size` bytes aligned to `align`.
     pub fn new(count: usize, size: usize, align: usize) -> BufPool {
         let free = (0..count).map(|_| Buf::with_align(size, align)).collect();
-        BufPool { free, size, align }
+        BufPool {
+            free,
+            size,
+            align,
+            region: None,
+        }
+    }
+
+    /// Like [`BufPool::new`], but every buffer is carved from one
+    /// allocation that the pool keeps until it is dropped (buffers taken
+    /// from it keep it too): a buffer a caller takes and drops, or that
+    /// `put` refuses, never hands its memory back to the allocator while
+    /// the pool lives. This is what memory registered with the kernel
+    /// (io_uring fixed buffers) needs.
+    pub(crate) fn shared(count: usize, size: usize, align: usize) -> BufPool {
+        let align = align.max(1);
+        let stride = size.max(1).next_multiple_of(align);
+        let layout = Layout::from_size_align(stride * count.max(1), align)
+            .expect("pool size and alignment form a valid layout");
+        // SAFETY: the layout has a non-zero size (stride >= 1, count >= 1).
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let Some(base) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout)
+        };
+        let region = Arc::new(Region { ptr: base, layout });
+        let free = (0..count)
+            .map(|i| Buf {
+                // SAFETY: `i * stride + size <= stride * count`, inside the
+                // allocation; the pointer is non-null.
+                ptr: unsafe { NonNull::new_unchecked(base.as_ptr().add(i * stride)) },
+                cap: size,
+                len: 0,
+                align,
+                fixed: None,
+                foreign: false,
+                region: Some(region.clone()),
+            })
+            .collect();
+        BufPool {
+            free,
+            size,
+            align,
+            region: Some(region),
+        }
     }
 
     /// Take a buffer (its fill length reset to 0), or `None` when all are out.
@@ -236,7 +315,12 @@ impl BufPool {
     /// Return a buffer. Buffers of another size or alignment, and buffers
     /// over the caller's memory, are dropped rather than mixed into the pool.
     pub fn put(&mut self, buf: Buf) {
-        if buf.cap == self.size && buf.align == self.align && !buf.foreign {
+        let ours = match (&self.region, &buf.region) {
+            (Some(mine), Some(its)) => Arc::ptr_eq(mine, its),
+            (None, None) => true,
+            _ => false,
+        };
+        if ours && !buf.foreign && buf.cap == self.size && buf.align == self.align {
             self.free.push(buf);
         }
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::rwf_nowait::{NowaitFile, NowaitState};
-use crate::sys::names::{fs_name, RAMFS_MAGIC, TMPFS_MAGIC};
+use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
 use crate::sys::{self, sysfs, DioAlign};
 
 /// Whether reads bypass the page cache with `O_DIRECT`.
@@ -148,7 +148,28 @@ pub(crate) struct FileInner {
     /// Where the file's data lives when that is memory, so reads of it may
     /// be done inline on the calling thread (see [`File::memory_backing`]).
     pub(crate) memory: Option<MemoryBacking>,
+    /// Why io_uring must not read this file, if it must not (see
+    /// [`File::pooled_reason`]): the `uring` backend hands its reads to a
+    /// thread pool doing `pread(2)`.
+    pub(crate) pooled: Option<&'static str>,
 }
+
+/// Why io_uring cannot be trusted with reads of a file on FUSE.
+///
+/// A FUSE file opened in `direct_io` mode (`FOPEN_DIRECT_IO`) on a
+/// connection that did not negotiate `FUSE_ASYNC_DIO` (libfuse 2 does not)
+/// is read by the kernel's `fuse_direct_IO` for io_uring, which does not
+/// advance the request's file position. When the server answers short
+/// (which FUSE allows anywhere), io_uring reads the rest itself from the
+/// stale position: the result counts every byte asked for, the bytes after
+/// the short reply repeat the file from the start of the read, and an error
+/// further on is never reported (seen on 6.18 with plain liburing). Neither
+/// the open flags nor the negotiated capabilities can be seen from user
+/// space, so every FUSE file takes the `pread(2)` path, which reports short
+/// reads as they are (AIO does too; the queue then reads the rest itself).
+const FUSE_POOLED: &str = "FUSE: io_uring re-reads a short direct_io reply from the wrong offset \
+     (wrong bytes, lost errors) unless the server negotiated FUSE_ASYNC_DIO, which user space \
+     cannot see; reads go to a thread pool doing pread(2)";
 
 /// The device does not poll (or the file is buffered).
 pub(crate) const POLL_NO: u8 = 0;
@@ -302,6 +323,7 @@ impl File {
                     POLL_NO
                 }),
                 memory,
+                pooled: (fs_magic == FUSE_MAGIC).then_some(FUSE_POOLED),
             }),
         })
     }
@@ -346,6 +368,13 @@ impl File {
     /// every queue reading the file).
     pub fn nowait_state(&self) -> NowaitState {
         self.inner.nowait.snapshot(self.inner.fs)
+    }
+
+    /// Why the `uring` backend hands this file's reads to a thread pool
+    /// doing `pread(2)` instead of the ring, if it does: files on FUSE,
+    /// where io_uring can return wrong bytes for a short reply.
+    pub fn pooled_reason(&self) -> Option<&str> {
+        self.inner.pooled
     }
 
     /// `Some(where)` when the file's data lives in memory and its reads may

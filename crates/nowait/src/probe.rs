@@ -96,11 +96,11 @@ pub fn machine() -> MachineReport {
             let known = ring.submitter().register_probe(&mut probe).is_ok();
             let op_read = known && probe.is_supported(opcode::Read::CODE);
             let op_read_fixed = known && probe.is_supported(opcode::ReadFixed::CODE);
-            let ring_fd = ring
-                .submitter()
-                .register_ring_fd()
-                .map(|_| ())
-                .map_err(|e| e.raw_os_error().unwrap_or(0));
+            // Registered and unregistered at once, as the backend does:
+            // through the io-uring crate's throwaway `Submitter` the index
+            // was lost, and each probe kept a ring alive in this thread's
+            // io_uring context (issue #11).
+            let ring_fd = crate::backend::uring::probe_ring_fd(&ring);
             let flags = vec![
                 FlagProbe {
                     flag: "SQPOLL",
@@ -334,6 +334,21 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
                 .then(|| format!("sync: pread(2) with O_DIRECT on the calling thread ({why})")),
         ),
     };
+    // Files io_uring cannot be trusted with (FUSE) go to a thread pool
+    // inside the uring backend.
+    if auto_kind == BackendKind::Uring {
+        if let Some(r) = buffered.pooled_reason() {
+            buffered_path = format!(
+                "uring backend's thread pool: worker threads doing pread(2), not the ring ({r})"
+            );
+            if let Some(p) = direct_path.as_mut() {
+                *p = format!(
+                    "uring backend's thread pool: pread(2) with O_DIRECT in worker threads, \
+                     not the ring ({r})"
+                );
+            }
+        }
+    }
     // The queue reads memory-backed files inline past its inline window
     // (`QueueBuilder::memory_inline`), whatever the backend.
     let inline = |f: &File| {

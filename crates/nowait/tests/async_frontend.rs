@@ -2,6 +2,8 @@
 //! and multi-thread), smol, a Waker-only executor and plain threads, on every
 //! backend this machine offers; shutdown and closed-engine behaviour.
 
+mod common;
+
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -29,7 +31,7 @@ fn engines() -> Vec<Engine> {
             .build()
         {
             Ok(e) => v.push(e),
-            Err(e) => println!("SKIPPED backend {kind}: {e}"),
+            Err(e) => common::skip_line(&format!("backend {kind}: {e}")),
         }
     }
     v

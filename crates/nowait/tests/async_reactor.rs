@@ -6,6 +6,8 @@
 //! thread.
 #![cfg(feature = "tokio")]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -75,7 +77,7 @@ fn uring_or_skip(test: &str) -> Option<BackendChoice> {
     {
         Ok(_) => Some(BackendChoice::Exactly(BackendKind::Uring)),
         Err(e) => {
-            println!("SKIP {test}: io_uring unavailable: {e}");
+            common::skip_line(&format!("{test}: io_uring unavailable: {e}"));
             None
         }
     }
@@ -167,7 +169,7 @@ fn watchdog_delivers_when_the_runtime_is_not_driven() {
     assert_eq!(engine.poller(), PollerMode::Reactor);
     let file = engine.open(&path, Direct::On).unwrap();
     if !file.file().is_direct() {
-        println!("SKIP watchdog test: O_DIRECT refused under /var/tmp");
+        common::skip_line("watchdog test: O_DIRECT refused under /var/tmp");
         return;
     }
     let start = Instant::now();

@@ -2,6 +2,8 @@
 //! 100k reads, every completed read verified, nothing left in flight.
 //! The driver is the `async_stress` example (run it under valgrind in CI).
 
+mod common;
+
 #[path = "../examples/async_stress.rs"]
 mod stress;
 
@@ -66,7 +68,7 @@ fn dropped_futures_on_every_backend() {
     for kind in BackendKind::ALL {
         let choice = BackendChoice::Exactly(kind);
         if let Err(e) = Engine::builder().backend(choice).build() {
-            println!("SKIPPED backend {kind}: {e}");
+            common::skip_line(&format!("backend {kind}: {e}"));
             continue;
         }
         let dir = tempfile::tempdir().unwrap();

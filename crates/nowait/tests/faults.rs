@@ -14,7 +14,7 @@ mod fusefs;
 use std::time::Duration;
 
 use common::{backends, Rng};
-use fusefs::{FileSpec, FuseFs, Served, Short};
+use fusefs::{FileSpec, FuseFs, Negotiate, Served, Short};
 use nowait::{pattern, BackendChoice, BackendKind, Buf, Direct, Engine, Error, File, Queue, Read};
 
 /// Served files end inside a block, like real ones.
@@ -28,7 +28,7 @@ fn mount(test: &str, files: Vec<FileSpec>) -> Option<(FuseFs, Rng)> {
     match FuseFs::mount(files, rng.next_u64()) {
         Ok(fs) => Some((fs, rng)),
         Err(why) => {
-            println!("SKIP {test}: {why}");
+            common::skip_line(&format!("{test}: {why}"));
             None
         }
     }
@@ -39,11 +39,11 @@ fn modes(fs: &Served, name: &str) -> Vec<Direct> {
     match File::open(fs.path(name), Direct::On) {
         Ok(f) if f.is_direct() => vec![Direct::Off, Direct::On],
         Ok(_) => {
-            println!("SKIP Direct::On on FUSE: the file opened buffered");
+            common::skip_line("Direct::On on FUSE: the file opened buffered");
             vec![Direct::Off]
         }
         Err(e) => {
-            println!("SKIP Direct::On on FUSE: {e}");
+            common::skip_line(&format!("Direct::On on FUSE: {e}"));
             vec![Direct::Off]
         }
     }
@@ -232,7 +232,7 @@ fn small_direct_fast_path_finishes_short_reads() {
             {
                 Ok(q) => q,
                 Err(e) => {
-                    println!("SKIP backend {kind}: {e}");
+                    common::skip_line(&format!("backend {kind}: {e}"));
                     continue;
                 }
             };
@@ -552,8 +552,10 @@ fn reap_submits_reissued_remainder_before_returning() {
 
 /// What the kernel does with a FUSE read answered EINTR or EAGAIN: `pread`,
 /// aio and the pool's workers hand the errno to the queue, which retries.
-/// io_uring passes EINTR on, but retries EAGAIN itself (from io-wq), so the
-/// queue never sees it, and a persistent EAGAIN spins in the kernel forever.
+/// (io_uring would retry EAGAIN itself from io-wq, without bound, so a
+/// persistent EAGAIN spun in the kernel forever; FUSE files now bypass the
+/// ring, see `File::pooled_reason`, and the uring backend retries like the
+/// others.)
 #[test]
 fn transient_eintr_and_eagain_are_retried() {
     let files = vec![
@@ -590,19 +592,12 @@ fn transient_eintr_and_eagain_are_retried() {
                     let sent = served.stats(name).transient_replies - seen.transient_replies;
                     println!("{what}: the server answered {sent} with {name}, the queue retried {retries}");
                     assert!(sent > 0, "{what}: no transient error was injected");
-                    if kind == BackendKind::Uring && name == "eagain" {
-                        continue; // retried by io_uring itself
-                    }
                     assert!(retries > 0, "{what}: no read was retried");
                 }
                 // An errno that never clears: retried a bounded number of
                 // times, then reported with the file and offset.
                 for (name, errno) in [("always_eintr", libc::EINTR), ("always_eagain", libc::EAGAIN)] {
                     let what = format!("{kind} {direct:?} {name}");
-                    if kind == BackendKind::Uring && errno == libc::EAGAIN {
-                        println!("SKIP {what}: io_uring retries a FUSE read's EAGAIN inside the kernel without bound; it never reaches the queue");
-                        continue;
-                    }
                     let path = served.path(name);
                     let file = File::open(&path, direct).unwrap();
                     let (seen, retries) = (served.stats(name).reads, q.stats().eintr_retries);
@@ -643,7 +638,7 @@ fn async_front_end_finishes_short_reads() {
             {
                 Ok(e) => e,
                 Err(e) => {
-                    println!("SKIP backend {kind}: {e}");
+                    common::skip_line(&format!("backend {kind}: {e}"));
                     continue;
                 }
             };
@@ -687,4 +682,150 @@ fn async_front_end_finishes_short_reads() {
             );
         }
     });
+}
+
+/// The scenario of issue #11: a `direct_io` FUSE file served the way
+/// libfuse 2 negotiates (no `FUSE_ASYNC_DIO`), every reply at most 20,000
+/// bytes, EIO over one range, answered by several reader threads. Each read
+/// must return the file's bytes (length and content) or EIO when it touches
+/// the bad range. Before the fix, io_uring completed a 64 KiB read with
+/// `res = 65536` whose bytes from 20,000 on repeated the start of the read,
+/// and reads over the bad range succeeded.
+fn short_replies_like_libfuse2(test: &str, engine: bool) {
+    let bad = (3 << 20) + 100..(3 << 20) + 5000;
+    let files = vec![FileSpec::new("f", SIZE)
+        .short(Short::AtMost(20_000))
+        .eio(bad.clone())];
+    let mut rng = Rng::from_env(test);
+    let fs = match FuseFs::mount_with(files, rng.next_u64(), Negotiate::Libfuse2) {
+        Ok(fs) => fs,
+        Err(why) => return common::skip(test, &why),
+    };
+    let served = fs.served();
+    let seed = rng.next_u64();
+    let test = test.to_string();
+    fs.within(LIMIT, &test.clone(), move || {
+        let mut rng = Rng::from_seed(seed);
+        let path = served.path("f");
+        let touches = |off: u64, len: usize| off < bad.end && bad.start < off + len as u64;
+        let verdict = |what: &str, off: u64, len: usize, r: Result<usize, String>, buf: &Buf| {
+            if touches(off, len) && off < SIZE {
+                match r {
+                    Ok(n) => panic!("{what}: read of {len} at {off} crosses the EIO range but returned {n} bytes"),
+                    Err(e) => assert!(e.contains("Input/output error"), "{what}: {e}"),
+                }
+            } else {
+                check(what, (off, len), &r, buf);
+            }
+        };
+        let reads: Vec<(u64, usize)> = (0..160)
+            .map(|i| {
+                let len = 1 + rng.below(if i % 4 == 0 { 1 << 20 } else { 96 << 10 }) as usize;
+                let off = match i % 5 {
+                    0 => bad.start.saturating_sub(rng.below(len as u64)),
+                    1 => SIZE - rng.below(len as u64 + 10).min(SIZE),
+                    _ => rng.below(SIZE),
+                };
+                (off, len)
+            })
+            .collect();
+        if !engine {
+            // `nowait probe` names the path and the reason.
+            let machine = nowait::probe::machine();
+            if machine.auto.as_ref().is_ok_and(|a| a.kind == BackendKind::Uring) {
+                let report = nowait::probe::file(&path, &machine).unwrap();
+                assert!(
+                    report.buffered_path.contains("pread(2), not the ring")
+                        && report.buffered_path.contains("FUSE_ASYNC_DIO"),
+                    "{}",
+                    report.buffered_path
+                );
+            }
+            for kind in common::backend_kinds() {
+                let Some(mut q) = common::queue_of(kind, 32) else {
+                    continue;
+                };
+                let file = File::open(&path, Direct::Off).unwrap();
+                assert!(file.pooled_reason().is_some(), "a FUSE file names why io_uring is bypassed");
+                let what = format!("{kind}");
+                drive(&mut q, &file, &reads, 32, |i, c| {
+                    let (off, len) = reads[i];
+                    verdict(&what, off, len, c.result.map_err(|e| e.to_string()), &c.buf);
+                });
+                for &(off, len) in reads.iter().take(20) {
+                    let (r, buf) = q.read_at(&file, off, Buf::new(len));
+                    verdict(&format!("{what} read_at"), off, len, r.map_err(|e| e.to_string()), &buf);
+                }
+            }
+            return;
+        }
+        for kind in common::backend_kinds() {
+            let engine = match Engine::builder()
+                .backend(BackendChoice::Exactly(kind))
+                .depth(32)
+                .build()
+            {
+                Ok(e) => e,
+                Err(e) => {
+                    common::skip(&format!("backend {kind}"), &e.to_string());
+                    continue;
+                }
+            };
+            let file = engine.open(&path, Direct::Off).unwrap();
+            let what = format!("engine on {kind}");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let futs = reads.iter().map(|&(off, len)| {
+                    let file = &file;
+                    async move { (off, len, file.read_at(Buf::new(len), off).await) }
+                });
+                for (off, len, (r, buf)) in futures_join_all(futs).await {
+                    verdict(&what, off, len, r.map_err(|e| e.to_string()), &buf);
+                }
+            });
+        }
+    });
+    assert!(fs.stats("f").short_replies > 0 && fs.stats("f").eio_replies > 0);
+}
+
+/// Await every future of `futs` concurrently, results in order.
+async fn futures_join_all<F: std::future::Future>(futs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut futs: Vec<_> = futs.map(|f| Some(Box::pin(f))).collect();
+    let mut out: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in futs.iter_mut().enumerate() {
+            if let Some(fut) = f {
+                match fut.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => {
+                        out[i] = Some(v);
+                        *f = None;
+                    }
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter()
+        .map(|v| v.expect("every future finished"))
+        .collect()
+}
+
+#[test]
+fn fuse_short_reads_without_async_dio_uring() {
+    short_replies_like_libfuse2("fuse_short_reads_without_async_dio_uring", false);
+}
+
+#[test]
+fn fuse_short_reads_without_async_dio_engine() {
+    short_replies_like_libfuse2("fuse_short_reads_without_async_dio_engine", true);
 }

@@ -92,7 +92,7 @@ fn queue(kind: BackendKind, depth: usize) -> nowait::QueueBuilder {
 fn files_in_memory_are_recognised_and_others_are_not() {
     let dir = match tmpfs_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP files_in_memory_are_recognised: {why}"),
+        Err(why) => return common::skip_line(&format!("files_in_memory_are_recognised: {why}")),
     };
     let p = pattern_file(dir.path(), "f", 1 << 20);
     for direct in [Direct::Off, Direct::Auto] {
@@ -107,7 +107,7 @@ fn files_in_memory_are_recognised_and_others_are_not() {
     let disk = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let fs = fs_of(disk.path());
     if fs == "tmpfs" {
-        return eprintln!("SKIP the disk-backed half: the target directory is on tmpfs");
+        return common::skip_line("the disk-backed half: the target directory is on tmpfs");
     }
     let q = pattern_file(disk.path(), "g", 1 << 20);
     let f = File::open(&q, Direct::Off).unwrap();
@@ -120,7 +120,7 @@ fn files_in_memory_are_recognised_and_others_are_not() {
 fn the_window_decides_how_many_reads_are_inline() {
     let dir = match tmpfs_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP the_window_decides: {why}"),
+        Err(why) => return common::skip_line(&format!("the_window_decides: {why}")),
     };
     let size = (4 << 20) + 1234;
     let p = pattern_file(dir.path(), "f", size);
@@ -136,7 +136,7 @@ fn the_window_decides_how_many_reads_are_inline() {
             let mut q = match queue(kind, 64).inline_window(1000).build() {
                 Ok(q) => q,
                 Err(e) => {
-                    eprintln!("SKIP {what}: {e}");
+                    common::skip_line(&format!("{what}: {e}"));
                     continue;
                 }
             };
@@ -187,14 +187,16 @@ fn the_window_decides_how_many_reads_are_inline() {
 fn a_full_queue_keeps_both_halves_busy() {
     let dir = match tmpfs_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP a_full_queue_keeps_both_halves_busy: {why}"),
+        Err(why) => {
+            return common::skip_line(&format!("a_full_queue_keeps_both_halves_busy: {why}"))
+        }
     };
     let size: u64 = 16 << 20;
     let p = pattern_file(dir.path(), "f", size);
     let f = File::open(&p, Direct::Auto).unwrap();
     let mut q = match queue(BackendKind::Uring, 64).build() {
         Ok(q) => q,
-        Err(e) => return eprintln!("SKIP a_full_queue_keeps_both_halves_busy: {e}"),
+        Err(e) => return common::skip_line(&format!("a_full_queue_keeps_both_halves_busy: {e}")),
     };
     let mut rng = Rng::from_env("inline-full");
     let mut offsets = vec![0u64; 64];
@@ -250,11 +252,11 @@ fn a_full_queue_keeps_both_halves_busy() {
 #[test]
 fn a_zram_device_is_read_inline() {
     if !is_root() {
-        return eprintln!("SKIP a_zram_device_is_read_inline: needs root to add a zram device");
+        return common::skip_line("a_zram_device_is_read_inline: needs root to add a zram device");
     }
     let zram = match Zram::add(32 << 20) {
         Ok(z) => z,
-        Err(why) => return eprintln!("SKIP a_zram_device_is_read_inline: {why}"),
+        Err(why) => return common::skip_line(&format!("a_zram_device_is_read_inline: {why}")),
     };
     let size = 32u64 << 20;
     nowait::pattern::write_file(&zram.path, size, |_| {}).expect("write the pattern to zram");
@@ -271,7 +273,7 @@ fn a_zram_device_is_read_inline() {
     // thread exited; `Zram`'s drop says so if it stays busy).
     let mut q = match queue(BackendKind::Uring, 32).build() {
         Ok(q) => q,
-        Err(e) => return eprintln!("SKIP a_zram_device_is_read_inline: {e}"),
+        Err(e) => return common::skip_line(&format!("a_zram_device_is_read_inline: {e}")),
     };
     let mut rng = Rng::from_env("inline-zram");
     let rs: Vec<(u64, usize)> = reads(&mut rng, size, 32, true)
@@ -345,7 +347,11 @@ impl Drop for Zram {
 fn the_async_engine_reads_memory_backed_files_inline_too() {
     let dir = match tmpfs_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP the_async_engine_reads_memory_backed_files: {why}"),
+        Err(why) => {
+            return common::skip_line(&format!(
+                "the_async_engine_reads_memory_backed_files: {why}"
+            ))
+        }
     };
     let size: u64 = (8 << 20) + 777;
     let p = pattern_file(dir.path(), "f", size);
@@ -395,12 +401,12 @@ fn the_async_engine_reads_memory_backed_files_inline_too() {
 fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
     let dir = match tmpfs_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP a_reap_satisfied_by_inline_reads: {why}"),
+        Err(why) => return common::skip_line(&format!("a_reap_satisfied_by_inline_reads: {why}")),
     };
     let disk = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     if fs_of(disk.path()) == "tmpfs" {
-        return eprintln!(
-            "SKIP a_reap_satisfied_by_inline_reads: the target directory is on tmpfs"
+        return common::skip_line(
+            "a_reap_satisfied_by_inline_reads: the target directory is on tmpfs",
         );
     }
     let size = 1u64 << 20;
@@ -408,7 +414,7 @@ fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
     let ondisk = File::open(pattern_file(disk.path(), "d", size), Direct::Off).unwrap();
     let mut q = match queue(BackendKind::Uring, 4).inline_window(2).build() {
         Ok(q) => q,
-        Err(e) => return eprintln!("SKIP a_reap_satisfied_by_inline_reads: {e}"),
+        Err(e) => return common::skip_line(&format!("a_reap_satisfied_by_inline_reads: {e}")),
     };
     for i in 0..3u64 {
         q.push(Read {
@@ -462,7 +468,9 @@ fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
 fn a_lone_read_is_inline_at_any_depth() {
     let dir = match tmpfs_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP a_lone_read_is_inline_at_any_depth: {why}"),
+        Err(why) => {
+            return common::skip_line(&format!("a_lone_read_is_inline_at_any_depth: {why}"))
+        }
     };
     let size = 1u64 << 20;
     let f = File::open(pattern_file(dir.path(), "f", size), Direct::Off).unwrap();
@@ -473,7 +481,9 @@ fn a_lone_read_is_inline_at_any_depth() {
         }
         let mut q = match b.build() {
             Ok(q) => q,
-            Err(e) => return eprintln!("SKIP a_lone_read_is_inline_at_any_depth: {e}"),
+            Err(e) => {
+                return common::skip_line(&format!("a_lone_read_is_inline_at_any_depth: {e}"))
+            }
         };
         let before = q.stats().backend.syscalls;
         let mut done = Vec::new();

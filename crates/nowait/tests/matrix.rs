@@ -39,7 +39,7 @@ fn single_reads(dir: &Path, label: &str) {
         let file = match File::open(&path, direct) {
             Ok(f) => f,
             Err(e @ Error::DirectUnsupported { .. }) => {
-                eprintln!("SKIP {label} {direct:?}: {e}");
+                common::skip_line(&format!("{label} {direct:?}: {e}"));
                 continue;
             }
             Err(e) => panic!("{label}: open {direct:?}: {e}"),
@@ -97,7 +97,7 @@ fn deep_queues(dir: &Path, label: &str) {
         let file = match File::open(&path, direct) {
             Ok(f) => f,
             Err(e) => {
-                eprintln!("SKIP {label} deep {direct:?}: {e}");
+                common::skip_line(&format!("{label} deep {direct:?}: {e}"));
                 continue;
             }
         };
@@ -183,7 +183,7 @@ fn mixed_direct_and_buffered(dir: &Path, label: &str) {
     let path = pattern_file(dir, "mixed.dat", FILE_SIZE);
     let direct = match File::open(&path, Direct::On) {
         Ok(f) => f,
-        Err(e) => return eprintln!("SKIP {label} mixed: {e}"),
+        Err(e) => return common::skip_line(&format!("{label} mixed: {e}")),
     };
     let buffered = File::open(&path, Direct::Off).unwrap();
     let mut rng = Rng::from_env(label);
@@ -230,10 +230,10 @@ fn matrix_on_ext4() {
     let dir = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
     let fs = fs_of(dir.path());
     if fs != "ext4" {
-        eprintln!(
-            "SKIP matrix_on_ext4: {} is on {fs}, not ext4 (set TMPDIR to an ext4 directory)",
+        common::skip_line(&format!(
+            "matrix_on_ext4: {} is on {fs}, not ext4 (set TMPDIR to an ext4 directory)",
             dir.path().display()
-        );
+        ));
         return;
     }
     whole_matrix(dir.path(), "ext4");
@@ -243,7 +243,7 @@ fn matrix_on_ext4() {
 fn matrix_on_tmpfs() {
     let shm = Path::new("/dev/shm");
     if !shm.is_dir() || fs_of(shm) != "tmpfs" {
-        eprintln!("SKIP matrix_on_tmpfs: /dev/shm is not a tmpfs here");
+        common::skip_line("matrix_on_tmpfs: /dev/shm is not a tmpfs here");
         return;
     }
     let dir = tempfile::tempdir_in(shm).unwrap();
@@ -255,7 +255,7 @@ fn matrix_on_xfs_loop() {
     let m = match LoopMount::new("mkfs.xfs", 300) {
         Ok(m) => m,
         Err(why) => {
-            eprintln!("SKIP matrix_on_xfs_loop: {why}");
+            common::skip_line(&format!("matrix_on_xfs_loop: {why}"));
             return;
         }
     };

@@ -12,7 +12,7 @@
 //! for one test with `NOWAIT_POOL_CHILD` set.
 
 mod common;
-use common::{in_child, run_child};
+use common::{assert_in_child, run_child};
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -229,7 +229,7 @@ fn data_in_every_mode_on_ext4() {
 fn data_in_every_mode_on_tmpfs() {
     match tmpfs_dir() {
         Ok(d) => data_scenarios(d.path(), "tmpfs"),
-        Err(why) => eprintln!("SKIP data_in_every_mode_on_tmpfs: {why}"),
+        Err(why) => common::skip_line(&format!("data_in_every_mode_on_tmpfs: {why}")),
     }
 }
 
@@ -268,7 +268,7 @@ fn queues_on_many_threads_share_a_file() {
 fn nowait_hit_completes_inline() {
     let dir = match nowait_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP nowait_hit_completes_inline: {why}"),
+        Err(why) => return common::skip_line(&format!("nowait_hit_completes_inline: {why}")),
     };
     let path = pattern_file(dir.path(), "warm.dat", 1 << 20);
     std::fs::read(&path).unwrap();
@@ -311,13 +311,13 @@ fn nowait_hit_completes_inline() {
 fn nowait_miss_goes_to_a_worker() {
     let dir = match nowait_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP nowait_miss_goes_to_a_worker: {why}"),
+        Err(why) => return common::skip_line(&format!("nowait_miss_goes_to_a_worker: {why}")),
     };
     let path = pattern_file(dir.path(), "cold.dat", 4 << 20);
     let file = File::open(&path, Direct::Off).unwrap();
     let mut rng = Rng::from_env("nowait_miss_goes_to_a_worker");
     if let Err(why) = dontneed_empties_cache(&file, 4 << 20, &mut rng) {
-        return eprintln!("SKIP nowait_miss_goes_to_a_worker: {why}");
+        return common::skip_line(&format!("nowait_miss_goes_to_a_worker: {why}"));
     }
     let mut q = pool(8, NowaitMode::Always);
     let n = 20;
@@ -333,9 +333,9 @@ fn nowait_miss_goes_to_a_worker() {
     if fp.hits + fp.partial_hits > 0 {
         // POSIX_FADV_DONTNEED leaves pages it cannot invalidate (locked, in
         // another CPU's LRU batch, under concurrent I/O): the premise failed.
-        return eprintln!(
-            "SKIP nowait_miss_goes_to_a_worker: the kernel kept pages DONTNEED should have dropped ({fp})"
-        );
+        return common::skip_line(&format!(
+            "nowait_miss_goes_to_a_worker: the kernel kept pages DONTNEED should have dropped ({fp})"
+        ));
     }
     assert_eq!(fp.misses, n, "every try after DONTNEED misses: {fp}");
     // A worker's pread may itself come up short now and then; the queue
@@ -374,7 +374,9 @@ fn cache_first_page_only(path: &Path) {
 fn nowait_partial_hit_keeps_the_prefix() {
     let dir = match nowait_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP nowait_partial_hit_keeps_the_prefix: {why}"),
+        Err(why) => {
+            return common::skip_line(&format!("nowait_partial_hit_keeps_the_prefix: {why}"))
+        }
     };
     let path = pattern_file(dir.path(), "partial.dat", 8 << 20);
     let file = File::open(&path, Direct::Off).unwrap();
@@ -421,7 +423,7 @@ fn nowait_partial_hit_keeps_the_prefix() {
 fn nowait_at_end_of_file() {
     let dir = match nowait_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP nowait_at_end_of_file: {why}"),
+        Err(why) => return common::skip_line(&format!("nowait_at_end_of_file: {why}")),
     };
     let path = pattern_file(dir.path(), "eof.dat", 10_000);
     std::fs::read(&path).unwrap();
@@ -451,7 +453,9 @@ fn nowait_at_end_of_file() {
 fn adaptive_switches_off_then_reprobes() {
     let dir = match nowait_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP adaptive_switches_off_then_reprobes: {why}"),
+        Err(why) => {
+            return common::skip_line(&format!("adaptive_switches_off_then_reprobes: {why}"))
+        }
     };
     // Cold reads go to the first page of distinct 256 KiB regions in a
     // shuffled order: no page is read twice and no readahead window reaches
@@ -463,7 +467,7 @@ fn adaptive_switches_off_then_reprobes() {
     let file = File::open(&path, Direct::Off).unwrap();
     let mut rng = Rng::from_env("adaptive_switches_off_then_reprobes");
     if let Err(why) = dontneed_empties_cache(&file, size, &mut rng) {
-        return eprintln!("SKIP adaptive_switches_off_then_reprobes: {why}");
+        return common::skip_line(&format!("adaptive_switches_off_then_reprobes: {why}"));
     }
     // Two queues on one file: the ratio is the file's, not a queue's.
     let mut q1 = pool(8, NowaitMode::Adaptive);
@@ -492,10 +496,10 @@ fn adaptive_switches_off_then_reprobes() {
     if cold_hits > 0 {
         // Pages that were never read, or were dropped, still answered from
         // the cache: the kernel kept what DONTNEED asked it to drop.
-        return eprintln!(
-            "SKIP adaptive_switches_off_then_reprobes: {cold_hits} cold reads hit the cache; \
+        return common::skip_line(&format!(
+            "adaptive_switches_off_then_reprobes: {cold_hits} cold reads hit the cache; \
              the page cache cannot be controlled here"
-        );
+        ));
     }
     assert!(
         file.nowait_state().adaptive_skipping,
@@ -576,11 +580,11 @@ fn direct_reads_go_to_workers() {
     let path = pattern_file(dir.path(), "direct.dat", 1 << 20);
     let file = File::open(&path, Direct::Auto).unwrap();
     if !file.is_direct() {
-        return eprintln!(
-            "SKIP direct_reads_go_to_workers: {} has no O_DIRECT: {:?}",
+        return common::skip_line(&format!(
+            "direct_reads_go_to_workers: {} has no O_DIRECT: {:?}",
             file.fs(),
             file.buffered_reason()
-        );
+        ));
     }
     let mut q = pool(8, NowaitMode::Always);
     for i in 0..8 {
@@ -682,13 +686,12 @@ fn nowait_eopnotsupp_on_tmpfs() {
 }
 
 #[test]
+#[ignore = "runs in a child process started by nowait_eopnotsupp_on_tmpfs"]
 fn nowait_eopnotsupp_on_tmpfs_child() {
-    if !in_child("nowait_eopnotsupp_on_tmpfs_child") {
-        return; // runs in a fresh process, from nowait_eopnotsupp_on_tmpfs
-    }
+    assert_in_child("nowait_eopnotsupp_on_tmpfs_child");
     let dir = match tmpfs_dir() {
         Ok(d) => d,
-        Err(why) => return eprintln!("SKIP nowait_eopnotsupp_on_tmpfs: {why}"),
+        Err(why) => return common::skip_line(&format!("nowait_eopnotsupp_on_tmpfs: {why}")),
     };
     let a = pattern_file(dir.path(), "a.dat", 1 << 20);
     let b = pattern_file(dir.path(), "b.dat", 1 << 20);
@@ -771,10 +774,9 @@ fn auto_falls_back_to_pool() {
 }
 
 #[test]
+#[ignore = "runs in a child process started by auto_falls_back_to_pool"]
 fn auto_falls_back_to_pool_child() {
-    if !in_child("auto_falls_back_to_pool_child") {
-        return; // runs in a fresh process, from auto_falls_back_to_pool
-    }
+    assert_in_child("auto_falls_back_to_pool_child");
     let dir = tempfile::tempdir().unwrap();
     let path: PathBuf = pattern_file(dir.path(), "auto.dat", 100_000);
     let mut q = Queue::builder().build().unwrap();

@@ -20,7 +20,7 @@ fn build(b: QueueBuilder, what: &str) -> Option<Queue> {
     match b.build() {
         Ok(q) => Some(q),
         Err(e) => {
-            eprintln!("SKIP {what}: {e}");
+            common::skip_line(&format!("{what}: {e}"));
             None
         }
     }
@@ -58,6 +58,53 @@ fn read_and_verify(
     }
 }
 
+/// Direct reads of a block device whose queue polls (`queue/io_poll` = 1)
+/// complete on the IOPOLL ring, with the bytes `pread` returns. Needs such a
+/// device (NVMe with poll queues, null_blk with `poll_queues`); where none
+/// polls it is skipped (an expected skip in CI, see .ci/expected-skips).
+#[test]
+fn iopoll_reads_complete_polled() {
+    let test = "iopoll_reads_complete_polled";
+    if !common::is_root() {
+        return common::skip(test, "needs root to read a block device");
+    }
+    let polling = std::fs::read_dir("/sys/block")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .find(|d| {
+            std::fs::read_to_string(d.path().join("queue/io_poll")).is_ok_and(|v| v.trim() == "1")
+        });
+    let Some(dev) = polling else {
+        return common::skip(
+            test,
+            "no block device here polls (every queue/io_poll is 0)",
+        );
+    };
+    let path = std::path::Path::new("/dev").join(dev.file_name());
+    let f = match File::open(&path, Direct::On) {
+        Ok(f) => f,
+        Err(e) => return common::skip(test, &format!("{}: {e}", path.display())),
+    };
+    let Some(mut q) = build(uring().iopoll(IoPoll::Auto).depth(16), test) else {
+        return;
+    };
+    let plain = std::fs::File::open(&path).unwrap();
+    for i in 0..16u64 {
+        let (r, buf) = q.read_at(&f, i * 4096, Buf::new(4096));
+        let n = r.unwrap();
+        let mut want = vec![0u8; n];
+        std::os::unix::fs::FileExt::read_exact_at(&plain, &mut want, i * 4096).unwrap();
+        assert_eq!(buf.as_slice(), &want[..], "{}: block {i}", path.display());
+    }
+    assert!(
+        q.stats().backend.polled > 0,
+        "{}: no read completed polled: {:?}",
+        path.display(),
+        q.stats()
+    );
+}
+
 #[test]
 fn iopoll_eopnotsupp_resubmits_unpolled_and_marks_the_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -69,11 +116,14 @@ fn iopoll_eopnotsupp_resubmits_unpolled_and_marks_the_file() {
     read_and_verify(&mut q, &f, 16, 4096, |_| Buf::new(4096));
     let st = q.stats();
     if st.backend.polled > 0 {
-        eprintln!(
-            "NOTE: this device polls: {} reads completed polled, the fallback was not needed",
-            st.backend.polled
+        return common::skip(
+            "iopoll_eopnotsupp_resubmits_unpolled_and_marks_the_file",
+            &format!(
+                "the temp directory's device polls: {} reads completed polled, the fallback \
+                 could not be exercised",
+                st.backend.polled
+            ),
         );
-        return;
     }
     assert!(
         st.backend.poll_fallbacks >= 1,
@@ -116,10 +166,10 @@ fn fixed_buffers_read_with_read_fixed() {
             return;
         };
         if !q.backend().detail.contains("registered buffers of") {
-            eprintln!(
-                "SKIP fixed_buffers_read_with_read_fixed: {}",
+            common::skip_line(&format!(
+                "fixed_buffers_read_with_read_fixed: {}",
                 q.backend().detail
-            );
+            ));
             return;
         }
         read_and_verify(&mut q, &f, 32, 4096, |q| q.take_buf().expect("pool has 32"));
@@ -174,10 +224,10 @@ fn sqpoll_reads_verify() {
         return;
     };
     if !q.backend().detail.contains("SQPOLL") {
-        eprintln!(
-            "SKIP sqpoll_reads_verify: kernel refused SQPOLL: {}",
+        common::skip_line(&format!(
+            "sqpoll_reads_verify: kernel refused SQPOLL: {}",
             q.backend().detail
-        );
+        ));
         return;
     }
     for _ in 0..4 {
@@ -256,7 +306,7 @@ fn aio_reads_direct_files_and_fails_cleanly_on_bad_requests() {
     {
         Ok(q) => q,
         Err(e) => {
-            eprintln!("SKIP aio: {e}");
+            common::skip_line(&format!("aio: {e}"));
             return;
         }
     };
@@ -275,10 +325,10 @@ fn aio_reads_direct_files_and_fails_cleanly_on_bad_requests() {
 fn registered(b: QueueBuilder, count: usize, size: usize, what: &str) -> Option<Queue> {
     let q = build(b.fixed_buffers(count, size), what)?;
     if !q.backend().detail.contains("registered buffers of") {
-        eprintln!(
-            "SKIP {what}: buffers not registered: {}",
+        common::skip_line(&format!(
+            "{what}: buffers not registered: {}",
             q.backend().detail
-        );
+        ));
         return None;
     }
     Some(q)
@@ -382,7 +432,7 @@ fn small_direct_fast_path_not_taken_for_unaligned_larger_buffered_or_unregistere
         let st = q.stats();
         assert_eq!((st.small_direct, st.bounced), (0, 2), "{st:?}");
     } else {
-        eprintln!("SKIP unaligned part: Direct::Auto fell back to buffered here");
+        common::skip_line("unaligned part: Direct::Auto fell back to buffered here");
     }
 }
 

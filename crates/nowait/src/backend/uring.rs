@@ -37,10 +37,12 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
+use super::pool::{self, PoolBackend, PoolConfig};
 use super::{Backend, BackendStats, Cqe, Sqe};
 use crate::error::{Error, Result};
 use crate::file::{FileInner, POLL_REFUSED, POLL_YES};
 use crate::sys;
+use crate::sys::eventfd::EventFd;
 use crate::sys::names::errno_name;
 
 /// When direct reads use the polled (IOPOLL) ring.
@@ -156,7 +158,26 @@ pub(crate) struct UringBackend {
     iopoll: IoPoll,
     /// Registered buffers: (address, length) by index.
     fixed: Vec<(usize, usize)>,
+    /// The thread pool for files io_uring cannot read correctly
+    /// (`FileInner::pooled`), set up on the first such read.
+    side: Option<SidePool>,
 }
+
+/// Reads that bypass the ring: a pool backend whose workers `pread`, and
+/// an eventfd they signal, watched by a one-shot `POLL_ADD` on the ring so
+/// that waiting in the ring (and the async front end's ring eventfd) also
+/// wakes for the pool's results.
+struct SidePool {
+    pool: PoolBackend,
+    wake: EventFd,
+    /// Raw reads the pool owes.
+    owed: usize,
+    /// A `POLL_ADD` on `wake` is in the ring (its CQE not yet seen).
+    armed: bool,
+}
+
+/// `user_data` of the side pool's `POLL_ADD`: never a slot number.
+const SIDE_TAG: u64 = u64::MAX;
 
 struct PollRing {
     ring: IoUring,
@@ -238,6 +259,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                     depth,
                     iopoll: cfg.iopoll,
                     fixed: Vec::new(),
+                    side: None,
                 });
             }
             // EINVAL: this kernel does not know one of the flags; EPERM on
@@ -322,6 +344,20 @@ fn thread_key() -> usize {
         }
         k.get()
     })
+}
+
+/// Whether this thread can register `ring`'s fd (for `nowait probe`):
+/// registers it and unregisters it at once through the same calls the
+/// backend uses, so probing leaves nothing registered behind. The errno
+/// when refused.
+pub(crate) fn probe_ring_fd(ring: &IoUring) -> std::result::Result<(), i32> {
+    match sys::uring::register_ring_fd(ring.as_raw_fd()) {
+        Some(index) => {
+            sys::uring::unregister_ring_fd(ring.as_raw_fd(), index);
+            Ok(())
+        }
+        None => Err(io::Error::last_os_error().raw_os_error().unwrap_or(0)),
+    }
 }
 
 /// What an `io_uring_enter` error means for the caller.
@@ -522,6 +558,147 @@ impl UringBackend {
         Ok(())
     }
 
+    /// Hand a read of a `pooled` file to the side pool (set up here on
+    /// first use); false if no pool could be started.
+    fn push_side(&mut self, sqe: &Sqe) -> bool {
+        if self.side.is_none() {
+            let Ok(wake) = EventFd::new() else {
+                return false;
+            };
+            let Ok(mut pool) = pool::setup(self.depth, PoolConfig::default()) else {
+                return false;
+            };
+            // The workers (and reads the pool finishes at push) signal it.
+            pool.register_notify(wake.raw_fd());
+            self.side = Some(SidePool {
+                pool,
+                wake,
+                owed: 0,
+                armed: false,
+            });
+        }
+        let side = self.side.as_mut().expect("set up above");
+        // SAFETY: the caller of `Backend::push` gives the pool the same
+        // guarantees it gave us (buffer and file valid until the Cqe).
+        unsafe { side.pool.push(sqe) };
+        side.owed += 1;
+        self.arm_side();
+        true
+    }
+
+    /// Put a `POLL_ADD` on the side pool's eventfd in the ring, if reads
+    /// are owed there and none is armed yet. It goes to the kernel with the
+    /// next enter (every submit and reap enters when anything is queued).
+    fn arm_side(&mut self) {
+        let Some(side) = self.side.as_mut() else {
+            return;
+        };
+        if side.armed || side.owed == 0 {
+            return;
+        }
+        side.armed = true;
+        let entry = opcode::PollAdd::new(types::Fd(side.wake.raw_fd()), libc::POLLIN as u32)
+            .build()
+            .user_data(SIDE_TAG);
+        self.push_entry(entry);
+    }
+
+    /// Move the side pool's finished reads to `out`, without waiting.
+    fn collect_side(&mut self, out: &mut Vec<Cqe>) -> Result<()> {
+        let Some(side) = self.side.as_mut() else {
+            return Ok(());
+        };
+        if side.owed == 0 {
+            return Ok(());
+        }
+        let before = out.len();
+        side.pool.reap(0, None, out)?;
+        side.owed -= out.len() - before;
+        Ok(())
+    }
+
+    /// `reap` when a side pool exists: collect its results, wait in the
+    /// ring (where its `POLL_ADD` completes when the pool posts), and keep
+    /// the poll's own CQEs out of `out`.
+    fn reap_with_side(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Cqe>,
+    ) -> Result<()> {
+        let start = out.len();
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            self.collect_side(out)?;
+            self.arm_side();
+            let need = min.saturating_sub(out.len() - start);
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            let timed_out = left.is_some_and(|l| l.is_zero());
+            let mark = out.len();
+            // One result (or the poll) at a time while waiting: which of the
+            // ring and the pool will deliver is not known in advance.
+            let wait = if need > 0 && !timed_out { 1 } else { 0 };
+            let r = self.reap_rings(wait, left, out);
+            let mut fired = false;
+            let mut i = mark;
+            while i < out.len() {
+                if out[i].slot == SIDE_TAG as u32 {
+                    out.swap_remove(i);
+                    fired = true;
+                } else {
+                    i += 1;
+                }
+            }
+            if fired {
+                let side = self.side.as_mut().expect("only a side pool arms the poll");
+                side.armed = false;
+                // Cleared before collecting: a result posted after this
+                // signals again and fires the next poll at once.
+                side.wake.clear();
+            }
+            r?;
+            if need == 0 || timed_out || out.len() - start >= min {
+                self.collect_side(out)?;
+                self.arm_side();
+                if self.unsubmitted > 0 {
+                    self.enter(0, None)?;
+                }
+                return Ok(());
+            }
+        }
+    }
+
+    /// Reap from the main ring and the IOPOLL ring.
+    fn reap_rings(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Cqe>,
+    ) -> Result<()> {
+        if !self.poll_in_flight() {
+            return self.reap_main(min, timeout, out);
+        }
+        // Polled reads are found, not waited for: alternate between polling
+        // the IOPOLL ring and a non-blocking look at the main ring.
+        let start = out.len();
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            self.poll_once(out)?;
+            let got = out.len() - start;
+            if !self.poll_in_flight() {
+                return self.reap_main(
+                    min.saturating_sub(got),
+                    deadline.map(|d| d.saturating_duration_since(Instant::now())),
+                    out,
+                );
+            }
+            self.reap_main(0, None, out)?;
+            if out.len() - start >= min || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(());
+            }
+        }
+    }
+
     fn poll_in_flight(&self) -> bool {
         self.poll
             .as_ref()
@@ -599,6 +776,9 @@ impl Drop for UringBackend {
 impl Backend for UringBackend {
     unsafe fn push(&mut self, sqe: &Sqe) {
         let file = sqe.file();
+        if file.pooled.is_some() && self.push_side(sqe) {
+            return;
+        }
         if self.polled(file) {
             let p = self
                 .poll
@@ -629,6 +809,11 @@ impl Backend for UringBackend {
     }
 
     fn submit(&mut self) -> Result<()> {
+        // Reads of pooled files (and re-issued remainders of them) wait in
+        // the side pool until handed to its workers here.
+        if let Some(side) = self.side.as_mut() {
+            side.pool.submit()?;
+        }
         if let Some(p) = self.poll.as_mut() {
             if p.unsubmitted > 0 {
                 let r = p.ring.submit();
@@ -644,28 +829,10 @@ impl Backend for UringBackend {
     }
 
     fn reap(&mut self, min: usize, timeout: Option<Duration>, out: &mut Vec<Cqe>) -> Result<()> {
-        if !self.poll_in_flight() {
-            return self.reap_main(min, timeout, out);
+        if self.side.is_some() {
+            return self.reap_with_side(min, timeout, out);
         }
-        // Polled reads are found, not waited for: alternate between polling
-        // the IOPOLL ring and a non-blocking look at the main ring.
-        let start = out.len();
-        let deadline = timeout.map(|t| Instant::now() + t);
-        loop {
-            self.poll_once(out)?;
-            let got = out.len() - start;
-            if !self.poll_in_flight() {
-                return self.reap_main(
-                    min.saturating_sub(got),
-                    deadline.map(|d| d.saturating_duration_since(Instant::now())),
-                    out,
-                );
-            }
-            self.reap_main(0, None, out)?;
-            if out.len() - start >= min || deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(());
-            }
-        }
+        self.reap_rings(min, timeout, out)
     }
 
     fn stats(&self) -> BackendStats {
@@ -692,8 +859,15 @@ impl Backend for UringBackend {
                 iov_len: n,
             })
             .collect();
-        // SAFETY: the caller (the queue) keeps every buffer allocated for
-        // the life of this backend: the registered pool is dropped after it.
+        // SAFETY: the kernel pins these ranges until the ring is torn down
+        // and writes into them only for READ_FIXED reads we issue. The
+        // queue's pool carves every registered buffer from one region
+        // (`BufPool::shared`) that is freed only when its last holder goes:
+        // the pool itself is a field of the queue declared after the
+        // backend, so the region outlives this ring even when callers take
+        // buffers (`Queue::take_buf`) and drop them or keep them past the
+        // queue. A READ_FIXED is issued only for a `Buf` carrying this
+        // registration's tag, and such a `Buf` holds the region alive.
         unsafe { self.ring.submitter().register_buffers(&iovecs) }?;
         self.fixed = bufs.to_vec();
         Ok(())
@@ -716,6 +890,10 @@ impl Backend for UringBackend {
             } else {
                 format!(", spin {} µs", self.spin.as_micros())
             }
-        )
+        ) + if self.side.is_some() {
+            "; FUSE files are read by a thread pool (pread), not the ring"
+        } else {
+            ""
+        }
     }
 }

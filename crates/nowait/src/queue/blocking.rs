@@ -36,7 +36,7 @@ impl Queue {
         let mut out = Vec::with_capacity(4);
         loop {
             out.clear();
-            if let Err(e) = self.reap(1, None, &mut out) {
+            if let Err(e) = self.reap_slots(1, None, &mut out, 0) {
                 // The request is still owed; it will be handed back by a later reap.
                 // Give the caller an empty buffer so nothing the kernel may write is exposed.
                 return (Err(e), Buf::new(0));

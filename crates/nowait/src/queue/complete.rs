@@ -38,10 +38,27 @@ impl Queue {
         timeout: Option<Duration>,
         out: &mut Vec<Completion>,
     ) -> Result<usize> {
-        let deadline = timeout.map(|t| Instant::now() + t);
         let before = out.len();
         out.extend(self.stash.drain(..));
-        let target = min.min(self.in_flight() + (out.len() - before));
+        self.reap_slots(min, timeout, out, before)
+    }
+
+    /// `reap` without the stash: wait until at least `min` completions are
+    /// in `out[before..]` (the caller may have put some there already),
+    /// asking the backend for the rest. `read_len_at` calls this directly:
+    /// completions it stashed must not count toward its own wait, or one
+    /// stashed completion would satisfy every wait without the backend
+    /// ever being asked again (the livelock of issue #11).
+    pub(super) fn reap_slots(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+        before: usize,
+    ) -> Result<usize> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let slots_out = self.slots.len() - self.free.len();
+        let target = min.min(slots_out + (out.len() - before));
         loop {
             while let Some(idx) = self.ready.pop_front() {
                 out.push(self.take(idx));

@@ -10,7 +10,9 @@ impl Queue {
     /// backend (io_uring fixed buffers). Returns a note for the report.
     pub(super) fn set_up_fixed_buffers(&mut self, count: usize, size: usize) -> String {
         static NEXT_REG: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-        let mut pool = BufPool::new(count, size, PAGE);
+        // One region the pool keeps until the queue drops it (after the
+        // backend): buffers callers take and drop never free registered memory.
+        let mut pool = BufPool::shared(count, size, PAGE);
         let id = NEXT_REG.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let regions = pool.register_all(id);
         let note = match self.backend.register_buffers(&regions) {

@@ -6,6 +6,9 @@ pub(crate) const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// `f_type` of ramfs (`RAMFS_MAGIC`).
 pub(crate) const RAMFS_MAGIC: i64 = 0x8584_58f6;
 
+/// `f_type` of fuse, fuseblk and virtiofs mounts (`FUSE_SUPER_MAGIC`).
+pub(crate) const FUSE_MAGIC: i64 = 0x6573_5546;
+
 /// Name of a filesystem from its `f_type` magic number.
 pub(crate) fn fs_name(magic: i64) -> &'static str {
     match magic {
@@ -15,7 +18,7 @@ pub(crate) fn fs_name(magic: i64) -> &'static str {
         RAMFS_MAGIC => "ramfs",
         0x9123_683E => "btrfs",
         0x794C_7630 => "overlayfs",
-        0x6573_5546 => "fuse",
+        FUSE_MAGIC => "fuse",
         0x6969 => "nfs",
         0xF2F5_2010 => "f2fs",
         0x2FC1_2FC1 => "zfs",

@@ -130,6 +130,21 @@ struct Counters {
     max_in_flight: AtomicU64,
 }
 
+/// What the server answers to the kernel's INIT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Negotiate {
+    /// Protocol 7.31 with `FUSE_ASYNC_READ`, `FUSE_ASYNC_DIO` and
+    /// `FUSE_MAX_PAGES` (1 MiB requests) when offered, like libfuse 3.
+    Modern,
+    /// What Debian's libfuse 2.9.9 answers (seen with strace under
+    /// `python3-fusepy`): protocol 7.19, `FUSE_ASYNC_READ` only (no
+    /// `FUSE_ASYNC_DIO`), 128 KiB readahead and writes, no `max_read`
+    /// mount option. Without async direct I/O, io_uring reads of a
+    /// `direct_io` file go through a kernel path that re-reads a short
+    /// reply from the wrong offset.
+    Libfuse2,
+}
+
 /// A mounted fault-injecting filesystem; unmounted on drop. Owned by the
 /// test's own thread, so it is unmounted even when a worker thread hangs;
 /// workers get a [`Served`] view.
@@ -200,6 +215,15 @@ impl FuseFs {
     /// Mount `files` on a fresh directory. `Err` says why this machine
     /// cannot (not root, no /dev/fuse, mount refused).
     pub fn mount(files: Vec<FileSpec>, seed: u64) -> Result<FuseFs, String> {
+        FuseFs::mount_with(files, seed, Negotiate::Modern)
+    }
+
+    /// [`FuseFs::mount`], answering INIT as `negotiate` says.
+    pub fn mount_with(
+        files: Vec<FileSpec>,
+        seed: u64,
+        negotiate: Negotiate,
+    ) -> Result<FuseFs, String> {
         let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
         if !root {
             return Err("needs root to mount a FUSE filesystem with mount(2)".into());
@@ -216,10 +240,10 @@ impl FuseFs {
             .tempdir()
             .map_err(|e| e.to_string())?
             .keep();
-        let opts = format!(
-            "fd={},rootmode=40000,user_id=0,group_id=0,max_read={MAX_READ_REQ}",
-            dev.as_raw_fd()
-        );
+        let mut opts = format!("fd={},rootmode=40000,user_id=0,group_id=0", dev.as_raw_fd());
+        if negotiate == Negotiate::Modern {
+            opts.push_str(&format!(",max_read={MAX_READ_REQ}"));
+        }
         let c_dir = CString::new(dir.as_os_str().as_bytes()).expect("no NUL in a temp path");
         let c_opts = CString::new(opts).expect("no NUL");
         // SAFETY: every pointer is a NUL-terminated string alive for the call;
@@ -250,6 +274,7 @@ impl FuseFs {
             timer: timer.clone(),
             seed,
             sequence: AtomicU64::new(0),
+            negotiate,
         });
         let mut threads = Vec::new();
         for i in 0..READERS {
@@ -450,6 +475,7 @@ struct Server {
     timer: Arc<Timer>,
     seed: u64,
     sequence: AtomicU64,
+    negotiate: Negotiate,
 }
 
 /// A parsed request header.
@@ -654,6 +680,15 @@ impl Server {
             // Answering with our major makes the kernel retry or give up.
             let mut r = Reply::new(req.unique, 0);
             r.u32(7).u32(31).zeros(56);
+            return r.done();
+        }
+        if self.negotiate == Negotiate::Libfuse2 {
+            let mut r = Reply::new(req.unique, 0);
+            // major, minor, max_readahead, flags, max_background and
+            // congestion_threshold (0: the kernel's defaults), max_write:
+            // the 24-byte reply of protocol 7.19.
+            r.u32(7).u32(19).u32(max_readahead.min(128 << 10));
+            r.u32(offered & FUSE_ASYNC_READ).u32(0).u32(128 << 10);
             return r.done();
         }
         let flags = offered & (FUSE_ASYNC_READ | FUSE_ASYNC_DIO | FUSE_MAX_PAGES);

@@ -69,11 +69,35 @@ pub fn backends(depth: usize) -> Vec<(BackendKind, Queue)> {
             .build()
         {
             Ok(q) => v.push((k, q)),
-            Err(e) => eprintln!("SKIP backend {k}: {e}"),
+            Err(e) => skip(&format!("backend {k}"), &e.to_string()),
         }
     }
     assert!(!v.is_empty(), "no backend at all could be built");
     v
+}
+
+/// Every backend kind: the single ones and `aio+pool`.
+pub fn backend_kinds() -> Vec<BackendKind> {
+    BackendKind::ALL
+        .into_iter()
+        .chain([BackendKind::AioPool])
+        .collect()
+}
+
+/// A queue of `kind` and `depth` built on this thread (io_uring rings are
+/// SINGLE_ISSUER), or `None` after [`skip`] said why it cannot be.
+pub fn queue_of(kind: BackendKind, depth: usize) -> Option<Queue> {
+    match Queue::builder()
+        .depth(depth)
+        .backend(BackendChoice::Exactly(kind))
+        .build()
+    {
+        Ok(q) => Some(q),
+        Err(e) => {
+            skip(&format!("backend {kind}"), &e.to_string());
+            None
+        }
+    }
 }
 
 /// A fresh directory on a filesystem that takes `O_DIRECT`: the temp dir,
@@ -284,8 +308,16 @@ impl Drop for LoopMount {
 pub fn run_child(test: &str, envs: &[(&str, &str)]) {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = std::process::Command::new(exe);
-    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env("NOWAIT_TEST_CHILD", test);
+    // Child tests are `#[ignore]`d so that the ordinary run lists them as
+    // ignored instead of passing them as no-ops: include them here.
+    cmd.args([
+        test,
+        "--exact",
+        "--include-ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("NOWAIT_TEST_CHILD", test);
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -303,4 +335,126 @@ pub fn run_child(test: &str, envs: &[(&str, &str)]) {
 /// Whether this process is the child [`run_child`] started for `test`.
 pub fn in_child(test: &str) -> bool {
     std::env::var("NOWAIT_TEST_CHILD").is_ok_and(|v| v == test)
+}
+
+/// Start of a child test (mark it `#[ignore]`): fails unless this process
+/// is the child [`run_child`] started for `test`, so that running it any
+/// other way (`cargo test -- --ignored`) fails instead of passing as a
+/// no-op.
+pub fn assert_in_child(test: &str) {
+    assert!(
+        in_child(test),
+        "{test} runs only in the child process its parent test starts (run_child); \
+         run the parent test instead"
+    );
+}
+
+/// What a watched piece of work is doing, and a counter it bumps whenever it
+/// makes progress (see [`watchdog`]).
+#[derive(Default)]
+pub struct Progress {
+    count: std::sync::atomic::AtomicU64,
+    doing: std::sync::Mutex<String>,
+}
+
+impl Progress {
+    /// One more step done; `doing` says what is in flight now.
+    pub fn step(&self, doing: impl FnOnce() -> String) {
+        *self.doing.lock().unwrap() = doing();
+        self.count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Progress made without changing the description.
+    pub fn tick(&self) {
+        self.count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Run `work` on its own thread; fail the test, naming `what` and what the
+/// work said was in flight, when it makes no progress (no `Progress::step`
+/// or `tick`) for `stall`. A hung read then fails in seconds instead of
+/// hanging CI (the stuck thread is left behind; the test process exits
+/// when the harness is done).
+pub fn watchdog<T: Send + 'static>(
+    what: &str,
+    stall: std::time::Duration,
+    work: impl FnOnce(&std::sync::Arc<Progress>) -> T + Send + 'static,
+) -> T {
+    let progress = std::sync::Arc::new(Progress::default());
+    let p = progress.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let handle = std::thread::Builder::new()
+        .name(format!("watched {what}"))
+        .spawn(move || {
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&p)));
+            let _ = tx.send(r);
+        })
+        .expect("spawn the watched thread");
+    let mut last = u64::MAX;
+    let mut since = std::time::Instant::now();
+    loop {
+        match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+            Ok(Ok(v)) => {
+                let _ = handle.join();
+                return v;
+            }
+            Ok(Err(panic)) => {
+                let _ = handle.join();
+                std::panic::resume_unwind(panic);
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                panic!("{what}: the watched thread died without a result")
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let now = progress.count.load(std::sync::atomic::Ordering::Relaxed);
+        if now != last {
+            last = now;
+            since = std::time::Instant::now();
+        } else if since.elapsed() >= stall {
+            let doing = progress.doing.lock().map(|d| d.clone()).unwrap_or_default();
+            panic!(
+                "{what}: no progress for {:?} (hung); in flight: {doing}",
+                stall
+            );
+        }
+    }
+}
+
+/// The skips `.ci/expected-skips` allows in CI: one `name: reason` a line.
+fn expected_skips() -> Vec<String> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../.ci/expected-skips");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once(": ").map(|(name, _)| name.trim().to_string()))
+        .collect()
+}
+
+/// Say that `name` (a test, or a part of one) cannot run here and why:
+/// prints `SKIP <name>: <reason>`. In CI (`CI=true`) a skip is a failure
+/// unless `name` is listed in `.ci/expected-skips` with the reason it is
+/// expected there: a suite that quietly stops running what it should is
+/// caught, not passed.
+pub fn skip(name: &str, reason: &str) {
+    eprintln!("SKIP {name}: {reason}");
+    if std::env::var("CI").is_ok_and(|v| v == "true") && !expected_skips().iter().any(|e| e == name)
+    {
+        panic!(
+            "SKIP {name} in CI: {reason}. CI=true makes an unexpected skip a failure: make it \
+             run on the CI machine, or list `{name}: <why>` in .ci/expected-skips"
+        );
+    }
+}
+
+/// [`skip`] for a line `name: reason` (the name ends at the first `": "`).
+pub fn skip_line(line: &str) {
+    match line.split_once(": ") {
+        Some((name, reason)) => skip(name, reason),
+        None => skip(line, "(no reason given)"),
+    }
 }
