@@ -148,10 +148,9 @@ pub(crate) struct FileInner {
     /// Where the file's data lives when that is memory, so reads of it may
     /// be done inline on the calling thread (see [`File::memory_backing`]).
     pub(crate) memory: Option<MemoryBacking>,
-    /// Why io_uring must not read this file, if it must not (see
-    /// [`File::pooled_reason`]): the `uring` backend hands its reads to a
-    /// thread pool doing `pread(2)`.
-    pub(crate) pooled: Option<&'static str>,
+    /// io_uring must not read this file (FUSE; why: [`File::pooled_reason`]):
+    /// the `uring` backend hands its reads to a thread pool doing `pread(2)`.
+    pub(crate) pooled: bool,
 }
 
 /// Why io_uring cannot be trusted with reads of a file on FUSE.
@@ -323,7 +322,7 @@ impl File {
                     POLL_NO
                 }),
                 memory,
-                pooled: (fs_magic == FUSE_MAGIC).then_some(FUSE_POOLED),
+                pooled: fs_magic == FUSE_MAGIC,
             }),
         })
     }
@@ -374,7 +373,7 @@ impl File {
     /// doing `pread(2)` instead of the ring, if it does: files on FUSE,
     /// where io_uring can return wrong bytes for a short reply.
     pub fn pooled_reason(&self) -> Option<&str> {
-        self.inner.pooled
+        self.inner.pooled.then_some(FUSE_POOLED)
     }
 
     /// `Some(where)` when the file's data lives in memory and its reads may

@@ -320,7 +320,7 @@ impl Drop for UringBackend {
 impl Backend for UringBackend {
     unsafe fn push(&mut self, sqe: &Sqe) {
         let file = sqe.file();
-        if file.pooled.is_some() && self.push_side(sqe) {
+        if file.pooled && self.push_side(sqe) {
             return;
         }
         if self.polled(file) {
