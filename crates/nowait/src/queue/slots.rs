@@ -35,10 +35,13 @@ impl Queue {
     /// Queue one read. It reaches the kernel at the next [`Queue::submit`]
     /// or [`Queue::reap`]. On refusal the buffer comes back in [`Rejected`].
     pub fn push(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
-        let r = self.push_one(req);
-        if self.notify.is_some() {
-            self.signal_if_ready();
+        if self.notify.is_none() {
+            // A tail call: the result is written where the caller wants it,
+            // not moved through this frame (it carries a buffer and an error).
+            return self.push_one(req);
         }
+        let r = self.push_one(req);
+        self.signal_if_ready();
         r
     }
 
