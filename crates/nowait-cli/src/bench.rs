@@ -2,6 +2,7 @@
 //! equivalent, alternating, with `--compare-fio`), print the report, the
 //! table, the JSON and the plot.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -9,7 +10,7 @@ use crate::fio;
 use crate::jobfile;
 use crate::options::{self, Format, Job, Settings};
 use crate::plot;
-use crate::report::{self, Row};
+use crate::report::{self, Compare, Row};
 use crate::run::{self, Failure};
 
 /// Help for `nowait bench`.
@@ -34,6 +35,21 @@ OPTIONS:
   -h, --help
       This help.
 
+DEFAULTS:
+    fio's, so one command line is one workload in both tools:
+    iodepth_batch_submit=1 (each read handed over as soon as its slot is
+    free), iodepth_batch_complete_min=1, iodepth_batch_complete_max=iodepth
+    (each reap takes every completion there is), iodepth_low=iodepth (refill
+    at once), registerfiles=0, fixedbufs=0, hipri=0, sqthread_poll=0,
+    invalidate=1, fadvise_hint=1, norandommap=0, rw=read, bs=4k, iodepth=1,
+    direct=0, numjobs=1. Not fio's: ioengine=uring (fio: psync), randseed,
+    and nowait's own options (nowait, pool_workers, small_fast_path,
+    memory_inline, inline_window, spin_us). nowait's faster modes stay
+    options: --iodepth_batch_submit=0 (every free slot in one call),
+    --registerfiles=1, --fixedbufs, and --peak, which sets them all. At
+    iodepth=1 the read rides on the reap's io_uring_enter (one system call
+    per read; fio's engine makes two).
+
 MEASURES:
     IOPS, bandwidth, completion latency (clat: from just before the submit
     call to the reap that returned the read; HdrHistogram, fio's
@@ -47,6 +63,7 @@ EXAMPLES:
     nowait bench --filename=/tmp/f --size=1g --rw=randread --iodepth 1,4,16,32 \\
         --ioengine uring,sync --runtime=3 --plot qd.svg
     nowait bench --filename=/tmp/f --rw=randread --iodepth=32 --invalidate=0 --compare-fio
+    nowait bench --filename=/tmp/f --rw=randread --iodepth=32 --direct=1 --runtime=5 --abba=3
     nowait bench seed.fio --output-format=json --output result.json
 
 EXIT STATUS:
@@ -58,16 +75,13 @@ EXIT STATUS:
 }
 
 /// Run `nowait bench` with the arguments after `bench`; returns the exit code.
-pub fn run(args: &[String]) -> i32 {
-    if args
-        .iter()
-        .any(|a| a == "-h" || a == "--help" || a == "help")
-    {
-        print!("{}", help());
-        return 0;
-    }
+pub fn run(args: &[OsString]) -> i32 {
     match main(args) {
-        Ok(()) => 0,
+        Ok(true) => {
+            print!("{}", help());
+            0
+        }
+        Ok(false) => 0,
         Err(f) => {
             eprintln!("nowait bench: {}", f.message());
             f.exit_code()
@@ -75,15 +89,19 @@ pub fn run(args: &[String]) -> i32 {
     }
 }
 
-fn main(args: &[String]) -> Result<(), Failure> {
-    let (cli, files) = options::parse_args(args).map_err(Failure::Usage)?;
+/// Ok(true): help was asked for.
+fn main(args: &[OsString]) -> Result<bool, Failure> {
+    let (cli, files, help) = options::parse_args(args).map_err(Failure::Usage)?;
+    if help {
+        return Ok(true);
+    }
     let (jobs, settings) = jobs(&cli, &files)?;
     if jobs.is_empty() {
         return Err(Failure::Usage("no job to run".into()));
     }
     let jobs = applicable(jobs);
     if settings.peak {
-        return crate::peak::run_all(&jobs, &settings);
+        return crate::peak::run_all(&jobs, &settings).map(|()| false);
     }
     let fio_version = if settings.compare_fio {
         Some(fio::version().map_err(Failure::Runtime)?)
@@ -100,26 +118,32 @@ fn main(args: &[String]) -> Result<(), Failure> {
             rows.push(Row {
                 ours,
                 fio: None,
-                rounds: Vec::new(),
+                compare: None,
             });
             continue;
         }
-        // Alternate ours and fio's, then keep each side's median round.
-        let mut ours = Vec::new();
-        let mut theirs = Vec::new();
-        for _ in 0..settings.compare_rounds {
-            ours.push(run::run_prepared(job, &data)?);
-            let f = fio::run(job, data.region);
-            if let Err(e) = &f {
-                eprintln!("nowait bench: fio run for job {} failed: {e}", job.name);
+        // fio, nowait, nowait, fio per ABBA set; else nowait, fio per round.
+        let (name, order) = if settings.abba > 0 {
+            ("abba", [true, false, false, true].repeat(settings.abba))
+        } else {
+            ("alternate", [false, true].repeat(settings.compare_rounds))
+        };
+        let (mut ours, mut theirs, mut runs) = (Vec::new(), Vec::new(), Vec::new());
+        for fio_turn in order {
+            if fio_turn {
+                let f = fio::run(job, data.region);
+                if let Err(e) = &f {
+                    eprintln!("nowait bench: fio run for job {} failed: {e}", job.name);
+                }
+                runs.push(("fio", f.as_ref().ok().map(|f| f.iops)));
+                theirs.push(f);
+            } else {
+                let o = run::run_prepared(job, &data)?;
+                runs.push(("nowait", Some(o.measured.iops())));
+                ours.push(o);
             }
-            theirs.push(f);
         }
-        let rounds = ours
-            .iter()
-            .zip(&theirs)
-            .map(|(o, f)| (o.measured.iops(), f.as_ref().ok().map(|f| f.iops)))
-            .collect();
+        // Each side's median run is the one reported in full.
         ours.sort_by(|a, b| a.measured.iops().total_cmp(&b.measured.iops()));
         let ours = ours.swap_remove(ours.len() / 2);
         let mut ok: Vec<_> = theirs
@@ -128,17 +152,17 @@ fn main(args: &[String]) -> Result<(), Failure> {
             .cloned()
             .collect();
         ok.sort_by(|a, b| a.iops.total_cmp(&b.iops));
-        let fio = if ok.is_empty() {
-            theirs
-                .into_iter()
-                .next()
-                .map(|f| f.map(|_| unreachable!("no fio round succeeded")))
-        } else {
-            Some(Ok(ok.swap_remove(ok.len() / 2)))
+        let fio = match ok.len() {
+            0 => theirs.into_iter().find_map(|f| f.err()).map(Err),
+            n => Some(Ok(ok.swap_remove(n / 2))),
         };
-        rows.push(Row { ours, fio, rounds });
+        rows.push(Row {
+            ours,
+            fio,
+            compare: Some(Compare::new(name, &runs)),
+        });
     }
-    output(&rows, &settings, fio_version.as_deref())
+    output(&rows, &settings, fio_version.as_deref()).map(|()| false)
 }
 
 /// Say which engine options a job's engine does not take (never silently),
@@ -216,17 +240,18 @@ fn jobs(cli: &[options::Setting], files: &[PathBuf]) -> Result<(Vec<Job>, Settin
     Ok((all, settings))
 }
 
+fn first_file(rows: &[Row]) -> Option<&std::path::Path> {
+    rows.first()?.ours.job.filename.as_deref()
+}
+
 fn output(rows: &[Row], settings: &Settings, fio_version: Option<&str>) -> Result<(), Failure> {
     let text = match settings.format {
         Format::Json => {
-            let mut doc = report::json_doc(rows);
-            if let Some(v) = fio_version {
-                doc["fio version"] = serde_json::Value::String(v.to_string());
-            }
+            let doc = crate::json::doc(rows, fio_version, false);
             serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
         }
         Format::Normal => {
-            let mut t = String::new();
+            let mut t = format!("host: {}\n\n", crate::sys::host(first_file(rows)));
             for r in rows {
                 t.push_str(&report::human(r));
                 t.push('\n');

@@ -1,18 +1,17 @@
 //! Running fio with the job nowait just ran, and reading its JSON output.
 //!
-//! Every option that changes what is measured is passed explicitly (also
-//! where the defaults differ: nowait's `iodepth_batch_submit` default is 0,
-//! fio's 1), with fio's `--thread` so both sides use threads, and
-//! `--group_reporting` so several `numjobs` come back as one entry.
+//! Every option that changes what is measured is passed explicitly (the
+//! defaults of `nowait bench` are fio's, but a job may set nowait's own
+//! modes, such as `iodepth_batch_submit=0`), with fio's `--thread` so both
+//! sides use threads, and `--group_reporting` so several `numjobs` come
+//! back as one entry.
 
 use std::process::Command;
-
-use serde_json::Value;
 
 use crate::options::Job;
 
 /// What fio measured, in the fields nowait compares.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct FioResult {
     /// `jobs[0].read.iops`.
     pub iops: f64,
@@ -155,29 +154,30 @@ pub fn run(job: &Job, region: u64) -> Result<FioResult, String> {
     Ok(r)
 }
 
-/// Read fio's JSON output (fio may print notes before the JSON object).
+/// Read fio's JSON output (fio may print notes before the JSON object)
+/// into the same types nowait writes its own with.
 pub fn parse(text: &str) -> Result<FioResult, String> {
     let start = text
         .find('{')
         .ok_or("fio printed no JSON (is it older than 2.x?)")?;
-    let v: Value = serde_json::from_str(&text[start..]).map_err(|e| format!("fio's JSON: {e}"))?;
-    let j = &v["jobs"][0];
-    if j.is_null() {
-        return Err("fio's JSON has no jobs[0]".into());
-    }
-    let r = &j["read"];
-    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
-    let pct = |k: &str| r["clat_ns"]["percentile"][k].as_u64().unwrap_or(0);
+    let doc: crate::json::Doc =
+        serde_json::from_str(&text[start..]).map_err(|e| format!("fio's JSON: {e}"))?;
+    let j = doc
+        .jobs
+        .into_iter()
+        .next()
+        .ok_or("fio's JSON has no jobs[0]")?;
+    let r = &j.read;
     Ok(FioResult {
-        iops: f(&r["iops"]),
-        bw_bytes: f(&r["bw_bytes"]),
-        clat_mean_ns: f(&r["clat_ns"]["mean"]),
-        clat_p50_ns: pct("50.000000"),
-        clat_p99_ns: pct("99.000000"),
-        usr_cpu: f(&j["usr_cpu"]),
-        sys_cpu: f(&j["sys_cpu"]),
-        ctx: j["ctx"].as_u64().unwrap_or(0),
-        runtime_ms: r["runtime"].as_u64().unwrap_or(0),
+        iops: r.iops,
+        bw_bytes: r.bw_bytes as f64,
+        clat_mean_ns: r.clat_ns.mean,
+        clat_p50_ns: r.clat_ns.at(50.0),
+        clat_p99_ns: r.clat_ns.at(99.0),
+        usr_cpu: j.usr_cpu,
+        sys_cpu: j.sys_cpu,
+        ctx: j.ctx,
+        runtime_ms: r.runtime,
         command: String::new(),
     })
 }
@@ -188,8 +188,8 @@ mod tests {
     use crate::options::{expand, parse_args};
 
     fn job(s: &str) -> Job {
-        let a: Vec<String> = s.split_whitespace().map(String::from).collect();
-        let (set, _) = parse_args(&a).unwrap();
+        let a: Vec<std::ffi::OsString> = s.split_whitespace().map(Into::into).collect();
+        let (set, _, _) = parse_args(&a).unwrap();
         expand(&set, &Job::default()).unwrap().0.remove(0)
     }
 
@@ -238,7 +238,7 @@ mod tests {
             "--sqthread_poll=1",
             "--fixedbufs=1",
             "--hipri=1",
-            "--registerfiles=1",
+            "--registerfiles=0",
         ] {
             assert!(a.contains(want), "missing {want} in {a}");
         }

@@ -85,7 +85,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Section>, String> {
         }
         let opt = options::find(key)
             .ok_or_else(|| format!("{origin}:{lineno}: {}", options::unknown(key)))?;
-        if matches!(opt.apply, options::Apply::Run(_)) {
+        if opt.apply.is_run() {
             return Err(format!(
                 "{origin}:{lineno}: {key} is a command-line setting, not a job option; \
                  pass --{key} on the command line"

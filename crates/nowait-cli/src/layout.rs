@@ -2,7 +2,6 @@
 //! verifiable pattern when it does not exist (with a progress bar), and open
 //! it the way the job asks, checking `bs` against the O_DIRECT alignment.
 
-use std::os::fd::AsFd;
 use std::path::Path;
 
 use nowait::{Direct, File};
@@ -22,20 +21,17 @@ pub struct Data {
     pub laid_out: bool,
 }
 
-/// Bytes free for an unprivileged writer on the filesystem holding `dir`.
-pub fn free_space(dir: &Path) -> Option<u64> {
-    nowait::sys::free_space(dir).ok()
-}
+pub use crate::sys::free_space;
 
 /// Tell the kernel how the file will be read, as fio's `fadvise_hint=1`
 /// does: `POSIX_FADV_RANDOM` (no readahead) for `randread`,
 /// `POSIX_FADV_SEQUENTIAL` for `read`.
 pub fn fadvise_access(file: &File, rw: Rw) -> std::io::Result<()> {
     let advice = match rw {
-        Rw::RandRead => nowait::sys::Advice::Random,
-        Rw::Read => nowait::sys::Advice::Sequential,
+        Rw::RandRead => rustix::fs::Advice::Random,
+        Rw::Read => rustix::fs::Advice::Sequential,
     };
-    nowait::sys::fadvise(file.as_fd(), advice)
+    crate::sys::fadvise(file, 0, 0, advice)
 }
 
 /// Human size: 4.0 GiB, 512 MiB, 4 KiB.

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use crate::sys::Rusage;
 use hdrhistogram::Histogram;
-use nowait::sys::Rusage;
 use nowait::QueueStats;
 
 use crate::sqpoll::SqpollCpu;
@@ -127,9 +127,43 @@ pub struct Measured {
     /// CPU time of the SQPOLL kernel threads (with `sqthread_poll`; also
     /// counted in `rusage`).
     pub sqpoll: Option<SqpollCpu>,
+    /// `submit()` calls, counting those the reap's enter carried.
+    pub submit_calls: u64,
+    /// Reads those calls submitted.
+    pub submitted: u64,
+    /// `reap()` calls.
+    pub reap_calls: u64,
 }
 
 impl Measured {
+    /// Add another thread's figures (wall time: the longer; CPU time is
+    /// the process's, measured apart).
+    pub fn add(&mut self, o: &Measured) {
+        self.ios += o.ios;
+        self.bytes += o.bytes;
+        self.elapsed = self.elapsed.max(o.elapsed);
+        self.clat.merge(&o.clat);
+        self.slat.merge(&o.slat);
+        self.syscalls += o.syscalls;
+        self.queue = stats_add(&self.queue, &o.queue);
+        if let Some(c) = &o.sqpoll {
+            self.sqpoll.get_or_insert_with(SqpollCpu::default).add(c);
+        }
+        self.submit_calls += o.submit_calls;
+        self.submitted += o.submitted;
+        self.reap_calls += o.reap_calls;
+    }
+
+    /// Reads per submit call.
+    pub fn ios_per_submit(&self) -> f64 {
+        ratio(self.submitted, self.submit_calls)
+    }
+
+    /// Reads per reap call.
+    pub fn ios_per_reap(&self) -> f64 {
+        ratio(self.ios, self.reap_calls)
+    }
+
     /// Reads per second.
     pub fn iops(&self) -> f64 {
         per_sec(self.ios as f64, self.elapsed)
@@ -157,15 +191,11 @@ impl Measured {
 
     /// Reads per system call.
     pub fn ios_per_syscall(&self) -> f64 {
-        if self.syscalls == 0 {
-            0.0
-        } else {
-            self.ios as f64 / self.syscalls as f64
-        }
+        ratio(self.ios, self.syscalls)
     }
 }
 
-/// Counter-wise `later - earlier` (saturating).
+/// Counter-wise `later - earlier` (saturating), the backend's counters included.
 pub fn stats_since(later: &QueueStats, earlier: &QueueStats) -> QueueStats {
     later.since(earlier)
 }
@@ -173,6 +203,15 @@ pub fn stats_since(later: &QueueStats, earlier: &QueueStats) -> QueueStats {
 /// Counter-wise sum (several threads' queues).
 pub fn stats_add(a: &QueueStats, b: &QueueStats) -> QueueStats {
     *a + *b
+}
+
+/// `a / b`, 0 when `b` is 0.
+pub fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
 }
 
 fn per_sec(x: f64, d: Duration) -> f64 {

@@ -7,6 +7,7 @@
 //! are marked `sweep`; [`expand`] turns a list of settings into one [`Job`]
 //! per combination.
 
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -125,7 +126,7 @@ impl Default for Job {
             randseed: DEFAULT_SEED,
             invalidate: true,
             numjobs: 1,
-            iodepth_batch_submit: 0,
+            iodepth_batch_submit: 1,
             iodepth_batch_complete_min: 1,
             verify: false,
             fadvise_hint: true,
@@ -134,9 +135,9 @@ impl Default for Job {
             sqthread_poll: false,
             sqthread_poll_idle: Duration::from_secs(1),
             fixedbufs: false,
-            registerfiles: true,
+            registerfiles: false,
             small_fast_path: true,
-            hipri: None,
+            hipri: Some(false),
             spin_us: 0,
             memory_inline: true,
             inline_window: None,
@@ -260,6 +261,8 @@ pub struct Settings {
     pub compare_fio: bool,
     /// `--compare-rounds`: ours/fio alternations per job.
     pub compare_rounds: usize,
+    /// `--abba`: sets of fio, nowait, nowait, fio per job (0: off).
+    pub abba: usize,
     /// `--peak`: the lean peak-IOPS loop (like fio's t/io_uring).
     pub peak: bool,
 }
@@ -272,6 +275,7 @@ impl Default for Settings {
             plot: None,
             compare_fio: false,
             compare_rounds: 1,
+            abba: 0,
             peak: false,
         }
     }
@@ -282,15 +286,49 @@ impl Default for Settings {
 pub enum Apply {
     /// A job option (also valid in job files).
     Job(fn(&mut Job, &str) -> Result<(), String>),
+    /// A job option that is a path (any bytes, UTF-8 or not).
+    JobPath(fn(&mut Job, PathBuf) -> Result<(), String>),
     /// An invocation setting (command line only).
     Run(fn(&mut Settings, &str) -> Result<(), String>),
+    /// An invocation setting that is a path.
+    RunPath(fn(&mut Settings, PathBuf) -> Result<(), String>),
+}
+
+impl Apply {
+    /// An invocation setting rather than a job option.
+    pub fn is_run(self) -> bool {
+        matches!(self, Apply::Run(_) | Apply::RunPath(_))
+    }
+
+    /// Apply `v` to the job or the settings.
+    fn to(self, job: &mut Job, run: &mut Settings, v: &OsStr) -> Result<(), String> {
+        let text = || {
+            v.to_str()
+                .ok_or_else(|| format!("'{}' is not valid UTF-8", v.to_string_lossy()))
+        };
+        match self {
+            Apply::Job(f) => f(job, text()?.trim()),
+            Apply::Run(f) => f(run, text()?.trim()),
+            Apply::JobPath(f) => f(job, nonempty_path(v)?),
+            Apply::RunPath(f) => f(run, nonempty_path(v)?),
+        }
+    }
+}
+
+fn nonempty_path(v: &OsStr) -> Result<PathBuf, String> {
+    if v.is_empty() {
+        Err("needs a value".into())
+    } else {
+        Ok(PathBuf::from(v))
+    }
 }
 
 /// One option: its fio name, what it takes, its help and how it is parsed.
 pub struct Opt {
     /// fio's name.
     pub name: &'static str,
-    /// What the value looks like in help (`INT`, `SIZE`, …; `""` for a flag).
+    /// What the value looks like in help (`INT`, `SIZE`, …; `""` for a flag,
+    /// which may be given bare, meaning `1`, or with a boolean).
     pub arg: &'static str,
     /// Default, as shown in help.
     pub default: &'static str,
@@ -298,65 +336,82 @@ pub struct Opt {
     pub help: &'static str,
     /// Accepts a comma list that `bench` sweeps over.
     pub sweep: bool,
-    /// May be given without a value (means `1`).
-    pub flag: bool,
     /// The parser.
     pub apply: Apply,
 }
 
+/// A table entry whose body stores the value `v` in the job `j` (or the
+/// settings `s`), with `?` for a bad value: `job!(name, ARG, default, help,
+/// |j, v| j.x = parse(v)?)`; `sweep!` takes a comma list.
+macro_rules! entry {
+    ($kind:ident, $sweep:expr, $name:expr, $arg:expr, $default:expr, $help:expr, |$x:ident, $v:ident| $body:expr) => {
+        Opt {
+            name: $name,
+            arg: $arg,
+            default: $default,
+            help: $help,
+            sweep: $sweep,
+            apply: Apply::$kind(|$x, $v| {
+                $body;
+                Ok(())
+            }),
+        }
+    };
+}
+macro_rules! job {
+    ($($t:tt)*) => { entry!(Job, false, $($t)*) };
+}
+macro_rules! sweep {
+    ($($t:tt)*) => { entry!(Job, true, $($t)*) };
+}
+macro_rules! job_path {
+    ($($t:tt)*) => { entry!(JobPath, false, $($t)*) };
+}
+macro_rules! run {
+    ($($t:tt)*) => { entry!(Run, false, $($t)*) };
+}
+macro_rules! run_path {
+    ($($t:tt)*) => { entry!(RunPath, false, $($t)*) };
+}
+
 /// Every option of `nowait bench`, in help order.
 pub static OPTIONS: &[Opt] = &[
-    Opt {
-        name: "name",
-        arg: "STR",
-        default: "nowait",
-        help: "Job name shown in reports (a job file's section name sets it too).",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.name = nonempty(v)?.to_string();
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "filename",
-        arg: "PATH",
-        default: "(required)",
-        help: "File or block device to read. A missing file is laid out at `size` with \
+    job!(
+        "name",
+        "STR",
+        "nowait",
+        "Job name shown in reports (a job file's section name sets it too).",
+        |j, v| j.name = nonempty(v)?.to_string()
+    ),
+    job_path!(
+        "filename",
+        "PATH",
+        "(required)",
+        "File or block device to read. A missing file is laid out at `size` with \
                nowait's verifiable pattern (each byte a function of its offset).",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.filename = Some(PathBuf::from(nonempty(v)?));
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "size",
-        arg: "SIZE",
-        default: "file size",
-        help: "Bytes of the file to read (the region); also the size a new file is laid \
+        |j, v| j.filename = Some(v)
+    ),
+    job!(
+        "size",
+        "SIZE",
+        "file size",
+        "Bytes of the file to read (the region); also the size a new file is laid \
                out at. Suffixes k, m, g, t (powers of 1024, like fio): 512m, 4g.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             let n = parse_size(v)?;
             if n == 0 {
                 return Err("size must be more than 0 (e.g. 1g)".into());
             }
             j.size = Some(n);
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "rw",
-        arg: "read|randread",
-        default: "read",
-        help: "Sequential (`read`) or random (`randread`) reads. Writes are not supported: \
-               nowait is a read engine.",
-        sweep: true,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        }
+    ),
+    sweep!(
+        "rw",
+        "read|randread",
+        "read",
+        "Sequential (`read`) or random (`randread`) reads. Writes are not supported: \
+           nowait is a read engine.",
+        |j, v| {
             j.rw = match v {
                 "read" => Rw::Read,
                 "randread" => Rw::RandRead,
@@ -367,18 +422,15 @@ pub static OPTIONS: &[Opt] = &[
                 }
                 _ => return Err(format!("unknown '{v}'; use read or randread")),
             };
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "bs",
-        arg: "SIZE",
-        default: "4k",
-        help: "Block size of each read. With direct=1 it must be a multiple of the file's \
-               O_DIRECT alignment (`nowait probe FILE` shows it).",
-        sweep: true,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        }
+    ),
+    sweep!(
+        "bs",
+        "SIZE",
+        "4k",
+        "Block size of each read. With direct=1 it must be a multiple of the file's \
+           O_DIRECT alignment (`nowait probe FILE` shows it).",
+        |j, v| {
             let n = parse_size(v)?;
             if n == 0 || n > nowait::MAX_READ as u64 {
                 return Err(format!(
@@ -387,31 +439,23 @@ pub static OPTIONS: &[Opt] = &[
                 ));
             }
             j.bs = n;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "ioengine",
-        arg: "ENGINE",
-        default: "uring",
-        help: "Backend: uring (io_uring), sync (pread loop, depth 1), and those the engine \
+        }
+    ),
+    sweep!(
+        "ioengine",
+        "ENGINE",
+        "uring",
+        "Backend: uring (io_uring), sync (pread loop, depth 1), and those the engine \
                adds (pool, aio). fio's names are accepted: io_uring, psync, libaio.",
-        sweep: true,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.ioengine = parse_engine(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "iodepth",
-        arg: "INT",
-        default: "1",
-        help: "Reads in flight per thread. The sync engine performs one at a time \
-               whatever this says (fio caps synchronous engines the same way).",
-        sweep: true,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        |j, v| j.ioengine = parse_engine(v)?
+    ),
+    sweep!(
+        "iodepth",
+        "INT",
+        "1",
+        "Reads in flight per thread. The sync engine performs one at a time \
+           whatever this says (fio caps synchronous engines the same way).",
+        |j, v| {
             let n = parse_count(v)?;
             if n == 0 || n > nowait::MAX_DEPTH as u64 {
                 return Err(format!(
@@ -420,458 +464,351 @@ pub static OPTIONS: &[Opt] = &[
                 ));
             }
             j.iodepth = n as usize;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "direct",
-        arg: "BOOL",
-        default: "0",
-        help: "1: open with O_DIRECT, bypassing the page cache (an error if the filesystem \
+        }
+    ),
+    sweep!(
+        "direct",
+        "BOOL",
+        "0",
+        "1: open with O_DIRECT, bypassing the page cache (an error if the filesystem \
                refuses it); 0: buffered reads.",
-        sweep: true,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.direct = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "runtime",
-        arg: "TIME",
-        default: "none",
-        help: "Stop after this long (after ramp_time). Plain numbers are seconds; suffixes \
+        |j, v| j.direct = parse_bool(v)?
+    ),
+    job!(
+        "runtime",
+        "TIME",
+        "none",
+        "Stop after this long (after ramp_time). Plain numbers are seconds; suffixes \
                us, ms, s, m, h.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             let d = parse_time(v)?;
             if d.is_zero() {
                 return Err("runtime must be more than 0 (e.g. 10s)".into());
             }
             j.runtime = Some(d);
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "time_based",
-        arg: "",
-        default: "0",
-        help: "Run for the whole runtime, starting the region over when it is done \
+        }
+    ),
+    job!(
+        "time_based",
+        "",
+        "0",
+        "Run for the whole runtime, starting the region over when it is done \
                (without it a job ends after reading `size` bytes).",
-        sweep: false,
-        flag: true,
-        apply: Apply::Job(|j, v| {
-            j.time_based = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "number_ios",
-        arg: "INT",
-        default: "none",
-        help: "Stop each thread after this many reads.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        |j, v| j.time_based = parse_bool(v)?
+    ),
+    job!(
+        "number_ios",
+        "INT",
+        "none",
+        "Stop each thread after this many reads.",
+        |j, v| {
             let n = parse_count(v)?;
             if n == 0 {
                 return Err("number_ios must be at least 1".into());
             }
             j.number_ios = Some(n);
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "ramp_time",
-        arg: "TIME",
-        default: "0",
-        help: "Run this long before counting anything (warm-up).",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.ramp_time = parse_time(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "norandommap",
-        arg: "",
-        default: "0",
-        help: "randread: draw every offset independently (blocks may repeat). Without it \
+        }
+    ),
+    job!(
+        "ramp_time",
+        "TIME",
+        "0",
+        "Run this long before counting anything (warm-up).",
+        |j, v| j.ramp_time = parse_time(v)?
+    ),
+    job!(
+        "norandommap",
+        "",
+        "0",
+        "randread: draw every offset independently (blocks may repeat). Without it \
                each block is read exactly once per pass, in a seeded random order.",
-        sweep: false,
-        flag: true,
-        apply: Apply::Job(|j, v| {
-            j.norandommap = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "randseed",
-        arg: "INT",
-        default: "0x6e6f77616974",
-        help: "Seed of the random offsets (printed with every result so a run can be \
+        |j, v| j.norandommap = parse_bool(v)?
+    ),
+    job!(
+        "randseed",
+        "INT",
+        "0x6e6f77616974",
+        "Seed of the random offsets (printed with every result so a run can be \
                replayed). Thread i uses randseed + i.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.randseed = parse_u64(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "invalidate",
-        arg: "BOOL",
-        default: "1",
-        help: "Drop the file's pages from the page cache (posix_fadvise DONTNEED) before \
+        |j, v| j.randseed = parse_u64(v)?
+    ),
+    job!(
+        "invalidate",
+        "BOOL",
+        "1",
+        "Drop the file's pages from the page cache (posix_fadvise DONTNEED) before \
                the run, as fio does by default. 0 keeps a warm cache.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.invalidate = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "numjobs",
-        arg: "INT",
-        default: "1",
-        help: "Threads, each with its own queue, all reading the same file; results are \
-               reported together (like fio's group_reporting).",
-        sweep: true,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        |j, v| j.invalidate = parse_bool(v)?
+    ),
+    sweep!(
+        "numjobs",
+        "INT",
+        "1",
+        "Threads, each with its own queue, all reading the same file; results are \
+           reported together (like fio's group_reporting).",
+        |j, v| {
             let n = parse_count(v)?;
             if n == 0 || n > 1024 {
                 return Err(format!("{n} threads is not possible; use 1 to 1024"));
             }
             j.numjobs = n as usize;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "iodepth_batch_submit",
-        arg: "INT",
-        default: "0",
-        help: "Submit once this many reads are queued. 0 (nowait's default; fio's is 1) \
-               fills every free slot and submits them with one system call. \
-               Alias: iodepth_batch.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.iodepth_batch_submit = parse_count(v)? as usize;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "iodepth_batch_complete_min",
-        arg: "INT",
-        default: "1",
-        help: "Wait for at least this many completions each time (capped at the reads in \
+        }
+    ),
+    job!(
+        "iodepth_batch_submit",
+        "INT",
+        "1 (fio's)",
+        "Submit once this many reads are queued: 1 (fio's default) hands each read \
+               to the kernel as soon as its slot is free, one system call per read. 0 \
+               (nowait's faster mode, and --peak's 32) fills every free slot and submits \
+               them with one system call. Alias: iodepth_batch.",
+        |j, v| j.iodepth_batch_submit = parse_count(v)? as usize
+    ),
+    job!(
+        "iodepth_batch_complete_min",
+        "INT",
+        "1",
+        "Wait for at least this many completions each time (capped at the reads in \
                flight). Alias: iodepth_batch_complete.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.iodepth_batch_complete_min = parse_count(v)? as usize;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "verify",
-        arg: "BOOL",
-        default: "0",
-        help: "Check every byte read against nowait's offset pattern and stop at the first \
+        |j, v| j.iodepth_batch_complete_min = parse_count(v)? as usize
+    ),
+    job!(
+        "verify",
+        "",
+        "0",
+        "Check every byte read against nowait's offset pattern and stop at the first \
                mismatch, reporting its file offset (the file must have been laid out by nowait).",
-        sweep: false,
-        flag: true,
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             j.verify = match v {
                 "pattern" | "nowait" => true,
                 _ => parse_bool(v).map_err(|_| {
                     format!(
                         "'{v}' is not supported: nowait verifies with its own offset pattern; \
-                         use verify=1 (or 0)"
+                     use verify=1 (or 0)"
                     )
                 })?,
             };
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "fadvise_hint",
-        arg: "BOOL",
-        default: "1",
-        help: "Advise the kernel of the access pattern before the run, as fio does by default: \
+        }
+    ),
+    job!(
+        "fadvise_hint",
+        "BOOL",
+        "1",
+        "Advise the kernel of the access pattern before the run, as fio does by default: \
                posix_fadvise RANDOM (no readahead) for randread, SEQUENTIAL for read.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.fadvise_hint = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "nowait",
-        arg: "off|always|adaptive",
-        default: "adaptive",
-        help: "ioengine=pool only: the RWF_NOWAIT fast path. off: every read goes to a worker \
+        |j, v| j.fadvise_hint = parse_bool(v)?
+    ),
+    sweep!(
+        "nowait",
+        "off|always|adaptive",
+        "adaptive",
+        "ioengine=pool only: the RWF_NOWAIT fast path. off: every read goes to a worker \
                thread (plain thread offload); always: try each buffered read inline with \
                preadv2(RWF_NOWAIT) first, only a miss goes to a worker; adaptive: try while \
                the file's hit ratio stays high. Not applied to other engines.",
-        sweep: true,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.nowait = Some(v.trim().parse::<NowaitMode>()?);
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "pool_workers",
-        arg: "INT",
-        default: "min(iodepth, 4 x CPUs)",
-        help: "ioengine=pool only: worker threads doing pread(2) (1 to 1024).",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        |j, v| j.nowait = Some(v.trim().parse::<NowaitMode>()?)
+    ),
+    job!(
+        "pool_workers",
+        "INT",
+        "min(iodepth, 4 x CPUs)",
+        "ioengine=pool only: worker threads doing pread(2) (1 to 1024).",
+        |j, v| {
             let n = parse_count(v)?;
             if n == 0 || n > 1024 {
                 return Err(format!("{n} workers is not possible; use 1 to 1024"));
             }
             j.pool_workers = Some(n as usize);
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "sqthread_poll",
-        arg: "",
-        default: "0",
-        help: "ioengine=uring only: SQPOLL, a kernel thread (iou-sqp-*) polls the submission \
+        }
+    ),
+    job!(
+        "sqthread_poll",
+        "",
+        "0",
+        "ioengine=uring only: SQPOLL, a kernel thread (iou-sqp-*) polls the submission \
                queue so submitting needs no system call while it is awake. Its CPU time is \
                reported apart (sqpoll_cpu) and is included in usr/sys.",
-        sweep: false,
-        flag: true,
-        apply: Apply::Job(|j, v| {
-            j.sqthread_poll = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "sqthread_poll_idle",
-        arg: "TIME",
-        default: "1s",
-        help: "With sqthread_poll: the SQPOLL thread goes to sleep after this long without \
+        |j, v| j.sqthread_poll = parse_bool(v)?
+    ),
+    job!(
+        "sqthread_poll_idle",
+        "TIME",
+        "1s",
+        "With sqthread_poll: the SQPOLL thread goes to sleep after this long without \
                work (the next submit then wakes it: IORING_SQ_NEED_WAKEUP). Milliseconds \
                resolution; plain numbers are seconds.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             let d = parse_time(v)?;
             if d.as_millis() > u32::MAX as u128 {
                 return Err(format!("'{v}' is too long for the kernel's idle time"));
             }
             j.sqthread_poll_idle = d;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "fixedbufs",
-        arg: "",
-        default: "0",
-        help: "Read into buffers registered with io_uring (READ_FIXED: no page pinning per \
+        }
+    ),
+    job!(
+        "fixedbufs",
+        "",
+        "0",
+        "Read into buffers registered with io_uring (READ_FIXED: no page pinning per \
                read). Where the locked-memory limit refuses them, plain buffers are used and \
                the report says so.",
-        sweep: false,
-        flag: true,
-        apply: Apply::Job(|j, v| {
-            j.fixedbufs = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "registerfiles",
-        arg: "BOOL",
-        default: "1",
-        help: "ioengine=uring: register the file with the ring (fixed files: no file \
-               reference taken per read). nowait does this by default; fio does not.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.registerfiles = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "small_fast_path",
-        arg: "BOOL",
-        default: "1",
-        help: "direct=1 with fixedbufs: the small direct-read fast path. An aligned read of at \
+        |j, v| j.fixedbufs = parse_bool(v)?
+    ),
+    job!(
+        "registerfiles",
+        "BOOL",
+        "0 (fio's)",
+        "ioengine=uring: register the file with the ring (fixed files: no file \
+               reference taken per read). Off by default as in fio; --peak turns it on.",
+        |j, v| j.registerfiles = parse_bool(v)?
+    ),
+    job!(
+        "small_fast_path",
+        "BOOL",
+        "1",
+        "direct=1 with fixedbufs: the small direct-read fast path. An aligned read of at \
                most one block (4 KiB, or the file's offset alignment if larger) into a \
                registered buffer goes out as one READ_FIXED without the general checks and \
                bounce logic, and a full result is handed back inline; other reads take the \
                general path. 0 sends every read the general way. nowait only, not passed to fio.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.small_fast_path = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "hipri",
-        arg: "",
-        default: "auto",
-        help: "ioengine=uring, direct=1: polled completions (IOPOLL): the reaping thread \
+        |j, v| j.small_fast_path = parse_bool(v)?
+    ),
+    job!(
+        "hipri",
+        "",
+        "0 (fio's)",
+        "ioengine=uring, direct=1: polled completions (IOPOLL): the reaping thread \
                polls the device instead of waiting for an interrupt. 1 polls every direct \
                read; on a device that cannot poll, each read is refused (EOPNOTSUPP) and \
-               resubmitted unpolled, and the report shows it as unsupported. 0 never polls; \
-               unset, reads poll where the device's queue polls (io_poll=1).",
-        sweep: false,
-        flag: true,
-        apply: Apply::Job(|j, v| {
-            j.hipri = Some(parse_bool(v)?);
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "spin_us",
-        arg: "INT",
-        default: "0",
-        help: "ioengine=uring only: spin on the completion queue for up to this many \
+               resubmitted unpolled, and the report shows it as unsupported. 0 never polls \
+               (fio's default); auto (the engine's default) polls where the device's queue \
+               polls (io_poll=1).",
+        |j, v| {
+            j.hipri = match v {
+                "auto" => None,
+                v => Some(parse_bool(v).map_err(|e| format!("{e}, or auto"))?),
+            };
+        }
+    ),
+    job!(
+        "spin_us",
+        "INT",
+        "0",
+        "ioengine=uring only: spin on the completion queue for up to this many \
                microseconds before sleeping in io_uring_enter (nowait's own; fio has none).",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             let n = parse_count(v)?;
             if n > 1_000_000 {
                 return Err("spin at most 1000000 us (1 s)".into());
             }
             j.spin_us = n;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "memory_inline",
-        arg: "BOOL",
-        default: "1",
-        help: "Files whose data is in memory (tmpfs, ramfs, zram without a backing device, brd, \
+        }
+    ),
+    job!(
+        "memory_inline",
+        "BOOL",
+        "1",
+        "Files whose data is in memory (tmpfs, ramfs, zram without a backing device, brd, \
                pmem) and that refuse RWF_NOWAIT: io_uring would hand each read to an io-wq \
                kernel thread. With 1, once the engine holds --inline_window such reads, further \
                ones are read inline by the submitting thread (pread), so both it and the kernel \
                worker read. 0 sends every read to the engine. No effect on other files or on \
                ioengine=sync. nowait only, not passed to fio.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
-            j.memory_inline = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "inline_window",
-        arg: "INT",
-        default: "auto",
-        help: "With --memory_inline=1: how many reads of a memory-backed file the engine holds \
+        |j, v| j.memory_inline = parse_bool(v)?
+    ),
+    job!(
+        "inline_window",
+        "INT",
+        "auto",
+        "With --memory_inline=1: how many reads of a memory-backed file the engine holds \
                before further ones are read inline. auto: min(32, iodepth/2), and a read with \
                nothing else in flight is inline, so at iodepth=1 every such read is. nowait only.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Job(|j, v| {
+        |j, v| {
             j.inline_window = if v == "auto" {
                 None
             } else {
                 Some(parse_count(v).map_err(|e| format!("{e}, or auto"))? as usize)
             };
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "output-format",
-        arg: "normal|json",
-        default: "normal",
-        help: "normal: text shaped like fio's; json: fio's JSON field names (jobs[].read.iops, \
+        }
+    ),
+    run!(
+        "output-format",
+        "normal|json",
+        "normal",
+        "normal: text shaped like fio's; json: fio's JSON field names (jobs[].read.iops, \
                .bw, .clat_ns.percentile, jobs[].usr_cpu, .sys_cpu, .ctx) plus nowait's own.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Run(|s, v| {
+        |s, v| {
             s.format = match v {
                 "normal" | "terse-free" => Format::Normal,
                 "json" => Format::Json,
                 _ => return Err(format!("unknown format '{v}'; use normal or json")),
             };
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "output",
-        arg: "FILE",
-        default: "stdout",
-        help: "Write the report to FILE instead of standard output.",
-        sweep: false,
-        flag: false,
-        apply: Apply::Run(|s, v| {
-            s.output = Some(PathBuf::from(nonempty(v)?));
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "plot",
-        arg: "FILE.svg",
-        default: "none",
-        help: "Draw IOPS and p99 completion latency against queue depth, one line per \
+        }
+    ),
+    run_path!(
+        "output",
+        "FILE",
+        "stdout",
+        "Write the report to FILE instead of standard output.",
+        |s, v| s.output = Some(v)
+    ),
+    run_path!(
+        "plot",
+        "FILE.svg",
+        "none",
+        "Draw IOPS and p99 completion latency against queue depth, one line per \
                engine, as an SVG (meant for --iodepth sweeps).",
-        sweep: false,
-        flag: false,
-        apply: Apply::Run(|s, v| {
-            s.plot = Some(PathBuf::from(nonempty(v)?));
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "compare-fio",
-        arg: "",
-        default: "0",
-        help: "Also run fio with the same job, alternating with ours, and print both with \
+        |s, v| s.plot = Some(v)
+    ),
+    run!(
+        "compare-fio",
+        "",
+        "0",
+        "Also run fio with the same job, alternating with ours, and print both with \
                the ratio (needs fio: apt-get install fio).",
-        sweep: false,
-        flag: true,
-        apply: Apply::Run(|s, v| {
-            s.compare_fio = parse_bool(v)?;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "compare-rounds",
-        arg: "INT",
-        default: "1",
-        help: "With --compare-fio: run ours then fio this many times per job, alternating, \
+        |s, v| s.compare_fio = parse_bool(v)?
+    ),
+    run!(
+        "compare-rounds",
+        "INT",
+        "1",
+        "With --compare-fio: run ours then fio this many times per job, alternating, \
                and report each side's median round (a shared disk is noisy).",
-        sweep: false,
-        flag: false,
-        apply: Apply::Run(|s, v| {
+        |s, v| {
             let n = parse_count(v)?;
             if n == 0 || n > 100 {
                 return Err("use 1 to 100 rounds".into());
             }
             s.compare_rounds = n as usize;
-            Ok(())
-        }),
-    },
-    Opt {
-        name: "peak",
-        arg: "",
-        default: "0",
-        help: "Peak IOPS, like fio's t/io_uring: a lean loop with registered files and \
+        }
+    ),
+    run!(
+        "abba",
+        "SETS",
+        "0",
+        "Compare with fio (implies --compare-fio) in ABBA order: per set fio, nowait, \
+               nowait, fio, so drift of a shared disk falls on both alike. Reports every run, \
+               each side's median and spread, and the ratio of the medians. Use 3 or more \
+               sets for anything disk-bound.",
+        |s, v| {
+            let n = parse_count(v)?;
+            if n > 100 {
+                return Err("use 0 to 100 sets".into());
+            }
+            s.abba = n as usize;
+            s.compare_fio |= n > 0;
+        }
+    ),
+    run!(
+        "peak",
+        "",
+        "0",
+        "Peak IOPS, like fio's t/io_uring: a lean loop with registered files and \
                buffers, direct reads, random offsets, iodepth 128, batches of 32 submitted \
                per call, runtime 10s (each overridable), no latency histogram; prints IOPS \
                every second and reads per submit and per reap call.",
-        sweep: false,
-        flag: true,
-        apply: Apply::Run(|s, v| {
-            s.peak = parse_bool(v)?;
-            Ok(())
-        }),
-    },
+        |s, v| s.peak = parse_bool(v)?
+    ),
 ];
 
 /// fio's other spellings of options nowait supports.
@@ -930,37 +867,41 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub struct Setting {
     /// Canonical option name.
     pub name: &'static str,
-    /// Raw value (may be a comma list for sweep options).
-    pub value: String,
+    /// Raw value (may be a comma list for sweep options; any bytes for paths).
+    pub value: OsString,
     /// `--bs=4k` or `job.fio:3` — shown in errors.
     pub origin: String,
 }
 
-/// Check a name and value against the table, returning the setting.
-/// Each element of a sweep list is validated here so errors come early.
-pub fn setting(name: &str, value: &str, origin: String) -> Result<Setting, String> {
-    let opt = find(name).ok_or_else(|| format!("{origin}: {}", unknown(name)))?;
-    let values: Vec<&str> = if opt.sweep {
-        value.split(',').map(str::trim).collect()
-    } else {
-        vec![value.trim()]
-    };
-    for v in &values {
-        check_one(opt, v).map_err(|e| format!("{origin}: {e}"))?;
+impl Setting {
+    /// The elements of the value: one, or each of a sweep's comma list.
+    fn values(&self, opt: &Opt) -> Vec<OsString> {
+        match (opt.sweep, self.value.to_str()) {
+            (true, Some(v)) => v.split(',').map(|x| x.trim().into()).collect(),
+            _ => vec![self.value.clone()],
+        }
     }
-    Ok(Setting {
-        name: opt.name,
-        value: value.trim().to_string(),
-        origin,
-    })
+
+    fn err(&self, opt: &Opt, v: &OsStr, e: String) -> String {
+        format!("{}: {}={}: {e}", self.origin, opt.name, v.to_string_lossy())
+    }
 }
 
-fn check_one(opt: &Opt, v: &str) -> Result<(), String> {
-    match opt.apply {
-        Apply::Job(f) => f(&mut Job::default(), v),
-        Apply::Run(f) => f(&mut Settings::default(), v),
+/// Check a name and value against the table, returning the setting.
+/// Each element of a sweep list is validated here so errors come early.
+pub fn setting(name: &str, value: impl Into<OsString>, origin: String) -> Result<Setting, String> {
+    let opt = find(name).ok_or_else(|| format!("{origin}: {}", unknown(name)))?;
+    let s = Setting {
+        name: opt.name,
+        value: value.into(),
+        origin,
+    };
+    for v in s.values(opt) {
+        opt.apply
+            .to(&mut Job::default(), &mut Settings::default(), &v)
+            .map_err(|e| s.err(opt, &v, e))?;
     }
-    .map_err(|e| format!("{}={v}: {e}", opt.name))
+    Ok(s)
 }
 
 /// Apply settings in order: a job for every combination of sweep lists
@@ -968,42 +909,30 @@ fn check_one(opt: &Opt, v: &str) -> Result<(), String> {
 /// and the invocation settings.
 pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), String> {
     let mut run = Settings::default();
-    let mut scalars = Vec::new();
+    let mut job = base.clone();
     // The last setting of each sweep option wins, like any other option.
-    let mut sweeps: Vec<(&'static Opt, Vec<String>, String)> = Vec::new();
+    let mut sweeps: Vec<(&'static Opt, &Setting)> = Vec::new();
     for s in settings {
         let opt = find(s.name).expect("settings hold known names");
         if opt.sweep {
-            let vals = s.value.split(',').map(|v| v.trim().to_string()).collect();
-            match sweeps.iter_mut().find(|(o, _, _)| o.name == opt.name) {
-                Some(e) => {
-                    e.1 = vals;
-                    e.2 = s.origin.clone();
-                }
-                None => sweeps.push((opt, vals, s.origin.clone())),
-            }
+            sweeps.retain(|(o, _)| o.name != opt.name);
+            sweeps.push((opt, s));
         } else {
-            scalars.push((opt, s));
+            opt.apply
+                .to(&mut job, &mut run, &s.value)
+                .map_err(|e| s.err(opt, &s.value, e))?;
         }
     }
-    sweeps.sort_by_key(|(o, _, _)| OPTIONS.iter().position(|x| x.name == o.name));
-    let mut job = base.clone();
-    for (opt, s) in &scalars {
-        let r = match opt.apply {
-            Apply::Job(f) => f(&mut job, &s.value),
-            Apply::Run(f) => f(&mut run, &s.value),
-        };
-        r.map_err(|e| format!("{}: {}={}: {e}", s.origin, opt.name, s.value))?;
-    }
+    sweeps.sort_by_key(|(o, _)| OPTIONS.iter().position(|x| x.name == o.name));
     let mut jobs = vec![job];
-    for (opt, vals, origin) in &sweeps {
-        let mut next = Vec::with_capacity(jobs.len() * vals.len());
+    for (opt, s) in sweeps {
+        let mut next = Vec::new();
         for j in &jobs {
-            for v in vals {
+            for v in s.values(opt) {
                 let mut j = j.clone();
-                if let Apply::Job(f) = opt.apply {
-                    f(&mut j, v).map_err(|e| format!("{origin}: {}={v}: {e}", opt.name))?;
-                }
+                opt.apply
+                    .to(&mut j, &mut run, &v)
+                    .map_err(|e| s.err(opt, &v, e))?;
                 next.push(j);
             }
         }
@@ -1013,57 +942,34 @@ pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), 
 }
 
 /// Parse the command line of `bench` (everything after `bench`): options and
-/// job file paths. Returns the settings and the job files, in order.
-pub fn parse_args(args: &[String]) -> Result<(Vec<Setting>, Vec<PathBuf>), String> {
+/// job file paths. Returns the settings, the job files in order, and
+/// whether help was asked for.
+pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool), String> {
+    let lexed = crate::cli::lex(args, |name| match find(name) {
+        Some(o) => Ok(o.arg.is_empty()),
+        None => Err(unknown(name)),
+    })
+    .map_err(|e| match e {
+        crate::cli::LexError::NeedsValue(name) => {
+            let o = find(&name).expect("lexed names are known");
+            format!(
+                "--{}: needs a value ({}), e.g. --{}={}",
+                o.name,
+                o.arg,
+                o.name,
+                example(o)
+            )
+        }
+        e => e.to_string(),
+    })?;
     let mut settings = Vec::new();
-    let mut files = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        i += 1;
-        let Some(body) = a.strip_prefix("--") else {
-            if a.starts_with('-') && a.len() > 1 {
-                return Err(format!("{a}: {}", unknown(a.trim_start_matches('-'))));
-            }
-            files.push(PathBuf::from(a));
-            continue;
-        };
-        let (name, inline) = match body.split_once('=') {
-            Some((n, v)) => (n, Some(v.to_string())),
-            None => (body, None),
-        };
-        let opt = find(name).ok_or_else(|| format!("--{name}: {}", unknown(name)))?;
-        let value = match inline {
-            Some(v) => v,
-            None if opt.flag => {
-                // A flag takes the next word only if it is a boolean.
-                match args.get(i) {
-                    Some(n) if parse_bool(n).is_ok() => {
-                        i += 1;
-                        n.clone()
-                    }
-                    _ => "1".into(),
-                }
-            }
-            None => match args.get(i) {
-                Some(n) if !n.starts_with("--") => {
-                    i += 1;
-                    n.clone()
-                }
-                _ => {
-                    return Err(format!(
-                        "--{}: needs a value ({}), e.g. --{}={}",
-                        opt.name,
-                        opt.arg,
-                        opt.name,
-                        example(opt)
-                    ))
-                }
-            },
-        };
-        settings.push(setting(name, &value, format!("--{}", opt.name))?);
+    for (name, value) in lexed.opts {
+        let canonical = find(&name).expect("lexed names are known").name;
+        settings.push(setting(&name, value, format!("--{canonical}"))?);
     }
-    Ok((settings, files))
+    let help = lexed.help || lexed.positional.iter().any(|p| p == "help");
+    let files = lexed.positional.into_iter().map(PathBuf::from).collect();
+    Ok((settings, files, help))
 }
 
 fn example(opt: &Opt) -> &'static str {
@@ -1252,12 +1158,12 @@ pub fn parse_bool(v: &str) -> Result<bool, String> {
 mod tests {
     use super::*;
 
-    fn args(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn args(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
     }
 
     fn job(s: &str) -> Job {
-        let (set, files) = parse_args(&args(s)).unwrap();
+        let (set, files, _) = parse_args(&args(s)).unwrap();
         assert!(files.is_empty());
         let (jobs, _) = expand(&set, &Job::default()).unwrap();
         assert_eq!(jobs.len(), 1);
@@ -1267,7 +1173,7 @@ mod tests {
     fn err(s: &str) -> String {
         match parse_args(&args(s)) {
             Err(e) => e,
-            Ok((set, _)) => expand(&set, &Job::default()).unwrap_err(),
+            Ok((set, _, _)) => expand(&set, &Job::default()).unwrap_err(),
         }
     }
 
@@ -1311,9 +1217,9 @@ mod tests {
                 j.sqthread_poll_idle == Duration::from_millis(20)
             }),
             ("fixedbufs", "1", |j| j.fixedbufs),
-            ("registerfiles", "0", |j| !j.registerfiles),
+            ("registerfiles", "1", |j| j.registerfiles),
             ("small_fast_path", "0", |j| !j.small_fast_path),
-            ("hipri", "1", |j| j.hipri == Some(true)),
+            ("hipri", "auto", |j| j.hipri.is_none()),
             ("spin_us", "50", |j| j.spin_us == 50),
             ("memory_inline", "0", |j| !j.memory_inline),
             ("inline_window", "4", |j| j.inline_window == Some(4)),
@@ -1338,7 +1244,7 @@ mod tests {
 
     #[test]
     fn run_settings_parse() {
-        let (set, _) = parse_args(&args(
+        let (set, _, _) = parse_args(&args(
             "--output-format json --output=/tmp/o --plot /tmp/p.svg --compare-fio --compare-rounds 3",
         ))
         .unwrap();
@@ -1348,12 +1254,16 @@ mod tests {
         assert_eq!(s.plot.as_deref(), Some("/tmp/p.svg".as_ref()));
         assert!(s.compare_fio);
         assert_eq!(s.compare_rounds, 3);
+        let (set, _, _) = parse_args(&args("--abba 3")).unwrap();
+        let (_, s) = expand(&set, &Job::default()).unwrap();
+        assert!(s.compare_fio && s.abba == 3);
+        assert!(err("--abba=x").contains("--abba"));
         assert!(err("--compare-rounds=0").contains("--compare-rounds"));
     }
 
     #[test]
     fn flags_take_a_value_only_when_it_is_boolean() {
-        let (set, files) =
+        let (set, files, _) =
             parse_args(&args("--time_based job.fio --verify 0 --norandommap")).unwrap();
         assert_eq!(files, vec![PathBuf::from("job.fio")]);
         let (jobs, _) = expand(&set, &Job::default()).unwrap();
@@ -1430,7 +1340,7 @@ mod tests {
 
     #[test]
     fn sweeps_expand_every_combination_engine_outer() {
-        let (set, _) = parse_args(&args("--iodepth 1,2,4 --ioengine uring,sync")).unwrap();
+        let (set, _, _) = parse_args(&args("--iodepth 1,2,4 --ioengine uring,sync")).unwrap();
         let (jobs, _) = expand(&set, &Job::default()).unwrap();
         let got: Vec<(BackendKind, usize)> = jobs.iter().map(|j| (j.ioengine, j.iodepth)).collect();
         use BackendKind::*;
@@ -1456,7 +1366,8 @@ mod tests {
 
     #[test]
     fn nowait_modes_sweep_and_bad_values_name_the_option() {
-        let (set, _) = parse_args(&args("--ioengine pool --nowait off,always,adaptive")).unwrap();
+        let (set, _, _) =
+            parse_args(&args("--ioengine pool --nowait off,always,adaptive")).unwrap();
         let (jobs, _) = expand(&set, &Job::default()).unwrap();
         let modes: Vec<_> = jobs.iter().map(|j| j.nowait.unwrap()).collect();
         assert_eq!(modes, NowaitMode::ALL.to_vec());
@@ -1503,7 +1414,7 @@ mod tests {
 
     #[test]
     fn peak_is_a_run_setting() {
-        let (set, _) = parse_args(&args("--peak --runtime=1")).unwrap();
+        let (set, _, _) = parse_args(&args("--peak --runtime=1")).unwrap();
         let (_, s) = expand(&set, &Job::default()).unwrap();
         assert!(s.peak);
         assert!(err("--peak=perhaps").contains("--peak"));

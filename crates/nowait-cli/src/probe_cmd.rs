@@ -1,6 +1,7 @@
 //! `nowait probe [PATH…]`: what this machine and each file can do, and
 //! which backend and path a read would take, and why.
 
+use std::ffi::OsString;
 use std::path::Path;
 
 use nowait::probe;
@@ -35,21 +36,21 @@ EXIT STATUS:
 ";
 
 /// Run `nowait probe` with the arguments after `probe`; returns the exit code.
-pub fn run(args: &[String]) -> i32 {
-    let mut paths = Vec::new();
-    for a in args {
-        match a.as_str() {
-            "-h" | "--help" => {
-                print!("{HELP}");
-                return 0;
-            }
-            s if s.starts_with('-') => {
-                eprintln!("nowait probe: unknown option '{s}'; usage: nowait probe [PATH...] (see nowait probe --help)");
-                return 2;
-            }
-            s => paths.push(s.to_string()),
+pub fn run(args: &[OsString]) -> i32 {
+    let lexed = crate::cli::lex(args, |_| {
+        Err("unknown option; usage: nowait probe [PATH...] (see nowait probe --help)".into())
+    });
+    let paths = match lexed {
+        Ok(l) if l.help => {
+            print!("{HELP}");
+            return 0;
         }
-    }
+        Ok(l) => l.positional,
+        Err(e) => {
+            eprintln!("nowait probe: {e}");
+            return 2;
+        }
+    };
     let machine = probe::machine();
     print!("{machine}");
     let mut code = 0;

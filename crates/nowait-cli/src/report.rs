@@ -5,11 +5,9 @@
 
 use std::fmt::Write;
 
-use serde_json::{json, Map, Value};
-
 use crate::fio::FioResult;
 use crate::layout::human_bytes;
-use crate::metrics::{LatSummary, Measured, PERCENTILES};
+use crate::metrics::{LatSummary, Measured};
 use crate::options::Job;
 use crate::run::Outcome;
 
@@ -20,8 +18,110 @@ pub struct Row {
     pub ours: Outcome,
     /// fio's, or why there is none (`None`: not asked for).
     pub fio: Option<Result<FioResult, String>>,
-    /// IOPS of every compare round, ours and fio's, in the order run.
-    pub rounds: Vec<(f64, Option<f64>)>,
+    /// Every run of the comparison with fio, in the order run.
+    pub compare: Option<Compare>,
+}
+
+/// The runs of a comparison with fio, in the order they ran, with each
+/// side's median and spread.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Compare {
+    /// `abba` (fio, nowait, nowait, fio per set) or `alternate` (nowait, fio).
+    pub order: String,
+    /// Each run: `nowait` or `fio`, and its IOPS (`null`: the fio run failed).
+    pub runs: Vec<(String, Option<f64>)>,
+    /// nowait's IOPS over its runs.
+    pub nowait: Spread,
+    /// fio's IOPS over its runs that succeeded.
+    pub fio: Option<Spread>,
+    /// nowait's median / fio's median.
+    pub ratio_of_medians: Option<f64>,
+}
+
+/// Median, smallest and largest of a set of runs.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Spread {
+    /// The median (the mean of the middle two of an even count).
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// Of `v`; `None` if empty.
+    pub fn of(mut v: Vec<f64>) -> Option<Spread> {
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = match n {
+            0 => return None,
+            n if n % 2 == 1 => v[n / 2],
+            n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        };
+        Some(Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
+    }
+
+    fn words(&self) -> String {
+        format!(
+            "{} ({}-{}, spread {:.1}%)",
+            short_num(self.median),
+            short_num(self.min),
+            short_num(self.max),
+            (self.max - self.min) / self.median.max(1e-9) * 100.0
+        )
+    }
+}
+
+impl Compare {
+    /// From the runs in order, each `("nowait" | "fio", IOPS)`.
+    pub fn new(order: &str, runs: &[(&str, Option<f64>)]) -> Compare {
+        let side = |t: &str| {
+            runs.iter()
+                .filter(|r| r.0 == t)
+                .filter_map(|r| r.1)
+                .collect()
+        };
+        let nowait = Spread::of(side("nowait")).unwrap_or(Spread {
+            median: 0.0,
+            min: 0.0,
+            max: 0.0,
+        });
+        let fio = Spread::of(side("fio"));
+        Compare {
+            order: order.into(),
+            runs: runs.iter().map(|(t, i)| (t.to_string(), *i)).collect(),
+            nowait,
+            fio,
+            ratio_of_medians: fio
+                .filter(|f| f.median > 0.0)
+                .map(|f| nowait.median / f.median),
+        }
+    }
+
+    /// The text lines: every run, the medians and spreads, the ratio.
+    fn lines(&self) -> String {
+        let runs: Vec<String> = self
+            .runs
+            .iter()
+            .map(|(t, i)| format!("{t} {}", i.map_or("failed".into(), short_num)))
+            .collect();
+        let order = match self.order.as_str() {
+            "abba" => "ABBA: fio, nowait, nowait, fio per set",
+            _ => "alternating",
+        };
+        format!(
+            "  runs         : {} ({order})\n  medians      : nowait {}, fio {}; ratio of medians {}\n",
+            runs.join(", "),
+            self.nowait.words(),
+            self.fio.map_or("-".into(), |f| f.words()),
+            self.ratio_of_medians.map_or("-".into(), |r| format!("{r:.3}x"))
+        )
+    }
 }
 
 impl Row {
@@ -100,42 +200,15 @@ fn engine_opts(j: &Job) -> String {
     if n.fixedbufs {
         v.push("fixedbufs=1".into());
     }
-    if let Some(h) = n.hipri {
-        v.push(format!("hipri={}", u8::from(h)));
+    match n.hipri {
+        Some(true) => v.push("hipri=1".into()),
+        None => v.push("hipri=auto".into()),
+        Some(false) => {}
     }
     if n.spin_us > 0 {
         v.push(format!("spin_us={}", n.spin_us));
     }
     v.iter().map(|x| format!(", {x}")).collect()
-}
-
-/// The pool's fast-path counters and the file's state, as JSON
-/// (`jobs[].nowait.fast_path`).
-pub fn fast_path_json(
-    mode: Option<nowait::NowaitMode>,
-    f: &nowait::NowaitStats,
-    files: &[(String, nowait::NowaitState)],
-) -> Value {
-    json!({
-        "mode": mode.map(|m| m.as_str()),
-        "tries": f.tries,
-        "inline_hits": f.hits,
-        "partial_hits": f.partial_hits,
-        "misses": f.misses,
-        "refused": f.refused,
-        "skipped": f.skipped,
-        "reprobes": f.reprobes,
-        "offloads": f.offloads,
-        "worker_reads": f.worker_reads,
-        "wakeups": f.wakeups,
-        "hit_ratio": f.hit_ratio(),
-        "files": files.iter().map(|(p, st)| json!({
-            "filename": p,
-            "hit_ratio": st.hit_ratio,
-            "adaptive_skipping": st.adaptive_skipping,
-            "off": st.off.map(|o| o.to_string()),
-        })).collect::<Vec<_>>(),
-    })
 }
 
 /// One line of fast-path counters for text reports.
@@ -269,7 +342,7 @@ pub fn human(row: &Row) -> String {
             + q.backend.poll_fallbacks
             + q.backend.spin_reaped
             > 0
-            || j.hipri.is_some())
+            || j.hipri != Some(false))
     {
         let _ =
             writeln!(
@@ -345,17 +418,8 @@ pub fn human(row: &Row) -> String {
                 row.ratio().unwrap_or(0.0),
                 f.command
             );
-            if row.rounds.len() > 1 {
-                let r: Vec<String> = row
-                    .rounds
-                    .iter()
-                    .map(|(a, b)| format!("{}/{}", short_num(*a), b.map_or("-".into(), short_num)))
-                    .collect();
-                let _ = writeln!(
-                    s,
-                    "  rounds       : nowait/fio IOPS {} (medians shown)",
-                    r.join(", ")
-                );
+            if let Some(c) = row.compare.as_ref().filter(|c| c.runs.len() > 2) {
+                s.push_str(&c.lines());
             }
         }
         Some(Err(e)) => {
@@ -431,175 +495,6 @@ pub fn table(rows: &[Row]) -> String {
     s
 }
 
-fn lat_json(s: &LatSummary, with_percentiles: bool) -> Value {
-    let mut v = json!({
-        "min": s.min_ns,
-        "max": s.max_ns,
-        "mean": s.mean_ns,
-        "stddev": s.stddev_ns,
-        "N": s.n,
-    });
-    if with_percentiles {
-        let mut p = Map::new();
-        for (q, ns) in s.percentiles_ns {
-            p.insert(format!("{q:.6}"), json!(ns));
-        }
-        v["percentile"] = Value::Object(p);
-    }
-    v
-}
-
-/// One `jobs[]` entry.
-pub fn job_json(row: &Row) -> Value {
-    let o = &row.ours;
-    let m = &o.measured;
-    let j = &o.job;
-    let clat = m.clat.summary();
-    let bw = m.bw_bytes();
-    let opt = |v: Option<String>| v.map_or(Value::Null, Value::String);
-    let mut nw = json!({
-        "backend": o.backend.kind.as_str(),
-        "backend_reason": o.backend.reason.to_string(),
-        "backend_detail": o.backend.detail,
-        "path": o.path,
-        "effective_iodepth": o.effective_iodepth,
-        "syscalls": m.syscalls,
-        "ios_per_syscall": m.ios_per_syscall(),
-        "syscalls_per_io": if m.ios == 0 { 0.0 } else { m.syscalls as f64 / m.ios as f64 },
-        "ctx_voluntary": m.rusage.ctx_voluntary,
-        "ctx_involuntary": m.rusage.ctx_involuntary,
-        "usr_us": m.rusage.user_us,
-        "sys_us": m.rusage.sys_us,
-        "elapsed_ns": m.elapsed.as_nanos() as u64,
-        "region_bytes": o.region,
-        "laid_out": o.laid_out,
-        "randseed": j.randseed,
-        "verify": j.verify,
-        "verified_ios": o.verified_ios,
-        "clat_from": "just before the submit call (fio's clat likewise starts before io_uring_enter)",
-    });
-    let q = &m.queue;
-    let files: Vec<(String, nowait::NowaitState)> = o
-        .fast_path
-        .iter()
-        .map(|st| {
-            let p = j
-                .filename
-                .as_ref()
-                .map_or(String::new(), |p| p.display().to_string());
-            (p, *st)
-        })
-        .collect();
-    let mode = (crate::options::uses_pool(j.ioengine)).then(|| j.nowait.unwrap_or_default());
-    nw["fast_path"] = fast_path_json(mode, &q.backend.nowait, &files);
-    nw["inline"] = json!({ "enabled": j.memory_inline, "reads": q.inline });
-    nw["uring"] = json!({
-        "fixed_reads": q.backend.fixed_reads,
-        "polled": q.backend.polled,
-        "poll_fallbacks": q.backend.poll_fallbacks,
-        "spin_reaped": q.backend.spin_reaped,
-        "hipri": hipri_status(j, m),
-        "sqthread_poll": j.sqthread_poll && j.ioengine == nowait::BackendKind::Uring,
-    });
-    nw["sqpoll_cpu"] = match &m.sqpoll {
-        Some(c) => json!({
-            "threads": c.threads,
-            "usr_us": c.user_us,
-            "sys_us": c.sys_us,
-            "cpu_pct": c.pct(m.elapsed),
-            "included_in_usr_sys": true,
-        }),
-        None => Value::Null,
-    };
-    if let Some(f) = &row.fio {
-        nw["fio"] = match f {
-            Ok(f) => json!({
-                "iops": f.iops,
-                "bw_bytes": f.bw_bytes,
-                "clat_mean_ns": f.clat_mean_ns,
-                "clat_p50_ns": f.clat_p50_ns,
-                "clat_p99_ns": f.clat_p99_ns,
-                "usr_cpu": f.usr_cpu,
-                "sys_cpu": f.sys_cpu,
-                "ctx": f.ctx,
-                "runtime_ms": f.runtime_ms,
-                "command": f.command,
-                "iops_ratio": row.ratio(),
-                "rounds_iops": row.rounds.iter().map(|(a, b)| json!({"nowait": a, "fio": b})).collect::<Vec<_>>(),
-            }),
-            Err(e) => json!({ "error": e }),
-        };
-    }
-    json!({
-        "jobname": j.name,
-        "groupid": 0,
-        "error": 0,
-        "job options": {
-            "name": j.name,
-            "filename": opt(j.filename.as_ref().map(|p| p.display().to_string())),
-            "size": o.region.to_string(),
-            "rw": j.rw.as_str(),
-            "bs": j.bs.to_string(),
-            "ioengine": j.ioengine.as_str(),
-            "iodepth": j.iodepth.to_string(),
-            "direct": u8::from(j.direct).to_string(),
-            "runtime": opt(j.runtime.map(|r| format!("{}ms", r.as_millis()))),
-            "time_based": u8::from(j.time_based).to_string(),
-            "number_ios": opt(j.number_ios.map(|n| n.to_string())),
-            "ramp_time": format!("{}ms", j.ramp_time.as_millis()),
-            "norandommap": u8::from(j.norandommap).to_string(),
-            "randseed": j.randseed.to_string(),
-            "invalidate": u8::from(j.invalidate).to_string(),
-            "numjobs": j.numjobs.to_string(),
-            "iodepth_batch_submit": j.iodepth_batch_submit.to_string(),
-            "iodepth_batch_complete_min": j.iodepth_batch_complete_min.to_string(),
-            "verify": u8::from(j.verify).to_string(),
-            "fadvise_hint": u8::from(j.fadvise_hint).to_string(),
-            "nowait": j.normalized().nowait.map(|m| m.as_str()),
-            "pool_workers": opt(j.normalized().pool_workers.map(|n| n.to_string())),
-            "sqthread_poll": u8::from(j.normalized().sqthread_poll).to_string(),
-            "sqthread_poll_idle": format!("{}ms", j.sqthread_poll_idle.as_millis()),
-            "fixedbufs": u8::from(j.fixedbufs).to_string(),
-            "registerfiles": u8::from(j.registerfiles).to_string(),
-            "hipri": j.normalized().hipri.map(|h| u8::from(h).to_string()),
-            "spin_us": j.normalized().spin_us.to_string(),
-        },
-        "read": {
-            "io_bytes": m.bytes,
-            "io_kbytes": m.bytes / 1024,
-            "bw_bytes": bw as u64,
-            "bw": (bw / 1024.0) as u64,
-            "iops": m.iops(),
-            "runtime": m.elapsed.as_millis() as u64,
-            "total_ios": m.ios,
-            "short_ios": 0,
-            "drop_ios": 0,
-            "slat_ns": lat_json(&m.slat.summary(), false),
-            "clat_ns": lat_json(&clat, true),
-            "lat_ns": lat_json(&clat, false),
-        },
-        "usr_cpu": m.usr_cpu(),
-        "sys_cpu": m.sys_cpu(),
-        "ctx": m.ctx(),
-        "majf": 0,
-        "minf": 0,
-        "nowait": nw,
-    })
-}
-
-/// The whole JSON document.
-pub fn json_doc(rows: &[Row]) -> Value {
-    let ts = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    json!({
-        "nowait version": concat!("nowait-", env!("CARGO_PKG_VERSION")),
-        "timestamp": ts,
-        "percentile_list": PERCENTILES.to_vec(),
-        "jobs": rows.iter().map(job_json).collect::<Vec<_>>(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -638,16 +533,22 @@ mod tests {
                 laid_out: false,
                 verified_ios: 0,
                 fast_path: None,
+                seconds: Vec::new(),
             },
             fio: None,
-            rounds: Vec::new(),
+            compare: None,
         }
     }
 
     #[test]
     fn json_uses_fio_field_names() {
-        let text = serde_json::to_string(&json_doc(&[row()])).unwrap();
-        let v: Value = serde_json::from_str(&text).unwrap();
+        let text = serde_json::to_string(&crate::json::doc(&[row()], None, false)).unwrap();
+        // The same types read fio's document back.
+        let d: crate::json::Doc = serde_json::from_str(&text).unwrap();
+        assert_eq!(d.jobs[0].read.total_ios, 100);
+        assert!(d.jobs[0].read.clat_ns.at(99.0) > 98_000);
+        assert_eq!(d.jobs[0].nowait.as_ref().unwrap().verified_ios, 0);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         let j = &v["jobs"][0];
         assert_eq!(j["read"]["iops"].as_f64(), Some(10_000.0));
         assert_eq!(j["read"]["bw"].as_u64(), Some(40_000));
@@ -672,6 +573,36 @@ mod tests {
         assert!(h.contains("clat percentiles (usec)"), "{h}");
         assert!(h.contains("99.00th=["), "{h}");
         assert!(h.contains("cpu          : usr="), "{h}");
+    }
+
+    #[test]
+    fn abba_runs_give_medians_spread_and_ratio() {
+        let runs = [
+            ("fio", Some(60.0)),
+            ("nowait", Some(50.0)),
+            ("nowait", Some(54.0)),
+            ("fio", None),
+            ("fio", Some(62.0)),
+            ("nowait", Some(52.0)),
+        ];
+        let c = Compare::new("abba", &runs);
+        assert_eq!(
+            c.nowait,
+            Spread {
+                median: 52.0,
+                min: 50.0,
+                max: 54.0
+            }
+        );
+        assert_eq!(c.fio.unwrap().median, 61.0);
+        assert!((c.ratio_of_medians.unwrap() - 52.0 / 61.0).abs() < 1e-12);
+        let text = c.lines();
+        assert!(
+            text.contains("fio failed") && text.contains("ABBA"),
+            "{text}"
+        );
+        let back: Compare = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
     }
 
     #[test]

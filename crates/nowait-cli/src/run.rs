@@ -1,11 +1,13 @@
-//! The I/O driving loop: one thread per `numjobs`, each with its own queue,
-//! keeping `iodepth` reads in flight.
+//! The one read driver of the benchmark, `--peak` and the scenarios: one
+//! thread per `numjobs`, each with its own queue, keeping `iodepth` reads in
+//! flight. What differs is a [`Mode`] (how reads reach the kernel, what is
+//! timed) and a [`Reads`] hook (where each read goes, what else to record).
 //!
 //! The hot loop allocates nothing: one buffer per slot is made before the
-//! start, offsets come from a seeded generator, submissions are batched
-//! (`iodepth_batch_submit`, default: every free slot at once) and reaps take
-//! every completion available. Time is read once before and once after each
-//! submit, and once after each reap:
+//! start, offsets come from a seeded generator, and reaps take every
+//! completion available (fio's `iodepth_batch_complete_max` = iodepth).
+//! In [`Mode::Measure`] time is read once before each batch's first push,
+//! once after each submit and once after each reap:
 //! * completion latency (`clat`) runs from just before the batch's first
 //!   `push` to the reap that returned the read (for `sync`, whose submit *is*
 //!   the `pread`, that is the `pread`, as fio counts it);
@@ -14,26 +16,26 @@
 //!   (the pool's `RWF_NOWAIT` fast path, a memory-backed file read inline)
 //!   is counted there.
 //!
-//! At `iodepth=1` the read is not submitted on its own: the reap's
-//! `io_uring_enter` submits it and waits for it (one system call per read,
-//! as t/io_uring does; fio's engine makes two), and `slat` is only the push.
+//! At `iodepth=1`, and always in [`Mode::Peak`], the reads are not submitted
+//! on their own: the reap's `io_uring_enter` submits them and waits (one
+//! system call per round, as t/io_uring does; fio's engine makes two).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use nowait::sys::{rusage, Who};
 use nowait::{
     BackendChoice, BackendKind, BackendReport, Buf, Completion, File, IoPoll, NowaitState, Queue,
-    QueueStats, Read, PAGE,
+    Read, PAGE,
 };
 
-use crate::layout::{self, Data};
-use crate::metrics::{self, Latency, Measured};
+use crate::layout::Data;
+use crate::metrics::{self, Measured};
 use crate::offsets::Offsets;
 use crate::options::Job;
 use crate::progress::Progress;
-use crate::sqpoll::{self, SqpollCpu};
+use crate::sqpoll;
+use crate::sys::Rusage;
 
 /// Why a run did not finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,13 +44,16 @@ pub enum Failure {
     Usage(String),
     /// Something failed while running (exit status 1).
     Runtime(String),
+    /// The backend asked for cannot be set up on this machine
+    /// (`nowait::Error::BackendUnavailable`; exit status 1): scenarios skip it.
+    Unavailable(String),
 }
 
 impl Failure {
     /// The message.
     pub fn message(&self) -> &str {
         match self {
-            Failure::Usage(m) | Failure::Runtime(m) => m,
+            Failure::Usage(m) | Failure::Runtime(m) | Failure::Unavailable(m) => m,
         }
     }
 
@@ -56,9 +61,231 @@ impl Failure {
     pub fn exit_code(&self) -> i32 {
         match self {
             Failure::Usage(_) => 2,
-            Failure::Runtime(_) => 1,
+            Failure::Runtime(_) | Failure::Unavailable(_) => 1,
         }
     }
+}
+
+/// How the loop hands reads to the kernel and what it times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `bench`: fill every free slot, submitting every `iodepth_batch_submit`
+    /// reads (at depth 1 the reap carries the read); `clat` and `slat` per read.
+    Measure,
+    /// `--peak` (t/io_uring's loop): at most one batch of
+    /// `iodepth_batch_submit` per round, carried by the reap's enter; no
+    /// clock read per read, no latencies.
+    Peak,
+    /// A server's way (scenario mixed): each read pushed and submitted as it
+    /// comes, and completions already there (inline hits) collected at once;
+    /// `clat` per read.
+    Serve,
+}
+
+/// Where each read of a thread goes, and what else its completion records.
+pub trait Reads: Send {
+    /// The next read: an index into the driver's files, and the offset.
+    fn next(&mut self) -> (usize, u64);
+
+    /// A measured read of file `file` completed `clat` after its push.
+    #[inline]
+    fn done(&mut self, _file: usize, _clat: Duration) {}
+}
+
+impl Reads for Offsets {
+    #[inline]
+    fn next(&mut self) -> (usize, u64) {
+        (0, self.next_offset())
+    }
+}
+
+/// One second of a run (printed live with `--peak`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Second {
+    /// Reads completed in that second, per second.
+    pub iops: f64,
+    /// Reads submitted per submit call.
+    pub ios_per_submit: f64,
+    /// Reads completed per reap call.
+    pub ios_per_reap: f64,
+}
+
+/// What the driver hands back: the threads' figures added up, and each
+/// thread's [`Reads`] hook.
+pub struct Driven<R> {
+    /// Counts, latencies, CPU, the queues' counters.
+    pub measured: Measured,
+    /// The backend the queues used.
+    pub backend: BackendReport,
+    /// Reads whose data was checked against the pattern.
+    pub verified: u64,
+    /// Per-second figures (with a `say` callback).
+    pub seconds: Vec<Second>,
+    /// Each thread's hook, in thread order.
+    pub reads: Vec<R>,
+}
+
+/// Counters each thread publishes after every reap, for the live lines.
+#[derive(Default)]
+struct Counters {
+    ios: AtomicU64,
+    submit_calls: AtomicU64,
+    submitted: AtomicU64,
+    reap_calls: AtomicU64,
+}
+
+impl Counters {
+    fn publish(&self, ios: u64, c: &Measured) {
+        self.ios.store(ios, Ordering::Relaxed);
+        self.submit_calls.store(c.submit_calls, Ordering::Relaxed);
+        self.submitted.store(c.submitted, Ordering::Relaxed);
+        self.reap_calls.store(c.reap_calls, Ordering::Relaxed);
+    }
+}
+
+fn sum(all: &[Counters], f: fn(&Counters) -> &AtomicU64) -> u64 {
+    all.iter().map(|c| f(c).load(Ordering::Relaxed)).sum()
+}
+
+/// Run `job` over `files` on `numjobs` threads: thread `tid` reads where
+/// `reads(tid)` says. `blocks` (reads per pass) ends a job that is not
+/// time based. With `say`, a line of IOPS and reads per call every second.
+pub fn drive<R: Reads>(
+    job: &Job,
+    files: &[&File],
+    blocks: u64,
+    mode: Mode,
+    reads: impl Fn(usize) -> R + Sync,
+    say: Option<&(dyn Fn(String) + Sync)>,
+) -> Result<Driven<R>, Failure> {
+    let counters: Vec<Counters> = (0..job.numjobs).map(|_| Counters::default()).collect();
+    let abort = AtomicBool::new(false);
+    let barrier = Barrier::new(job.numjobs + 1);
+    let limit = ios_limit(job, blocks);
+    let mut bar = Progress::new(format!(
+        "{} {} qd{}",
+        job.name,
+        job.ioengine,
+        job.effective_iodepth()
+    ));
+    let mut seconds = Vec::new();
+    let (results, usage) = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..job.numjobs)
+            .map(|tid| {
+                let (c, abort, barrier, reads) = (&counters[tid], &abort, &barrier, &reads);
+                s.spawn(move || {
+                    let r = worker(job, files, limit, mode, reads(tid), c, abort, barrier);
+                    if r.is_err() {
+                        abort.store(true, Ordering::Relaxed);
+                    }
+                    r
+                })
+            })
+            .collect();
+        // Every thread has built its queue and buffers when the barrier opens;
+        // setup cost stays out of the CPU figures.
+        barrier.wait();
+        let start = Instant::now();
+        let mut r0 = Rusage::now();
+        let ramp_end = start + job.ramp_time;
+        let mut ramped = job.ramp_time.is_zero();
+        let total = job.ramp_time + job.runtime.unwrap_or(Duration::ZERO);
+        let snap = || {
+            [
+                sum(&counters, |c| &c.ios),
+                sum(&counters, |c| &c.submitted),
+                sum(&counters, |c| &c.submit_calls),
+                sum(&counters, |c| &c.reap_calls),
+            ]
+        };
+        let (mut bar_at, mut bar_ios) = (start, 0);
+        let mut last = (start, snap());
+        let mut next = start + Duration::from_secs(1);
+        while !handles.iter().all(|h| h.is_finished()) {
+            let now = Instant::now();
+            if !ramped && now >= ramp_end {
+                r0 = Rusage::now();
+                ramped = true;
+            }
+            if bar.is_on() && now - bar_at >= Duration::from_millis(250) {
+                let done = sum(&counters, |c| &c.ios);
+                let iops = (done - bar_ios) as f64 / (now - bar_at).as_secs_f64();
+                let by_time = (job.runtime.is_some() && !total.is_zero())
+                    .then(|| (now - start).as_secs_f64() / total.as_secs_f64());
+                let by_ios =
+                    (limit != u64::MAX).then(|| done as f64 / (limit as f64 * job.numjobs as f64));
+                let frac = match (by_time, by_ios) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                bar.update(frac, &format!("{} IOPS", crate::report::short_num(iops)));
+                (bar_at, bar_ios) = (now, done);
+            }
+            if let Some(say) = say.filter(|_| now >= next) {
+                let cur = snap();
+                let d = |i: usize| cur[i] - last.1[i];
+                let sec = Second {
+                    iops: d(0) as f64 / (now - last.0).as_secs_f64(),
+                    ios_per_submit: metrics::ratio(d(1), d(2)),
+                    ios_per_reap: metrics::ratio(d(0), d(3)),
+                };
+                say(format!(
+                    "IOPS={}, BW={:.0}MiB/s, IOS/call={:.1}/{:.1}",
+                    crate::report::short_num(sec.iops),
+                    sec.iops * job.bs as f64 / (1 << 20) as f64,
+                    sec.ios_per_submit,
+                    sec.ios_per_reap
+                ));
+                seconds.push(sec);
+                last = (now, cur);
+                next += Duration::from_secs(1);
+            }
+            // Wake for the next second's line, the ramp's end, or to see
+            // whether the threads are done; never spin.
+            let nap = match (ramped, say) {
+                (false, _) => ramp_end - now,
+                (true, Some(_)) => next.saturating_duration_since(now),
+                (true, None) => Duration::from_millis(50),
+            };
+            std::thread::sleep(nap.clamp(Duration::from_millis(1), Duration::from_millis(50)));
+        }
+        let r1 = Rusage::now();
+        let results: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().expect("benchmark threads do not panic"))
+            .collect();
+        (results, r1.since(&r0))
+    });
+    bar.finish();
+
+    let mut measured = Measured {
+        rusage: usage,
+        ..Measured::default()
+    };
+    let (mut backend, mut verified, mut hooks, mut first_err) = (None, 0, Vec::new(), None);
+    for r in results {
+        match r {
+            Ok((t, hook)) => {
+                measured.add(&t.measured);
+                verified += t.verified;
+                backend.get_or_insert(t.backend);
+                hooks.push(hook);
+            }
+            // A usage error beats a runtime one; otherwise the first wins.
+            Err(e) if first_err.is_none() || matches!(e, Failure::Usage(_)) => first_err = Some(e),
+            Err(_) => {}
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    Ok(Driven {
+        measured,
+        backend: backend.expect("numjobs >= 1"),
+        verified,
+        seconds,
+        reads: hooks,
+    })
 }
 
 /// A finished job run.
@@ -83,148 +310,33 @@ pub struct Outcome {
     /// `pool`: the file's `RWF_NOWAIT` fast-path state after the run
     /// (hit ratio; off and why).
     pub fast_path: Option<NowaitState>,
+    /// Per-second figures (`--peak`).
+    pub seconds: Vec<Second>,
 }
 
-/// What one thread hands back.
-struct ThreadOut {
-    ios: u64,
-    bytes: u64,
-    elapsed: Duration,
-    clat: Latency,
-    slat: Latency,
-    queue: QueueStats,
-    sqpoll: Option<SqpollCpu>,
-    verified: u64,
-    backend: BackendReport,
-}
-
-/// Counters the progress line reads while threads run.
-struct Shared {
-    done: Vec<AtomicU64>,
-    abort: AtomicBool,
-}
-
-/// Run one job on prepared data.
-pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
+/// Run one job on prepared data (`--peak`'s loop with `say`).
+pub fn run_job(
+    job: &Job,
+    data: &Data,
+    mode: Mode,
+    say: Option<&(dyn Fn(String) + Sync)>,
+) -> Result<Outcome, Failure> {
     let file = &data.file;
     let blocks = data.region / job.bs;
     if job.invalidate {
         file.drop_cache()
             .map_err(|e| Failure::Runtime(format!("--invalidate=1: {e}")))?;
     }
-    if job.fadvise_hint {
-        layout::fadvise_access(file, job.rw).map_err(|e| {
+    if job.fadvise_hint && mode != Mode::Peak {
+        crate::layout::fadvise_access(file, job.rw).map_err(|e| {
             Failure::Runtime(format!("--fadvise_hint=1: posix_fadvise failed: {e}"))
         })?;
     }
-    let shared = Shared {
-        done: (0..job.numjobs).map(|_| AtomicU64::new(0)).collect(),
-        abort: AtomicBool::new(false),
+    let offsets = |tid: usize| {
+        let seed = job.randseed.wrapping_add(tid as u64);
+        Offsets::new(job.rw, job.norandommap, blocks, job.bs, seed)
     };
-    let barrier = Barrier::new(job.numjobs + 1);
-    let limit = ios_limit(job, blocks);
-    let mut bar = Progress::new(format!(
-        "{} {} qd{}",
-        job.name,
-        job.ioengine,
-        job.effective_iodepth()
-    ));
-
-    let (results, usage) = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..job.numjobs)
-            .map(|tid| {
-                let (shared, barrier) = (&shared, &barrier);
-                s.spawn(move || {
-                    let r = worker(job, file, blocks, tid, shared, barrier);
-                    if r.is_err() {
-                        shared.abort.store(true, Ordering::Relaxed);
-                    }
-                    r
-                })
-            })
-            .collect();
-        // Every thread has built its queue and buffers when the barrier opens;
-        // setup cost stays out of the CPU figures.
-        barrier.wait();
-        let start = Instant::now();
-        let mut r0 = rusage(Who::Process);
-        let ramp_end = start + job.ramp_time;
-        let mut ramped = job.ramp_time.is_zero();
-        let total_time = job.ramp_time + job.runtime.unwrap_or(Duration::ZERO);
-        let mut last = (start, 0u64);
-        while !handles.iter().all(|h| h.is_finished()) {
-            let now = Instant::now();
-            if !ramped && now >= ramp_end {
-                r0 = rusage(Who::Process);
-                ramped = true;
-            }
-            let done: u64 = shared.done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
-            if bar.is_on() && now - last.0 >= Duration::from_millis(250) {
-                let iops = (done - last.1) as f64 / (now - last.0).as_secs_f64();
-                let by_time = (job.runtime.is_some() && !total_time.is_zero())
-                    .then(|| (now - start).as_secs_f64() / total_time.as_secs_f64());
-                let by_ios =
-                    (limit != u64::MAX).then(|| done as f64 / (limit as f64 * job.numjobs as f64));
-                let frac = match (by_time, by_ios) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                };
-                bar.update(frac, &format!("{} IOPS", crate::report::short_num(iops)));
-                last = (now, done);
-            }
-            let nap = if ramped {
-                Duration::from_millis(50)
-            } else {
-                (ramp_end - now).min(Duration::from_millis(50))
-            };
-            std::thread::sleep(nap);
-        }
-        let r1 = rusage(Who::Process);
-        let results: Vec<_> = handles
-            .into_iter()
-            .map(|h| h.join().expect("benchmark threads do not panic"))
-            .collect();
-        (results, r1.since(&r0))
-    });
-    bar.finish();
-
-    let mut measured = Measured {
-        rusage: usage,
-        ..Measured::default()
-    };
-    let mut backend = None;
-    let mut verified = 0;
-    let mut first_err = None;
-    for r in results {
-        match r {
-            Ok(t) => {
-                measured.ios += t.ios;
-                measured.bytes += t.bytes;
-                measured.elapsed = measured.elapsed.max(t.elapsed);
-                measured.clat.merge(&t.clat);
-                measured.slat.merge(&t.slat);
-                measured.syscalls += t.queue.backend.syscalls;
-                measured.queue = metrics::stats_add(&measured.queue, &t.queue);
-                if let Some(c) = t.sqpoll {
-                    measured
-                        .sqpoll
-                        .get_or_insert_with(SqpollCpu::default)
-                        .add(&c);
-                }
-                verified += t.verified;
-                backend.get_or_insert(t.backend);
-            }
-            Err(e) => {
-                // A usage error beats a runtime one; otherwise the first wins.
-                if first_err.is_none() || matches!(e, Failure::Usage(_)) {
-                    first_err = Some(e);
-                }
-            }
-        }
-    }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
+    let d = drive(job, &[file], blocks, mode, offsets, say)?;
     let path = if file.is_direct() {
         let a = file.dio_align();
         format!(
@@ -238,15 +350,21 @@ pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
     };
     Ok(Outcome {
         job: job.clone(),
-        measured,
-        backend: backend.expect("numjobs >= 1"),
+        measured: d.measured,
+        backend: d.backend,
         path,
         effective_iodepth: job.effective_iodepth(),
         region: data.region,
         laid_out: data.laid_out,
-        verified_ios: verified,
+        verified_ios: d.verified,
         fast_path: crate::options::uses_pool(job.ioengine).then(|| file.nowait_state()),
+        seconds: d.seconds,
     })
+}
+
+/// Run one job on prepared data, measuring every read.
+pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
+    run_job(job, data, Mode::Measure, None)
 }
 
 /// Reads per thread before the job ends on its own (`u64::MAX`: only time ends it).
@@ -258,123 +376,173 @@ fn ios_limit(job: &Job, blocks: u64) -> u64 {
     }
 }
 
-fn worker(
+/// What one thread hands back.
+struct ThreadOut {
+    measured: Measured,
+    verified: u64,
+    backend: BackendReport,
+}
+
+/// The loop of one thread; see the module docs and [`Mode`].
+#[allow(clippy::too_many_arguments)]
+fn worker<R: Reads>(
     job: &Job,
-    file: &File,
-    blocks: u64,
-    tid: usize,
-    shared: &Shared,
+    files: &[&File],
+    limit: u64,
+    mode: Mode,
+    mut reads: R,
+    counters: &Counters,
+    abort: &AtomicBool,
     barrier: &Barrier,
-) -> Result<ThreadOut, Failure> {
+) -> Result<(ThreadOut, R), Failure> {
     // Build everything before the barrier, and always reach the barrier so
     // the main thread is never left waiting.
-    let setup = setup(job, file);
+    let depth = job.effective_iodepth();
+    let setup = build_queue(job, depth).map(|mut q| {
+        let bufs = slot_buffers(job, &mut q, files, depth);
+        (q, bufs)
+    });
     // SQPOLL threads are named after the thread that set the ring up.
-    let os_tid = if job.sqthread_poll {
-        sqpoll::current_tid()
-    } else {
-        None
-    };
+    let os_tid = job.sqthread_poll.then(sqpoll::current_tid).flatten();
     barrier.wait();
     let (mut q, mut bufs) = setup?;
     let backend = q.backend().clone();
 
-    let depth = bufs.len();
     let bs = job.bs as usize;
-    let batch_submit = match job.iodepth_batch_submit {
+    let batch_size = match job.iodepth_batch_submit {
         0 => depth,
         n => n.min(depth),
     };
-    let limit = ios_limit(job, blocks);
+    // The reap's enter carries the reads: always at peak, and at depth 1.
+    let ride = mode == Mode::Peak || (mode == Mode::Measure && depth == 1);
+    let timed = mode != Mode::Peak;
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
     let mut batch: Vec<u32> = Vec::with_capacity(depth);
     let mut done: Vec<Completion> = Vec::with_capacity(depth);
-    let mut offsets = Offsets::new(
-        job.rw,
-        job.norandommap,
-        blocks,
-        job.bs,
-        job.randseed.wrapping_add(tid as u64),
-    );
-    let mut clat = Latency::new();
-    let mut slat = Latency::new();
+    let mut m = Measured::default();
 
     let start = Instant::now();
     let mut issued_at = vec![start; depth];
     let mut batch_start = start;
-    let mut offset_of = vec![0u64; depth];
+    let mut slot = vec![(0usize, 0u64); depth];
     let ramp_end = start + job.ramp_time;
     let end = job.runtime.map(|r| ramp_end + r);
     let mut measuring = job.ramp_time.is_zero();
     let mut measure_start = start;
     let mut stats_base = q.stats();
     let mut sq_base = os_tid.map(|t| sqpoll::cpu_of(Some(t)));
-    let (mut ios, mut bytes, mut verified) = (0u64, 0u64, 0u64);
-    let mut issued = 0u64;
-    let mut in_flight = 0usize;
+    let (mut verified, mut issued, mut in_flight, mut completed) = (0u64, 0u64, 0usize, 0u64);
     let mut stopping = false;
     let mut now = start;
 
     let fail = |what: &str, e: nowait::Error| {
         Failure::Runtime(format!("--ioengine={}: {what} failed: {e}", job.ioengine))
     };
+    // Hand the batch to the kernel (unless the reap carries it) and account
+    // for it: `slat` from the batch's start to the end of the submit call,
+    // `clat` will run from the batch's start to the reap of each read.
+    macro_rules! submit {
+        ($carried:expr) => {
+            if !$carried {
+                q.submit().map_err(|e| fail("submit", e))?;
+            }
+            if timed {
+                let t1 = Instant::now();
+                for &id in &batch {
+                    issued_at[id as usize] = batch_start;
+                }
+                if measuring {
+                    m.slat.record_n(t1 - batch_start, batch.len() as u64);
+                }
+            }
+            m.submit_calls += 1;
+            m.submitted += batch.len() as u64;
+            batch.clear();
+        };
+    }
+    // Check and count the reads in `done`, and free their slots.
+    macro_rules! finish {
+        () => {
+            for c in done.drain(..) {
+                let id = c.user_data as usize;
+                let (f, offset) = slot[id];
+                let n = c
+                    .result
+                    .map_err(|e| Failure::Runtime(format!("--ioengine={}: {e}", job.ioengine)))?;
+                if n != bs {
+                    return Err(Failure::Runtime(format!(
+                        "--filename={}: read of {bs} bytes at offset {offset} returned {n}: \
+                         the file is shorter than the region (did it shrink during the run?)",
+                        files[f].path().display()
+                    )));
+                }
+                if job.verify {
+                    nowait::pattern::check(offset, c.buf.as_slice()).map_err(|e| {
+                        Failure::Runtime(format!(
+                            "--verify: {e} (read of {bs} bytes at offset {offset} of {}, \
+                             ioengine {}); was the file laid out by nowait?",
+                            files[f].path().display(),
+                            job.ioengine
+                        ))
+                    })?;
+                    verified += 1;
+                }
+                if measuring {
+                    if timed {
+                        let clat = now - issued_at[id];
+                        m.clat.record(clat);
+                        reads.done(f, clat);
+                    }
+                    m.ios += 1;
+                    m.bytes += n as u64;
+                }
+                bufs[id] = Some(c.buf);
+                free.push(id as u32);
+                in_flight -= 1;
+                completed += 1;
+            }
+        };
+    }
 
     loop {
         if !stopping {
-            while in_flight < depth && issued < limit {
+            while in_flight < depth && issued < limit && !(ride && batch.len() >= batch_size) {
                 let id = free.pop().expect("a slot is free while in_flight < depth");
-                let offset = offsets.next_offset();
+                let (f, offset) = reads.next();
                 let buf = bufs[id as usize]
                     .take()
                     .expect("a free slot holds its buffer");
-                if batch.is_empty() {
+                if timed && batch.is_empty() {
                     // A read may complete inside `push` (the pool's
                     // RWF_NOWAIT fast path, memory-backed files): the
                     // batch's time starts before it.
                     batch_start = Instant::now();
                 }
                 q.push(Read {
-                    file,
+                    file: files[f],
                     offset,
                     len: bs,
                     buf,
                     user_data: id as u64,
                 })
                 .map_err(|r| fail("queueing a read", r.error))?;
-                offset_of[id as usize] = offset;
+                slot[id as usize] = (f, offset);
                 batch.push(id);
                 in_flight += 1;
                 issued += 1;
-                // At depth 1 the batch is handed over below, with the reap.
-                if batch.len() >= batch_submit && depth > 1 {
-                    submit(
-                        &mut q,
-                        &mut batch,
-                        batch_start,
-                        &mut issued_at,
-                        &mut slat,
-                        measuring,
-                        false,
-                    )
-                    .map_err(|e| fail("submit", e))?;
+                if !ride && batch.len() >= batch_size {
+                    submit!(false);
+                    if mode == Mode::Serve
+                        && q.reap(0, None, &mut done).map_err(|e| fail("reap", e))? > 0
+                    {
+                        // An inline hit is complete already: collect it now.
+                        now = Instant::now();
+                        finish!();
+                    }
                 }
             }
             if !batch.is_empty() {
-                // One read in flight: the reap below submits it in the
-                // io_uring_enter that waits for it (one system call per
-                // read, as t/io_uring does; fio's engine makes two), so
-                // `submit` only stamps it.
-                let only_stamp = depth == 1;
-                submit(
-                    &mut q,
-                    &mut batch,
-                    batch_start,
-                    &mut issued_at,
-                    &mut slat,
-                    measuring,
-                    only_stamp,
-                )
-                .map_err(|e| fail("submit", e))?;
+                submit!(ride);
             }
         }
         if in_flight == 0 {
@@ -382,68 +550,36 @@ fn worker(
         }
         let min = job.iodepth_batch_complete_min.clamp(1, in_flight);
         q.reap(min, None, &mut done).map_err(|e| fail("reap", e))?;
+        m.reap_calls += 1;
         now = Instant::now();
-        for c in done.drain(..) {
-            let id = c.user_data as usize;
-            let offset = offset_of[id];
-            let n = c
-                .result
-                .map_err(|e| Failure::Runtime(format!("--ioengine={}: {e}", job.ioengine)))?;
-            if n != bs {
-                return Err(Failure::Runtime(format!(
-                    "--filename={}: read of {bs} bytes at offset {offset} returned {n}: \
-                     the file is shorter than the region (did it shrink during the run?)",
-                    file.path().display()
-                )));
-            }
-            if job.verify {
-                nowait::pattern::check(offset, c.buf.as_slice()).map_err(|m| {
-                    Failure::Runtime(format!(
-                        "--verify: {m} (read of {bs} bytes at offset {offset} of {}, ioengine {}); \
-                         was the file laid out by nowait?",
-                        file.path().display(),
-                        job.ioengine
-                    ))
-                })?;
-                verified += 1;
-            }
-            if measuring {
-                clat.record(now - issued_at[id]);
-                ios += 1;
-                bytes += n as u64;
-            }
-            bufs[id] = Some(c.buf);
-            free.push(id as u32);
-            in_flight -= 1;
-        }
-        shared.done[tid].store(issued - in_flight as u64, Ordering::Relaxed);
+        finish!();
+        counters.publish(completed, &m);
         if !measuring && now >= ramp_end {
             measuring = true;
             measure_start = now;
             stats_base = q.stats();
             sq_base = os_tid.map(|t| sqpoll::cpu_of(Some(t)));
         }
-        if end.is_some_and(|e| now >= e) || shared.abort.load(Ordering::Relaxed) {
+        if end.is_some_and(|e| now >= e) || issued >= limit || abort.load(Ordering::Relaxed) {
             stopping = true;
         }
     }
-    Ok(ThreadOut {
-        ios,
-        bytes,
-        elapsed: now.saturating_duration_since(measure_start),
-        clat,
-        slat,
-        queue: metrics::stats_since(&q.stats(), &stats_base),
-        sqpoll: match (os_tid, sq_base) {
-            (Some(t), Some(b)) => Some(sqpoll::cpu_of(Some(t)).since(&b)),
-            _ => None,
+    m.elapsed = now.saturating_duration_since(measure_start);
+    m.queue = metrics::stats_since(&q.stats(), &stats_base);
+    m.syscalls = m.queue.backend.syscalls;
+    m.sqpoll = match (os_tid, sq_base) {
+        (Some(t), Some(b)) => Some(sqpoll::cpu_of(Some(t)).since(&b)),
+        _ => None,
+    };
+    Ok((
+        ThreadOut {
+            measured: m,
+            verified,
+            backend,
         },
-        verified,
-        backend,
-    })
+        reads,
+    ))
 }
-
-type Setup = (Queue, Vec<Option<Buf>>);
 
 /// The queue a job asks for: backend, depth and every engine option.
 pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
@@ -488,14 +624,21 @@ pub fn build_queue(job: &Job, depth: usize) -> Result<Queue, Failure> {
         };
         match e {
             nowait::Error::Config(m) => Failure::Usage(format!("{flag}: {m}")),
+            e @ nowait::Error::BackendUnavailable { .. } => {
+                Failure::Unavailable(format!("{flag}: {e}"))
+            }
             e => Failure::Runtime(format!("{flag}: {e}")),
         }
     })
 }
 
-/// One buffer per slot: the queue's registered ones with `fixedbufs`.
-pub fn slot_buffers(job: &Job, q: &mut Queue, file: &File, depth: usize) -> Vec<Option<Buf>> {
-    let align = (file.dio_align().mem as usize).max(PAGE);
+/// One buffer per slot, aligned for every file: the queue's registered
+/// ones with `fixedbufs`.
+fn slot_buffers(job: &Job, q: &mut Queue, files: &[&File], depth: usize) -> Vec<Option<Buf>> {
+    let align = files
+        .iter()
+        .map(|f| f.dio_align().mem as usize)
+        .fold(PAGE, usize::max);
     (0..depth)
         .map(|_| {
             let fixed = if job.fixedbufs && align <= PAGE {
@@ -506,42 +649,4 @@ pub fn slot_buffers(job: &Job, q: &mut Queue, file: &File, depth: usize) -> Vec<
             Some(fixed.unwrap_or_else(|| Buf::with_align(job.bs as usize, align)))
         })
         .collect()
-}
-
-/// Build the thread's queue and one buffer per slot.
-fn setup(job: &Job, file: &File) -> Result<Setup, Failure> {
-    let depth = job.effective_iodepth();
-    let mut q = build_queue(job, depth)?;
-    let bufs = slot_buffers(job, &mut q, file, depth);
-    Ok((q, bufs))
-}
-
-/// Submit the queued batch, timing the call.
-#[inline]
-/// Hand `batch` (pushed since `start`) to the kernel, unless `only_stamp`
-/// (the next reap's enter will carry it), and account for it: `slat` is
-/// from `start` to the end of the submit call, `clat` will run from
-/// `start` to the reap that returns each read.
-#[allow(clippy::too_many_arguments)]
-fn submit(
-    q: &mut Queue,
-    batch: &mut Vec<u32>,
-    start: Instant,
-    issued_at: &mut [Instant],
-    slat: &mut Latency,
-    measuring: bool,
-    only_stamp: bool,
-) -> nowait::Result<()> {
-    if !only_stamp {
-        q.submit()?;
-    }
-    let t1 = Instant::now();
-    for &id in batch.iter() {
-        issued_at[id as usize] = start;
-    }
-    if measuring {
-        slat.record_n(t1 - start, batch.len() as u64);
-    }
-    batch.clear();
-    Ok(())
 }

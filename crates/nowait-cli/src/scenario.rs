@@ -13,6 +13,7 @@
 //! the number of reads per run is chosen so the `sync` run takes about 18 s
 //! — the whole scenario, with every backend, about a minute.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,8 +25,10 @@ use crate::options::{self, Job, Rw};
 use crate::run::{self, Failure, Outcome};
 
 /// What the seed published (4 GiB file, 4 KiB random reads, QD 32).
+#[derive(serde::Serialize)]
 pub struct SeedRow {
     /// The seed's name for the run.
+    #[serde(rename = "run")]
     pub label: &'static str,
     /// Which nowait backend plays that part.
     pub engine: &'static str,
@@ -116,7 +119,7 @@ struct Args {
     output: Option<PathBuf>,
 }
 
-fn parse(args: &[String]) -> Result<Args, String> {
+fn parse(args: &[OsString]) -> Result<Args, String> {
     let mut a = Args {
         filename: None,
         size: None,
@@ -125,51 +128,34 @@ fn parse(args: &[String]) -> Result<Args, String> {
         json: false,
         output: None,
     };
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        let body = arg
-            .strip_prefix("--")
-            .ok_or_else(|| format!("unexpected argument '{arg}'; see `nowait scenario --help`"))?;
-        let (name, value) = match body.split_once('=') {
-            Some((n, v)) => (n.to_string(), v.to_string()),
-            None => {
-                let v = args
-                    .get(i)
-                    .filter(|v| !v.starts_with("--"))
-                    .ok_or_else(|| {
-                        format!("--{body}: needs a value, or is not an option here (see --help)")
-                    })?;
-                i += 1;
-                (body.to_string(), v.clone())
-            }
-        };
-        let e = |m: String| format!("--{name}={value}: {m}");
+    let known = [
+        "filename",
+        "size",
+        "number-ios",
+        "iodepth",
+        "output-format",
+        "output",
+    ];
+    for (name, value, v) in opts(args, &known, &[], "async-buffered")? {
+        let e = |m: String| format!("--{name}={v}: {m}");
         match name.as_str() {
-            "filename" => a.filename = Some(PathBuf::from(&value)),
-            "size" => a.size = Some(options::parse_size(&value).map_err(e)?),
-            "number_ios" => a.number_ios = Some(options::parse_count(&value).map_err(e)?),
-            "iodepth" => {
-                let n = options::parse_count(&value).map_err(e)?;
-                if n == 0 || n > nowait::MAX_DEPTH as u64 {
-                    return Err(format!("--iodepth={value}: use 1 to {}", nowait::MAX_DEPTH));
-                }
-                a.iodepth = n as usize;
-            }
-            "output-format" | "output_format" => {
-                a.json = crate::scenario::parse_json_format(&value)?
-            }
-            "output" => a.output = Some(PathBuf::from(&value)),
-            _ => {
-                return Err(format!(
-                    "--{name}: unknown option for the scenario; it takes filename, size, \
-                     number_ios, iodepth, output-format, output"
-                ))
-            }
+            "filename" => a.filename = Some(PathBuf::from(value)),
+            "size" => a.size = Some(options::parse_size(&v).map_err(e)?),
+            "number-ios" => a.number_ios = Some(options::parse_count(&v).map_err(e)?),
+            "iodepth" => a.iodepth = parse_depth(&v).map_err(e)?,
+            "output-format" => a.json = parse_json_format(&v)?,
+            _ => a.output = Some(PathBuf::from(value)),
         }
     }
     Ok(a)
+}
+
+/// A queue depth, 1 to the engine's maximum.
+pub fn parse_depth(v: &str) -> Result<usize, String> {
+    match options::parse_count(v)? {
+        n @ 1.. if n <= nowait::MAX_DEPTH as u64 => Ok(n as usize),
+        _ => Err(format!("use 1 to {}", nowait::MAX_DEPTH)),
+    }
 }
 
 /// `--output-format` of a scenario: true for `json`, false for `normal`.
@@ -181,14 +167,75 @@ pub fn parse_json_format(value: &str) -> Result<bool, String> {
     }
 }
 
+/// A scenario's options through the one lexer: `(name, raw value, value
+/// as text)` with `_` in names read as `-`; only the `known` names are
+/// accepted, and the `flags` may be given bare. Every error names the option.
+pub fn opts(
+    args: &[OsString],
+    known: &[&str],
+    flags: &[&str],
+    scenario: &str,
+) -> Result<Vec<(String, OsString, String)>, String> {
+    let norm = |n: &str| n.replace('_', "-");
+    let lexed = crate::cli::lex(args, |n| {
+        let n = norm(n);
+        if known.contains(&n.as_str()) {
+            Ok(flags.contains(&n.as_str()))
+        } else {
+            Err(format!(
+                "unknown option for scenario {scenario}; it takes --{} (see `nowait scenario {scenario} --help`)",
+                known.join(", --")
+            ))
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    if let Some(p) = lexed.positional.first() {
+        return Err(format!(
+            "unexpected argument '{}'; see `nowait scenario {scenario} --help`",
+            p.to_string_lossy()
+        ));
+    }
+    Ok(lexed
+        .opts
+        .into_iter()
+        .map(|(n, v)| {
+            let text = v.to_string_lossy().into_owned();
+            (norm(&n), v, text)
+        })
+        .collect())
+}
+
+/// A scenario's scratch directory: `--dir` (which must be a directory), or
+/// a new temporary one, removed when the returned guard is dropped.
+pub fn scratch(
+    dir: Option<&std::path::Path>,
+    name: &str,
+) -> Result<(Option<tempfile::TempDir>, PathBuf), Failure> {
+    match dir {
+        Some(d) if d.is_dir() => Ok((None, d.to_path_buf())),
+        Some(d) => Err(Failure::Usage(format!(
+            "--dir={}: not a directory",
+            d.display()
+        ))),
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix(&format!("nowait-{name}-"))
+                .tempdir()
+                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
+            let p = t.path().to_path_buf();
+            Ok((Some(t), p))
+        }
+    }
+}
+
 /// The shape every scenario command shares: `--help`, parse (a usage
 /// error exits 2), run (a failure exits 1 or 2 as it says), each message
 /// prefixed with the scenario's name.
 pub fn dispatch<A>(
     name: &str,
     help: &str,
-    args: &[String],
-    parse: impl Fn(&[String]) -> Result<A, String>,
+    args: &[OsString],
+    parse: impl Fn(&[OsString]) -> Result<A, String>,
     run: impl Fn(&A) -> Result<(), Failure>,
 ) -> i32 {
     if args.iter().any(|a| a == "-h" || a == "--help") {
@@ -212,8 +259,8 @@ pub fn dispatch<A>(
 }
 
 /// Run `nowait scenario …`; returns the exit code.
-pub fn run_cmd(args: &[String]) -> i32 {
-    match args.first().map(String::as_str) {
+pub fn run_cmd(args: &[OsString]) -> i32 {
+    match args.first().map(|a| a.to_str().unwrap_or("")) {
         None | Some("-h") | Some("--help") | Some("help") => {
             print!("{HELP}");
             i32::from(args.is_empty()) * 2
@@ -223,9 +270,10 @@ pub fn run_cmd(args: &[String]) -> i32 {
         }
         Some("mixed") => crate::scenario_mixed::run_cmd(&args[1..]),
         Some("qd-sweep") => crate::scenario_qd::run_cmd(&args[1..]),
-        Some(other) => {
+        Some(_) => {
             eprintln!(
-                "nowait scenario: unknown scenario '{other}'; available: async-buffered, mixed, qd-sweep"
+                "nowait scenario: unknown scenario '{}'; available: async-buffered, mixed, qd-sweep",
+                args[0].to_string_lossy()
             );
             2
         }
@@ -233,15 +281,11 @@ pub fn run_cmd(args: &[String]) -> i32 {
 }
 
 fn async_buffered(a: &Args) -> Result<(), Failure> {
-    let tmp;
-    let path = match &a.filename {
-        Some(p) => p.clone(),
+    let (_tmp, path) = match &a.filename {
+        Some(p) => (None, p.clone()),
         None => {
-            tmp = tempfile::Builder::new()
-                .prefix("nowait-scenario-")
-                .tempdir()
-                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
-            tmp.path().join("async-buffered.data")
+            let (tmp, dir) = scratch(None, "async-buffered")?;
+            (tmp, dir.join("async-buffered.data"))
         }
     };
     // An existing file is read whole; a new one is laid out at up to 4 GiB.
@@ -286,6 +330,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
         }
     };
     if !a.json {
+        println!("host: {}", crate::sys::host(Some(&path)));
         println!(
             "async-buffered: {} random {} reads, QD {}, buffered, page cache dropped before each run",
             reads,
@@ -325,9 +370,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
         let r = match run::run_prepared(&job, &data) {
             Ok(o) => Ok(o),
             // A backend this machine cannot offer is skipped loudly.
-            Err(Failure::Runtime(m))
-                if m.contains("unavailable") || m.contains("not available") =>
-            {
+            Err(Failure::Unavailable(m)) => {
                 eprintln!("SKIP {k}: {m}");
                 Err(m)
             }
@@ -342,12 +385,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
     } else {
         table(&results)
     };
-    match &a.output {
-        Some(p) => std::fs::write(p, &text)
-            .map_err(|e| Failure::Runtime(format!("--output={}: {e}", p.display())))?,
-        None => print!("{text}"),
-    }
-    Ok(())
+    crate::cli::emit(&text, a.output.as_deref())
 }
 
 /// The column's name: the pool runs with its fast path off, as thread offload.
@@ -440,102 +478,38 @@ fn json_report(
     iodepth: usize,
     results: &[(BackendKind, Result<Outcome, String>)],
 ) -> serde_json::Value {
-    let runs: Vec<_> = results
+    #[derive(serde::Serialize)]
+    struct Run {
+        engine: &'static str,
+        label: &'static str,
+        nowait: Option<&'static str>,
+        #[serde(flatten)]
+        ran: crate::json::Or<crate::json::Summary>,
+    }
+    let runs: Vec<Run> = results
         .iter()
-        .map(|(k, r)| match r {
-            Ok(o) => {
-                let m = &o.measured;
-                let real = m.elapsed.as_secs_f64();
-                let (u, s) = (m.rusage.user_us as f64 / 1e6, m.rusage.sys_us as f64 / 1e6);
-                json!({
-                    "engine": k.as_str(),
-                    "label": label(*k),
-                    "nowait": o.job.normalized().nowait.map(|m| m.as_str()),
-                    "real_s": real,
-                    "user_s": u,
-                    "sys_s": s,
-                    "cpu_pct": (u + s) / real.max(1e-9) * 100.0,
-                    "ctx": m.ctx(),
-                    "ctx_voluntary": m.rusage.ctx_voluntary,
-                    "ctx_involuntary": m.rusage.ctx_involuntary,
-                    "iops": m.iops(),
-                    "clat_p50_ns": m.clat.summary().at(50.0),
-                    "clat_p99_ns": m.clat.summary().at(99.0),
-                    "syscalls": m.syscalls,
-                    "effective_iodepth": o.effective_iodepth,
-                    "backend_detail": o.backend.detail,
-                })
-            }
-            Err(e) => json!({ "engine": k.as_str(), "skipped": e }),
-        })
-        .collect();
-    let seed: Vec<_> = SEED
-        .iter()
-        .map(|s| {
-            json!({"run": s.label, "engine": s.engine, "real_s": s.real_s, "user_s": s.user_s,
-                   "sys_s": s.sys_s, "cpu_pct": s.cpu_pct})
+        .map(|(k, r)| Run {
+            engine: k.as_str(),
+            label: label(*k),
+            nowait: r
+                .as_ref()
+                .ok()
+                .and_then(|o| o.job.normalized().nowait)
+                .map(|m| m.as_str()),
+            ran: crate::json::Or::skipped(r, crate::json::Summary::of),
         })
         .collect();
     json!({
         "scenario": "async-buffered",
+        "host": crate::sys::Host::of(Some(path)),
         "filename": path.display().to_string(),
         "size": region,
         "bs": 4096,
         "iodepth": iodepth,
         "reads_per_run": reads,
         "runs": runs,
-        "seed": { "source": "002_088a891439d1aa29.txt", "size": 4u64 << 30, "reads": 1u64 << 20, "runs": seed },
+        "seed": { "source": "002_088a891439d1aa29.txt", "size": 4u64 << 30, "reads": 1u64 << 20, "runs": SEED },
     })
-}
-
-/// Split a scenario's arguments into `(name, value)` pairs: `--name=value`,
-/// `--name value`, and the bare `flags` (value `1`). Every error names the
-/// argument at fault.
-pub(crate) fn split_args(
-    args: &[String],
-    flags: &[&str],
-    scenario: &str,
-) -> Result<Vec<(String, String)>, String> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < args.len() {
-        let arg = &args[i];
-        i += 1;
-        let body = arg.strip_prefix("--").ok_or_else(|| {
-            format!("unexpected argument '{arg}'; see `nowait scenario {scenario} --help`")
-        })?;
-        let (name, value) = match body.split_once('=') {
-            Some((n, v)) => (n.replace('_', "-"), v.to_string()),
-            None if flags.contains(&body.replace('_', "-").as_str()) => {
-                (body.replace('_', "-"), "1".to_string())
-            }
-            None => {
-                let v = args
-                    .get(i)
-                    .filter(|v| !v.starts_with("--"))
-                    .ok_or_else(|| {
-                        format!("--{body}: needs a value, or is not an option here (see --help)")
-                    })?;
-                i += 1;
-                (body.replace('_', "-"), v.clone())
-            }
-        };
-        out.push((name, value));
-    }
-    Ok(out)
-}
-
-/// Write a scenario's report to `--output` or standard output.
-pub(crate) fn emit(text: &str, output: Option<&std::path::Path>) -> Result<(), Failure> {
-    match output {
-        Some(p) => std::fs::write(p, text)
-            .map_err(|e| Failure::Runtime(format!("--output={}: {e}", p.display()))),
-        None => {
-            use std::io::Write;
-            let _ = std::io::stdout().lock().write_all(text.as_bytes());
-            Ok(())
-        }
-    }
 }
 
 #[cfg(test)]
@@ -544,7 +518,7 @@ mod tests {
 
     #[test]
     fn scenario_options_name_the_flag() {
-        let a = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let a = |s: &str| s.split_whitespace().map(OsString::from).collect::<Vec<_>>();
         assert!(parse(&a("--iodepth 0")).unwrap_err().contains("--iodepth"));
         assert!(parse(&a("--size=-1")).unwrap_err().contains("--size"));
         assert!(parse(&a("--bogus=1")).unwrap_err().contains("--bogus"));

@@ -23,24 +23,27 @@
 //! off (the seed's "before"), the pool adaptive (the seed's "after"), and
 //! io_uring; the seed's published figures are printed beside ours.
 
-use std::os::fd::AsFd;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use nowait::sys::{rusage, Who};
-use nowait::{
-    BackendChoice, BackendKind, Buf, Completion, Direct, File, NowaitMode, Queue, Read, PAGE,
-};
+use nowait::{BackendKind, Direct, File, NowaitMode};
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::json::FastPath;
+
+use crate::cli::emit;
 use crate::layout::{self, human_bytes};
-use crate::metrics::{self, Latency};
+use crate::metrics::Latency;
 use crate::offsets::Rng;
 use crate::options;
+use crate::options::Job;
 use crate::report::{self, short_ns, short_num};
-use crate::run::Failure;
-use crate::scenario::{emit, split_args};
+use crate::run::{self, Failure, Mode, Reads};
+use crate::scenario::{opts, parse_depth};
+use crate::sys::Rusage;
 
 const HELP: &str = "\
 nowait scenario mixed — the seed 003's workload: cached reads behind uncached ones
@@ -161,7 +164,7 @@ fn parse_config(v: &str) -> Result<(BackendKind, Option<NowaitMode>), String> {
     Ok((k, mode))
 }
 
-fn parse(args: &[String]) -> Result<Args, String> {
+fn parse(args: &[OsString]) -> Result<Args, String> {
     let mut a = Args {
         dir: None,
         sizes: [256 << 20, 1 << 30, 1 << 30],
@@ -184,10 +187,29 @@ fn parse(args: &[String]) -> Result<Args, String> {
     };
     let mut explicit = [false; 3];
     let mut size = None;
-    for (name, value) in split_args(args, &["verify"], "mixed")? {
+    let known = [
+        "dir",
+        "size",
+        "f1-size",
+        "f2-size",
+        "f3-size",
+        "runtime",
+        "iodepth",
+        "bs",
+        "mix",
+        "zipf",
+        "configs",
+        "pool-workers",
+        "verify",
+        "keep-uncached",
+        "randseed",
+        "output-format",
+        "output",
+    ];
+    for (name, raw, value) in opts(args, &known, &["verify"], "mixed")? {
         let e = |m: String| format!("--{name}={value}: {m}");
         match name.as_str() {
-            "dir" => a.dir = Some(PathBuf::from(&value)),
+            "dir" => a.dir = Some(PathBuf::from(raw)),
             "size" => size = Some(nonzero(options::parse_size(&value).map_err(e)?, &name)?),
             "f1-size" | "f2-size" | "f3-size" => {
                 let i = (name.as_bytes()[1] - b'1') as usize;
@@ -200,13 +222,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
                     return Err(format!("--runtime={value}: must be more than 0"));
                 }
             }
-            "iodepth" => {
-                let n = options::parse_count(&value).map_err(e)?;
-                if n == 0 || n > nowait::MAX_DEPTH as u64 {
-                    return Err(format!("--iodepth={value}: use 1 to {}", nowait::MAX_DEPTH));
-                }
-                a.iodepth = n as usize;
-            }
+            "iodepth" => a.iodepth = parse_depth(&value).map_err(e)?,
             "bs" => {
                 let n = options::parse_size(&value).map_err(e)?;
                 if n == 0 || n % 512 != 0 || n > 1 << 24 {
@@ -258,12 +274,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "keep-uncached" => a.keep_uncached = options::parse_bool(&value).map_err(e)?,
             "randseed" => a.seed = options::parse_u64(&value).map_err(e)?,
             "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
-            "output" => a.output = Some(PathBuf::from(&value)),
-            _ => {
-                return Err(format!(
-                "--{name}: unknown option for scenario mixed; see `nowait scenario mixed --help`"
-            ))
-            }
+            _ => a.output = Some(PathBuf::from(raw)),
         }
     }
     if let Some(s) = size {
@@ -298,7 +309,7 @@ fn nonzero(n: u64, name: &str) -> Result<u64, String> {
 }
 
 /// Run `nowait scenario mixed`; returns the exit code.
-pub fn run_cmd(args: &[String]) -> i32 {
+pub fn run_cmd(args: &[OsString]) -> i32 {
     crate::scenario::dispatch("mixed", HELP, args, parse, run)
 }
 
@@ -357,17 +368,25 @@ impl Zipf {
     }
 }
 
-/// Where the next read of each stream goes.
-struct Streams {
+/// Where the next read of each stream goes, and each stream's latencies:
+/// the driver's [`Reads`] hook (file index = stream).
+struct Streams<'a> {
     rng: Rng,
     mix: [u32; 3],
     zipf: Zipf,
     blocks: [u64; 3],
     bs: u64,
     seq: u64,
+    /// Where f3's reader is, for the helper that drops the pages behind it.
+    f3_pos: &'a AtomicU64,
+    lat: [Latency; 3],
 }
 
-impl Streams {
+impl Reads for Streams<'_> {
+    fn done(&mut self, stream: usize, clat: Duration) {
+        self.lat[stream].record(clat);
+    }
+
     /// The next request: its stream and offset.
     #[inline]
     fn next(&mut self) -> (usize, u64) {
@@ -387,6 +406,7 @@ impl Streams {
             _ => {
                 let b = self.seq;
                 self.seq = (self.seq + 1) % self.blocks[2];
+                self.f3_pos.store(b * self.bs, Ordering::Relaxed);
                 b
             }
         };
@@ -403,7 +423,7 @@ struct ConfigResult {
     ios: [u64; 3],
     lat: [Latency; 3],
     queue: nowait::QueueStats,
-    rusage: nowait::sys::Rusage,
+    rusage: Rusage,
     backend: nowait::BackendReport,
     file_states: Vec<(String, nowait::NowaitState)>,
     verified: u64,
@@ -428,23 +448,7 @@ fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
 }
 
 fn run(a: &Args) -> Result<(), Failure> {
-    let tmp;
-    let dir = match &a.dir {
-        Some(d) => d.clone(),
-        None => {
-            tmp = tempfile::Builder::new()
-                .prefix("nowait-mixed-")
-                .tempdir()
-                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
-            tmp.path().to_path_buf()
-        }
-    };
-    if !dir.is_dir() {
-        return Err(Failure::Usage(format!(
-            "--dir={}: not a directory",
-            dir.display()
-        )));
-    }
+    let (_tmp, dir) = crate::scenario::scratch(a.dir.as_deref(), "mixed")?;
     let mut files = Vec::new();
     let mut laid_out = false;
     for (i, size) in a.sizes.iter().enumerate() {
@@ -455,7 +459,7 @@ fn run(a: &Args) -> Result<(), Failure> {
             let flag = format!("--f{}-size", i + 1);
             layout::lay_out(&p, *size).map_err(|f| match f {
                 Failure::Usage(m) => Failure::Usage(format!("{flag}: {m}")),
-                Failure::Runtime(m) => Failure::Runtime(m),
+                f => f,
             })?;
             laid_out = true;
         }
@@ -465,6 +469,10 @@ fn run(a: &Args) -> Result<(), Failure> {
     }
     let _ = laid_out;
     if !a.json {
+        println!(
+            "host: {}",
+            crate::sys::host(files.first().map(|f| f.path()))
+        );
         println!(
             "mixed: {} reads, one queue of depth {}, mix f1/f2/f3 = {}/{}/{}%, {} per configuration",
             human_bytes(a.bs),
@@ -504,9 +512,7 @@ fn run(a: &Args) -> Result<(), Failure> {
                 }
                 results.push(Ok(r));
             }
-            Err(Failure::Runtime(m))
-                if m.contains("unavailable") || m.contains("not available") =>
-            {
+            Err(Failure::Unavailable(m)) => {
                 eprintln!("SKIP {}: {m}", config_label(k, mode));
                 results.push(Err((config_label(k, mode), m)));
             }
@@ -561,7 +567,7 @@ fn warm(f: &File, verify: bool) -> Result<(), Failure> {
 fn drop_range(f: &File, offset: u64, len: u64) {
     // Best effort: a failed drop only leaves pages cached, which the report's
     // f2 latencies would show.
-    let _ = nowait::sys::fadvise_dontneed(f.as_fd(), offset, len);
+    let _ = crate::sys::fadvise(f, offset, len, rustix::fs::Advice::DontNeed);
 }
 
 fn run_config(
@@ -571,53 +577,43 @@ fn run_config(
     mode: Option<NowaitMode>,
 ) -> Result<ConfigResult, Failure> {
     let label = config_label(k, mode);
-    let fail =
-        |what: &str, e: nowait::Error| Failure::Runtime(format!("{label}: {what} failed: {e}"));
     // f1 cached, f2 and f3 not.
     warm(&files[0], a.verify)?;
-    files[1]
-        .drop_cache()
-        .map_err(|e| Failure::Runtime(format!("dropping f2's cache: {e}")))?;
-    files[2]
-        .drop_cache()
-        .map_err(|e| Failure::Runtime(format!("dropping f3's cache: {e}")))?;
-    let mut b = Queue::builder()
-        .depth(a.iodepth)
-        .backend(BackendChoice::Exactly(k));
-    if let Some(m) = mode {
-        b = b.nowait(m);
+    for (i, f) in files.iter().enumerate().skip(1) {
+        f.drop_cache()
+            .map_err(|e| Failure::Runtime(format!("dropping {}'s cache: {e}", STREAMS[i])))?;
     }
-    if let Some(w) = a.pool_workers {
-        b = b.pool_workers(w);
-    }
-    let mut q = b
-        .build()
-        .map_err(|e| Failure::Runtime(format!("--configs: {label}: {e}")))?;
-    let backend = q.backend().clone();
-    let depth = a.iodepth;
-    let bs = a.bs as usize;
-    let mut bufs: Vec<Option<Buf>> = (0..depth)
-        .map(|_| Some(Buf::with_align(bs, PAGE)))
-        .collect();
-    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
-    let mut issued_at = vec![Instant::now(); depth];
-    let mut slot_of = vec![(0usize, 0u64); depth];
-    let mut done: Vec<Completion> = Vec::with_capacity(depth);
-    let mut streams = Streams {
+    // One thread, one queue; each request pushed and submitted as it comes.
+    let job = Job {
+        name: label.clone(),
+        ioengine: k,
+        nowait: mode,
+        pool_workers: a.pool_workers,
+        iodepth: a.iodepth,
+        bs: a.bs,
+        iodepth_batch_submit: 1,
+        time_based: true,
+        runtime: Some(a.runtime),
+        verify: a.verify,
+        invalidate: false,
+        registerfiles: true,
+        hipri: None,
+        ..Job::default()
+    };
+    let f3_pos = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
+    let refs: Vec<&File> = files.iter().collect();
+    let streams = |_| Streams {
         rng: Rng::new(a.seed),
         mix: a.mix,
         zipf: Zipf::new(a.sizes[0] / a.bs, a.zipf),
-        blocks: [a.sizes[0] / a.bs, a.sizes[1] / a.bs, a.sizes[2] / a.bs],
+        blocks: a.sizes.map(|s| s / a.bs),
         bs: a.bs,
         seq: 0,
+        f3_pos: &f3_pos,
+        lat: Default::default(),
     };
-    let mut lat = [Latency::new(), Latency::new(), Latency::new()];
-    let mut ios = [0u64; 3];
-    let mut verified = 0u64;
-    let f3_pos = AtomicU64::new(0);
-    let stop = AtomicBool::new(false);
-
-    let r = std::thread::scope(|s| {
+    let d = std::thread::scope(|s| {
         // Keep f2 uncached, and f3 uncached behind its reader.
         s.spawn(|| {
             while a.keep_uncached && !stop.load(Ordering::Relaxed) {
@@ -629,81 +625,11 @@ fn run_config(
                 drop_range(&files[2], pos + keep, 0);
             }
         });
-        let r = (|| -> Result<(Duration, nowait::QueueStats, nowait::sys::Rusage), Failure> {
-            let stats0 = q.stats();
-            let ru0 = rusage(Who::Process);
-            let start = Instant::now();
-            let end = start + a.runtime;
-            let mut in_flight = 0usize;
-            let mut stopping = false;
-            let mut now = start;
-            loop {
-                while !stopping && in_flight < depth {
-                    let id = free.pop().expect("a slot is free while in_flight < depth") as usize;
-                    let (stream, offset) = streams.next();
-                    if stream == 2 {
-                        f3_pos.store(offset, Ordering::Relaxed);
-                    }
-                    slot_of[id] = (stream, offset);
-                    let buf = bufs[id].take().expect("a free slot holds its buffer");
-                    issued_at[id] = Instant::now();
-                    q.push(Read {
-                        file: &files[stream],
-                        offset,
-                        len: bs,
-                        buf,
-                        user_data: id as u64,
-                    })
-                    .map_err(|r| fail("queueing a read", r.error))?;
-                    q.submit().map_err(|e| fail("submit", e))?;
-                    in_flight += 1;
-                    // An inline hit is complete already: collect it now.
-                    if q.reap(0, None, &mut done).map_err(|e| fail("reap", e))? > 0 {
-                        now = Instant::now();
-                        in_flight -= finish(
-                            &mut done,
-                            now,
-                            &issued_at,
-                            &slot_of,
-                            &mut bufs,
-                            &mut free,
-                            &mut lat,
-                            &mut ios,
-                            a.verify,
-                            &mut verified,
-                            files,
-                        )?;
-                    }
-                }
-                if in_flight == 0 {
-                    break;
-                }
-                q.reap(1, None, &mut done).map_err(|e| fail("reap", e))?;
-                now = Instant::now();
-                in_flight -= finish(
-                    &mut done,
-                    now,
-                    &issued_at,
-                    &slot_of,
-                    &mut bufs,
-                    &mut free,
-                    &mut lat,
-                    &mut ios,
-                    a.verify,
-                    &mut verified,
-                    files,
-                )?;
-                if now >= end {
-                    stopping = true;
-                }
-            }
-            let ru = rusage(Who::Process).since(&ru0);
-            Ok((now - start, metrics::stats_since(&q.stats(), &stats0), ru))
-        })();
+        let d = run::drive(&job, &refs, u64::MAX, Mode::Serve, streams, None);
         stop.store(true, Ordering::Relaxed);
-        r
-    });
-    let (elapsed, queue, rusage) = r?;
+        d
+    })?;
+    let Streams { lat, .. } = d.reads.into_iter().next().expect("one thread");
     let file_states = if k == BackendKind::Pool {
         files
             .iter()
@@ -717,64 +643,15 @@ fn run_config(
         label,
         engine: k,
         mode,
-        elapsed,
-        ios,
+        elapsed: d.measured.elapsed,
+        ios: [0, 1, 2].map(|i| lat[i].summary().n),
         lat,
-        queue,
-        rusage,
-        backend,
+        queue: d.measured.queue,
+        rusage: d.measured.rusage,
+        backend: d.backend,
         file_states,
-        verified,
+        verified: d.verified,
     })
-}
-
-/// Record completions: latency, count, data check; free their slots.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-fn finish(
-    done: &mut Vec<Completion>,
-    now: Instant,
-    issued_at: &[Instant],
-    slot_of: &[(usize, u64)],
-    bufs: &mut [Option<Buf>],
-    free: &mut Vec<u32>,
-    lat: &mut [Latency; 3],
-    ios: &mut [u64; 3],
-    verify: bool,
-    verified: &mut u64,
-    files: &[File],
-) -> Result<usize, Failure> {
-    let mut n = 0;
-    for c in done.drain(..) {
-        let id = c.user_data as usize;
-        let (stream, offset) = slot_of[id];
-        let got = c
-            .result
-            .map_err(|e| Failure::Runtime(format!("{}: {e}", STREAMS[stream])))?;
-        if got != c.buf.capacity() {
-            return Err(Failure::Runtime(format!(
-                "{}: read at offset {offset} of {} returned {got} bytes of {}",
-                STREAMS[stream],
-                files[stream].path().display(),
-                c.buf.capacity()
-            )));
-        }
-        lat[stream].record(now - issued_at[id]);
-        ios[stream] += 1;
-        if verify {
-            nowait::pattern::check(offset, c.buf.as_slice()).map_err(|m| {
-                Failure::Runtime(format!(
-                    "--verify: {m} (read at offset {offset} of {})",
-                    files[stream].path().display()
-                ))
-            })?;
-            *verified += 1;
-        }
-        bufs[id] = Some(c.buf);
-        free.push(id as u32);
-        n += 1;
-    }
-    Ok(n)
 }
 
 /// The seed's figures that a configuration plays the part of.
@@ -905,61 +782,104 @@ fn json_report(
     files: &[File],
     results: &[Result<ConfigResult, (String, String)>],
 ) -> Value {
-    let lat_json = |l: &Latency| {
-        let s = l.summary();
-        json!({
-            "N": s.n,
-            "mean_ns": s.mean_ns,
-            "min_ns": s.min_ns,
-            "max_ns": s.max_ns,
-            "p50_ns": s.at(50.0),
-            "p90_ns": s.at(90.0),
-            "p99_ns": s.at(99.0),
-            "p99_9_ns": s.at(99.9),
-            "pct_le_2us": l.pct_at_or_below(2000),
-        })
-    };
-    let configs: Vec<Value> = results
+    #[derive(Serialize)]
+    struct Lat {
+        #[serde(rename = "N")]
+        n: u64,
+        mean_ns: f64,
+        min_ns: u64,
+        max_ns: u64,
+        p50_ns: u64,
+        p90_ns: u64,
+        p99_ns: u64,
+        p99_9_ns: u64,
+        pct_le_2us: f64,
+    }
+    #[derive(Serialize)]
+    struct Stream {
+        stream: &'static str,
+        ios: u64,
+        share_pct: f64,
+        iops: f64,
+        bw_bytes: f64,
+        bw_kbs: f64,
+        lat: Lat,
+    }
+    #[derive(Serialize)]
+    struct Config<'a> {
+        name: &'a str,
+        engine: &'static str,
+        nowait: Option<&'static str>,
+        runtime_ms: u64,
+        total: serde_json::Value,
+        streams: Vec<Stream>,
+        fast_path: FastPath,
+        syscalls: u64,
+        usr_cpu: f64,
+        sys_cpu: f64,
+        ctx: u64,
+        backend_detail: &'a str,
+        verified_ios: u64,
+        seed_part: Option<&'static str>,
+    }
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Ran<'a> {
+        Config(Box<Config<'a>>),
+        Skipped { name: &'a str, skipped: &'a str },
+    }
+    let configs: Vec<Ran> = results
         .iter()
         .map(|r| match r {
-            Err((label, why)) => json!({ "name": label, "skipped": why }),
+            Err((name, why)) => Ran::Skipped { name, skipped: why },
             Ok(r) => {
                 let secs = r.elapsed.as_secs_f64().max(1e-9);
                 let total: u64 = r.ios.iter().sum();
-                let streams: Vec<Value> = (0..3)
+                let streams = (0..3)
                     .map(|i| {
-                        json!({
-                            "stream": STREAMS[i],
-                            "ios": r.ios[i],
-                            "share_pct": r.ios[i] as f64 / total.max(1) as f64 * 100.0,
-                            "iops": r.ios[i] as f64 / secs,
-                            "bw_bytes": r.bw_bytes(i, a.bs),
-                            "bw_kbs": r.bw_bytes(i, a.bs) / 1024.0,
-                            "lat": lat_json(&r.lat[i]),
-                        })
+                        let s = r.lat[i].summary();
+                        Stream {
+                            stream: STREAMS[i],
+                            ios: r.ios[i],
+                            share_pct: r.ios[i] as f64 / total.max(1) as f64 * 100.0,
+                            iops: r.ios[i] as f64 / secs,
+                            bw_bytes: r.bw_bytes(i, a.bs),
+                            bw_kbs: r.bw_bytes(i, a.bs) / 1024.0,
+                            lat: Lat {
+                                n: s.n,
+                                mean_ns: s.mean_ns,
+                                min_ns: s.min_ns,
+                                max_ns: s.max_ns,
+                                p50_ns: s.at(50.0),
+                                p90_ns: s.at(90.0),
+                                p99_ns: s.at(99.0),
+                                p99_9_ns: s.at(99.9),
+                                pct_le_2us: r.lat[i].pct_at_or_below(2000),
+                            },
+                        }
                     })
                     .collect();
-                json!({
-                    "name": r.label,
-                    "engine": r.engine.as_str(),
-                    "nowait": r.mode.map(|m| m.as_str()),
-                    "runtime_ms": r.elapsed.as_millis() as u64,
-                    "total": {
+                Ran::Config(Box::new(Config {
+                    name: &r.label,
+                    engine: r.engine.as_str(),
+                    nowait: r.mode.map(|m| m.as_str()),
+                    runtime_ms: r.elapsed.as_millis() as u64,
+                    total: json!({
                         "ios": total,
                         "iops": total as f64 / secs,
                         "bw_bytes": r.total_bw_bytes(a.bs),
                         "bw_kbs": r.total_bw_bytes(a.bs) / 1024.0,
-                    },
-                    "streams": streams,
-                    "fast_path": report::fast_path_json(r.mode, &r.queue.backend.nowait, &r.file_states),
-                    "syscalls": r.queue.backend.syscalls,
-                    "usr_cpu": r.rusage.user_us as f64 / 1e4 / secs,
-                    "sys_cpu": r.rusage.sys_us as f64 / 1e4 / secs,
-                    "ctx": r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
-                    "backend_detail": r.backend.detail,
-                    "verified_ios": r.verified,
-                    "seed_part": seed_for(r).map(|(w, _, _)| w),
-                })
+                    }),
+                    streams,
+                    fast_path: FastPath::of(r.mode, &r.queue.backend.nowait, &r.file_states),
+                    syscalls: r.queue.backend.syscalls,
+                    usr_cpu: r.rusage.user_us as f64 / 1e4 / secs,
+                    sys_cpu: r.rusage.sys_us as f64 / 1e4 / secs,
+                    ctx: r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
+                    backend_detail: &r.backend.detail,
+                    verified_ios: r.verified,
+                    seed_part: seed_for(r).map(|(w, _, _)| w),
+                }))
             }
         })
         .collect();
@@ -970,6 +890,7 @@ fn json_report(
     };
     json!({
         "scenario": "mixed",
+        "host": crate::sys::Host::of(files.first().map(|f| f.path())),
         "bs": a.bs,
         "iodepth": a.iodepth,
         "runtime_ms": a.runtime.as_millis() as u64,
@@ -996,8 +917,8 @@ fn json_report(
 mod tests {
     use super::*;
 
-    fn a(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn a(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
     }
 
     #[test]
@@ -1042,6 +963,7 @@ mod tests {
 
     #[test]
     fn streams_follow_the_mix_and_the_sequence() {
+        let pos = AtomicU64::new(0);
         let mut s = Streams {
             rng: Rng::new(1),
             mix: [73, 18, 9],
@@ -1049,6 +971,8 @@ mod tests {
             blocks: [64, 1000, 10],
             bs: 16384,
             seq: 0,
+            f3_pos: &pos,
+            lat: Default::default(),
         };
         let mut n = [0u32; 3];
         let mut seq = Vec::new();

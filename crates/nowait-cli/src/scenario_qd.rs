@@ -10,21 +10,26 @@
 //! process is root and the `mkfs` tool exists, and unmounted and detached
 //! afterwards (also on failure); otherwise it is skipped with the reason.
 //! Polled reads on a device that cannot poll are refused (EOPNOTSUPP) and
-//! fall back to interrupts: the row says "unsupported: <reason>".
+//! fall back to interrupts: the row says `unsupported: <reason>`.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use nowait::BackendKind;
+use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::json::{Or, Summary};
+
+use crate::cli::emit;
 use crate::fio::{self, FioResult};
 use crate::layout::{self, human_bytes};
 use crate::options::{self, Job, Rw};
 use crate::report::{self, short_ns, short_num};
 use crate::run::{self, Failure, Outcome};
-use crate::scenario::{emit, split_args};
+use crate::scenario::{opts, parse_depth};
 
 const HELP: &str = "\
 nowait scenario qd-sweep — the seed 001's QD sweep: 4 KiB direct randread
@@ -144,7 +149,7 @@ struct Args {
     output: Option<PathBuf>,
 }
 
-fn parse(args: &[String]) -> Result<Args, String> {
+fn parse(args: &[OsString]) -> Result<Args, String> {
     let mut a = Args {
         dir: None,
         size: 1 << 30,
@@ -157,10 +162,23 @@ fn parse(args: &[String]) -> Result<Args, String> {
         json: false,
         output: None,
     };
-    for (name, value) in split_args(args, &["verify"], "qd-sweep")? {
+    let known = [
+        "dir",
+        "size",
+        "qd",
+        "iodepth",
+        "runtime",
+        "fs",
+        "engines",
+        "fio",
+        "verify",
+        "output-format",
+        "output",
+    ];
+    for (name, raw, value) in opts(args, &known, &["verify"], "qd-sweep")? {
         let e = |m: String| format!("--{name}={value}: {m}");
         match name.as_str() {
-            "dir" => a.dir = Some(PathBuf::from(&value)),
+            "dir" => a.dir = Some(PathBuf::from(raw)),
             "size" => {
                 a.size = options::parse_size(&value).map_err(e)?;
                 if a.size < 1 << 20 {
@@ -170,13 +188,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "qd" | "iodepth" => {
                 a.qd = value
                     .split(',')
-                    .map(|q| {
-                        let n = options::parse_count(q)?;
-                        if n == 0 || n > nowait::MAX_DEPTH as u64 {
-                            return Err(format!("{n} is not a queue depth (1 to {})", nowait::MAX_DEPTH));
-                        }
-                        Ok(n as usize)
-                    })
+                    .map(|q| parse_depth(q.trim()).map_err(|m| format!("{q}: {m}")))
                     .collect::<Result<_, String>>()
                     .map_err(e)?;
             }
@@ -202,19 +214,14 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "fio" => a.fio = options::parse_bool(&value).map_err(e)?,
             "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
             "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
-            "output" => a.output = Some(PathBuf::from(&value)),
-            _ => {
-                return Err(format!(
-                    "--{name}: unknown option for scenario qd-sweep; see `nowait scenario qd-sweep --help`"
-                ))
-            }
+            _ => a.output = Some(PathBuf::from(raw)),
         }
     }
     Ok(a)
 }
 
 /// Run `nowait scenario qd-sweep`; returns the exit code.
-pub fn run_cmd(args: &[String]) -> i32 {
+pub fn run_cmd(args: &[OsString]) -> i32 {
     crate::scenario::dispatch("qd-sweep", HELP, args, parse, run)
 }
 
@@ -364,15 +371,11 @@ struct Point {
 }
 
 impl Point {
-    /// "ok", or "unsupported: <reason>" for polled reads that were not polled.
+    /// `ok`, or `unsupported: <reason>` for polled reads that were not polled.
     fn status(&self) -> String {
         match &self.ours {
             Err(e) => format!("failed: {e}"),
-            Ok(o) => match report::hipri_status(&o.job, &o.measured) {
-                Some(h) if h.starts_with("unsupported") => h,
-                Some(h) => h,
-                None => "ok".into(),
-            },
+            Ok(o) => report::hipri_status(&o.job, &o.measured).unwrap_or_else(|| "ok".into()),
         }
     }
 
@@ -384,6 +387,7 @@ impl Point {
     }
 }
 
+#[derive(Serialize)]
 struct FsRun {
     fs: String,
     source: String,
@@ -392,25 +396,7 @@ struct FsRun {
 }
 
 fn run(a: &Args) -> Result<(), Failure> {
-    let tmp;
-    let scratch = match &a.dir {
-        Some(d) => {
-            if !d.is_dir() {
-                return Err(Failure::Usage(format!(
-                    "--dir={}: not a directory",
-                    d.display()
-                )));
-            }
-            d.clone()
-        }
-        None => {
-            tmp = tempfile::Builder::new()
-                .prefix("nowait-qd-")
-                .tempdir()
-                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
-            tmp.path().to_path_buf()
-        }
-    };
+    let (_tmp, scratch) = crate::scenario::scratch(a.dir.as_deref(), "qd")?;
     let fio_ok = if a.fio {
         match fio::version() {
             Ok(v) => Some(v),
@@ -514,7 +500,7 @@ fn sweep_fs(
             };
             let ours = match run::run_prepared(&job, &data) {
                 Ok(o) => Ok(o),
-                Err(Failure::Runtime(m)) => {
+                Err(Failure::Runtime(m) | Failure::Unavailable(m)) => {
                     eprintln!("{fs} {} qd {qd}: {m}", engine.name());
                     Err(m)
                 }
@@ -574,7 +560,8 @@ fn first_line(s: &str) -> String {
 
 fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
     use std::fmt::Write;
-    let mut s = String::new();
+    let file = fs_runs.iter().find_map(|f| f.filename.as_deref());
+    let mut s = format!("host: {}\n", crate::sys::host(file));
     for f in fs_runs {
         match &f.skipped {
             Some(why) => {
@@ -661,59 +648,41 @@ fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
 }
 
 fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &[Point]) -> Value {
-    let results: Vec<Value> = points
+    #[derive(Serialize)]
+    struct Seed {
+        simple0_iops: u32,
+        simple1_iops: u32,
+    }
+    #[derive(Serialize)]
+    struct Result<'a> {
+        fs: &'a str,
+        engine: &'a str,
+        qd: usize,
+        status: String,
+        nowait: Or<Summary>,
+        fio: Option<Or<FioResult>>,
+        ratio: Option<f64>,
+        seed: Option<Seed>,
+    }
+    let results: Vec<Result> = points
         .iter()
-        .map(|p| {
-            let ours = match &p.ours {
-                Ok(o) => {
-                    let m = &o.measured;
-                    let c = m.clat.summary();
-                    json!({
-                        "iops": m.iops(),
-                        "bw_bytes": m.bw_bytes(),
-                        "clat_p50_ns": c.at(50.0),
-                        "clat_p99_ns": c.at(99.0),
-                        "usr_cpu": m.usr_cpu(),
-                        "sys_cpu": m.sys_cpu(),
-                        "ctx": m.ctx(),
-                        "syscalls": m.syscalls,
-                        "ios": m.ios,
-                        "polled": m.queue.backend.polled,
-                        "poll_fallbacks": m.queue.backend.poll_fallbacks,
-                        "verified_ios": o.verified_ios,
-                        "backend_detail": o.backend.detail,
-                    })
-                }
-                Err(e) => json!({ "error": e }),
-            };
-            let fio = match &p.fio {
-                Some(Ok(f)) => json!({
-                    "iops": f.iops,
-                    "clat_p50_ns": f.clat_p50_ns,
-                    "clat_p99_ns": f.clat_p99_ns,
-                    "usr_cpu": f.usr_cpu,
-                    "sys_cpu": f.sys_cpu,
-                    "command": f.command,
-                }),
-                Some(Err(e)) => json!({ "error": e }),
-                None => Value::Null,
-            };
-            let seed = seed_for(&p.fs, p.engine, p.qd)
-                .map(|(a, b)| json!({ "simple0_iops": a, "simple1_iops": b }));
-            json!({
-                "fs": p.fs,
-                "engine": p.engine.name(),
-                "qd": p.qd,
-                "status": p.status(),
-                "nowait": ours,
-                "fio": fio,
-                "ratio": p.ratio(),
-                "seed": seed,
-            })
+        .map(|p| Result {
+            fs: &p.fs,
+            engine: p.engine.name(),
+            qd: p.qd,
+            status: p.status(),
+            nowait: Or::of(&p.ours, Summary::of),
+            fio: p.fio.as_ref().map(|f| Or::of(f, FioResult::clone)),
+            ratio: p.ratio(),
+            seed: seed_for(&p.fs, p.engine, p.qd).map(|(simple0_iops, simple1_iops)| Seed {
+                simple0_iops,
+                simple1_iops,
+            }),
         })
         .collect();
     json!({
         "scenario": "qd-sweep",
+        "host": crate::sys::Host::of(fs_runs.iter().find_map(|f| f.filename.as_deref())),
         "bs": 4096,
         "rw": "randread",
         "direct": true,
@@ -721,12 +690,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
         "runtime_ms": a.runtime.as_millis() as u64,
         "qd": a.qd,
         "fio_version": fio_version,
-        "filesystems": fs_runs.iter().map(|f| json!({
-            "fs": f.fs,
-            "source": f.source,
-            "skipped": f.skipped,
-            "filename": f.filename.as_ref().map(|p| p.display().to_string()),
-        })).collect::<Vec<_>>(),
+        "filesystems": fs_runs,
         "results": results,
         "seed": { "source": "001_815e53cff4d05eda.txt", "size": human_bytes(128 << 30) },
     })
@@ -736,8 +700,8 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
 mod tests {
     use super::*;
 
-    fn a(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn a(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
     }
 
     #[test]

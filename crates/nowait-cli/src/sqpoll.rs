@@ -58,7 +58,7 @@ pub fn current_tid() -> Option<u32> {
 }
 
 fn ticks_per_sec() -> u64 {
-    nowait::sys::clock_ticks_per_sec()
+    crate::sys::clock_ticks_per_sec()
 }
 
 /// utime and stime (clock ticks) from a `/proc/.../stat` line: the fields

@@ -199,3 +199,92 @@ fn compare_fio_reads_fios_json() {
         .contains("--ioengine=psync"));
     assert!(fio["iops_ratio"].as_f64().unwrap() > 0.0);
 }
+
+/// `--abba=2`: fio, nowait, nowait, fio twice; every run listed in order,
+/// the medians and the ratio of medians in the JSON and the text.
+#[test]
+fn abba_runs_fio_and_nowait_in_abba_order() {
+    if Command::new("fio").arg("--version").output().is_err() {
+        println!("SKIP abba_runs_fio_and_nowait_in_abba_order: fio is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let args = |json: bool| {
+        let mut a = vec![
+            "bench".to_string(),
+            path_arg(&file),
+            "--size=1m".into(),
+            "--ioengine=sync".into(),
+            "--invalidate=0".into(),
+            "--abba=2".into(),
+        ];
+        if json {
+            a.push("--output-format=json".into());
+        }
+        a
+    };
+    let a = args(true);
+    let o = nowait(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let c = &json(&o)["jobs"][0]["nowait"]["fio"]["compare"];
+    let typed: nowait_cli::report::Compare = serde_json::from_value(c.clone()).unwrap();
+    assert_eq!(typed.runs.len(), 8);
+    let order: Vec<&str> = c["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_str().unwrap())
+        .collect();
+    let fio_nowait = ["fio", "nowait", "nowait", "fio"];
+    assert_eq!(order, [fio_nowait, fio_nowait].concat(), "{c}");
+    assert_eq!(c["order"], "abba");
+    let (n, f) = (
+        c["nowait"]["median"].as_f64().unwrap(),
+        c["fio"]["median"].as_f64().unwrap(),
+    );
+    assert!(
+        (c["ratio_of_medians"].as_f64().unwrap() - n / f).abs() < 1e-9,
+        "{c}"
+    );
+    let a = args(false);
+    let o = nowait(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with("host: ") && text.contains("ratio of medians"),
+        "{text}"
+    );
+}
+
+/// A path need not be UTF-8: the command line is read as `OsString`s, so a
+/// file named with Latin-1 bytes is laid out, read and verified.
+#[test]
+fn non_utf8_filename_is_read() {
+    use std::ffi::OsString;
+    use std::os::unix::ffi::OsStringExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut path = dir.path().as_os_str().to_owned().into_vec();
+    path.extend_from_slice(b"/caf\xe9.data");
+    let path = OsString::from_vec(path);
+    let mut arg = OsString::from("--filename=");
+    arg.push(&path);
+    let o = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .args(["bench", "--size=1m", "--verify", "--output-format=json"])
+        .arg(&arg)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Read back with the CLI's own types for fio's JSON.
+    let d: nowait_cli::json::Doc = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d.jobs[0].read.total_ios, 256);
+    assert_eq!(d.jobs[0].nowait.as_ref().unwrap().verified_ios, 256);
+    assert!(d.jobs[0].read.clat_ns.at(99.0) > 0);
+    assert!(!d.host.unwrap().kernel.is_empty());
+    assert!(std::path::Path::new(&path).exists());
+    let o = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .arg("probe")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -23,8 +23,10 @@ use crate::backend::{aio, uring, BackendKind};
 use crate::file::{File, FileKind};
 use crate::queue::Queue;
 use crate::rwf_nowait::{NowaitOff, NowaitState};
-use crate::sys::names::errno_name;
 use crate::sys::{self, sysfs};
+
+/// Names for errnos and filesystems, as every report prints them.
+pub use crate::sys::names::{errno_name, fs_name};
 
 /// Outcome of trying one io_uring setup flag.
 #[derive(Debug, Clone)]

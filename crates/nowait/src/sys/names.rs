@@ -10,7 +10,7 @@ pub(crate) const RAMFS_MAGIC: i64 = 0x8584_58f6;
 pub(crate) const FUSE_MAGIC: i64 = 0x6573_5546;
 
 /// Name of a filesystem from its `f_type` magic number.
-pub(crate) fn fs_name(magic: i64) -> &'static str {
+pub fn fs_name(magic: i64) -> &'static str {
     match magic {
         0xEF53 => "ext4",
         0x5846_5342 => "xfs",
@@ -34,7 +34,7 @@ pub(crate) fn fs_name(magic: i64) -> &'static str {
 }
 
 /// Name of an errno for reports (`EINVAL`, …; `errno N` for the rest).
-pub(crate) fn errno_name(e: i32) -> String {
+pub fn errno_name(e: i32) -> String {
     let name = match e {
         libc::EPERM => "EPERM",
         libc::ENOENT => "ENOENT",

@@ -1,0 +1,158 @@
+//! The one argument lexer of every subcommand, over `lexopt`: long options
+//! as `--name=value` or `--name value`, flags that take the next word only
+//! when it is a boolean (`--verify 0`), `-h`/`--help`, and positional
+//! arguments kept as `OsString` so any path works, UTF-8 or not.
+
+use std::ffi::OsString;
+
+use crate::run::Failure;
+
+/// The lexed command line.
+#[derive(Debug, Default)]
+pub struct Lexed {
+    /// `(name, value)` in order; a flag given bare has the value `1`.
+    pub opts: Vec<(String, OsString)>,
+    /// Positional arguments.
+    pub positional: Vec<OsString>,
+    /// `-h` or `--help` was given.
+    pub help: bool,
+}
+
+/// Why the command line could not be lexed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LexError {
+    /// `--NAME` was the last argument but takes a value.
+    NeedsValue(String),
+    /// Anything else, in words naming the argument.
+    Other(String),
+}
+
+impl std::fmt::Display for LexError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LexError::NeedsValue(n) => write!(f, "--{n}: needs a value (--{n}=VALUE)"),
+            LexError::Other(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Lex `args`. A flag takes the next word when it is a boolean or `auto`
+/// (`--hipri auto`). `kind(name)` says whether an option is a flag (`Ok(true)`),
+/// takes a value (`Ok(false)`) or does not exist (`Err(message)`), so an
+/// unknown option is reported as such before anything else.
+pub fn lex(
+    args: &[OsString],
+    kind: impl Fn(&str) -> Result<bool, String>,
+) -> Result<Lexed, LexError> {
+    use lexopt::Arg;
+    let mut p = lexopt::Parser::from_args(args.iter().cloned());
+    let mut out = Lexed::default();
+    loop {
+        let arg = p.next().map_err(|e| LexError::Other(e.to_string()))?;
+        match arg {
+            None => return Ok(out),
+            Some(Arg::Short('h')) | Some(Arg::Long("help")) => out.help = true,
+            Some(Arg::Short(c)) => {
+                return Err(LexError::Other(format!(
+                    "-{c}: unknown option (options are --name=value)"
+                )))
+            }
+            Some(Arg::Value(v)) => out.positional.push(v),
+            Some(Arg::Long(name)) => {
+                let name = name.to_string();
+                let flag = kind(&name).map_err(|m| LexError::Other(format!("--{name}: {m}")))?;
+                let value = if flag {
+                    // `--flag=0`, `--flag 0`, or bare (1).
+                    match p.optional_value() {
+                        Some(v) => v,
+                        None => {
+                            let mut raw = p
+                                .try_raw_args()
+                                .ok_or_else(|| LexError::Other(format!("--{name}: bad value")))?;
+                            match raw.peek().and_then(|v| v.to_str()) {
+                                Some(v) if v == "auto" || crate::options::parse_bool(v).is_ok() => {
+                                    raw.next().unwrap_or_default()
+                                }
+                                _ => "1".into(),
+                            }
+                        }
+                    }
+                } else {
+                    p.value().map_err(|_| LexError::NeedsValue(name.clone()))?
+                };
+                out.opts.push((name, value));
+            }
+        }
+    }
+}
+
+/// Write a report to `--output` or standard output.
+pub fn emit(text: &str, output: Option<&std::path::Path>) -> Result<(), Failure> {
+    match output {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| Failure::Runtime(format!("--output={}: cannot write: {e}", p.display()))),
+        None => {
+            use std::io::Write;
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn values_flags_and_positionals() {
+        let kind = |n: &str| match n {
+            "verify" | "time_based" => Ok(true),
+            "bs" | "filename" => Ok(false),
+            _ => Err("unknown".to_string()),
+        };
+        let l = lex(
+            &os("--bs=4k --verify 0 job.fio --time_based --filename /f -h"),
+            kind,
+        )
+        .unwrap();
+        let got: Vec<(String, String)> = l
+            .opts
+            .iter()
+            .map(|(n, v)| (n.clone(), v.to_string_lossy().into_owned()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("bs", "4k"),
+                ("verify", "0"),
+                ("time_based", "1"),
+                ("filename", "/f")
+            ]
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+        );
+        assert_eq!(l.positional, os("job.fio"));
+        assert!(l.help);
+        assert!(lex(&os("--nope=1"), kind)
+            .unwrap_err()
+            .to_string()
+            .contains("--nope"));
+        assert_eq!(
+            lex(&os("--bs"), kind).unwrap_err(),
+            LexError::NeedsValue("bs".into())
+        );
+    }
+
+    #[test]
+    fn non_utf8_paths_pass_through() {
+        use std::os::unix::ffi::OsStringExt;
+        let path = OsString::from_vec(b"/tmp/caf\xe9".to_vec());
+        let mut a = os("--filename");
+        a.push(path.clone());
+        let l = lex(&a, |_| Ok(false)).unwrap();
+        assert_eq!(l.opts[0].1, path);
+    }
+}

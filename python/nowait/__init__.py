@@ -1,0 +1,202 @@
+"""nowait: fast file reads on Linux for data loaders and asyncio services.
+
+Open a file with :func:`open`, then read records one at a time
+(:meth:`File.read_at`), in batches submitted at once (:meth:`File.read_many`),
+or straight into a NumPy array, ``bytearray`` or any writable buffer
+(:meth:`File.read_into`). The same calls exist for asyncio
+(:meth:`File.aread_at`, :meth:`File.aread_many`, :meth:`File.aread_into`):
+completions reach the event loop through an eventfd the loop watches, with
+no thread per read.
+
+Underneath is the nowait Rust engine: io_uring where the kernel allows it,
+otherwise native AIO and a thread pool with the ``RWF_NOWAIT`` fast path,
+otherwise plain ``pread``. A result shorter than asked means end of file and
+nothing else; every failure is an exception that says what was asked and
+what to do (``OSError`` subclasses with ``errno`` and ``filename``,
+``ValueError`` for a request the file cannot take).
+
+Example::
+
+    import nowait, numpy as np
+
+    with nowait.open("shard.bin") as f:
+        first = f.read_at(0, 4096)
+        batch = np.empty((32, 4096), dtype=np.uint8)
+        counts = f.read_into(batch, [i * 4096 for i in range(32)], 4096)
+"""
+
+from __future__ import annotations
+
+import sys
+
+if not sys.platform.startswith("linux"):
+    raise ImportError(
+        "nowait supports Linux only: it reads files with io_uring, RWF_NOWAIT and "
+        f"O_DIRECT, which this platform ({sys.platform}) does not have; "
+        "use os.pread or a thread pool here"
+    )
+
+import asyncio
+import os
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from . import _nowait
+from ._nowait import __version__
+
+__all__ = ["File", "open", "probe", "__version__"]
+
+_Size = Union[int, Sequence[int]]
+
+
+class _LoopRing:
+    """The queue of one event loop: reads started by tasks of that loop go
+    out on it; its completion eventfd is registered with ``loop.add_reader``
+    so the loop learns of completions without a thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._ring = _nowait._Ring()
+        self._pid = os.getpid()
+        self._futures: Dict[int, asyncio.Future] = {}
+        self._fd = self._ring.fileno()
+        self._submit_scheduled = False
+        loop.add_reader(self._fd, self._on_readable)
+
+    def _fail_all(self, exc: BaseException) -> None:
+        """The engine failed: fail every waiter rather than leave it hanging."""
+        waiting = list(self._futures.values())
+        self._futures.clear()
+        for fut in waiting:
+            if not fut.done():
+                fut.set_exception(exc)
+
+    def _submit(self) -> None:
+        self._submit_scheduled = False
+        try:
+            self._ring.submit()
+        except BaseException as exc:
+            self._fail_all(exc)
+
+    def _on_readable(self) -> None:
+        try:
+            finished = self._ring.poll()
+        except BaseException as exc:
+            self._fail_all(exc)
+            return
+        for op, ok, value in finished:
+            fut = self._futures.pop(op, None)
+            # A cancelled waiter left its read to finish here: its buffer was
+            # held by the engine until now and is released with this result.
+            if fut is None or fut.done():
+                continue
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+
+    def start(self, loop: asyncio.AbstractEventLoop, file: "File", kind: str,
+              offsets: Any, size: Any, buffer: Any = None) -> "asyncio.Future[Any]":
+        """Start a call; returns the future its result is set on."""
+        op = self._ring.start(file, kind, offsets, size, buffer)
+        fut = loop.create_future()
+        self._futures[op] = fut
+        if not self._submit_scheduled:
+            # One submit per loop iteration for the reads of every task
+            # that ran in it.
+            self._submit_scheduled = True
+            loop.call_soon(self._submit)
+        return fut
+
+
+_rings: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopRing]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+# The ring of the loop used last: skips the dictionary on the hot path.
+_last: "tuple[Any, Optional[_LoopRing]]" = (lambda: None, None)
+
+
+def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:
+    global _last
+    ref, ring = _last
+    if ring is not None and ref() is loop and ring._pid == os.getpid():
+        return ring
+    ring = _rings.get(loop)
+    if ring is None or ring._pid != os.getpid():
+        # None yet, or inherited through fork: the parent's ring is not ours.
+        ring = _LoopRing(loop)
+        _rings[loop] = ring
+    _last = (weakref.ref(loop), ring)
+    return ring
+
+
+class File(_nowait.File):
+    """A file open for reading with nowait (see :func:`open`).
+
+    Blocking methods release the GIL while the engine waits, so several
+    Python threads can read the same ``File`` at once. The asynchronous
+    methods run on the calling task's event loop. A ``File`` is a context
+    manager; :meth:`close` is idempotent.
+    """
+
+    def __enter__(self) -> "File":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"direct={self.mode!r}"
+        return f"<nowait.File {self.name!r} {state}>"
+
+    async def aread_at(self, offset: int, size: int) -> bytes:
+        """Read up to ``size`` bytes at ``offset`` on the running loop.
+
+        Returns fewer bytes only at end of file. Cancelling the awaiting
+        task is safe: the read finishes in the background.
+        """
+        loop = asyncio.get_running_loop()
+        return await _ring_for(loop).start(loop, self, "one", offset, size)
+
+    async def aread_many(self, offsets: Sequence[int], size: _Size) -> List[bytes]:
+        """Read one record per offset (all submitted at once) on the running
+        loop; ``size`` is one int for every record or one per offset."""
+        loop = asyncio.get_running_loop()
+        return await _ring_for(loop).start(loop, self, "many", offsets, size)
+
+    async def aread_into(self, buffer: Any, offsets: Sequence[int], size: int) -> List[int]:
+        """Fill ``buffer`` with ``size``-byte records read at ``offsets``,
+        back to back, on the running loop; returns the bytes read per record.
+
+        The buffer stays exported (a ``bytearray`` cannot be resized) until
+        every read is done, even if the awaiting task is cancelled.
+        """
+        loop = asyncio.get_running_loop()
+        return await _ring_for(loop).start(loop, self, "into", offsets, size, buffer)
+
+
+def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
+         direct: Union[str, bool] = "auto") -> File:
+    """Open ``path`` for reading.
+
+    ``direct``: ``"auto"`` (default) opens with ``O_DIRECT`` where the
+    filesystem allows it and bounces unaligned reads through an aligned
+    buffer; ``"on"`` requires ``O_DIRECT`` and refuses unaligned reads with a
+    ``ValueError`` naming the offset, size and alignment; ``"off"`` reads
+    through the page cache.
+
+    Raises ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``
+    (all ``OSError`` with ``errno`` and ``filename``) when the file cannot be
+    opened.
+    """
+    return File(path, direct)
+
+
+def probe(path: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
+    """What this machine (and ``path``, if given) can do: io_uring and its
+    setup flags, AIO, the backend reads take and why, and for a file its
+    filesystem, size, O_DIRECT alignment, ``RWF_NOWAIT`` support and the path
+    a buffered and a direct read take. ``result["text"]`` is what the
+    ``nowait probe`` command prints."""
+    return _nowait.probe(path)

@@ -1,0 +1,238 @@
+"""Blocking reads, byte for byte against os.pread."""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+
+import pytest
+
+import nowait
+from conftest import drop_cache, modes, pread
+
+
+def random_requests(rng: random.Random, file_size: int, n: int, align: int = 1):
+    """Offsets and sizes anywhere, including past and straddling end of file."""
+    reqs = []
+    for i in range(n):
+        kind = i % 5
+        if kind == 0:  # straddles end of file
+            off = file_size - rng.randrange(1, 9000)
+        elif kind == 1:  # past end of file
+            off = file_size + rng.randrange(0, 10000)
+        else:
+            off = rng.randrange(0, file_size)
+        size = rng.choice([0, 1, 7, 512, 4096, 4097, 10000, 65536, rng.randrange(1, 200000)])
+        if align > 1:
+            off = off // align * align
+            size = max(align, size // align * align)
+        reqs.append((max(off, 0), size))
+    return reqs
+
+
+@pytest.mark.parametrize("mode", ["off", "auto", "on"])
+def test_read_at_matches_pread(data, mode):
+    path, blob, direct_ok = data
+    if mode not in modes(direct_ok):
+        pytest.skip(f"SKIP test_read_at_matches_pread[{mode}]: no filesystem here takes O_DIRECT")
+    rng = random.Random(1)
+    align = 4096 if mode == "on" else 1
+    with nowait.open(path, direct=mode) as f:
+        assert f.mode == mode
+        if mode == "on":
+            assert f.direct
+        if mode == "off":
+            assert not f.direct
+        for off, size in random_requests(rng, len(blob), 300, align):
+            got = f.read_at(off, size)
+            assert isinstance(got, bytes)
+            assert got == pread(path, off, size) == blob[off:off + size], (off, size)
+
+
+@pytest.mark.parametrize("mode", ["off", "auto", "on"])
+def test_read_many_matches_pread(data, mode):
+    path, blob, direct_ok = data
+    if mode not in modes(direct_ok):
+        pytest.skip(f"SKIP test_read_many_matches_pread[{mode}]: no filesystem here takes O_DIRECT")
+    rng = random.Random(2)
+    align = 4096 if mode == "on" else 1
+    drop_cache(path)
+    with nowait.open(path, direct=mode) as f:
+        # More records than the queue is deep: the backlog refills it.
+        reqs = random_requests(rng, len(blob), 700, align)
+        offsets = [o for o, _ in reqs]
+        sizes = [s for _, s in reqs]
+        got = f.read_many(offsets, sizes)
+        assert len(got) == len(reqs)
+        for (o, s), g in zip(reqs, got):
+            assert g == blob[o:o + s], (o, s)
+        # One size for all.
+        offsets = [rng.randrange(0, len(blob)) // align * align for _ in range(100)]
+        got = f.read_many(offsets, 4096)
+        assert got == [blob[o:o + 4096] for o in offsets]
+        assert f.read_many([], 4096) == []
+        stats = f.stats()
+        assert stats["reads"] == 800 and stats["calls"] == 3 and stats["errors"] == 0
+        assert stats["bytes"] == sum(len(blob[o:o + s]) for o, s in reqs) + sum(
+            len(g) for g in got)
+
+
+def test_empty_file_and_zero_sizes(datadir):
+    d, _ = datadir
+    path = os.path.join(d, "empty.bin")
+    open(path, "wb").close()
+    with nowait.open(path) as f:
+        assert f.size == 0
+        assert f.read_at(0, 4096) == b""
+        assert f.read_at(12345, 0) == b""
+        assert f.read_many([0, 4096, 1], [10, 0, 4096]) == [b"", b"", b""]
+        buf = bytearray(b"x" * 30)
+        assert f.read_into(buf, [0, 10, 20], 10) == [0, 0, 0]
+
+
+def test_size_mismatch_and_bad_arguments(data):
+    path, _, _ = data
+    with nowait.open(path) as f:
+        with pytest.raises(ValueError, match="2 sizes for 3 offsets"):
+            f.read_many([0, 1, 2], [1, 2])
+        with pytest.raises(ValueError, match="offset -1 is negative"):
+            f.read_at(-1, 10)
+        with pytest.raises(ValueError, match="offset -5 is negative"):
+            f.read_many([0, -5], 10)
+        with pytest.raises(ValueError, match="size -3 is negative"):
+            f.read_at(0, -3)
+        with pytest.raises(TypeError):
+            f.read_many(5, 10)
+        with pytest.raises(TypeError):
+            f.read_many(["a"], 10)
+    with pytest.raises(ValueError, match="not a mode"):
+        nowait.open(path, direct="sometimes")
+    with pytest.raises(TypeError):
+        nowait.open(path, direct=3)
+
+
+def test_close_and_context_manager(data):
+    path, blob, _ = data
+    f = nowait.open(path)
+    assert not f.closed
+    assert f.read_at(5, 5) == blob[5:10]
+    f.close()
+    f.close()  # idempotent
+    assert f.closed
+    assert "closed" in repr(f)
+    with pytest.raises(ValueError, match="closed file"):
+        f.read_at(0, 1)
+    with pytest.raises(ValueError, match="closed file"):
+        f.read_into(bytearray(4), [0], 4)
+    with nowait.open(path) as g:
+        pass
+    assert g.closed
+
+
+def test_threads_share_a_file(data):
+    """Several Python threads read the same File at once (the GIL is
+    released while the engine waits); every result is byte-exact."""
+    path, blob, _ = data
+    errors = []
+    drop_cache(path)
+    with nowait.open(path) as f:
+        def worker(seed: int) -> None:
+            try:
+                rng = random.Random(seed)
+                for _ in range(20):
+                    offs = [rng.randrange(0, len(blob)) for _ in range(64)]
+                    got = f.read_many(offs, 4096)
+                    for o, g in zip(offs, got):
+                        if g != blob[o:o + 4096]:
+                            errors.append((seed, o))
+                    one = rng.randrange(0, len(blob))
+                    if f.read_at(one, 100) != blob[one:one + 100]:
+                        errors.append((seed, one))
+            except BaseException as e:  # report, don't hang the join
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+            assert not t.is_alive(), "a reading thread did not finish"
+    assert errors == []
+
+
+def test_gil_released_while_waiting(data):
+    """While one thread waits in the engine, another runs Python code: a
+    spinner thread records timestamps, and some must fall well inside one
+    long read_many call (with the GIL held, none could)."""
+    import time
+    path, blob, direct_ok = data
+    done = threading.Event()
+    ticks = []
+
+    def spinner():
+        while not done.is_set():
+            ticks.append(time.monotonic())
+
+    # O_DIRECT reads (where possible) go to the disk every time: a long call.
+    mode = "on" if direct_ok else "off"
+    offs = [i * 4096 for i in range(len(blob) // 4096)] * 8
+    with nowait.open(path, direct=mode) as f:
+        t = threading.Thread(target=spinner)
+        t.start()
+        try:
+            time.sleep(0.01)
+            drop_cache(path)
+            t0 = time.monotonic()
+            got = f.read_many(offs, 4096)
+            t1 = time.monotonic()
+        finally:
+            done.set()
+            t.join(10)
+    assert got[:3] == [blob[0:4096], blob[4096:8192], blob[8192:12288]]
+    if t1 - t0 < 0.05:
+        pytest.skip(f"SKIP test_gil_released_while_waiting: the call took only "
+                    f"{(t1 - t0) * 1000:.1f} ms, too short to tell")
+    # Past the first switch interval (5 ms) of the call and before its end.
+    inside = [x for x in ticks if t0 + 0.02 < x < t1 - 0.005]
+    assert inside, f"no Python code ran during a {(t1 - t0) * 1000:.0f} ms read_many"
+
+
+def test_backend_and_probe(data):
+    path, _, _ = data
+    with nowait.open(path) as f:
+        assert f.backend in ("uring", "aio+pool", "aio", "pool", "sync")
+        st = f.stats()
+        assert st["backend"] == f.backend and st["backend_reason"]
+        assert st["path"] == path and st["fs"]
+    p = nowait.probe()
+    assert p["cpus"] >= 1 and p["kernel_release"]
+    assert isinstance(p["io_uring"]["available"], bool)
+    assert p["backend"]["kind"] in ("uring", "aio+pool", "aio", "pool", "sync")
+    assert "Auto backend" in p["text"]
+    pf = nowait.probe(path)
+    assert pf["file"]["size"] == os.path.getsize(path)
+    assert pf["file"]["path"] == path
+    assert path in pf["text"]
+    with pytest.raises(FileNotFoundError):
+        nowait.probe(path + ".missing")
+
+
+def test_fork_child_gets_its_own_queue(data):
+    """A child forked after the parent read (DataLoader workers) must not
+    touch the parent's ring: it builds its own and reads correctly, and the
+    parent keeps working."""
+    path, blob, _ = data
+    with nowait.open(path) as f:
+        assert f.read_many([0, 4096], 100) == [blob[0:100], blob[4096:4196]]
+        pid = os.fork()
+        if pid == 0:  # child: report through the exit code only
+            ok = False
+            try:
+                ok = (f.read_many([8192, 1], 50) == [blob[8192:8242], blob[1:51]]
+                      and f.read_at(len(blob) - 10, 100) == blob[-10:])
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        assert f.read_at(3, 3) == blob[3:6]
