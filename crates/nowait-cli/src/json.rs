@@ -517,7 +517,7 @@ pub struct FastPath {
     /// `off`, `always`, `adaptive`; `null` where the pool is not used.
     pub mode: Option<String>,
     pub tries: u64,
-    pub hits: u64,
+    pub inline_hits: u64,
     pub partial_hits: u64,
     pub misses: u64,
     pub refused: u64,
@@ -550,7 +550,7 @@ impl FastPath {
         FastPath {
             mode: mode.map(|m| m.to_string()),
             tries: f.tries,
-            hits: f.hits,
+            inline_hits: f.hits,
             partial_hits: f.partial_hits,
             misses: f.misses,
             refused: f.refused,
