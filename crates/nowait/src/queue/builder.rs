@@ -16,7 +16,7 @@ use crate::rwf_nowait::NowaitMode;
 pub struct QueueBuilder {
     depth: usize,
     backend: BackendChoice,
-    uring: UringConfig,
+    pub(super) uring: UringConfig,
     pool: PoolConfig,
     fixed_buffers: Option<(usize, usize)>,
     small_direct: bool,
@@ -176,6 +176,7 @@ impl QueueBuilder {
         let (backend, report) =
             ladder::make_backend(self.backend, self.depth, self.uring, self.pool)?;
         let mut q = Queue::with_backend(backend, report, self.depth);
+        q.builder = Some(self.clone());
         q.small_direct = self.small_direct;
         let inline_on = self.memory_inline && q.report.kind != BackendKind::Sync;
         q.inline_window = if inline_on {

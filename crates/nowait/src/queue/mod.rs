@@ -176,6 +176,9 @@ pub struct Queue {
     inline_next: Option<u32>,
     /// The eventfd of [`Queue::completion_fd`], once asked for.
     notify: Option<notify::Notify>,
+    /// How this queue was built, to build it again without `DEFER_TASKRUN`
+    /// when a completion fd is asked for.
+    builder: Option<QueueBuilder>,
 }
 
 impl fmt::Debug for Queue {
@@ -217,6 +220,7 @@ impl Queue {
             inline_active: false,
             inline_next: None,
             notify: None,
+            builder: None,
         }
     }
     /// The backend in use and why it was chosen.

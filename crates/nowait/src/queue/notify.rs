@@ -37,7 +37,11 @@ impl Queue {
     ///
     /// Ask for it before the first read is pushed (the backend can only
     /// signal reads submitted after it is registered); later calls return
-    /// the same fd. On an io_uring queue built with `IoPoll::On` or
+    /// the same fd. An io_uring queue set up with `DEFER_TASKRUN` is built
+    /// again without it at this point (deferred completions are run only
+    /// when the ring is entered, so they cannot all be signalled): buffers
+    /// taken earlier with [`Queue::take_buf`] stay valid but are no longer
+    /// read with `READ_FIXED`. On an io_uring queue built with `IoPoll::On` or
     /// `IoPoll::Auto`, registering the eventfd turns polled completions
     /// off: polled completions are found by polling, never signalled.
     pub fn completion_fd(&mut self) -> Result<BorrowedFd<'_>> {
@@ -46,6 +50,17 @@ impl Queue {
                 return Err(Error::Config(ConfigError::CompletionFdLate {
                     in_flight: self.in_flight(),
                 }));
+            }
+            if self.backend.defers_taskrun() {
+                // Nothing is in flight: swap in the same queue on a ring
+                // whose completions are posted (and signalled) when the
+                // device finishes, not when this thread next enters.
+                if let Some(mut b) = self.builder.clone() {
+                    b.uring.defer_taskrun = false;
+                    let mut fresh = b.build()?;
+                    fresh.stats = self.stats;
+                    std::mem::swap(self, &mut fresh);
+                }
             }
             let efd = EventFd::new().map_err(|source| Error::Kernel {
                 what: "eventfd (the queue's completion notification)",

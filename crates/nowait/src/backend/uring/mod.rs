@@ -383,6 +383,10 @@ impl Backend for UringBackend {
         self.stats
     }
 
+    fn defers_taskrun(&self) -> bool {
+        self.flags.contains("DEFER_TASKRUN")
+    }
+
     fn register_notify(&mut self, fd: RawFd) -> bool {
         // IORING_REGISTER_EVENTFD: the kernel signals `fd` for every CQE posted.
         // Reads on a polled ring are found by polling, never signalled: a
