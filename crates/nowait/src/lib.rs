@@ -77,12 +77,18 @@ pub mod engine;
 mod error;
 mod file;
 mod future;
+mod notify;
+mod ops;
 pub mod pattern;
+mod poller;
 pub mod probe;
 mod queue;
 #[cfg(feature = "tokio")]
 mod reactor;
+mod registry;
+mod ring;
 pub mod rwf_nowait;
+mod stats;
 #[doc(hidden)]
 pub mod sys;
 
@@ -91,7 +97,9 @@ pub use backend::uring::IoPoll;
 pub use backend::{BackendChoice, BackendKind, BackendStats, MAX_READ};
 pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
-pub use engine::{Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode};
+pub use engine::{
+    Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
+};
 pub use error::{ConfigError, Error, Result};
 pub use file::{AlignSource, DioAlignment, Direct, File, FileKind, MemoryBacking};
 pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};

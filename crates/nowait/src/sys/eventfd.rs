@@ -59,7 +59,9 @@ impl EventFd {
     }
 
     /// Sleep until the counter is non-zero (or `timeout` passes), then clear
-    /// it. Returns true if it was signalled.
+    /// it. Returns true if it was signalled. (The engine's poller uses
+    /// [`wait_any`]; this one is for the tests.)
+    #[cfg(test)]
     pub(crate) fn wait(&self, timeout: Option<Duration>) -> bool {
         // An error (ENOMEM for the poll table) reports "not signalled": the
         // caller's loop decides.
@@ -94,6 +96,32 @@ impl EventFd {
                 // cannot happen on an eventfd we own; report "not signalled"
                 // and let the caller's loop decide.
                 Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// Sleep until any of `fds` is signalled or `timeout` passes (`None`: no
+/// timeout), then clear every one that was signalled. Used by the engine's
+/// poller thread, which watches its control eventfd and the eventfds of the
+/// rings it drives.
+pub(crate) fn wait_any(fds: &[&EventFd], timeout: Option<Duration>) {
+    let ts = timeout.map(|t| Timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as i64,
+        tv_nsec: t.subsec_nanos() as _,
+    });
+    let mut pfds: Vec<PollFd<'_>> = fds
+        .iter()
+        .map(|e| PollFd::new(&e.fd, PollFlags::IN))
+        .collect();
+    // EINTR and the rest: the caller looks at its rings either way, and
+    // every descriptor here is a valid eventfd we own.
+    if let Ok(n) = rustix::event::poll(&mut pfds, ts.as_ref()) {
+        if n > 0 {
+            for (p, e) in pfds.iter().zip(fds) {
+                if !p.revents().is_empty() {
+                    e.clear();
+                }
             }
         }
     }
