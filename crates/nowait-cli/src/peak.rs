@@ -119,12 +119,12 @@ pub fn human(r: &Outcome) -> String {
     }
     s += &format!(
         "  uring        : fixed reads {}, polled {}, poll fallbacks {}\n",
-        q.fixed_reads, q.polled, q.poll_fallbacks
+        q.backend.fixed_reads, q.backend.polled, q.backend.poll_fallbacks
     );
     s += &format!(
         "  small_fast   : {} reads on the small direct-read fast path ({:.1}%{})\n",
-        q.small_fast,
-        100.0 * ratio(q.small_fast, m.ios),
+        q.small_direct,
+        100.0 * ratio(q.small_direct, m.ios),
         if r.job.small_fast_path {
             ""
         } else {

@@ -425,7 +425,7 @@ struct ConfigResult {
     queue: nowait::QueueStats,
     rusage: Rusage,
     backend: nowait::BackendReport,
-    file_states: Vec<(String, nowait::FastPathState)>,
+    file_states: Vec<(String, nowait::NowaitState)>,
     verified: u64,
 }
 
@@ -634,7 +634,7 @@ fn run_config(
         files
             .iter()
             .enumerate()
-            .map(|(i, f)| (STREAMS[i].to_string(), f.fast_path()))
+            .map(|(i, f)| (STREAMS[i].to_string(), f.nowait_state()))
             .collect()
     } else {
         Vec::new()
@@ -719,14 +719,14 @@ fn table(a: &Args, results: &[Result<ConfigResult, (String, String)>]) -> String
             r.rusage.user_us as f64 / 1e4 / secs,
             r.rusage.sys_us as f64 / 1e4 / secs,
             r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
-            r.queue.syscalls,
+            r.queue.backend.syscalls,
         );
         if r.engine == BackendKind::Pool {
             let _ = writeln!(
                 s,
                 "{:<26} fast path: {}",
                 "",
-                report::fast_path_line(&r.queue.fast_path)
+                report::fast_path_line(&r.queue.backend.nowait)
             );
             let states: Vec<String> = r
                 .file_states
@@ -871,8 +871,8 @@ fn json_report(
                         "bw_kbs": r.total_bw_bytes(a.bs) / 1024.0,
                     }),
                     streams,
-                    fast_path: FastPath::of(r.mode, &r.queue.fast_path, &r.file_states),
-                    syscalls: r.queue.syscalls,
+                    fast_path: FastPath::of(r.mode, &r.queue.backend.nowait, &r.file_states),
+                    syscalls: r.queue.backend.syscalls,
                     usr_cpu: r.rusage.user_us as f64 / 1e4 / secs,
                     sys_cpu: r.rusage.sys_us as f64 / 1e4 / secs,
                     ctx: r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,

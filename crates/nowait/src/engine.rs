@@ -54,14 +54,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 
+use crate::backend::ladder::BackendReport;
 use crate::backend::{BackendChoice, BackendKind};
 use crate::error::{Error, Result};
-use crate::fastpath::NowaitMode;
 use crate::file::{Direct, File};
 use crate::notify::Poke;
-use crate::queue::{BackendReport, Queue, QueueBuilder};
+use crate::queue::{Queue, QueueBuilder};
 use crate::registry::Registry;
 use crate::ring::{Ring, RingConfig};
+use crate::rwf_nowait::NowaitMode;
 
 pub use crate::notify::{Notifier, PollerMode, TICK, WATCHDOG_TICK};
 pub use crate::stats::{EngineStats, RingReport};
@@ -159,10 +160,9 @@ impl EngineBuilder {
         self
     }
 
-    /// The small direct-read fast path (see
-    /// [`QueueBuilder::small_direct_fast_path`]).
-    pub fn small_direct_fast_path(mut self, on: bool) -> Self {
-        self.queue = self.queue.small_direct_fast_path(on);
+    /// The small direct-read path (see [`QueueBuilder::small_direct`]).
+    pub fn small_direct(mut self, on: bool) -> Self {
+        self.queue = self.queue.small_direct(on);
         self
     }
 
