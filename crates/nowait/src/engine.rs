@@ -308,7 +308,7 @@ impl Engine {
     /// ([`EngineBuilder::fixed_buffers`]): reads into it on this thread go
     /// out as io_uring `READ_FIXED`. `None` if the pool is empty or was not
     /// asked for (or the thread's ring cannot be built). Read into it like
-    /// any [`Buf`]; on another thread it is an ordinary buffer.
+    /// any [`Buf`](crate::Buf); on another thread it is an ordinary buffer.
     pub fn take_buf(&self) -> Option<crate::Buf> {
         let ring = self.handle.core.ring().ok()?;
         let b = ring.lock().take_buf();
