@@ -115,7 +115,11 @@ fn enter_ring_some(ring: &mut IoUring, limit: usize, want: usize) -> io::Result<
         let get = want > 0 || sq.cq_overflow() || sq.taskrun();
         (sq.len().min(limit) as u32, get)
     };
-    let flags = if get { sys::uring::IORING_ENTER_GETEVENTS } else { 0 };
+    let flags = if get {
+        sys::uring::IORING_ENTER_GETEVENTS
+    } else {
+        0
+    };
     // SAFETY: a plain io_uring_enter on this ring without an extra argument
     // (null, size of an unused type); the SQ entries up to its tail were
     // published when the crate's SubmissionQueue handles were dropped, and
