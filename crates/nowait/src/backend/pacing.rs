@@ -9,7 +9,7 @@
 //! big batch is pure gain: one system call for many reads. For reads that
 //! wait on a device, it turns a steady stream into bursts, and the virtio
 //! disk of the project's machine serves bursts slower than a trickle
-//! (docs/BENCHMARKS.md, "Submission pacing": block trace counts and the
+//! (docs/BENCHMARKS.md, "When reads reach the device": block-layer counts and the
 //! ABBA runs). Paced submission hands at most [`PACED_CHUNK`] reads to each
 //! system call, so no plug is started and every read is dispatched at once,
 //! as fio's default `iodepth_batch_submit=1` does (at half its system calls).
@@ -19,7 +19,7 @@
 //! that submitted them, over windows of [`WINDOW`] reads. Mostly inside
 //! (cached, software-bound): batches. Mostly later (waiting on a device):
 //! paced. The choice is re-made every window and shown in the backend
-//! report (`Queue::backend_now`) and the stats.
+//! report (`Queue::submission`, `nowait bench`, `nowait probe`) and the stats.
 
 use std::fmt;
 
