@@ -263,51 +263,12 @@ pub fn doc(rows: &[Row], fio_version: Option<&str>, peak: bool) -> Doc {
 pub fn job(row: &Row, peak: bool) -> Job {
     let o = &row.ours;
     let (m, j, q) = (&o.measured, &o.job, &o.measured.queue);
-    let n = j.normalized();
     let clat = m.clat.summary();
     let bw = m.bw_bytes();
-    let ms = |d: std::time::Duration| Some(format!("{}ms", d.as_millis()));
-    let b = |x: bool| Some(u8::from(x).to_string());
-    let s = |x: &dyn ToString| Some(x.to_string());
-    let job_options = [
-        ("name", s(&j.name)),
-        (
-            "filename",
-            j.filename.as_ref().map(|p| p.display().to_string()),
-        ),
-        ("size", s(&o.region)),
-        ("rw", s(&j.rw.as_str())),
-        ("bs", s(&j.bs)),
-        ("ioengine", s(&j.ioengine)),
-        ("iodepth", s(&j.iodepth)),
-        ("direct", b(j.direct)),
-        ("runtime", j.runtime.and_then(ms)),
-        ("time_based", b(j.time_based)),
-        ("number_ios", j.number_ios.map(|n| n.to_string())),
-        ("ramp_time", ms(j.ramp_time)),
-        ("norandommap", b(j.norandommap)),
-        ("randseed", s(&j.randseed)),
-        ("invalidate", b(j.invalidate)),
-        ("numjobs", s(&j.numjobs)),
-        ("iodepth_batch_submit", s(&j.iodepth_batch_submit)),
-        (
-            "iodepth_batch_complete_min",
-            s(&j.iodepth_batch_complete_min),
-        ),
-        ("verify", b(j.verify)),
-        ("fadvise_hint", b(j.fadvise_hint)),
-        ("nowait", n.nowait.map(|m| m.to_string())),
-        ("pool_workers", n.pool_workers.map(|n| n.to_string())),
-        ("sqthread_poll", b(n.sqthread_poll)),
-        ("sqthread_poll_idle", ms(j.sqthread_poll_idle)),
-        ("fixedbufs", b(j.fixedbufs)),
-        ("registerfiles", b(j.registerfiles)),
-        ("hipri", n.hipri.and_then(b)),
-        ("spin_us", s(&n.spin_us)),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    let job_options = crate::fio::job_options(j, o.region)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     let files: Vec<(String, nowait::FastPathState)> = o
         .fast_path
         .iter()

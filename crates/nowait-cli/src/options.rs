@@ -155,15 +155,7 @@ impl Job {
             self.iodepth
         }
     }
-}
 
-/// Whether reads of this engine (or of its buffered half: `aio+pool`) go
-/// through the thread pool, where `--nowait` and `--pool_workers` apply.
-pub fn uses_pool(kind: BackendKind) -> bool {
-    matches!(kind, BackendKind::Pool | BackendKind::AioPool)
-}
-
-impl Job {
     /// The engine with the options that shape it, as shown in tables:
     /// `pool:off`, `uring+hipri`, `uring+sqpoll`.
     pub fn engine_label(&self) -> String {
@@ -187,56 +179,48 @@ impl Job {
     }
 
     /// Options given that do not apply to this job's engine (each named
-    /// as its flag), so the caller can say so instead of ignoring them.
+    /// as its flag): what [`Job::normalized`] resets, so the caller can say
+    /// so instead of ignoring them.
     pub fn inapplicable(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if !uses_pool(self.ioengine) {
-            if self.nowait.is_some() {
-                v.push("--nowait");
-            }
-            if self.pool_workers.is_some() {
-                v.push("--pool_workers");
-            }
-        }
-        if self.ioengine != BackendKind::Uring {
-            if self.sqthread_poll {
-                v.push("--sqthread_poll");
-            }
-            if self.hipri == Some(true) {
-                v.push("--hipri");
-            }
-            if self.spin_us > 0 {
-                v.push("--spin_us");
-            }
-        }
-        if self.ioengine == BackendKind::Sync && self.inline_window.is_some() {
-            v.push("--inline_window");
-        }
-        v
+        let n = self.normalized();
+        [
+            ("--nowait", self.nowait != n.nowait),
+            ("--pool_workers", self.pool_workers != n.pool_workers),
+            ("--sqthread_poll", self.sqthread_poll != n.sqthread_poll),
+            ("--hipri", self.hipri == Some(true) && n.hipri != self.hipri),
+            ("--spin_us", self.spin_us != n.spin_us),
+            ("--inline_window", self.inline_window != n.inline_window),
+        ]
+        .into_iter()
+        .filter_map(|(flag, reset)| reset.then_some(flag))
+        .collect()
     }
 
-    /// The job with the options that do not apply to its engine reset, so
-    /// that sweeps (`--ioengine uring,pool --nowait off,adaptive`) do not run
-    /// the same uring job twice.
+    /// The job with the options that do not apply to its engine reset (the
+    /// one list of which engine takes which option), so that sweeps
+    /// (`--ioengine uring,pool --nowait off,adaptive`) do not run the same
+    /// uring job twice.
     pub fn normalized(&self) -> Job {
         let mut j = self.clone();
         let d = Job::default();
         if !uses_pool(j.ioengine) {
-            j.nowait = d.nowait;
-            j.pool_workers = d.pool_workers;
+            (j.nowait, j.pool_workers) = (d.nowait, d.pool_workers);
         }
         if j.ioengine != BackendKind::Uring {
-            j.sqthread_poll = d.sqthread_poll;
-            j.sqthread_poll_idle = d.sqthread_poll_idle;
-            j.hipri = d.hipri;
-            j.spin_us = d.spin_us;
+            (j.sqthread_poll, j.sqthread_poll_idle) = (d.sqthread_poll, d.sqthread_poll_idle);
+            (j.hipri, j.spin_us) = (d.hipri, d.spin_us);
         }
         if j.ioengine == BackendKind::Sync {
-            j.memory_inline = d.memory_inline;
-            j.inline_window = d.inline_window;
+            (j.memory_inline, j.inline_window) = (d.memory_inline, d.inline_window);
         }
         j
     }
+}
+
+/// Whether reads of this engine (or of its buffered half: `aio+pool`) go
+/// through the thread pool, where `--nowait` and `--pool_workers` apply.
+pub fn uses_pool(kind: BackendKind) -> bool {
+    matches!(kind, BackendKind::Pool | BackendKind::AioPool)
 }
 
 /// How the results are printed (`--output-format`).

@@ -105,23 +105,6 @@ pub fn human(r: &Outcome) -> String {
         ratio(m.syscalls, m.ios)
     );
     s += &format!(
-        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={}\n",
-        m.usr_cpu(),
-        m.sys_cpu(),
-        m.ctx()
-    );
-    if let Some(c) = &m.sqpoll {
-        s += &format!(
-            "  sqpoll cpu   : {:.1}% in {} iou-sqp thread(s) (included in cpu above)\n",
-            c.pct(m.elapsed),
-            c.threads
-        );
-    }
-    s += &format!(
-        "  uring        : fixed reads {}, polled {}, poll fallbacks {}\n",
-        q.fixed_reads, q.polled, q.poll_fallbacks
-    );
-    s += &format!(
         "  small_fast   : {} reads on the small direct-read fast path ({:.1}%{})\n",
         q.small_fast,
         100.0 * ratio(q.small_fast, m.ios),
@@ -131,25 +114,7 @@ pub fn human(r: &Outcome) -> String {
             "; off: --small_fast_path=0"
         }
     );
-    if q.inline > 0 || !r.job.memory_inline {
-        s += &format!(
-            "  inline       : {} reads read inline by the submitting thread ({:.1}%; {})\n",
-            q.inline,
-            100.0 * ratio(q.inline, m.ios),
-            if r.job.memory_inline {
-                "the file's data is in memory; off: --memory_inline=0"
-            } else {
-                "off: --memory_inline=0"
-            }
-        );
-    }
-    if let Some(h) = report::hipri_status(&r.job, m) {
-        s += &format!("  hipri        : {h}\n");
-    }
-    s += &format!(
-        "  backend      : {} ({}; {})\n",
-        r.backend.kind, r.backend.reason, r.backend.detail
-    );
+    report::engine_lines(&mut s, r, true);
     if r.job.verify {
         s += &format!(
             "  verify       : {} reads checked, all bytes match\n",

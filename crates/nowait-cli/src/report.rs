@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::fio::FioResult;
 use crate::layout::human_bytes;
-use crate::metrics::{LatSummary, Measured};
+use crate::metrics::{ratio, LatSummary, Measured};
 use crate::options::Job;
 use crate::run::Outcome;
 
@@ -266,6 +266,62 @@ fn lat_line(out: &mut String, what: &str, s: &LatSummary) {
     );
 }
 
+/// The lines `bench`'s and `--peak`'s reports share: CPU, SQPOLL CPU, io_uring's
+/// counters (with `uring`), reads read inline, `hipri`, the backend.
+pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool) {
+    let (m, j, q) = (&o.measured, &o.job, &o.measured.queue);
+    let _ = writeln!(
+        s,
+        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={} (voluntary={}, involuntary={})",
+        m.usr_cpu(),
+        m.sys_cpu(),
+        m.ctx(),
+        m.rusage.ctx_voluntary,
+        m.rusage.ctx_involuntary
+    );
+    if let Some(c) = &m.sqpoll {
+        let secs = m.elapsed.as_secs_f64().max(1e-9);
+        let _ = writeln!(
+            s,
+            "  sqpoll cpu   : {:.1}% (usr={:.2}%, sys={:.2}%) in {} iou-sqp thread(s); \
+             included in cpu above",
+            c.pct(m.elapsed),
+            c.user_us as f64 / 1e4 / secs,
+            c.sys_us as f64 / 1e4 / secs,
+            c.threads
+        );
+    }
+    if uring {
+        let _ = writeln!(
+            s,
+            "  uring        : fixed reads {}, polled {}, poll fallbacks {}, spin-reaped waits {}",
+            q.fixed_reads, q.polled, q.poll_fallbacks, q.spin_reaped
+        );
+    }
+    if q.inline > 0 || !j.memory_inline {
+        let _ = writeln!(
+            s,
+            "  inline       : {} reads read inline by the submitting thread ({:.1}%; {}off: \
+             --memory_inline=0)",
+            q.inline,
+            100.0 * ratio(q.inline, m.ios),
+            if j.memory_inline {
+                "the file's data is in memory; "
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(h) = hipri_status(j, m) {
+        let _ = writeln!(s, "  hipri        : {h}");
+    }
+    let _ = writeln!(
+        s,
+        "  backend      : {} ({}; {})",
+        o.backend.kind, o.backend.reason, o.backend.detail
+    );
+}
+
 /// fio-shaped text for one job.
 pub fn human(row: &Row) -> String {
     let o = &row.ours;
@@ -313,16 +369,6 @@ pub fn human(row: &Row) -> String {
             .collect();
         let _ = writeln!(s, "     | {}", cells.join(", "));
     }
-    let ru = &m.rusage;
-    let _ = writeln!(
-        s,
-        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={} (voluntary={}, involuntary={})",
-        m.usr_cpu(),
-        m.sys_cpu(),
-        m.ctx(),
-        ru.ctx_voluntary,
-        ru.ctx_involuntary
-    );
     let _ = writeln!(
         s,
         "  syscalls     : {} ({:.2} reads per syscall)",
@@ -336,44 +382,10 @@ pub fn human(row: &Row) -> String {
             let _ = writeln!(s, "  fast path    : file {}", fast_path_state_words(st));
         }
     }
-    if j.ioengine == nowait::BackendKind::Uring
+    let uring = j.ioengine == nowait::BackendKind::Uring
         && (q.fixed_reads + q.polled + q.poll_fallbacks + q.spin_reaped > 0
-            || j.hipri != Some(false))
-    {
-        let _ = writeln!(
-            s,
-            "  uring        : fixed reads {}, polled {}, poll fallbacks {}, spin-reaped waits {}",
-            q.fixed_reads, q.polled, q.poll_fallbacks, q.spin_reaped
-        );
-    }
-    if q.inline > 0 {
-        let _ = writeln!(
-            s,
-            "  inline       : {} reads read inline by the submitting thread ({:.1}%; the file's \
-             data is in memory; off: --memory_inline=0)",
-            q.inline,
-            100.0 * q.inline as f64 / m.ios.max(1) as f64
-        );
-    }
-    if let Some(h) = hipri_status(j, m) {
-        let _ = writeln!(s, "  hipri        : {h}");
-    }
-    if let Some(c) = &m.sqpoll {
-        let _ = writeln!(
-            s,
-            "  sqpoll cpu   : {:.1}% (usr={:.2}%, sys={:.2}%) in {} iou-sqp thread(s); \
-             included in cpu above",
-            c.pct(m.elapsed),
-            c.user_us as f64 / 1e4 / m.elapsed.as_secs_f64().max(1e-9),
-            c.sys_us as f64 / 1e4 / m.elapsed.as_secs_f64().max(1e-9),
-            c.threads
-        );
-    }
-    let _ = writeln!(
-        s,
-        "  backend      : {} ({}; {})",
-        o.backend.kind, o.backend.reason, o.backend.detail
-    );
+            || j.hipri != Some(false));
+    engine_lines(&mut s, o, uring);
     let _ = writeln!(s, "  path         : {}", o.path);
     let _ = writeln!(
         s,
