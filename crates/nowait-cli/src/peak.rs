@@ -19,8 +19,8 @@ use crate::options::{Format, Job, Settings};
 use crate::report::{self, short_num, Row};
 use crate::run::{self, Failure, Mode, Outcome};
 
-/// Run every job with the peak loop and print the results.
-pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
+/// Run every job with the peak loop, printing IOPS every second.
+pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
     if settings.compare_fio {
         return Err(Failure::Usage(
             "--compare-fio: not with --peak (compare with fio's t/io_uring by hand, or drop --peak)"
@@ -62,24 +62,14 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
         ));
         results.push(run::run_job(job, &data, Mode::Peak, Some(&say))?);
     }
-    let file = jobs.first().and_then(|j| j.filename.as_deref());
-    let text = if json {
-        let rows: Vec<Row> = results
-            .into_iter()
-            .map(|ours| Row {
-                ours,
-                fio: None,
-                compare: None,
-            })
-            .collect();
-        let doc = crate::json::doc(&rows, None, true);
-        serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
-    } else {
-        let mut t = format!("host: {}\n", crate::sys::host(file));
-        t += &results.iter().map(human).collect::<Vec<_>>().join("\n");
-        t
-    };
-    crate::cli::emit(&text, settings.output.as_deref())
+    Ok(results
+        .into_iter()
+        .map(|ours| Row {
+            ours,
+            fio: None,
+            compare: None,
+        })
+        .collect())
 }
 
 /// The text report of one peak run.

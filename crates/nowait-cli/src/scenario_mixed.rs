@@ -43,7 +43,6 @@ use crate::options::Job;
 use crate::report::{self, short_ns, short_num};
 use crate::run::{self, Failure, Mode, Reads};
 use crate::scenario::{opts, parse_depth};
-use crate::sys::Rusage;
 
 const HELP: &str = "\
 nowait scenario mixed — the seed 003's workload: cached reads behind uncached ones
@@ -414,29 +413,69 @@ impl Reads for Streams<'_> {
     }
 }
 
-/// What one configuration measured.
-struct ConfigResult {
-    label: String,
-    engine: BackendKind,
-    mode: Option<NowaitMode>,
-    elapsed: Duration,
-    ios: [u64; 3],
-    lat: [Latency; 3],
-    queue: nowait::QueueStats,
-    rusage: Rusage,
-    backend: nowait::BackendReport,
-    file_states: Vec<(String, nowait::FastPathState)>,
-    verified: u64,
+/// One configuration's figures, as the JSON report's `configs[]` and the
+/// text table show them.
+#[derive(Serialize)]
+struct Config {
+    name: String,
+    engine: &'static str,
+    nowait: Option<&'static str>,
+    runtime_ms: u64,
+    total: Total,
+    streams: Vec<Stream>,
+    fast_path: FastPath,
+    syscalls: u64,
+    usr_cpu: f64,
+    sys_cpu: f64,
+    ctx: u64,
+    backend_detail: String,
+    verified_ios: u64,
+    /// `before` or `after`: the seed's configuration this one plays.
+    seed_part: Option<&'static str>,
+    /// The pool's fast-path counters and file states, in words.
+    #[serde(skip)]
+    pool_lines: Vec<String>,
 }
 
-impl ConfigResult {
-    fn bw_bytes(&self, i: usize, bs: u64) -> f64 {
-        self.ios[i] as f64 * bs as f64 / self.elapsed.as_secs_f64().max(1e-9)
-    }
+#[derive(Serialize)]
+struct Total {
+    ios: u64,
+    iops: f64,
+    bw_bytes: f64,
+    bw_kbs: f64,
+}
 
-    fn total_bw_bytes(&self, bs: u64) -> f64 {
-        (0..3).map(|i| self.bw_bytes(i, bs)).sum()
-    }
+#[derive(Serialize)]
+struct Stream {
+    stream: &'static str,
+    ios: u64,
+    share_pct: f64,
+    iops: f64,
+    bw_bytes: f64,
+    bw_kbs: f64,
+    lat: Lat,
+}
+
+#[derive(Serialize)]
+struct Lat {
+    #[serde(rename = "N")]
+    n: u64,
+    mean_ns: f64,
+    min_ns: u64,
+    max_ns: u64,
+    p50_ns: u64,
+    p90_ns: u64,
+    p99_ns: u64,
+    p99_9_ns: u64,
+    pct_le_2us: f64,
+}
+
+/// A configuration that ran, or the reason it was skipped.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Ran {
+    Config(Box<Config>),
+    Skipped { name: String, skipped: String },
 }
 
 fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
@@ -450,71 +489,65 @@ fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
 fn run(a: &Args) -> Result<(), Failure> {
     let (_tmp, dir) = crate::scenario::scratch(a.dir.as_deref(), "mixed")?;
     let mut files = Vec::new();
-    let mut laid_out = false;
     for (i, size) in a.sizes.iter().enumerate() {
         let p = dir.join(format!("mixed-{}.data", STREAMS[i]));
-        let ok = std::fs::metadata(&p).is_ok_and(|m| m.len() == *size);
-        if !ok {
+        if !std::fs::metadata(&p).is_ok_and(|m| m.len() == *size) {
             let _ = std::fs::remove_file(&p);
-            let flag = format!("--f{}-size", i + 1);
             layout::lay_out(&p, *size).map_err(|f| match f {
-                Failure::Usage(m) => Failure::Usage(format!("{flag}: {m}")),
+                Failure::Usage(m) => Failure::Usage(format!("--f{}-size: {m}", i + 1)),
                 f => f,
             })?;
-            laid_out = true;
         }
         let f = File::open(&p, Direct::Off)
             .map_err(|e| Failure::Runtime(format!("--dir={}: {e}", dir.display())))?;
         files.push(f);
     }
-    let _ = laid_out;
     if !a.json {
+        println!("host: {}", crate::sys::host(Some(files[0].path())));
         println!(
-            "host: {}",
-            crate::sys::host(files.first().map(|f| f.path()))
-        );
-        println!(
-            "mixed: {} reads, one queue of depth {}, mix f1/f2/f3 = {}/{}/{}%, {} per configuration",
+            "mixed: {} reads, one queue of depth {}, mix f1/f2/f3 = {}/{}/{}%, {:?} per configuration",
             human_bytes(a.bs),
             a.iodepth,
             a.mix[0],
             a.mix[1],
             a.mix[2],
-            humantime(a.runtime)
+            a.runtime
         );
+        let what = [
+            "zipf random, warmed into the page cache",
+            "uniform random, kept uncached",
+            "sequential",
+        ];
         for (i, f) in files.iter().enumerate() {
+            let (path, size) = (f.path().display(), human_bytes(a.sizes[i]));
             println!(
-                "  {}: {} ({}, {}) — {}",
+                "  {}: {path} ({size}, {}) — {}",
                 STREAMS[i],
-                f.path().display(),
-                human_bytes(a.sizes[i]),
                 f.fs(),
-                [
-                    "zipf random, warmed into the page cache",
-                    "uniform random, kept uncached",
-                    "sequential"
-                ][i]
+                what[i]
             );
         }
     }
     let mut results = Vec::new();
     for &(k, mode) in &a.configs {
         match run_config(a, &files, k, mode) {
-            Ok(r) => {
+            Ok(c) => {
                 if !a.json {
+                    let l = &c.streams[0].lat;
                     eprintln!(
                         "  {}: {:.0} KB/s total, f1 p50 {} p99 {}",
-                        r.label,
-                        r.total_bw_bytes(a.bs) / 1024.0,
-                        short_ns(r.lat[0].summary().at(50.0) as f64),
-                        short_ns(r.lat[0].summary().at(99.0) as f64)
+                        c.name,
+                        c.total.bw_kbs,
+                        short_ns(l.p50_ns as f64),
+                        short_ns(l.p99_ns as f64)
                     );
                 }
-                results.push(Ok(r));
+                results.push(Ran::Config(Box::new(c)));
             }
             Err(Failure::Unavailable(m)) => {
-                eprintln!("SKIP {}: {m}", config_label(k, mode));
-                results.push(Err((config_label(k, mode), m)));
+                let name = config_label(k, mode);
+                eprintln!("SKIP {name}: {m}");
+                results.push(Ran::Skipped { name, skipped: m });
             }
             Err(f) => return Err(f),
         }
@@ -529,28 +562,18 @@ fn run(a: &Args) -> Result<(), Failure> {
     emit(&text, a.output.as_deref())
 }
 
-fn humantime(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{} ms", d.as_millis())
-    }
-}
-
 /// Read a whole file once so its pages are cached (checking it with `verify`).
 fn warm(f: &File, verify: bool) -> Result<(), Failure> {
     use std::os::unix::fs::FileExt;
-    let std_file = std::fs::File::open(f.path())
-        .map_err(|e| Failure::Runtime(format!("warming {}: {e}", f.path().display())))?;
-    let len = f
-        .len()
-        .map_err(|e| Failure::Runtime(format!("warming {}: {e}", f.path().display())))?;
+    let err = |e: &dyn std::fmt::Display| {
+        Failure::Runtime(format!("warming {}: {e}", f.path().display()))
+    };
+    let std_file = std::fs::File::open(f.path()).map_err(|e| err(&e))?;
+    let len = f.len().map_err(|e| err(&e))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut off = 0;
     while off < len {
-        let n = std_file
-            .read_at(&mut buf, off)
-            .map_err(|e| Failure::Runtime(format!("warming {}: {e}", f.path().display())))?;
+        let n = std_file.read_at(&mut buf, off).map_err(|e| err(&e))?;
         if n == 0 {
             break;
         }
@@ -575,7 +598,7 @@ fn run_config(
     files: &[File],
     k: BackendKind,
     mode: Option<NowaitMode>,
-) -> Result<ConfigResult, Failure> {
+) -> Result<Config, Failure> {
     let label = config_label(k, mode);
     // f1 cached, f2 and f3 not.
     warm(&files[0], a.verify)?;
@@ -630,42 +653,90 @@ fn run_config(
         d
     })?;
     let Streams { lat, .. } = d.reads.into_iter().next().expect("one thread");
-    let file_states = if k == BackendKind::Pool {
-        files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (STREAMS[i].to_string(), f.fast_path()))
-            .collect()
-    } else {
-        Vec::new()
+    let m = &d.measured;
+    let secs = m.elapsed.as_secs_f64().max(1e-9);
+    let ios = [0, 1, 2].map(|i| lat[i].summary().n);
+    let total: u64 = ios.iter().sum();
+    let bw = |n: u64| n as f64 * a.bs as f64 / secs;
+    let streams = (0..3)
+        .map(|i| {
+            let s = lat[i].summary();
+            Stream {
+                stream: STREAMS[i],
+                ios: ios[i],
+                share_pct: ios[i] as f64 / total.max(1) as f64 * 100.0,
+                iops: ios[i] as f64 / secs,
+                bw_bytes: bw(ios[i]),
+                bw_kbs: bw(ios[i]) / 1024.0,
+                lat: Lat {
+                    n: s.n,
+                    mean_ns: s.mean_ns,
+                    min_ns: s.min_ns,
+                    max_ns: s.max_ns,
+                    p50_ns: s.at(50.0),
+                    p90_ns: s.at(90.0),
+                    p99_ns: s.at(99.0),
+                    p99_9_ns: s.at(99.9),
+                    pct_le_2us: lat[i].pct_at_or_below(2000),
+                },
+            }
+        })
+        .collect();
+    let states: Vec<(String, nowait::FastPathState)> = match k {
+        BackendKind::Pool => (0..3)
+            .map(|i| (STREAMS[i].to_string(), files[i].fast_path()))
+            .collect(),
+        _ => Vec::new(),
     };
-    Ok(ConfigResult {
-        label,
-        engine: k,
-        mode,
-        elapsed: d.measured.elapsed,
-        ios: [0, 1, 2].map(|i| lat[i].summary().n),
-        lat,
-        queue: d.measured.queue,
-        rusage: d.measured.rusage,
-        backend: d.backend,
-        file_states,
-        verified: d.verified,
+    let pool_lines = match k {
+        BackendKind::Pool => {
+            let words: Vec<String> = (states.iter())
+                .map(|(n, st)| format!("{n} {}", report::fast_path_state_words(st)))
+                .collect();
+            vec![
+                format!("fast path: {}", report::fast_path_line(&m.queue.fast_path)),
+                format!("files: {}", words.join("; ")),
+            ]
+        }
+        _ => Vec::new(),
+    };
+    Ok(Config {
+        name: label,
+        engine: k.as_str(),
+        nowait: mode.map(|m| m.as_str()),
+        runtime_ms: m.elapsed.as_millis() as u64,
+        total: Total {
+            ios: total,
+            iops: total as f64 / secs,
+            bw_bytes: bw(total),
+            bw_kbs: bw(total) / 1024.0,
+        },
+        streams,
+        fast_path: FastPath::of(mode, &m.queue.fast_path, &states),
+        syscalls: m.queue.syscalls,
+        usr_cpu: m.usr_cpu(),
+        sys_cpu: m.sys_cpu(),
+        ctx: m.ctx(),
+        backend_detail: d.backend.detail,
+        verified_ios: d.verified,
+        seed_part: match (k, mode) {
+            (BackendKind::Pool, Some(NowaitMode::Off)) => Some("before"),
+            (BackendKind::Pool, Some(_)) => Some("after"),
+            _ => None,
+        },
+        pool_lines,
     })
 }
 
-/// The seed's figures that a configuration plays the part of.
-fn seed_for(r: &ConfigResult) -> Option<(&'static str, &'static [SeedStream; 3], f64)> {
-    match (r.engine, r.mode) {
-        (BackendKind::Pool, Some(NowaitMode::Off)) => {
-            Some(("before", &SEED_BEFORE, SEED_TOTAL_KBS.0))
-        }
-        (BackendKind::Pool, Some(_)) => Some(("after", &SEED_AFTER, SEED_TOTAL_KBS.1)),
-        _ => None,
+/// The seed's figures of a part (`before`, `after`): per stream, and the total KB/s.
+fn seed(part: Option<&str>) -> Option<(&'static [SeedStream; 3], f64)> {
+    match part? {
+        "before" => Some((&SEED_BEFORE, SEED_TOTAL_KBS.0)),
+        _ => Some((&SEED_AFTER, SEED_TOTAL_KBS.1)),
     }
 }
 
-fn table(a: &Args, results: &[Result<ConfigResult, (String, String)>]) -> String {
+fn table(a: &Args, results: &[Ran]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(
@@ -674,98 +745,80 @@ fn table(a: &Args, results: &[Result<ConfigResult, (String, String)>]) -> String
         "configuration", "", "share", "IOPS", "bw KB/s", "p50", "p90", "p99", "p99.9", "max", "<=2us",
         "", "bw KB/s"
     );
+    let ns = |v: u64| short_ns(v as f64);
     for r in results {
         let r = match r {
-            Ok(r) => r,
-            Err((label, why)) => {
-                let _ = writeln!(s, "{label:<26} skipped: {why}");
+            Ran::Config(r) => r,
+            Ran::Skipped { name, skipped } => {
+                let _ = writeln!(s, "{name:<26} skipped: {skipped}");
                 continue;
             }
         };
-        let total: u64 = r.ios.iter().sum();
-        let secs = r.elapsed.as_secs_f64().max(1e-9);
-        let seed = seed_for(r);
-        for i in 0..3 {
-            let l = r.lat[i].summary();
-            let seed_cols = match seed {
-                Some((when, ss, _)) => format!("{:<6} {:>10.0}  {}", when, ss[i].bw_kbs, ss[i].lat),
-                None => format!("{:<6} {:>10}  {}", "-", "-", "(no seed figure)"),
+        let seed = seed(r.seed_part);
+        for (i, st) in r.streams.iter().enumerate() {
+            let l = &st.lat;
+            let seed_cols = match (r.seed_part, seed) {
+                (Some(when), Some((ss, _))) => {
+                    format!("{:<6} {:>10.0}  {}", when, ss[i].bw_kbs, ss[i].lat)
+                }
+                _ => format!("{:<6} {:>10}  {}", "-", "-", "(no seed figure)"),
             };
             let _ = writeln!(
                 s,
                 "{:<26} {:<3} {:>5.1}% {:>8} {:>10.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6.1}% | seed {seed_cols}",
-                if i == 0 { r.label.as_str() } else { "" },
-                STREAMS[i],
-                r.ios[i] as f64 / total.max(1) as f64 * 100.0,
-                short_num(r.ios[i] as f64 / secs),
-                r.bw_bytes(i, a.bs) / 1024.0,
-                short_ns(l.at(50.0) as f64),
-                short_ns(l.at(90.0) as f64),
-                short_ns(l.at(99.0) as f64),
-                short_ns(l.at(99.9) as f64),
-                short_ns(l.max_ns as f64),
-                r.lat[i].pct_at_or_below(2000),
+                if i == 0 { r.name.as_str() } else { "" },
+                st.stream,
+                st.share_pct,
+                short_num(st.iops),
+                st.bw_kbs,
+                ns(l.p50_ns),
+                ns(l.p90_ns),
+                ns(l.p99_ns),
+                ns(l.p99_9_ns),
+                ns(l.max_ns),
+                l.pct_le_2us,
             );
         }
-        let seed_total = seed.map_or("-".to_string(), |(_, _, t)| format!("{t:.0}"));
+        let seed_total = seed.map_or("-".to_string(), |(_, t)| format!("{t:.0}"));
         let _ = writeln!(
             s,
             "{:<26} {:<3} {:>6} {:>8} {:>10.0} | usr {:.1}% sys {:.1}% ctx {} syscalls {} | seed total {seed_total} KB/s",
-            "",
-            "all",
-            "",
-            short_num(total as f64 / secs),
-            r.total_bw_bytes(a.bs) / 1024.0,
-            r.rusage.user_us as f64 / 1e4 / secs,
-            r.rusage.sys_us as f64 / 1e4 / secs,
-            r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
-            r.queue.syscalls,
+            "", "all", "", short_num(r.total.iops), r.total.bw_kbs, r.usr_cpu, r.sys_cpu, r.ctx, r.syscalls,
         );
-        if r.engine == BackendKind::Pool {
-            let _ = writeln!(
-                s,
-                "{:<26} fast path: {}",
-                "",
-                report::fast_path_line(&r.queue.fast_path)
-            );
-            let states: Vec<String> = r
-                .file_states
-                .iter()
-                .map(|(n, st)| format!("{n} {}", report::fast_path_state_words(st)))
-                .collect();
-            let _ = writeln!(s, "{:<26} files: {}", "", states.join("; "));
+        for line in &r.pool_lines {
+            let _ = writeln!(s, "{:<26} {line}", "");
         }
         if a.verify {
             let _ = writeln!(
                 s,
                 "{:<26} verify: {} reads checked, all bytes match",
-                "", r.verified
+                "", r.verified_ios
             );
         }
     }
     // The seed's claim, on our numbers: same bandwidth, f1 latency collapses.
-    let find = |off: bool| {
-        results
-            .iter()
-            .filter_map(|r| r.as_ref().ok())
-            .find(|r| r.engine == BackendKind::Pool && (r.mode == Some(NowaitMode::Off)) == off)
+    let find = |part: &str| {
+        results.iter().find_map(|r| match r {
+            Ran::Config(c) if c.seed_part == Some(part) => Some(c),
+            _ => None,
+        })
     };
-    if let (Some(before), Some(after)) = (find(true), find(false)) {
-        let (b, f) = (before.total_bw_bytes(a.bs), after.total_bw_bytes(a.bs));
+    if let (Some(before), Some(after)) = (find("before"), find("after")) {
+        let (b, f) = (&before.streams[0].lat, &after.streams[0].lat);
         let _ = writeln!(
             s,
             "\n{} vs {}: total bandwidth {:+.1}% (seed {:+.1}%); f1 p50 {} -> {}, p99 {} -> {}; \
              f1 reads <=2us {:.1}% -> {:.1}% (seed 0% -> 70.63%)",
-            after.label,
-            before.label,
-            (f / b.max(1e-9) - 1.0) * 100.0,
+            after.name,
+            before.name,
+            (after.total.bw_bytes / before.total.bw_bytes.max(1e-9) - 1.0) * 100.0,
             (SEED_TOTAL_KBS.1 / SEED_TOTAL_KBS.0 - 1.0) * 100.0,
-            short_ns(before.lat[0].summary().at(50.0) as f64),
-            short_ns(after.lat[0].summary().at(50.0) as f64),
-            short_ns(before.lat[0].summary().at(99.0) as f64),
-            short_ns(after.lat[0].summary().at(99.0) as f64),
-            before.lat[0].pct_at_or_below(2000),
-            after.lat[0].pct_at_or_below(2000),
+            ns(b.p50_ns),
+            ns(f.p50_ns),
+            ns(b.p99_ns),
+            ns(f.p99_ns),
+            b.pct_le_2us,
+            f.pct_le_2us,
         );
     }
     let _ = writeln!(
@@ -777,112 +830,7 @@ fn table(a: &Args, results: &[Result<ConfigResult, (String, String)>]) -> String
     s
 }
 
-fn json_report(
-    a: &Args,
-    files: &[File],
-    results: &[Result<ConfigResult, (String, String)>],
-) -> Value {
-    #[derive(Serialize)]
-    struct Lat {
-        #[serde(rename = "N")]
-        n: u64,
-        mean_ns: f64,
-        min_ns: u64,
-        max_ns: u64,
-        p50_ns: u64,
-        p90_ns: u64,
-        p99_ns: u64,
-        p99_9_ns: u64,
-        pct_le_2us: f64,
-    }
-    #[derive(Serialize)]
-    struct Stream {
-        stream: &'static str,
-        ios: u64,
-        share_pct: f64,
-        iops: f64,
-        bw_bytes: f64,
-        bw_kbs: f64,
-        lat: Lat,
-    }
-    #[derive(Serialize)]
-    struct Config<'a> {
-        name: &'a str,
-        engine: &'static str,
-        nowait: Option<&'static str>,
-        runtime_ms: u64,
-        total: serde_json::Value,
-        streams: Vec<Stream>,
-        fast_path: FastPath,
-        syscalls: u64,
-        usr_cpu: f64,
-        sys_cpu: f64,
-        ctx: u64,
-        backend_detail: &'a str,
-        verified_ios: u64,
-        seed_part: Option<&'static str>,
-    }
-    #[derive(Serialize)]
-    #[serde(untagged)]
-    enum Ran<'a> {
-        Config(Box<Config<'a>>),
-        Skipped { name: &'a str, skipped: &'a str },
-    }
-    let configs: Vec<Ran> = results
-        .iter()
-        .map(|r| match r {
-            Err((name, why)) => Ran::Skipped { name, skipped: why },
-            Ok(r) => {
-                let secs = r.elapsed.as_secs_f64().max(1e-9);
-                let total: u64 = r.ios.iter().sum();
-                let streams = (0..3)
-                    .map(|i| {
-                        let s = r.lat[i].summary();
-                        Stream {
-                            stream: STREAMS[i],
-                            ios: r.ios[i],
-                            share_pct: r.ios[i] as f64 / total.max(1) as f64 * 100.0,
-                            iops: r.ios[i] as f64 / secs,
-                            bw_bytes: r.bw_bytes(i, a.bs),
-                            bw_kbs: r.bw_bytes(i, a.bs) / 1024.0,
-                            lat: Lat {
-                                n: s.n,
-                                mean_ns: s.mean_ns,
-                                min_ns: s.min_ns,
-                                max_ns: s.max_ns,
-                                p50_ns: s.at(50.0),
-                                p90_ns: s.at(90.0),
-                                p99_ns: s.at(99.0),
-                                p99_9_ns: s.at(99.9),
-                                pct_le_2us: r.lat[i].pct_at_or_below(2000),
-                            },
-                        }
-                    })
-                    .collect();
-                Ran::Config(Box::new(Config {
-                    name: &r.label,
-                    engine: r.engine.as_str(),
-                    nowait: r.mode.map(|m| m.as_str()),
-                    runtime_ms: r.elapsed.as_millis() as u64,
-                    total: json!({
-                        "ios": total,
-                        "iops": total as f64 / secs,
-                        "bw_bytes": r.total_bw_bytes(a.bs),
-                        "bw_kbs": r.total_bw_bytes(a.bs) / 1024.0,
-                    }),
-                    streams,
-                    fast_path: FastPath::of(r.mode, &r.queue.fast_path, &r.file_states),
-                    syscalls: r.queue.syscalls,
-                    usr_cpu: r.rusage.user_us as f64 / 1e4 / secs,
-                    sys_cpu: r.rusage.sys_us as f64 / 1e4 / secs,
-                    ctx: r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
-                    backend_detail: &r.backend.detail,
-                    verified_ios: r.verified,
-                    seed_part: seed_for(r).map(|(w, _, _)| w),
-                }))
-            }
-        })
-        .collect();
+fn json_report(a: &Args, files: &[File], results: &[Ran]) -> Value {
     let seed_streams = |ss: &[SeedStream; 3]| -> Vec<Value> {
         (0..3)
             .map(|i| json!({"stream": STREAMS[i], "bw_kbs": ss[i].bw_kbs, "lat": ss[i].lat}))
@@ -903,7 +851,7 @@ fn json_report(
             "size": a.sizes[i],
             "fs": f.fs(),
         })).collect::<Vec<_>>(),
-        "configs": configs,
+        "configs": results,
         "seed": {
             "source": "003_445ef0f4a2de0632.txt",
             "before": { "streams": seed_streams(&SEED_BEFORE), "total_kbs": SEED_TOTAL_KBS.0 },
