@@ -430,7 +430,7 @@ fn worker<R: Reads>(
     let mut measuring = job.ramp_time.is_zero();
     let mut measure_start = start;
     let mut stats_base = q.stats();
-    let mut sq_base = os_tid.map(|t| sqpoll::cpu_of(Some(t)));
+    let mut sq_base = os_tid.map(sqpoll::cpu_of);
     let (mut verified, mut issued, mut in_flight, mut completed) = (0u64, 0u64, 0usize, 0u64);
     let mut stopping = false;
     let mut now = start;
@@ -558,7 +558,7 @@ fn worker<R: Reads>(
             measuring = true;
             measure_start = now;
             stats_base = q.stats();
-            sq_base = os_tid.map(|t| sqpoll::cpu_of(Some(t)));
+            sq_base = os_tid.map(sqpoll::cpu_of);
         }
         if end.is_some_and(|e| now >= e) || issued >= limit || abort.load(Ordering::Relaxed) {
             stopping = true;
@@ -568,7 +568,7 @@ fn worker<R: Reads>(
     m.queue = metrics::stats_since(&q.stats(), &stats_base);
     m.syscalls = m.queue.syscalls;
     m.sqpoll = match (os_tid, sq_base) {
-        (Some(t), Some(b)) => Some(sqpoll::cpu_of(Some(t)).since(&b)),
+        (Some(t), Some(b)) => Some(sqpoll::cpu_of(t).since(&b)),
         _ => None,
     };
     Ok((

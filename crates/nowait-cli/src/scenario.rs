@@ -416,19 +416,17 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
     for (k, r) in results {
         let ours = match r {
             Ok(o) => {
-                let m = &o.measured;
-                let real = m.elapsed.as_secs_f64();
-                let (u, sy) = (m.rusage.user_us as f64 / 1e6, m.rusage.sys_us as f64 / 1e6);
+                let m = crate::json::Summary::of(o);
                 format!(
                     "{:<14} {:>8.3}s {:>7.3}s {:>7.3}s {:>5.0}% {:>18} {:>8} {:>8}",
                     label(*k),
-                    real,
-                    u,
-                    sy,
-                    (u + sy) / real.max(1e-9) * 100.0,
-                    format!("{}/{}", m.rusage.ctx_voluntary, m.rusage.ctx_involuntary),
-                    crate::report::short_num(m.iops()),
-                    crate::report::short_ns(m.clat.summary().at(99.0) as f64)
+                    m.real_s,
+                    m.user_s,
+                    m.sys_s,
+                    m.cpu_pct,
+                    format!("{}/{}", m.ctx_voluntary, m.ctx_involuntary),
+                    crate::report::short_num(m.iops),
+                    crate::report::short_ns(m.clat_p99_ns as f64)
                 )
             }
             Err(_) => format!("{:<14} {:>9}", label(*k), "skipped"),

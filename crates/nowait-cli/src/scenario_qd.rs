@@ -286,17 +286,6 @@ fn sh(cmd: &str, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
-
 fn tool_exists(name: &str) -> bool {
     [
         "/usr/sbin",
@@ -323,7 +312,7 @@ fn fs_of(dir: &Path) -> String {
 
 /// Make `fs` on a loop device over a sparse image in `scratch`, mounted under it.
 fn make_loop_fs(fs: &str, scratch: &Path, size: u64) -> Result<LoopFs, String> {
-    if !is_root() {
+    if !rustix::process::getuid().is_root() {
         return Err(format!(
             "needs root to make {fs} on a loop device (mkfs.{fs} + mount -o loop); run as root \
              or give --dir on a {fs} filesystem"
