@@ -128,15 +128,8 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         json: false,
         output: None,
     };
-    let known = [
-        "filename",
-        "size",
-        "number-ios",
-        "iodepth",
-        "output-format",
-        "output",
-    ];
-    for (name, value, v) in opts(args, &known, &[], "async-buffered")? {
+    let known = "filename size number-ios iodepth output-format output";
+    for (name, value, v) in opts(args, known, "", "async-buffered")? {
         let e = |m: String| format!("--{name}={v}: {m}");
         match name.as_str() {
             "filename" => a.filename = Some(PathBuf::from(value)),
@@ -168,23 +161,24 @@ pub fn parse_json_format(value: &str) -> Result<bool, String> {
 }
 
 /// A scenario's options through the one lexer: `(name, raw value, value
-/// as text)` with `_` in names read as `-`; only the `known` names are
-/// accepted, and the `flags` may be given bare. Every error names the option.
+/// as text)` with `_` in names read as `-`; only the `known` names
+/// (separated by spaces) are accepted, and the `flags` may be given bare.
+/// Every error names the option.
 pub fn opts(
     args: &[OsString],
-    known: &[&str],
-    flags: &[&str],
+    known: &str,
+    flags: &str,
     scenario: &str,
 ) -> Result<Vec<(String, OsString, String)>, String> {
     let norm = |n: &str| n.replace('_', "-");
     let lexed = crate::cli::lex(args, |n| {
         let n = norm(n);
-        if known.contains(&n.as_str()) {
-            Ok(flags.contains(&n.as_str()))
+        if known.split(' ').any(|k| k == n) {
+            Ok(flags.split(' ').any(|k| k == n))
         } else {
             Err(format!(
                 "unknown option for scenario {scenario}; it takes --{} (see `nowait scenario {scenario} --help`)",
-                known.join(", --")
+                known.replace(' ', ", --")
             ))
         }
     })

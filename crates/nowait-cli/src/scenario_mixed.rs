@@ -87,41 +87,20 @@ EXIT STATUS:
 ";
 
 /// A seed figure set for one stream: average bandwidth (KB/s) and its latency in words.
-struct SeedStream {
-    bw_kbs: f64,
-    lat: &'static str,
-}
+type SeedStream = (f64, &'static str);
 
 /// The seed's "before" (thread pool only) figures, f1..f3.
 const SEED_BEFORE: [SeedStream; 3] = [
-    SeedStream {
-        bw_kbs: 969.54,
-        lat: "49.86% 1-2 s, 17.27% 0.75-1 s, 9.42% >=2 s",
-    },
-    SeedStream {
-        bw_kbs: 273.28,
-        lat: "46.56% 1-2 s, 24.59% 0.75-1 s",
-    },
-    SeedStream {
-        bw_kbs: 174575.10,
-        lat: "50.34% 50-100 us, 10.82% 20-50 us, 8.73% 1-2 ms",
-    },
+    (969.54, "49.86% 1-2 s, 17.27% 0.75-1 s, 9.42% >=2 s"),
+    (273.28, "46.56% 1-2 s, 24.59% 0.75-1 s"),
+    (174575.10, "50.34% 50-100 us, 10.82% 20-50 us, 8.73% 1-2 ms"),
 ];
 
 /// The seed's "after" (preadv2 fast read before submit) figures, f1..f3.
 const SEED_AFTER: [SeedStream; 3] = [
-    SeedStream {
-        bw_kbs: 2276.69,
-        lat: "70.63% <=2 us, 25.53% >=2 s",
-    },
-    SeedStream {
-        bw_kbs: 249.83,
-        lat: "52.18% 1-2 s, 20.49% 0.75-1 s",
-    },
-    SeedStream {
-        bw_kbs: 177366.50,
-        lat: "64.04% <=2 us, 14.27% 1-2 ms",
-    },
+    (2276.69, "70.63% <=2 us, 25.53% >=2 s"),
+    (249.83, "52.18% 1-2 s, 20.49% 0.75-1 s"),
+    (177366.50, "64.04% <=2 us, 14.27% 1-2 ms"),
 ];
 
 /// The seed's aggregate bandwidth, KB/s: before, after.
@@ -186,26 +165,10 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
     };
     let mut explicit = [false; 3];
     let mut size = None;
-    let known = [
-        "dir",
-        "size",
-        "f1-size",
-        "f2-size",
-        "f3-size",
-        "runtime",
-        "iodepth",
-        "bs",
-        "mix",
-        "zipf",
-        "configs",
-        "pool-workers",
-        "verify",
-        "keep-uncached",
-        "randseed",
-        "output-format",
-        "output",
-    ];
-    for (name, raw, value) in opts(args, &known, &["verify"], "mixed")? {
+    let known = "dir size f1-size f2-size f3-size runtime iodepth bs mix zipf \
+         configs pool-workers verify keep-uncached randseed output-format \
+         output";
+    for (name, raw, value) in opts(args, known, "verify", "mixed")? {
         let e = |m: String| format!("--{name}={value}: {m}");
         match name.as_str() {
             "dir" => a.dir = Some(PathBuf::from(raw)),
@@ -759,7 +722,7 @@ fn table(a: &Args, results: &[Ran]) -> String {
             let l = &st.lat;
             let seed_cols = match (r.seed_part, seed) {
                 (Some(when), Some((ss, _))) => {
-                    format!("{:<6} {:>10.0}  {}", when, ss[i].bw_kbs, ss[i].lat)
+                    format!("{:<6} {:>10.0}  {}", when, ss[i].0, ss[i].1)
                 }
                 _ => format!("{:<6} {:>10}  {}", "-", "-", "(no seed figure)"),
             };
@@ -833,7 +796,7 @@ fn table(a: &Args, results: &[Ran]) -> String {
 fn json_report(a: &Args, files: &[File], results: &[Ran]) -> Value {
     let seed_streams = |ss: &[SeedStream; 3]| -> Vec<Value> {
         (0..3)
-            .map(|i| json!({"stream": STREAMS[i], "bw_kbs": ss[i].bw_kbs, "lat": ss[i].lat}))
+            .map(|i| json!({"stream": STREAMS[i], "bw_kbs": ss[i].0, "lat": ss[i].1}))
             .collect()
     };
     json!({

@@ -162,20 +162,9 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         json: false,
         output: None,
     };
-    let known = [
-        "dir",
-        "size",
-        "qd",
-        "iodepth",
-        "runtime",
-        "fs",
-        "engines",
-        "fio",
-        "verify",
-        "output-format",
-        "output",
-    ];
-    for (name, raw, value) in opts(args, &known, &["verify"], "qd-sweep")? {
+    let known = "dir size qd iodepth runtime fs engines fio verify output-format \
+         output";
+    for (name, raw, value) in opts(args, known, "verify", "qd-sweep")? {
         let e = |m: String| format!("--{name}={value}: {m}");
         match name.as_str() {
             "dir" => a.dir = Some(PathBuf::from(raw)),
@@ -579,20 +568,12 @@ fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
     for p in points {
         let (iops, p50, p99, spi) = match &p.ours {
             Ok(o) => {
-                let c = o.measured.clat.summary();
-                let m = &o.measured;
+                let m = Summary::of(o);
                 (
-                    short_num(m.iops()),
-                    short_ns(c.at(50.0) as f64),
-                    short_ns(c.at(99.0) as f64),
-                    format!(
-                        "{:.2}",
-                        if m.ios == 0 {
-                            0.0
-                        } else {
-                            m.syscalls as f64 / m.ios as f64
-                        }
-                    ),
+                    short_num(m.iops),
+                    short_ns(m.clat_p50_ns as f64),
+                    short_ns(m.clat_p99_ns as f64),
+                    format!("{:.2}", crate::metrics::ratio(m.syscalls, m.ios)),
                 )
             }
             Err(_) => ("failed".into(), "-".into(), "-".into(), "-".into()),
