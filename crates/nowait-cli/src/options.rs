@@ -1018,23 +1018,11 @@ fn negative(v: &str) -> Option<String> {
         .then(|| format!("'{v}' is negative; give a number of 0 or more"))
 }
 
-/// An engine name: nowait's, or fio's alias.
+/// An engine name: nowait's, or fio's alias (`io_uring`, `libaio`, `psync`).
 pub fn parse_engine(v: &str) -> Result<BackendKind, String> {
-    let v = v.trim();
-    let name = match v {
-        "libaio" => "aio",
-        other => other,
-    };
-    name.parse::<BackendKind>().map_err(|e| {
+    v.trim().parse::<BackendKind>().map_err(|e| {
         let known: Vec<&str> = BackendKind::ALL.iter().map(|k| k.as_str()).collect();
-        if v == "libaio" {
-            format!(
-                "'{v}' (aio) is not available in this build; use one of {}",
-                known.join(", ")
-            )
-        } else {
-            format!("{e}; this build has {}", known.join(", "))
-        }
+        format!("{e}; this build has {}", known.join(", "))
     })
 }
 
