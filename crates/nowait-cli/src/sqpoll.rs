@@ -73,7 +73,7 @@ pub fn cpu_of(tid: u32) -> SqpollCpu {
         return out;
     };
     let want = format!("iou-sqp-{tid}");
-    let hz = crate::sys::clock_ticks_per_sec();
+    let hz = rustix::param::clock_ticks_per_second().max(1); // `stat` counts in ticks
     for e in dir.flatten() {
         let p = e.path();
         if !std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == want) {

@@ -1,5 +1,5 @@
 //! The system facts only the benchmark needs, apart from the engine: CPU
-//! time (`getrusage`), free space (`statvfs`), clock ticks, access advice,
+//! time (`getrusage`), free space (`statvfs`), access advice,
 //! and the host a report ran on (CPU model, kernel, mitigations, device).
 
 use std::os::fd::AsFd;
@@ -56,11 +56,6 @@ impl Rusage {
 pub fn free_space(dir: &Path) -> Option<u64> {
     let st = rustix::fs::statvfs(dir).ok()?;
     Some(st.f_bavail.saturating_mul(st.f_frsize))
-}
-
-/// Clock ticks per second (`/proc/*/stat` times are in these).
-pub fn clock_ticks_per_sec() -> u64 {
-    rustix::param::clock_ticks_per_second().max(1)
 }
 
 /// `posix_fadvise` over `offset..offset+len` (`len` 0: to the end).
