@@ -332,6 +332,7 @@ impl QueueBuilder {
         }
         let (backend, report) = make_backend(self.backend, self.depth, self.uring, self.pool)?;
         let mut q = Queue::with_backend(backend, report, self.depth);
+        q.builder = Some(self.clone());
         q.small_fast = self.small_fast;
         let inline_on = self.memory_inline && q.report.kind != BackendKind::Sync;
         q.inline_window = if inline_on {
@@ -609,6 +610,9 @@ pub struct Queue {
     inline_next: Option<u32>,
     /// The eventfd of [`Queue::completion_fd`], once asked for.
     notify: Option<Notify>,
+    /// How this queue was built, to build it again without `DEFER_TASKRUN`
+    /// when a completion fd is asked for.
+    builder: Option<QueueBuilder>,
 }
 
 /// The completion eventfd handed out by [`Queue::completion_fd`].
@@ -661,6 +665,7 @@ impl Queue {
             inline_active: false,
             inline_next: None,
             notify: None,
+            builder: None,
         }
     }
 
@@ -1080,7 +1085,11 @@ impl Queue {
     ///
     /// Ask for it before the first read is pushed (the backend can only
     /// signal reads submitted after it is registered); later calls return
-    /// the same fd. On an io_uring queue built with `IoPoll::On` or
+    /// the same fd. An io_uring queue set up with `DEFER_TASKRUN` is built
+    /// again without it at this point (deferred completions are run only
+    /// when the ring is entered, so they cannot all be signalled): buffers
+    /// taken earlier with [`Queue::take_buf`] stay valid but are no longer
+    /// read with `READ_FIXED`. On an io_uring queue built with `IoPoll::On` or
     /// `IoPoll::Auto`, registering the eventfd turns polled completions
     /// off: polled completions are found by polling, never signalled.
     pub fn completion_fd(&mut self) -> Result<std::os::fd::BorrowedFd<'_>> {
@@ -1092,6 +1101,17 @@ impl Queue {
                      building the queue, before the first push",
                     self.in_flight()
                 )));
+            }
+            if self.backend.defers_taskrun() {
+                // Nothing is in flight: swap in the same queue on a ring
+                // whose completions are posted (and signalled) when the
+                // device finishes, not when this thread next enters.
+                if let Some(mut b) = self.builder.clone() {
+                    b.uring.defer_taskrun = false;
+                    let mut fresh = b.build()?;
+                    fresh.stats = self.stats;
+                    std::mem::swap(self, &mut fresh);
+                }
             }
             let efd = crate::eventfd::EventFd::new().map_err(|source| Error::Kernel {
                 what: "eventfd (the queue's completion notification)",

@@ -182,6 +182,15 @@ pub(crate) trait Backend: Send {
     /// Setup details worth showing (`nowait probe`, benchmark output).
     fn describe(&self) -> String;
 
+    /// True if completions wait as deferred task work until the owner
+    /// enters the ring (io_uring's `DEFER_TASKRUN`): such a backend cannot
+    /// promise an eventfd signal for every result (see
+    /// `UringConfig::defer_taskrun`), so a queue asked for a completion fd
+    /// is rebuilt without it.
+    fn defers_taskrun(&self) -> bool {
+        false
+    }
+
     /// Signal eventfd `fd` (write to it) whenever results become available
     /// to [`Backend::reap`]. Returns false if this backend cannot (the
     /// default): the async front end then polls on a timer instead. The

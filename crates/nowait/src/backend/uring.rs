@@ -71,6 +71,13 @@ pub(crate) struct UringConfig {
     pub spin: Duration,
     /// Register files on first use.
     pub register_files: bool,
+    /// Allow `DEFER_TASKRUN` (with `SINGLE_ISSUER`). Off for a ring whose
+    /// completions an event loop learns of through an eventfd
+    /// ([`crate::Queue::completion_fd`]): deferred completions are only
+    /// run, at most a bounded batch per enter, when the owner enters the
+    /// ring, and what a batch leaves behind is not signalled again, so a
+    /// loop that sleeps on the eventfd could wait for reads already done.
+    pub defer_taskrun: bool,
 }
 
 impl Default for UringConfig {
@@ -81,6 +88,7 @@ impl Default for UringConfig {
             iopoll: IoPoll::Auto,
             spin: Duration::ZERO,
             register_files: true,
+            defer_taskrun: true,
         }
     }
 }
@@ -125,7 +133,7 @@ fn attempts(cfg: &UringConfig) -> Vec<u8> {
     list.iter()
         .copied()
         .filter(|b| cfg.single_issuer || b & SI == 0)
-        .filter(|b| b & DT == 0 || b & SI != 0)
+        .filter(|b| b & DT == 0 || (b & SI != 0 && cfg.defer_taskrun))
         .collect()
 }
 
@@ -943,6 +951,10 @@ impl Backend for UringBackend {
 
     fn stats(&self) -> BackendStats {
         self.stats
+    }
+
+    fn defers_taskrun(&self) -> bool {
+        self.flags.contains("DEFER_TASKRUN")
     }
 
     fn register_notify(&mut self, fd: RawFd) -> bool {

@@ -1,0 +1,530 @@
+//! `nowait_queue`: push reads into caller-owned memory, submit, reap.
+
+use std::collections::VecDeque;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use engine::{BackendChoice, BackendKind, Buf, Completion, NowaitMode, Queue, Read};
+
+use crate::boundary::{guard, guard_int, handle, handle_mut, Fail, Tagged};
+use crate::file::NowaitFile;
+
+/// `backend`: the fastest this machine offers, falling back down the
+/// ladder (uring, then aio+pool, then pool, then sync) with the reason
+/// recorded (`nowait_queue_backend_reason`).
+pub const NOWAIT_BACKEND_AUTO: u32 = 0;
+/// `backend`: io_uring only (-EOPNOTSUPP where it cannot be set up).
+pub const NOWAIT_BACKEND_URING: u32 = 1;
+/// `backend`: Linux native AIO only (asynchronous for O_DIRECT files).
+pub const NOWAIT_BACKEND_AIO: u32 = 2;
+/// `backend`: native AIO for O_DIRECT files, the thread pool for buffered ones.
+pub const NOWAIT_BACKEND_AIO_POOL: u32 = 3;
+/// `backend`: a pool of threads doing `pread(2)`, with the `RWF_NOWAIT`
+/// inline fast path for cached buffered reads.
+pub const NOWAIT_BACKEND_POOL: u32 = 4;
+/// `backend`: `pread(2)` on the calling thread, inside submit (the baseline).
+pub const NOWAIT_BACKEND_SYNC: u32 = 5;
+
+/// `nowait_mode` (pool backend): try `RWF_NOWAIT` inline while the
+/// file's hit ratio stays high (the default).
+pub const NOWAIT_FASTPATH_ADAPTIVE: u32 = 0;
+/// `nowait_mode`: always try `RWF_NOWAIT` inline first.
+pub const NOWAIT_FASTPATH_ALWAYS: u32 = 1;
+/// `nowait_mode`: never; every read goes to a worker thread.
+pub const NOWAIT_FASTPATH_OFF: u32 = 2;
+
+/// The deepest queue (`depth` at most this).
+pub const NOWAIT_MAX_DEPTH: u32 = 16384;
+
+/// Options for `nowait_queue_create`. Set it up with
+/// `nowait_queue_options_init`, then change the fields you need. The
+/// struct may grow at its end in later versions: `size` tells the library
+/// how much of it the caller knows (fields past it take their defaults),
+/// and a newer caller's extra fields must be zero for an older library.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct NowaitQueueOptions {
+    /// `sizeof(struct nowait_queue_options)` as the caller was compiled.
+    pub size: u32,
+    /// Reads in flight at most: 1 to `NOWAIT_MAX_DEPTH` (0: 32).
+    pub depth: u32,
+    /// One of `NOWAIT_BACKEND_*` (default `NOWAIT_BACKEND_AUTO`).
+    pub backend: u32,
+    /// One of `NOWAIT_FASTPATH_*` (the pool backend's `RWF_NOWAIT` policy).
+    pub nowait_mode: u32,
+    /// Worker threads of the pool backend (0: its default).
+    pub pool_workers: u32,
+}
+
+impl Default for NowaitQueueOptions {
+    fn default() -> Self {
+        NowaitQueueOptions {
+            size: std::mem::size_of::<NowaitQueueOptions>() as u32,
+            depth: 32,
+            backend: NOWAIT_BACKEND_AUTO,
+            nowait_mode: NOWAIT_FASTPATH_ADAPTIVE,
+            pool_workers: 0,
+        }
+    }
+}
+
+/// A completed read, as `nowait_reap` stores it.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NowaitCqe {
+    /// The `user_data` the read was pushed with.
+    pub user_data: u64,
+    /// Bytes read (fewer than asked only at end of file: 0 at or past it),
+    /// or a negative errno (-EIO, ... ; `nowait_strerror`).
+    pub res: i64,
+}
+
+/// A queue of reads (opaque), owned by one thread at a time.
+pub struct NowaitQueue {
+    tag: u64,
+    queue: Queue,
+    /// Reaped from the engine but not yet handed to the caller (their
+    /// array was full), oldest first.
+    pending: VecDeque<Completion>,
+    /// Scratch for `Queue::reap`, kept to avoid an allocation per call.
+    scratch: Vec<Completion>,
+    backend: CString,
+    reason: CString,
+    /// The completion eventfd, once asked for.
+    fd: Option<RawFd>,
+}
+
+impl Tagged for NowaitQueue {
+    const TAG: u64 = 0x6e6f_7761_6974_5155; // "nowaitQU"
+    const WHAT: &'static str = "queue (from nowait_queue_create)";
+    fn tag(&self) -> u64 {
+        self.tag
+    }
+}
+
+/// Fill `opts` with the defaults (depth 32, backend auto) and its `size`.
+///
+/// # Safety
+/// `opts` must be NULL (ignored) or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_queue_options_init(opts: *mut NowaitQueueOptions) {
+    guard("nowait_queue_options_init", (), || {
+        if !opts.is_null() {
+            // SAFETY: non-NULL and writable (caller's contract).
+            unsafe { opts.write(NowaitQueueOptions::default()) };
+        }
+    })
+}
+
+/// Read the caller's options: only the `size` bytes it knows; fields past
+/// them keep their defaults; bytes past ours must be zero.
+///
+/// # Safety
+/// `opts` must be NULL or readable for `opts->size` bytes.
+unsafe fn read_options(opts: *const NowaitQueueOptions) -> Result<NowaitQueueOptions, Fail> {
+    let mut o = NowaitQueueOptions::default();
+    if opts.is_null() {
+        return Ok(o);
+    }
+    // SAFETY: the first field is readable whatever the caller's version.
+    let size = unsafe { opts.cast::<u32>().read() } as usize;
+    let ours = std::mem::size_of::<NowaitQueueOptions>();
+    if size < 8 {
+        return Err(Fail::new(
+            libc::EINVAL,
+            format!(
+                "opts->size is {size}; set it with nowait_queue_options_init (it is \
+                 sizeof(struct nowait_queue_options), {ours} in this version)"
+            ),
+        ));
+    }
+    let base = opts.cast::<u8>();
+    // Newer caller: what we do not know must be left at zero.
+    for i in ours..size {
+        // SAFETY: the caller's struct is `size` bytes long.
+        if unsafe { base.add(i).read() } != 0 {
+            return Err(Fail::new(
+                libc::EINVAL,
+                format!(
+                    "opts sets a field at byte {i} that this libnowait ({}) does not know; \
+                     upgrade libnowait or leave that option at zero",
+                    env!("CARGO_PKG_VERSION")
+                ),
+            ));
+        }
+    }
+    // SAFETY: `dst` is our struct; at most `size` (and at most `ours`)
+    // bytes of the caller's struct are read, all of which it owns.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            base,
+            (&mut o as *mut NowaitQueueOptions).cast::<u8>(),
+            size.min(ours),
+        )
+    };
+    o.size = ours as u32;
+    Ok(o)
+}
+
+fn builder(o: &NowaitQueueOptions) -> Result<engine::QueueBuilder, Fail> {
+    let depth = if o.depth == 0 { 32 } else { o.depth as usize };
+    let backend = match o.backend {
+        NOWAIT_BACKEND_AUTO => BackendChoice::Auto,
+        NOWAIT_BACKEND_URING => BackendChoice::Exactly(BackendKind::Uring),
+        NOWAIT_BACKEND_AIO => BackendChoice::Exactly(BackendKind::Aio),
+        NOWAIT_BACKEND_AIO_POOL => BackendChoice::Exactly(BackendKind::AioPool),
+        NOWAIT_BACKEND_POOL => BackendChoice::Exactly(BackendKind::Pool),
+        NOWAIT_BACKEND_SYNC => BackendChoice::Exactly(BackendKind::Sync),
+        b => {
+            return Err(Fail::new(
+                libc::EINVAL,
+                format!("opts->backend = {b} is not a backend; pass one of NOWAIT_BACKEND_AUTO (0) to NOWAIT_BACKEND_SYNC (5)"),
+            ))
+        }
+    };
+    let mode = match o.nowait_mode {
+        NOWAIT_FASTPATH_ADAPTIVE => NowaitMode::Adaptive,
+        NOWAIT_FASTPATH_ALWAYS => NowaitMode::Always,
+        NOWAIT_FASTPATH_OFF => NowaitMode::Off,
+        m => {
+            return Err(Fail::new(
+                libc::EINVAL,
+                format!("opts->nowait_mode = {m} is not a mode; pass NOWAIT_FASTPATH_ADAPTIVE (0), _ALWAYS (1) or _OFF (2)"),
+            ))
+        }
+    };
+    let mut b = Queue::builder().depth(depth).backend(backend).nowait(mode);
+    if o.pool_workers != 0 {
+        b = b.pool_workers(o.pool_workers as usize);
+    }
+    Ok(b)
+}
+
+/// Create a queue with `opts` (NULL: the defaults). Returns 0 and stores
+/// the queue in `*out`, or a negative errno: -EINVAL for a bad option,
+/// -EOPNOTSUPP when the backend asked for cannot be set up here (the
+/// message says why), or the kernel's errno (-ENOMEM, ...).
+///
+/// # Safety
+/// `opts` must be NULL or point to an options struct of `opts->size`
+/// bytes; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_queue_create(
+    opts: *const NowaitQueueOptions,
+    out: *mut *mut NowaitQueue,
+) -> c_int {
+    guard_int("nowait_queue_create", || {
+        if out.is_null() {
+            return Err(Fail::new(
+                libc::EINVAL,
+                "out is NULL; pass where to store the queue",
+            ));
+        }
+        // SAFETY: caller's contract.
+        let o = unsafe { read_options(opts) }?;
+        let queue = builder(&o)?.build()?;
+        let report = queue.backend();
+        let backend = CString::new(report.kind.as_str()).unwrap_or_default();
+        let reason = CString::new(report.reason.replace('\0', "")).unwrap_or_default();
+        let depth = queue.depth();
+        let h = Box::into_raw(Box::new(NowaitQueue {
+            tag: NowaitQueue::TAG,
+            queue,
+            pending: VecDeque::with_capacity(depth),
+            scratch: Vec::with_capacity(depth),
+            backend,
+            reason,
+            fd: None,
+        }));
+        // SAFETY: non-NULL (checked) and writable (caller's contract).
+        unsafe { out.write(h) };
+        Ok(0)
+    })
+}
+
+/// Destroy a queue (NULL is ignored). Waits for every read still in
+/// flight (the kernel may be writing into their memory), so once it
+/// returns the memory of every read pushed to it is the caller's again;
+/// their completions are discarded.
+///
+/// # Safety
+/// `q` must be NULL or a queue from `nowait_queue_create`, not destroyed,
+/// and not in use by another thread.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_queue_destroy(q: *mut NowaitQueue) {
+    guard("nowait_queue_destroy", (), || {
+        // SAFETY: caller's contract.
+        if unsafe { handle_mut(q, "q") }.is_ok() {
+            // SAFETY: a live handle from Box::into_raw in nowait_queue_create.
+            let mut b = unsafe { Box::from_raw(q) };
+            b.tag = 0;
+            // Dropping the engine queue waits for the reads it owes.
+            drop(b);
+        }
+    })
+}
+
+/// The queue's completion file descriptor for event loops (epoll, libuv's
+/// `uv_poll_t`, tevent): an eventfd that becomes readable when completions
+/// may be waiting. When it is readable: read its 8-byte counter (the fd is
+/// non-blocking; -EAGAIN just means it was already cleared), then call
+/// `nowait_reap(q, cqes, n, 0, 0)` until it returns fewer than `n`. A
+/// wake-up may find nothing (it is a hint); none is lost.
+///
+/// Ask for it right after creating the queue, before the first push
+/// (-EINVAL otherwise). The fd belongs to the queue: do not close it.
+/// Returns the fd (>= 0) or a negative errno.
+///
+/// # Safety
+/// `q` must be NULL or a live queue used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_queue_fd(q: *mut NowaitQueue) -> c_int {
+    guard_int("nowait_queue_fd", || {
+        // SAFETY: caller's contract.
+        let h = unsafe { handle_mut(q, "q") }?;
+        if let Some(fd) = h.fd {
+            return Ok(fd);
+        }
+        let fd = h.queue.completion_fd()?.as_raw_fd();
+        h.fd = Some(fd);
+        Ok(fd)
+    })
+}
+
+/// The backend the queue uses: `"uring"`, `"aio"`, `"aio+pool"`, `"pool"`
+/// or `"sync"`; valid until the queue is destroyed; NULL for a bad handle.
+///
+/// # Safety
+/// `q` must be NULL or a live queue.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_queue_backend(q: *const NowaitQueue) -> *const c_char {
+    guard("nowait_queue_backend", std::ptr::null(), || {
+        // SAFETY: caller's contract.
+        match unsafe { handle(q, "q") } {
+            Ok(h) => h.backend.as_ptr(),
+            Err(e) => {
+                crate::boundary::set_last_error("nowait_queue_backend", &e.msg);
+                std::ptr::null()
+            }
+        }
+    })
+}
+
+/// Why the backend was chosen (and what was skipped on the way, e.g.
+/// "io_uring disabled by NOWAIT_DISABLE_URING"); valid until the queue is
+/// destroyed; NULL for a bad handle.
+///
+/// # Safety
+/// `q` must be NULL or a live queue.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_queue_backend_reason(q: *const NowaitQueue) -> *const c_char {
+    guard("nowait_queue_backend_reason", std::ptr::null(), || {
+        // SAFETY: caller's contract.
+        match unsafe { handle(q, "q") } {
+            Ok(h) => h.reason.as_ptr(),
+            Err(e) => {
+                crate::boundary::set_last_error("nowait_queue_backend_reason", &e.msg);
+                std::ptr::null()
+            }
+        }
+    })
+}
+
+/// Reads pushed and not yet handed back by `nowait_reap`, or a negative errno.
+///
+/// # Safety
+/// `q` must be NULL or a live queue.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_queue_in_flight(q: *const NowaitQueue) -> c_int {
+    guard_int("nowait_queue_in_flight", || {
+        // SAFETY: caller's contract.
+        let h = unsafe { handle(q, "q") }?;
+        Ok((h.queue.in_flight() + h.pending.len()) as c_int)
+    })
+}
+
+/// Queue a read of `len` bytes at `offset` of `file` into the caller's
+/// memory `buf`. It reaches the kernel at the next `nowait_submit` or
+/// `nowait_reap`. `buf` must stay valid, and untouched, until the read's
+/// completion is reaped (or the queue destroyed). On a `NOWAIT_DIRECT_ON`
+/// file, `offset`, `len` and `buf` must meet `nowait_file_dio_align`; on a
+/// `NOWAIT_DIRECT_AUTO` one an unaligned read is bounced.
+///
+/// Returns 0, or a negative errno and the read is not queued: -EBUSY when
+/// every slot is in flight (reap, then push again), -EINVAL for a
+/// misaligned read on a direct file, a NULL `buf` with `len > 0` or a read
+/// over the per-request limit, -EBADF/-EINVAL for a bad handle.
+///
+/// # Safety
+/// `q` must be a live queue used by this thread only, `file` a live file,
+/// and `buf` valid for writes of `len` bytes until the completion is reaped.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_push(
+    q: *mut NowaitQueue,
+    file: *const NowaitFile,
+    buf: *mut c_void,
+    len: usize,
+    offset: u64,
+    user_data: u64,
+) -> c_int {
+    guard_int("nowait_push", || {
+        // SAFETY: caller's contract.
+        let h = unsafe { handle_mut(q, "q") }?;
+        // SAFETY: caller's contract.
+        let f = unsafe { handle(file, "file") }?;
+        if buf.is_null() && len > 0 {
+            return Err(Fail::new(
+                libc::EINVAL,
+                format!("buf is NULL for a read of {len} bytes; pass memory of at least len bytes"),
+            ));
+        }
+        // SAFETY: the caller keeps `buf` valid for `len` bytes and leaves it
+        // alone until the completion is reaped or the queue destroyed (the
+        // header's rule); the Buf never frees it.
+        let b = unsafe { Buf::from_raw_parts(buf.cast::<u8>(), len) };
+        h.queue.push(Read {
+            file: &f.file,
+            offset,
+            len,
+            buf: b,
+            user_data,
+        })?;
+        Ok(0)
+    })
+}
+
+/// Hand every queued read to the kernel (one system call for the batch
+/// with io_uring). Returns 0 or a negative errno.
+///
+/// # Safety
+/// `q` must be NULL or a live queue used by this thread only.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_submit(q: *mut NowaitQueue) -> c_int {
+    guard_int("nowait_submit", || {
+        // SAFETY: caller's contract.
+        let h = unsafe { handle_mut(q, "q") }?;
+        h.queue.submit()?;
+        Ok(0)
+    })
+}
+
+fn signal(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64 to the queue's own eventfd. A
+    // failure (EAGAIN: the counter is saturated) leaves it readable anyway.
+    let _ = unsafe { libc::write(fd, (&one as *const u64).cast::<c_void>(), 8) };
+}
+
+/// Submit queued reads, wait until at least `min` reads have completed
+/// (fewer if fewer are in flight) or `timeout_ms` passes (-1: no timeout,
+/// 0: do not wait), and store up to `max` completions in `cqes`. Returns
+/// how many were stored (fewer than `min` only when the timeout passed or
+/// fewer were in flight), or a negative errno. Completions that do not fit
+/// are kept for the next call (and the completion fd, if asked for, stays
+/// readable). A read's memory is the caller's again once its completion is
+/// stored here. When a stored completion failed (`res < 0`),
+/// `nowait_last_error()` holds the message of the last such read (what was
+/// read, what the kernel answered).
+///
+/// # Safety
+/// `q` must be NULL or a live queue used by this thread only; `cqes` must
+/// be writable for `max` entries.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_reap(
+    q: *mut NowaitQueue,
+    cqes: *mut NowaitCqe,
+    max: u32,
+    min: u32,
+    timeout_ms: c_int,
+) -> c_int {
+    guard_int("nowait_reap", || {
+        // SAFETY: caller's contract.
+        let h = unsafe { handle_mut(q, "q") }?;
+        if cqes.is_null() && max > 0 {
+            return Err(Fail::new(
+                libc::EINVAL,
+                format!("cqes is NULL with max = {max}; pass an array of max entries"),
+            ));
+        }
+        if min > max {
+            return Err(Fail::new(
+                libc::EINVAL,
+                format!("min = {min} is more than max = {max}: cqes cannot hold that many; pass min <= max"),
+            ));
+        }
+        let timeout = match timeout_ms {
+            -1 => None,
+            t if t >= 0 => Some(Duration::from_millis(t as u64)),
+            t => {
+                return Err(Fail::new(
+                    libc::EINVAL,
+                    format!("timeout_ms = {t}; pass -1 (wait without limit), 0 (do not wait) or a positive number of milliseconds"),
+                ))
+            }
+        };
+        let max = max as usize;
+        let mut n = 0;
+        let mut put = |c: Completion| {
+            let res = match c.result {
+                Ok(bytes) => bytes as i64,
+                Err(e) => {
+                    // A cqe carries only the errno: keep the words too.
+                    crate::boundary::set_last_error("nowait_reap (a read failed)", &e.to_string());
+                    -i64::from(crate::errno::of(&e))
+                }
+            };
+            // SAFETY: n < max and `cqes` holds `max` entries (caller's contract).
+            unsafe {
+                cqes.add(n).write(NowaitCqe {
+                    user_data: c.user_data,
+                    res,
+                })
+            };
+            n += 1;
+            // `c.buf` is the caller's memory (from_raw_parts): dropping it
+            // here ends the engine's use of it and frees nothing.
+        };
+        // Completions left over from the last call first, oldest first.
+        let from_pending = h.pending.len().min(max);
+        for c in h.pending.drain(..from_pending) {
+            put(c);
+        }
+        if from_pending < max {
+            let need = (min as usize).saturating_sub(from_pending);
+            h.scratch.clear();
+            if let Err(e) = h.queue.reap(need, timeout, &mut h.scratch) {
+                // Nothing is lost: what was collected waits for the next call;
+                // the error is reported now unless completions were stored.
+                h.pending.extend(h.scratch.drain(..));
+                if n == 0 {
+                    return Err(e.into());
+                }
+                crate::boundary::set_last_error("nowait_reap", &e.to_string());
+                return Ok(n as c_int);
+            }
+            let fit = h.scratch.len().min(max - from_pending);
+            let mut rest = h.scratch.drain(..);
+            for c in rest.by_ref().take(fit) {
+                put(c);
+            }
+            // What does not fit in the caller's array waits for the next call.
+            h.pending.extend(rest);
+        }
+        if !h.pending.is_empty() {
+            if let Some(fd) = h.fd {
+                signal(fd);
+            }
+        }
+        Ok(n as c_int)
+    })
+}
+
+// The header lets a queue move between threads (used by one at a time) and
+// share files between threads: that needs these bounds.
+const _: () = {
+    const fn send<T: Send>() {}
+    const fn send_sync<T: Send + Sync>() {}
+    send::<Queue>();
+    send_sync::<engine::File>();
+};

@@ -1,0 +1,533 @@
+/*
+ * C tests of libnowait, run by `make -C crates/nowait-c test` (and under
+ * AddressSanitizer and valgrind by test-asan / test-valgrind).
+ *
+ * Every read is checked byte for byte against pread(2) of the same file:
+ * random sizes and offsets, offsets past and straddling end of file, every
+ * direct mode, depths 1 to 256, on every backend the machine offers. Then
+ * the errors (missing file, directory, misaligned O_DIRECT, a full queue,
+ * bad arguments), the fallback with io_uring disabled, the completion fd,
+ * and destroying a queue with reads in flight. A watchdog (alarm) makes a
+ * hang fail instead of wait.
+ *
+ * Usage: test_nowait [DIR]   (DIR: where to write the test file; default
+ * the current directory, which should be on a disk filesystem so O_DIRECT
+ * works; NOWAIT_TEST_SEED=N replays a run; NOWAIT_TEST_QUICK=1 does fewer
+ * reads, for valgrind).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nowait.h"
+
+static int failures;
+static uint64_t seed;
+static char path[4096]; /* the test file */
+
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);   \
+            fprintf(stderr, __VA_ARGS__);                                     \
+            fprintf(stderr, " (seed %" PRIu64 ", last error: %s)\n", seed,    \
+                    nowait_last_error());                                     \
+            failures++;                                                       \
+        }                                                                     \
+    } while (0)
+
+/* Like CHECK, but stops the run (the condition is evaluated once). */
+#define REQUIRE(cond, ...)                                                    \
+    do {                                                                      \
+        int ok_ = (cond) ? 1 : 0;                                             \
+        CHECK(ok_ && #cond, __VA_ARGS__);                                     \
+        if (!ok_) {                                                           \
+            if (path[0]) unlink(path);                                        \
+            exit(1);                                                          \
+        }                                                                     \
+    } while (0)
+
+static uint64_t rng_state;
+static uint64_t rnd(void) /* xorshift64* */
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ULL;
+}
+
+/* The file: seeded random bytes, a size that is not block-aligned. */
+static char dirpath[4096];
+static int64_t file_size;
+static unsigned char *content;
+static int ref_fd; /* buffered, for pread */
+
+static void make_file(const char *dir)
+{
+    file_size = (4 << 20) + 1234;
+    snprintf(path, sizeof path, "%s/nowait-c-test.%d", dir, (int)getpid());
+    snprintf(dirpath, sizeof dirpath, "%s", dir);
+    content = malloc((size_t)file_size);
+    REQUIRE(content != NULL, "malloc");
+    uint64_t s = seed ^ 0x9e3779b97f4a7c15ULL;
+    for (int64_t i = 0; i < file_size; i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        content[i] = (unsigned char)(s >> 56);
+    }
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0, "create %s: %s", path, strerror(errno));
+    REQUIRE(write(fd, content, (size_t)file_size) == file_size, "write");
+    REQUIRE(fsync(fd) == 0, "fsync");
+    close(fd);
+    ref_fd = open(path, O_RDONLY);
+    REQUIRE(ref_fd >= 0, "open ref");
+}
+
+/* One read in flight: its memory (with guard bytes around it) and request. */
+struct slot {
+    unsigned char *mem; /* allocation */
+    unsigned char *buf; /* where the read lands (mem + 64 + skew) */
+    size_t len;
+    uint64_t off;
+    int busy;
+};
+
+#define GUARD 64
+#define MAXLEN (128 * 1024)
+
+/* O_DIRECT moves whole blocks: at end of file the kernel may write the
+ * rest of the last block (zeros) into the buffer, within `len`. Buffered
+ * reads write exactly `res` bytes. */
+static int tail_untouched;
+
+static void verify(struct slot *s, int64_t res, const char *what)
+{
+    int64_t want = 0;
+    if ((int64_t)s->off < file_size) {
+        want = file_size - (int64_t)s->off;
+        if (want > (int64_t)s->len) want = (int64_t)s->len;
+    }
+    CHECK(res == want, "%s: read of %zu at %" PRIu64 ": res %" PRId64 ", expected %" PRId64,
+          what, s->len, s->off, res, want);
+    if (res == want && want > 0) {
+        /* Byte for byte against pread of the same range. */
+        unsigned char *ref = malloc((size_t)want);
+        ssize_t n = pread(ref_fd, ref, (size_t)want, (off_t)s->off);
+        CHECK(n == want, "pread reference");
+        CHECK(memcmp(s->buf, ref, (size_t)want) == 0 &&
+                  memcmp(s->buf, content + s->off, (size_t)want) == 0,
+              "%s: bytes of read of %zu at %" PRIu64 " differ from pread", what, s->len,
+              s->off);
+        free(ref);
+    }
+    /* Nothing written before the buffer or past what was read. */
+    for (int i = 0; i < GUARD; i++)
+        if (s->buf[-1 - i] != 0xA5) {
+            CHECK(0, "%s: byte before the buffer was written", what);
+            break;
+        }
+    size_t from = tail_untouched ? (size_t)(res > 0 ? res : 0) : s->len;
+    for (size_t i = from; i < s->len + GUARD; i++)
+        if (s->buf[i] != 0xA5) {
+            CHECK(0, "%s: byte %zu past the %" PRId64 " read was written", what, i, res);
+            break;
+        }
+}
+
+static uint64_t pick_offset(uint32_t align)
+{
+    uint64_t r = rnd() % 100, off;
+    if (r < 10) /* past end of file */
+        off = (uint64_t)file_size + rnd() % 8192;
+    else if (r < 20) /* straddling end of file */
+        off = (uint64_t)file_size - 1 - rnd() % 8192;
+    else
+        off = rnd() % (uint64_t)file_size;
+    return off / align * align;
+}
+
+static size_t pick_len(uint32_t align)
+{
+    uint64_t r = rnd() % 100;
+    size_t len;
+    if (r < 40)
+        len = 4096;
+    else if (r < 70)
+        len = 1 + rnd() % 4096;
+    else
+        len = 1 + rnd() % MAXLEN;
+    len = (len + align - 1) / align * align;
+    return len > MAXLEN ? MAXLEN / align * align : len;
+}
+
+/* Random reads through a queue of `depth` on a file opened with `direct`,
+ * verified one by one. Returns reads done (0 if the mode is impossible). */
+static int random_reads(const char *label, const struct nowait_queue_options *opts, int direct,
+                        int reads)
+{
+    struct nowait_file *f;
+    int r = nowait_file_open(path, direct, &f);
+    if (r == -EINVAL && direct == NOWAIT_DIRECT_ON) {
+        printf("SKIP %s direct=on: %s\n", label, nowait_last_error());
+        return 0;
+    }
+    REQUIRE(r == 0, "%s: open: %d", label, r);
+    uint32_t mem_align = 0, off_align = 0;
+    REQUIRE(nowait_file_dio_align(f, &mem_align, &off_align) == 0, "dio_align");
+    int strict = direct == NOWAIT_DIRECT_ON;
+    tail_untouched = !nowait_file_is_direct(f);
+    uint32_t oa = strict ? off_align : 1;
+
+    struct nowait_queue *q;
+    r = nowait_queue_create(opts, &q);
+    REQUIRE(r == 0, "%s: queue_create: %d", label, r);
+    unsigned depth = opts ? opts->depth : 32;
+    struct slot *slots = calloc(depth, sizeof *slots);
+    struct nowait_cqe *cqes = calloc(depth, sizeof *cqes);
+    for (unsigned i = 0; i < depth; i++) {
+        slots[i].mem = nowait_alloc(MAXLEN + 8 * 4096, 4096);
+        REQUIRE(slots[i].mem != NULL, "nowait_alloc");
+    }
+    int pushed = 0, done = 0;
+    unsigned busy = 0;
+    while (done < reads) {
+        /* Fill every free slot. */
+        for (unsigned i = 0; i < depth && pushed < reads; i++) {
+            struct slot *s = &slots[i];
+            if (s->busy) continue;
+            s->len = pick_len(oa);
+            s->off = pick_offset(oa);
+            /* Strict direct: an aligned address; else any skew at all. */
+            size_t skew = strict ? (size_t)mem_align * (rnd() % 4) : rnd() % 4096;
+            s->buf = s->mem + GUARD + (strict ? (4096 - GUARD) : 0) + skew;
+            memset(s->buf - GUARD, 0xA5, s->len + 2 * GUARD);
+            r = nowait_push(q, f, s->buf, s->len, s->off, i);
+            REQUIRE(r == 0, "%s: push %zu at %" PRIu64 ": %d", label, s->len, s->off, r);
+            s->busy = 1;
+            busy++;
+            pushed++;
+        }
+        if (rnd() % 2) CHECK(nowait_submit(q) == 0, "submit");
+        unsigned want = 1 + (unsigned)(rnd() % busy);
+        int n = nowait_reap(q, cqes, depth, want, -1);
+        REQUIRE(n >= (int)want, "%s: reap returned %d, wanted at least %u", label, n, want);
+        for (int k = 0; k < n; k++) {
+            REQUIRE(cqes[k].user_data < depth && slots[cqes[k].user_data].busy,
+                    "%s: unknown user_data %" PRIu64, label, cqes[k].user_data);
+            struct slot *s = &slots[cqes[k].user_data];
+            verify(s, cqes[k].res, label);
+            s->busy = 0;
+            busy--;
+            done++;
+        }
+    }
+    CHECK(nowait_queue_in_flight(q) == 0, "in flight after all reaped");
+    nowait_queue_destroy(q);
+    for (unsigned i = 0; i < depth; i++) nowait_free(slots[i].mem);
+    free(slots);
+    free(cqes);
+    nowait_file_close(f);
+    return done;
+}
+
+static void test_random_reads(int quick, const char *backend_label, uint32_t backend)
+{
+    static const int modes[] = {NOWAIT_DIRECT_OFF, NOWAIT_DIRECT_AUTO, NOWAIT_DIRECT_ON};
+    static const char *mode_names[] = {"off", "auto", "on"};
+    static const unsigned depths[] = {1, 32, 256};
+    for (int m = 0; m < 3; m++)
+        for (int d = 0; d < 3; d++) {
+            struct nowait_queue_options o;
+            nowait_queue_options_init(&o);
+            o.depth = depths[d];
+            o.backend = backend;
+            char label[128];
+            snprintf(label, sizeof label, "%s direct=%s depth=%u", backend_label, mode_names[m],
+                     depths[d]);
+            int reads = quick ? 300 : (depths[d] == 1 ? 1000 : 3000);
+            int n = random_reads(label, &o, modes[m], reads);
+            if (n) printf("ok   %s: %d reads verified\n", label, n);
+        }
+}
+
+static void test_errors(void)
+{
+    struct nowait_file *f = NULL;
+    int r;
+    char missing[4200];
+    snprintf(missing, sizeof missing, "%s.missing", path);
+    CHECK(nowait_file_open(missing, NOWAIT_DIRECT_OFF, &f) == -ENOENT, "missing file");
+    CHECK(strstr(nowait_last_error(), missing) != NULL, "message names the path: %s",
+          nowait_last_error());
+    CHECK(nowait_file_open(dirpath, NOWAIT_DIRECT_AUTO, &f) == -EISDIR, "directory");
+    CHECK(strstr(nowait_last_error(), "directory") != NULL, "message says directory");
+    CHECK(nowait_file_open(path, 7, &f) == -EINVAL, "bad direct mode");
+    /* A fifo: refused at once (an open(2) of it would block for a writer). */
+    char fifo[4200];
+    snprintf(fifo, sizeof fifo, "%s.fifo", path);
+    if (mkfifo(fifo, 0600) == 0) {
+        CHECK(nowait_file_open(fifo, NOWAIT_DIRECT_OFF, &f) == -ESPIPE, "fifo");
+        CHECK(strstr(nowait_last_error(), "fifo") != NULL, "message: %s", nowait_last_error());
+        unlink(fifo);
+    } else {
+        printf("SKIP fifo: mkfifo: %s\n", strerror(errno));
+    }
+    r = nowait_file_open("/dev/null", NOWAIT_DIRECT_OFF, &f);
+    CHECK(r < 0, "a character device is refused (%d)", r);
+    CHECK(nowait_file_open(NULL, NOWAIT_DIRECT_OFF, &f) == -EINVAL, "NULL path");
+    CHECK(nowait_file_open(path, NOWAIT_DIRECT_OFF, NULL) == -EINVAL, "NULL out");
+    CHECK(strcmp(nowait_strerror(-EBUSY), nowait_strerror(EBUSY)) == 0 &&
+              strncmp(nowait_strerror(-EBUSY), "EBUSY: ", 7) == 0,
+          "strerror: %s", nowait_strerror(-EBUSY));
+
+    /* A full queue: depth 4, four reads pushed, the fifth is refused. */
+    struct nowait_queue_options o;
+    nowait_queue_options_init(&o);
+    o.depth = 4;
+    struct nowait_queue *q;
+    REQUIRE(nowait_queue_create(&o, &q) == 0, "create depth 4");
+    REQUIRE(nowait_file_open(path, NOWAIT_DIRECT_OFF, &f) == 0, "open");
+    unsigned char *mem = nowait_alloc(5 * 4096, 0);
+    for (int i = 0; i < 4; i++)
+        CHECK(nowait_push(q, f, mem + i * 4096, 4096, (uint64_t)i * 4096, (uint64_t)i) == 0,
+              "push %d", i);
+    CHECK(nowait_push(q, f, mem + 4 * 4096, 4096, 0, 4) == -EBUSY, "fifth push: queue full");
+    CHECK(strstr(nowait_last_error(), "slots") != NULL, "message: %s", nowait_last_error());
+    struct nowait_cqe cqes[4];
+    CHECK(nowait_reap(q, cqes, 4, 5, -1) == -EINVAL, "min > max");
+    CHECK(nowait_reap(q, cqes, 4, 1, -7) == -EINVAL, "bad timeout");
+    CHECK(nowait_reap(NULL, cqes, 4, 1, -1) == -EINVAL, "NULL queue");
+    int got = 0;
+    while (got < 4) {
+        int n = nowait_reap(q, cqes + got, (unsigned)(4 - got), 1, 10000);
+        REQUIRE(n > 0, "reap: %d", n);
+        got += n;
+    }
+    for (int i = 0; i < 4; i++) {
+        CHECK(cqes[i].res == 4096, "res %" PRId64, cqes[i].res);
+        uint64_t u = cqes[i].user_data;
+        CHECK(memcmp(mem + u * 4096, content + u * 4096, 4096) == 0, "data of %" PRIu64, u);
+    }
+    /* Now there is room again; a timeout-0 reap on an idle queue returns 0. */
+    CHECK(nowait_push(q, f, mem, 4096, 0, 9) == 0, "push after reap");
+    got = 0;
+    while (got == 0) got = nowait_reap(q, cqes, 4, 1, 10000);
+    CHECK(got == 1 && cqes[0].user_data == 9 && cqes[0].res == 4096, "read after full");
+    CHECK(nowait_reap(q, cqes, 4, 1, 0) == 0, "nothing in flight, timeout 0");
+    nowait_queue_destroy(q);
+    nowait_free(mem);
+    nowait_file_close(f);
+
+    /* Misaligned reads on direct=on are refused with -EINVAL. */
+    if (nowait_file_open(path, NOWAIT_DIRECT_ON, &f) == 0) {
+        uint32_t ma, oa;
+        nowait_file_dio_align(f, &ma, &oa);
+        REQUIRE(nowait_queue_create(NULL, &q) == 0, "create");
+        mem = nowait_alloc(3 * 4096, 4096);
+        CHECK(nowait_push(q, f, mem, 4096, 1, 1) == -EINVAL, "misaligned offset");
+        CHECK(strstr(nowait_last_error(), "not aligned") != NULL, "message: %s",
+              nowait_last_error());
+        CHECK(nowait_push(q, f, mem, 100, 0, 2) == -EINVAL, "misaligned length");
+        if (ma > 1) CHECK(nowait_push(q, f, mem + 1, 4096, 0, 3) == -EINVAL, "misaligned buffer");
+        CHECK(nowait_queue_in_flight(q) == 0, "refused reads are not in flight");
+        nowait_queue_destroy(q);
+        nowait_free(mem);
+        nowait_file_close(f);
+        printf("ok   errors: misaligned direct=on reads refused (-EINVAL)\n");
+    } else {
+        printf("SKIP misaligned direct=on: %s\n", nowait_last_error());
+    }
+
+    /* Options: a wrong size, an unknown option from a newer caller. */
+    struct {
+        struct nowait_queue_options o;
+        uint32_t newer;
+    } big;
+    memset(&big, 0, sizeof big);
+    nowait_queue_options_init(&big.o);
+    big.o.size = sizeof big;
+    CHECK(nowait_queue_create(&big.o, &q) == 0, "newer caller, extra field zero");
+    nowait_queue_destroy(q);
+    big.newer = 1;
+    CHECK(nowait_queue_create(&big.o, &q) == -EINVAL, "newer caller, unknown option set");
+    nowait_queue_options_init(&o);
+    o.size = 2;
+    CHECK(nowait_queue_create(&o, &q) == -EINVAL, "size not set");
+    nowait_queue_options_init(&o);
+    o.depth = NOWAIT_MAX_DEPTH + 1;
+    CHECK(nowait_queue_create(&o, &q) == -EINVAL, "depth too large");
+    nowait_queue_options_init(&o);
+    o.backend = 99;
+    CHECK(nowait_queue_create(&o, &q) == -EINVAL, "bad backend");
+    CHECK(nowait_alloc(4096, 3) == NULL, "alloc with a bad alignment");
+    printf("ok   errors: missing file, directory, full queue, bad arguments\n");
+}
+
+/* The completion fd: an epoll-style loop that never blocks in nowait. */
+static void test_completion_fd(void)
+{
+    struct nowait_queue *q;
+    struct nowait_file *f;
+    REQUIRE(nowait_queue_create(NULL, &q) == 0, "create");
+    REQUIRE(nowait_file_open(path, NOWAIT_DIRECT_AUTO, &f) == 0, "open");
+    int fd = nowait_queue_fd(q);
+    REQUIRE(fd >= 0, "queue fd: %d", fd);
+    CHECK(nowait_queue_fd(q) == fd, "same fd again");
+    enum { N = 32, TOTAL = 2000 };
+    unsigned char *mem = nowait_alloc(N * 4096, 0);
+    uint64_t offs[N];
+    int pushed = 0, done = 0;
+    for (int i = 0; i < N; i++) {
+        offs[i] = (rnd() % (uint64_t)(file_size / 4096)) * 4096;
+        REQUIRE(nowait_push(q, f, mem + i * 4096, 4096, offs[i], (uint64_t)i) == 0, "push");
+        pushed++;
+    }
+    REQUIRE(nowait_submit(q) == 0, "submit");
+    while (done < TOTAL) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int pr = poll(&p, 1, 10000);
+        REQUIRE(pr == 1, "completion fd not readable within 10 s with %d reads in flight",
+                pushed - done);
+        uint64_t cnt;
+        (void)!read(fd, &cnt, sizeof cnt);
+        struct nowait_cqe cqes[8];
+        int n;
+        do {
+            n = nowait_reap(q, cqes, 8, 0, 0);
+            REQUIRE(n >= 0, "reap: %d", n);
+            for (int k = 0; k < n; k++) {
+                uint64_t i = cqes[k].user_data;
+                CHECK(cqes[k].res == 4096, "res");
+                CHECK(memcmp(mem + i * 4096, content + offs[i], 4096) == 0, "data");
+                done++;
+                if (pushed < TOTAL) {
+                    offs[i] = (rnd() % (uint64_t)(file_size / 4096)) * 4096;
+                    REQUIRE(nowait_push(q, f, mem + i * 4096, 4096, offs[i], i) == 0, "push");
+                    pushed++;
+                }
+            }
+        } while (n == 8);
+        REQUIRE(nowait_submit(q) == 0, "submit");
+    }
+    nowait_queue_destroy(q);
+    nowait_free(mem);
+    nowait_file_close(f);
+    printf("ok   completion fd: %d reads served from poll(2)\n", TOTAL);
+}
+
+/* Destroy with reads in flight: it waits for them, so the memory can be
+ * freed right after (ASan/valgrind would see a write after free). */
+static void test_destroy_in_flight(void)
+{
+    for (int round = 0; round < 4; round++) {
+        struct nowait_queue *q;
+        struct nowait_file *f;
+        REQUIRE(nowait_queue_create(NULL, &q) == 0, "create");
+        REQUIRE(nowait_file_open(path, round % 2 ? NOWAIT_DIRECT_AUTO : NOWAIT_DIRECT_OFF, &f) == 0,
+                "open");
+        unsigned char *mem = nowait_alloc(32 * 65536, 0);
+        for (int i = 0; i < 32; i++)
+            REQUIRE(nowait_push(q, f, mem + i * 65536, 65536,
+                                (rnd() % (uint64_t)(file_size / 4096)) * 4096, (uint64_t)i) == 0,
+                    "push");
+        if (round >= 2) nowait_submit(q);
+        nowait_file_close(f); /* reads in flight keep it open */
+        nowait_queue_destroy(q);
+        nowait_free(mem);
+    }
+    printf("ok   destroy with reads in flight\n");
+}
+
+static void test_probe(void)
+{
+    char *s = NULL;
+    REQUIRE(nowait_probe(path, 0, &s) == 0, "probe text");
+    CHECK(strstr(s, "machine:") && strstr(s, "O_DIRECT"), "text report: %s", s);
+    nowait_string_free(s);
+    REQUIRE(nowait_probe(NULL, NOWAIT_PROBE_JSON, &s) == 0, "probe json");
+    CHECK(s[0] == '{' && strstr(s, "\"auto_backend\"") && strstr(s, "\"file\": null"),
+          "json report: %s", s);
+    nowait_string_free(s);
+    CHECK(nowait_probe(dirpath, 0, &s) == -EISDIR, "probe of a directory");
+    CHECK(nowait_probe(NULL, 8, &s) == -EINVAL, "probe bad flags");
+    struct nowait_file *f;
+    REQUIRE(nowait_file_open(path, NOWAIT_DIRECT_AUTO, &f) == 0, "open");
+    REQUIRE(nowait_file_describe(f, &s) == 0, "describe");
+    CHECK(strstr(s, "filesystem:") != NULL, "describe: %s", s);
+    nowait_string_free(s);
+    CHECK(nowait_file_size(f) == file_size, "size");
+    CHECK(nowait_file_fs(f) && nowait_file_fs(f)[0], "fs");
+    nowait_file_close(f);
+    printf("ok   probe (text, JSON), describe, size, fs\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : ".";
+    int quick = getenv("NOWAIT_TEST_QUICK") != NULL;
+    const char *s = getenv("NOWAIT_TEST_SEED");
+    seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    rng_state = seed | 1;
+    alarm(quick ? 1200 : 300); /* watchdog: a hang fails the test */
+    printf("libnowait %s, seed %" PRIu64 " (NOWAIT_TEST_SEED=%" PRIu64 " replays)\n",
+           nowait_version(), seed, seed);
+    make_file(dir);
+    struct nowait_file *f;
+    REQUIRE(nowait_file_open(path, NOWAIT_DIRECT_AUTO, &f) == 0, "open");
+    printf("file on %s, direct=auto opens %s\n", nowait_file_fs(f),
+           nowait_file_is_direct(f) ? "O_DIRECT" : "buffered");
+    nowait_file_close(f);
+
+    struct nowait_queue *q;
+    REQUIRE(nowait_queue_create(NULL, &q) == 0, "create");
+    printf("default backend: %s (%s)\n", nowait_queue_backend(q), nowait_queue_backend_reason(q));
+    nowait_queue_destroy(q);
+
+    test_random_reads(quick, "auto", NOWAIT_BACKEND_AUTO);
+    test_errors();
+    test_completion_fd();
+    test_destroy_in_flight();
+    test_probe();
+
+    /* The fallback: io_uring disabled as seccomp or the sysctl would. */
+    setenv("NOWAIT_DISABLE_URING", "1", 1);
+    REQUIRE(nowait_queue_create(NULL, &q) == 0, "create without io_uring");
+    printf("without io_uring: %s (%s)\n", nowait_queue_backend(q), nowait_queue_backend_reason(q));
+    CHECK(strcmp(nowait_queue_backend(q), "uring") != 0, "io_uring was not skipped");
+    CHECK(strstr(nowait_queue_backend_reason(q), "NOWAIT_DISABLE_URING") != NULL,
+          "reason names the variable: %s", nowait_queue_backend_reason(q));
+    nowait_queue_destroy(q);
+    struct nowait_queue_options o;
+    nowait_queue_options_init(&o);
+    o.backend = NOWAIT_BACKEND_URING;
+    CHECK(nowait_queue_create(&o, &q) == -EOPNOTSUPP, "uring asked for while disabled");
+    test_random_reads(1, "fallback", NOWAIT_BACKEND_AUTO);
+    test_completion_fd();
+    unsetenv("NOWAIT_DISABLE_URING");
+
+    /* Each single backend the machine offers. */
+    static const struct {
+        const char *name;
+        uint32_t kind;
+    } backends[] = {{"pool", NOWAIT_BACKEND_POOL}, {"sync", NOWAIT_BACKEND_SYNC}};
+    for (int b = 0; b < 2; b++) test_random_reads(1, backends[b].name, backends[b].kind);
+
+    close(ref_fd);
+    unlink(path);
+    free(content);
+    if (failures) {
+        fprintf(stderr, "%d checks FAILED (NOWAIT_TEST_SEED=%" PRIu64 " replays)\n", failures, seed);
+        return 1;
+    }
+    printf("all libnowait C tests passed\n");
+    return 0;
+}
