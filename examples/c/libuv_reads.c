@@ -5,11 +5,7 @@
  * flight, each verified against pread(2).
  *
  *   libuv_reads FILE [READS [DEPTH [off|on|auto]]]
- *
- * Known issue (crates/nowait-c/tests/c/repro_direct_fd.c): with O_DIRECT files
- * (auto or on) on io_uring, a run occasionally stops with one read's
- * completion never signalled on the completion fd (the loop then waits
- * forever); buffered files (off) have not shown it.
+
  */
 #define _GNU_SOURCE
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-//! Peer benchmark of the async front end: 32 concurrent tasks doing 4 KiB
+//! Peer benchmark of the async front end: 32 concurrent tasks (`NOWAIT_BENCH_TASKS`) doing 4 KiB
 //! random reads over a cached and an uncached file, side by side:
 //!
 //! * `nowait-ct` / `nowait-mt`: nowait's `read_at(...).await` in tokio's
@@ -34,8 +34,17 @@ use std::time::{Duration, Instant};
 use nowait::sys::{rusage, Who};
 use nowait::{Buf, Direct, Engine, Notifier};
 
-const TASKS: u64 = 32;
 const BS: usize = 4096;
+
+/// Concurrent tasks (`NOWAIT_BENCH_TASKS`, default 32).
+fn tasks() -> u64 {
+    env_u64("NOWAIT_BENCH_TASKS", 32)
+}
+
+/// The engine's depth (per thread; `NOWAIT_BENCH_DEPTH`, default 64).
+fn depth() -> usize {
+    env_u64("NOWAIT_BENCH_DEPTH", 64) as usize
+}
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -87,7 +96,7 @@ fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) 
     // completions through the runtime's reactor (Notifier::Auto).
     let engine = {
         let _in_runtime = rt.enter();
-        let b = Engine::builder().depth(64);
+        let b = Engine::builder().depth(depth());
         let b = if thread {
             b.notifier(Notifier::Thread)
         } else {
@@ -104,7 +113,7 @@ fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) 
     let total = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     rt.block_on(async {
-        let hs: Vec<_> = (0..TASKS)
+        let hs: Vec<_> = (0..tasks())
             .map(|t| {
                 let file = file.clone();
                 let total = total.clone();
@@ -128,9 +137,18 @@ fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) 
             h.await.expect("task");
         }
     });
+    let secs = start.elapsed().as_secs_f64();
+    let s = engine.stats();
+    eprintln!(
+        "  nowait: {} rings, {} reads collected on another thread, {} watchdog reaps, {} reactor/poller wake-ups",
+        s.rings + s.rings_reclaimed as usize,
+        s.foreign_reaps,
+        s.watchdog_reaps,
+        s.poller_wakeups
+    );
     Run {
         reads: total.load(Ordering::Relaxed),
-        secs: start.elapsed().as_secs_f64(),
+        secs,
     }
 }
 
@@ -143,7 +161,7 @@ fn spawn_blocking_run(path: &Path, size: u64, dur: Duration) -> Run {
     let total = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     rt.block_on(async {
-        let hs: Vec<_> = (0..TASKS)
+        let hs: Vec<_> = (0..tasks())
             .map(|t| {
                 let file = file.clone();
                 let total = total.clone();
@@ -186,7 +204,7 @@ fn tokio_uring_run(path: &Path, size: u64, dur: Duration) -> Run {
         let file = Rc::new(tokio_uring::fs::File::open(&path).await.expect("open"));
         let total = Rc::new(std::cell::Cell::new(0u64));
         let start = Instant::now();
-        let hs: Vec<_> = (0..TASKS)
+        let hs: Vec<_> = (0..tasks())
             .map(|t| {
                 let file = file.clone();
                 let total = total.clone();
@@ -277,7 +295,9 @@ fn main() {
         }
     }
     println!(
-        "{TASKS} tasks, {BS}-byte random reads, {secs} s per run; files in {}",
+        "{} tasks, {BS}-byte random reads, {secs} s per run, engine depth {}; files in {}",
+        tasks(),
+        depth(),
         dir.display()
     );
     println!(

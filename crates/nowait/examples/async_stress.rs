@@ -34,6 +34,10 @@ pub struct Report {
     pub dropped: u64,
     /// Reads the engine reclaimed after their future was dropped in flight.
     pub reclaimed: u64,
+    /// Rings the engine built (one per thread that read).
+    pub rings: u64,
+    /// Reads collected on a thread other than the one whose ring they went to.
+    pub foreign: u64,
 }
 
 /// xorshift64*: seeded, reproducible.
@@ -74,7 +78,40 @@ fn verify(offset: u64, size: u64, cap: usize, n: usize, buf: &Buf) {
     }
 }
 
+/// Which executor drives the stress tasks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exec {
+    /// tokio's multi-thread runtime with this many workers.
+    Tokio(usize),
+    /// smol's executor run by this many threads.
+    Smol(usize),
+}
+
+/// Give the executor a turn (tokio's or smol's `yield_now`).
+async fn yield_now(exec: Exec) {
+    match exec {
+        Exec::Tokio(_) => tokio::task::yield_now().await,
+        Exec::Smol(_) => smol::future::yield_now().await,
+    }
+}
+
+/// `fut`'s output, or `None` if `t` passes first.
+async fn timeout<F: Future>(exec: Exec, t: Duration, fut: F) -> Option<F::Output> {
+    match exec {
+        Exec::Tokio(_) => tokio::time::timeout(t, fut).await.ok(),
+        Exec::Smol(_) => {
+            smol::future::or(async { Some(fut.await) }, async {
+                smol::Timer::after(t).await;
+                None
+            })
+            .await
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn task(
+    exec: Exec,
     file: EngineFile,
     size: u64,
     seed: u64,
@@ -127,7 +164,7 @@ async fn task(
                         done = true;
                         break;
                     }
-                    tokio::task::yield_now().await;
+                    yield_now(exec).await;
                 }
                 if !done {
                     drop(fut);
@@ -138,12 +175,12 @@ async fn task(
             5 => {
                 started += 1;
                 let t = Duration::from_micros(rng.below(100));
-                match tokio::time::timeout(t, file.read_at(Buf::new(cap), offset)).await {
-                    Ok((r, buf)) => {
+                match timeout(exec, t, file.read_at(Buf::new(cap), offset)).await {
+                    Some((r, buf)) => {
                         verify(offset, size, cap, r.expect("read failed"), &buf);
                         verified.fetch_add(1, Ordering::Relaxed);
                     }
-                    Err(_) => {
+                    None => {
                         dropped.fetch_add(1, Ordering::Relaxed);
                     }
                 }
@@ -186,15 +223,45 @@ pub fn run(
     seed: u64,
     in_runtime: bool,
 ) -> Report {
+    run_on(
+        Exec::Tokio(2),
+        path,
+        size,
+        reads,
+        tasks,
+        depth,
+        backend,
+        seed,
+        in_runtime,
+    )
+}
+
+/// [`run`] on the executor `exec` (with `Exec::Smol`, `in_runtime` is
+/// ignored: there is no tokio runtime to build the engine in).
+#[allow(clippy::too_many_arguments)]
+pub fn run_on(
+    exec: Exec,
+    path: &Path,
+    size: u64,
+    reads: u64,
+    tasks: u64,
+    depth: usize,
+    backend: BackendChoice,
+    seed: u64,
+    in_runtime: bool,
+) -> Report {
     nowait::pattern::write_file(path, size, |_| {}).expect("write the test file");
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(match exec {
+            Exec::Tokio(n) => n,
+            Exec::Smol(_) => 1,
+        })
         .enable_time()
         .enable_io()
         .build()
         .expect("tokio runtime");
     let engine = {
-        let _in_runtime = in_runtime.then(|| rt.enter());
+        let _in_runtime = (in_runtime && matches!(exec, Exec::Tokio(_))).then(|| rt.enter());
         Engine::builder()
             .depth(depth)
             .backend(backend)
@@ -207,24 +274,51 @@ pub fn run(
     let verified = Arc::new(AtomicU64::new(0));
     let dropped = Arc::new(AtomicU64::new(0));
     let total = Arc::new(AtomicU64::new(0));
-    rt.block_on(async {
-        let mut handles = Vec::new();
-        for t in 0..tasks {
-            let per = reads / tasks + u64::from(t < reads % tasks);
-            handles.push(tokio::spawn(task(
-                file.clone(),
-                size,
-                seed ^ (t + 1).wrapping_mul(0xA24B_AED4_963E_E407),
-                per,
-                verified.clone(),
-                dropped.clone(),
-                total.clone(),
-            )));
+    let make = |t: u64| {
+        let per = reads / tasks + u64::from(t < reads % tasks);
+        task(
+            exec,
+            file.clone(),
+            size,
+            seed ^ (t + 1).wrapping_mul(0xA24B_AED4_963E_E407),
+            per,
+            verified.clone(),
+            dropped.clone(),
+            total.clone(),
+        )
+    };
+    match exec {
+        Exec::Tokio(_) => rt.block_on(async {
+            let handles: Vec<_> = (0..tasks).map(|t| tokio::spawn(make(t))).collect();
+            for h in handles {
+                h.await.expect("stress task panicked");
+            }
+        }),
+        Exec::Smol(threads) => {
+            let ex = Arc::new(smol::Executor::new());
+            let (stop, stopped) = smol::channel::bounded::<()>(1);
+            let runners: Vec<_> = (0..threads)
+                .map(|i| {
+                    let ex = ex.clone();
+                    let stopped = stopped.clone();
+                    std::thread::Builder::new()
+                        .name(format!("smol-{i}"))
+                        .spawn(move || smol::block_on(ex.run(stopped.recv())))
+                        .expect("smol thread")
+                })
+                .collect();
+            let handles: Vec<_> = (0..tasks).map(|t| ex.spawn(make(t))).collect();
+            smol::block_on(async {
+                for h in handles {
+                    h.await;
+                }
+            });
+            drop(stop);
+            for r in runners {
+                let _ = r.join().expect("smol thread panicked");
+            }
         }
-        for h in handles {
-            h.await.expect("stress task panicked");
-        }
-    });
+    }
     drop(rt);
     // Abandoned reads are reclaimed when their completions arrive: wait for
     // the engine to drain, then nothing may be left.
@@ -249,6 +343,8 @@ pub fn run(
         verified: verified.load(Ordering::Relaxed),
         dropped: dropped.load(Ordering::Relaxed),
         reclaimed: s.reclaimed,
+        rings: s.rings as u64 + s.rings_reclaimed,
+        foreign: s.foreign_reaps,
     }
 }
 
@@ -269,14 +365,27 @@ fn main() {
     // NOWAIT_STRESS_REACTOR=1: build the engine inside the runtime (with the
     // `tokio` feature, completions then come through the runtime's reactor).
     let in_runtime = std::env::var_os("NOWAIT_STRESS_REACTOR").is_some_and(|v| v == "1");
+    // NOWAIT_STRESS_EXEC=tokio:N or smol:N: the executor and its threads
+    // (default tokio:2).
+    let exec = match std::env::var("NOWAIT_STRESS_EXEC")
+        .ok()
+        .as_deref()
+        .map(|v| v.split_once(':'))
+    {
+        None => Exec::Tokio(2),
+        Some(Some(("tokio", n))) => Exec::Tokio(n.parse().expect("NOWAIT_STRESS_EXEC=tokio:N")),
+        Some(Some(("smol", n))) => Exec::Smol(n.parse().expect("NOWAIT_STRESS_EXEC=smol:N")),
+        Some(_) => panic!("NOWAIT_STRESS_EXEC must be tokio:N or smol:N"),
+    };
     println!(
-        "async_stress: {reads} reads, seed {seed} (replay with NOWAIT_STRESS_SEED={seed}), engine built {}",
+        "async_stress: {reads} reads on {exec:?}, seed {seed} (replay with NOWAIT_STRESS_SEED={seed}), engine built {}",
         if in_runtime { "inside the runtime" } else { "outside the runtime" }
     );
     let dir = std::env::temp_dir().join(format!("nowait-stress-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("data");
-    let r = run(
+    let r = run_on(
+        exec,
         &path,
         8 << 20,
         reads,

@@ -62,7 +62,9 @@ impl EventFd {
     }
 
     /// Sleep until the counter is non-zero (or `timeout` passes), then clear
-    /// it. Returns true if it was signalled.
+    /// it. Returns true if it was signalled. (The engine's poller uses
+    /// [`wait_any`]; this one is for the tests.)
+    #[cfg(test)]
     pub(crate) fn wait(&self, timeout: Option<Duration>) -> bool {
         // An error (ENOMEM for the poll table) reports "not signalled": the
         // caller's loop decides.
@@ -121,6 +123,47 @@ impl EventFd {
                 // cannot happen on an eventfd we own; report "not signalled"
                 // and let the caller's loop decide.
                 _ => return false,
+            }
+        }
+    }
+}
+
+/// Sleep until any of `fds` is signalled or `timeout` passes (`None`: no
+/// timeout), then clear every one that was signalled. Used by the engine's
+/// poller thread, which watches its control eventfd and the eventfds of the
+/// rings it drives.
+pub(crate) fn wait_any(fds: &[&EventFd], timeout: Option<Duration>) {
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: t.subsec_nanos() as _,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|e| libc::pollfd {
+            fd: e.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `pfds` is a valid array of `pfds.len()` pollfd structs that
+    // outlives the call; `ts_ptr` is null or points at `ts`, alive here.
+    let r = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            ts_ptr,
+            std::ptr::null(),
+        )
+    };
+    // EINTR and the rest: the caller looks at its rings either way, and
+    // every descriptor here is a valid eventfd we own.
+    if r > 0 {
+        for (p, e) in pfds.iter().zip(fds) {
+            if p.revents != 0 {
+                e.clear();
             }
         }
     }

@@ -17,8 +17,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::buf::Buf;
-use crate::engine::{Core, Deferred, EngineFile, Started};
+use crate::engine::{Core, EngineFile};
 use crate::error::Error;
+use crate::ops::{Deferred, Started};
+use crate::registry::thread_key;
+use crate::ring::Ring;
 
 impl EngineFile {
     /// Read up to `buf.capacity()` bytes at `offset`. Resolves to the bytes
@@ -56,6 +59,7 @@ impl EngineFile {
             .collect();
         ReadMany {
             core: self.core().map_err(|_| ()),
+            ring: None,
             file: self.clone(),
             pending,
             ops: Vec::new(),
@@ -82,6 +86,9 @@ enum St {
 #[must_use = "futures do nothing unless polled"]
 pub struct ReadAt {
     core: Option<Arc<Core>>,
+    /// The ring of the thread that first polled it, kept until the read is
+    /// collected (wherever the task runs by then).
+    ring: Option<Arc<Ring>>,
     file: EngineFile,
     offset: u64,
     len: usize,
@@ -102,6 +109,7 @@ impl ReadAt {
     fn new(file: &EngineFile, buf: Buf, offset: u64, len: usize) -> ReadAt {
         ReadAt {
             core: file.core().ok(),
+            ring: None,
             file: file.clone(),
             offset,
             len,
@@ -121,13 +129,36 @@ impl Future for ReadAt {
                 _ => panic!("ReadAt polled after it completed"),
             };
         };
+        let ring = loop {
+            if let Some(ring) = &this.ring {
+                break ring;
+            }
+            match core.ring() {
+                Ok(r) => this.ring = Some(r),
+                Err(e) => {
+                    return match std::mem::replace(&mut this.st, St::Finished) {
+                        St::Idle(buf, _) => Poll::Ready((Err(e.into()), buf)),
+                        _ => panic!("ReadAt polled after it completed"),
+                    };
+                }
+            }
+        };
         let mut d = Deferred::take();
         let out = {
-            let mut st = core.lock();
+            let mut st = ring.lock();
+            if st.retired() {
+                // A shared ring closed since this task looked it up (only a
+                // future that has not started can see this): take this
+                // thread's ring and poll again.
+                drop(st);
+                this.ring = None;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             let idx = match std::mem::replace(&mut this.st, St::Finished) {
                 St::Idle(buf, token) => {
                     let was_idle = st.in_use() == 0;
-                    let defer = core.defers();
+                    let defer = ring.defers();
                     match st.start(
                         &this.file.file,
                         this.offset,
@@ -139,7 +170,7 @@ impl Future for ReadAt {
                         &mut d,
                     ) {
                         Started::Op(idx) => {
-                            core.kick(was_idle);
+                            ring.kick(was_idle);
                             if defer && st.unsubmitted() < SUBMIT_BATCH {
                                 // Leave the read queued and come back after
                                 // the executor has polled the other ready
@@ -180,7 +211,12 @@ impl Future for ReadAt {
                         st.reap(&mut d)
                     };
                     match st.collect(idx, Some(cx.waker()), &mut d) {
-                        Some((r, buf)) => Poll::Ready((r.map_err(io::Error::from), buf)),
+                        Some((r, buf)) => {
+                            if !ring.owned_by(thread_key()) {
+                                st.count_foreign();
+                            }
+                            Poll::Ready((r.map_err(io::Error::from), buf))
+                        }
                         None => match reaped {
                             Ok(()) => {
                                 this.st = St::InFlight(idx);
@@ -207,13 +243,13 @@ impl Future for ReadAt {
 
 impl Drop for ReadAt {
     fn drop(&mut self) {
-        let Some(core) = self.core.as_ref() else {
+        let Some(ring) = self.ring.as_ref() else {
             return;
         };
         let mut d = Deferred::take();
         match std::mem::replace(&mut self.st, St::Finished) {
             St::InFlight(idx) => {
-                let mut st = core.lock();
+                let mut st = ring.lock();
                 st.abandon(idx, &mut d);
                 if st.unsubmitted() > 0 {
                     // The read may still be queued (its first poll defers
@@ -222,7 +258,7 @@ impl Drop for ReadAt {
                     let _ = st.reap(&mut d);
                 }
             }
-            St::Idle(_, Some(token)) => core.lock().leave_line(token, &mut d),
+            St::Idle(_, Some(token)) => ring.lock().leave_line(token, &mut d),
             St::Idle(_, None) | St::Finished => return,
         }
         d.run();
@@ -273,6 +309,8 @@ pub struct ManyItem {
 /// finishes. Dropping it abandons what is still in flight (cancel-safe).
 pub struct ReadMany {
     core: std::result::Result<Arc<Core>, ()>,
+    /// The ring of the thread that first polled it (see [`ReadAt`]).
+    ring: Option<Arc<Ring>>,
     file: EngineFile,
     /// Not started yet: (index, offset, buffer).
     pending: VecDeque<(usize, u64, Buf)>,
@@ -317,7 +355,7 @@ impl ReadMany {
             return Poll::Ready(None);
         }
         let core = match &self.core {
-            Ok(c) => c.clone(),
+            Ok(c) => c,
             Err(()) => {
                 let (index, offset, buf) = self.pending.pop_front().expect("checked non-empty");
                 let result = Err(self.file.closed().into());
@@ -329,9 +367,33 @@ impl ReadMany {
                 }));
             }
         };
+        let ring = match &self.ring {
+            Some(r) => r.clone(),
+            None => match core.ring() {
+                Ok(r) => {
+                    self.ring = Some(r.clone());
+                    r
+                }
+                Err(e) => {
+                    let (index, offset, buf) = self.pending.pop_front().expect("checked non-empty");
+                    return Poll::Ready(Some(ManyItem {
+                        index,
+                        offset,
+                        result: Err(e.into()),
+                        buf,
+                    }));
+                }
+            },
+        };
         let mut d = Deferred::take();
         {
-            let mut st = core.lock();
+            let mut st = ring.lock();
+            if st.retired() {
+                drop(st);
+                self.ring = None;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             let was_idle = st.in_use() == 0;
             let file = &self.file.file;
             // Start as many as there are ops for: one submit for all of them.
@@ -359,7 +421,7 @@ impl ReadMany {
                 }
             }
             if !self.ops.is_empty() {
-                core.kick(was_idle);
+                ring.kick(was_idle);
             }
             let reaped = st.reap(&mut d);
             let mut i = 0;
@@ -403,13 +465,13 @@ impl ReadMany {
 
 impl Drop for ReadMany {
     fn drop(&mut self) {
-        let Ok(core) = &self.core else { return };
+        let Some(ring) = &self.ring else { return };
         if self.ops.is_empty() && self.token.is_none() {
             return;
         }
         let mut d = Deferred::take();
         {
-            let mut st = core.lock();
+            let mut st = ring.lock();
             for (idx, _, _) in self.ops.drain(..) {
                 st.abandon(idx, &mut d);
             }

@@ -77,18 +77,26 @@ mod eventfd;
 pub mod fastpath;
 mod file;
 mod future;
+mod notify;
+mod ops;
 pub mod pattern;
+mod poller;
 pub mod probe;
 mod queue;
 #[cfg(feature = "tokio")]
 mod reactor;
+mod registry;
+mod ring;
+mod stats;
 pub mod sys;
 
 pub use backend::uring::IoPoll;
 pub use backend::{BackendChoice, BackendKind, BackendStats, MAX_READ};
 pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
-pub use engine::{Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode};
+pub use engine::{
+    Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
+};
 pub use error::{Error, Result};
 pub use fastpath::{FastPathOff, FastPathState, FastPathStats, NowaitMode};
 pub use file::{DioAlignment, Direct, File, FileKind};

@@ -1,6 +1,6 @@
 //! Completions through tokio's own reactor (feature `tokio`).
 //!
-//! The engine's completion eventfd is registered with the runtime's I/O
+//! A ring's completion eventfd is registered with the runtime's I/O
 //! driver (`AsyncFd`, edge-triggered epoll) and one task awaits it. When the
 //! kernel posts completions, the runtime thread sleeping in `epoll_wait` is
 //! the one that wakes: it runs this task, which reaps and wakes the reading
@@ -9,8 +9,11 @@
 //! a wake-up and then the runtime thread another.
 //!
 //! If the runtime drops the task (shutdown) or refuses the registration, the
-//! engine's watchdog thread becomes the poller ([`Core::reactor_lost`]), so
+//! engine's poller thread takes the ring over ([`Drive::reactor_lost`]), so
 //! reads still finish wherever their futures are polled.
+//!
+//! This module knows nothing of the engine: it drives anything that
+//! implements the narrow [`Drive`] interface (a ring does).
 //!
 //! Registering a raw descriptor with the runtime is `unsafe` (tokio cannot
 //! know that it stays open); this is the one block here.
@@ -22,8 +25,16 @@ use std::sync::{Arc, Weak};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-use crate::engine::Core;
 use crate::eventfd::EventFd;
+
+/// What the reactor task drives: reap what is ready and wake its tasks, and
+/// hear that the task is gone.
+pub(crate) trait Drive: Send + Sync + 'static {
+    /// The eventfd fired: reap everything ready and wake its tasks.
+    fn drive(&self);
+    /// The reactor task ended while the target is alive (runtime shutdown).
+    fn reactor_lost(&self);
+}
 
 /// The eventfd as tokio sees it; the engine's core keeps its own handle.
 struct Fd(Arc<EventFd>);
@@ -34,11 +45,11 @@ impl AsRawFd for Fd {
     }
 }
 
-/// Hands the poller's job back to the watchdog thread when the reactor task
+/// Hands the ring back to the engine's poller thread when the reactor task
 /// ends while the engine is still alive.
-struct Fallback(Weak<Core>);
+struct Fallback<D: Drive>(Weak<D>);
 
-impl Drop for Fallback {
+impl<D: Drive> Drop for Fallback<D> {
     fn drop(&mut self) {
         if let Some(core) = self.0.upgrade() {
             core.reactor_lost();
@@ -87,9 +98,9 @@ pub(crate) fn register(
     }
 }
 
-/// Spawn the reactor task. It holds the engine only weakly and ends when the
-/// engine's core is dropped (whose `Drop` signals the eventfd).
-pub(crate) fn spawn(reg: Registered, core: Weak<Core>) {
+/// Spawn the reactor task. It holds its target only weakly and ends when the
+/// target is dropped (whose `Drop` signals the eventfd).
+pub(crate) fn spawn<D: Drive>(reg: Registered, core: Weak<D>) {
     let Registered { rt, afd, efd } = reg;
     let fallback = Fallback(core.clone());
     // Dropping the JoinHandle detaches the task.
@@ -105,7 +116,7 @@ pub(crate) fn spawn(reg: Registered, core: Weak<Core>) {
             ready.clear_ready();
             let Some(core) = core.upgrade() else { return };
             core.drive();
-            // If this was the last handle, the core (and its queue, which
+            // If this was the last handle, the target (and its queue, which
             // waits for the kernel) is dropped here, on the runtime thread.
             drop(core);
         }

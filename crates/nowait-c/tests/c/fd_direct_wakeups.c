@@ -1,17 +1,19 @@
 /*
- * Reproduces a lost completion-fd wake-up (not run by CI; `make
- * repro-direct-fd`). A poll(2) loop keeps 32 random 4 KiB reads in flight,
- * 5000 in all, and follows the fd protocol of nowait_queue_fd(): when the
- * fd is readable, read its counter, reap with min 0 until fewer than max
- * come back, push the next reads, submit. On an O_DIRECT file (direct=2,
- * auto, on ext4) with the uring backend, about one run in ten stops near
- * the end (no more pushes to kick the ring) with reads done but never
- * signalled: poll times out with 1 to 9 reads in flight, the eventfd count
- * is 0, the ring's fdinfo shows CqTail < SqTail, and a nowait_reap with
- * min 1 then returns at once (the completion was there to be run). With
- * buffered reads (direct=0) it has not happened in 40 runs.
+ * Regression test: no completion-fd wake-up is lost with O_DIRECT reads
+ * (`make fd-direct-wakeups`, part of `make check`). A poll(2) loop keeps 32
+ * random 4 KiB reads in flight, 5000 in all, and follows the fd protocol of
+ * nowait_queue_fd(): when the fd is readable, read its counter, reap with
+ * min 0 until fewer than max come back, push the next reads, submit.
  *
- *   repro_direct_fd FILE DIRECT(0|1|2)     exit 3 = stuck
+ * What broke: on an io_uring ring set up with DEFER_TASKRUN, a direct read's
+ * completion waits as task work until the owner enters the ring, the kernel
+ * runs a bounded batch of it per enter, and what a batch leaves is not
+ * signalled again. About one run in ten stopped near the end with reads
+ * done but never signalled (poll timed out with 1 to 9 reads in flight, the
+ * ring's CqTail behind its SqTail). The queue now rebuilds such a ring
+ * without DEFER_TASKRUN when the completion fd is asked for.
+ *
+ *   fd_direct_wakeups FILE DIRECT(0|1|2)     exit 3 = a lost wake-up
  */
 #define _GNU_SOURCE
 #include <poll.h>

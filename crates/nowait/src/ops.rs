@@ -1,0 +1,408 @@
+//! One ring's op table: a state per read the ring owns (the op index is the
+//! read's `user_data`), the wait line for a free op, and how results are
+//! filed, collected and abandoned — all under the ring's lock, with wakers
+//! run only after it is released ([`Deferred`]).
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::task::Waker;
+
+use crate::buf::Buf;
+use crate::error::{Error, Result};
+use crate::file::File;
+use crate::queue::{Completion, Queue, Read};
+use crate::stats::EngineStats;
+
+/// The state of one op (one read owned by the ring).
+enum Op {
+    Free,
+    /// In the queue; wake this waker when it finishes.
+    InFlight(Option<Waker>),
+    /// Finished; waiting for its future to collect it.
+    Done(Result<usize>, Buf),
+    /// Its future was dropped while it was in flight: reclaim at completion.
+    Abandoned,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counters {
+    reclaimed: u64,
+    delivered: u64,
+    poller_wakeups: u64,
+    watchdog_reaps: u64,
+    op_waits: u64,
+    foreign_reaps: u64,
+}
+
+/// A ring's queue and op table, behind the ring's lock.
+pub(crate) struct State {
+    queue: Queue,
+    ops: Vec<Op>,
+    free: Vec<u32>,
+    /// Tasks waiting for a free op, oldest first, by token.
+    slot_waiters: VecDeque<(u64, Waker)>,
+    /// Ops released to a waiter that has not polled yet: (token, op).
+    grants: Vec<(u64, u32)>,
+    next_token: u64,
+    /// Reads pushed since the last reap: queued, not yet handed to the
+    /// backend. Their futures rescheduled themselves and submit them on
+    /// their next poll (or whoever reaps first does).
+    unsubmitted: usize,
+    out: Vec<Completion>,
+    /// Calls of [`State::reap`] so far (the watchdog's sign of life).
+    reaps: u64,
+    /// The ring was closed (its thread exited, nothing was in flight): a
+    /// future that finds this takes its thread's ring instead.
+    retired: bool,
+    stats: Counters,
+}
+
+/// What a future asked the ring to start.
+pub(crate) enum Started {
+    /// In flight as this op.
+    Op(u32),
+    /// Refused before reaching the kernel; the buffer comes back.
+    Refused(Error, Buf),
+    /// Every op is in use; the caller is queued under this token.
+    Wait(Buf, u64),
+}
+
+impl State {
+    /// The op table for `queue`: one op per queue slot, all free.
+    pub(crate) fn new(queue: Queue) -> State {
+        let depth = queue.depth();
+        let mut ops = Vec::with_capacity(depth);
+        ops.resize_with(depth, || Op::Free);
+        State {
+            queue,
+            ops,
+            free: (0..depth as u32).rev().collect(),
+            slot_waiters: VecDeque::new(),
+            grants: Vec::new(),
+            next_token: 0,
+            unsubmitted: 0,
+            out: Vec::with_capacity(depth),
+            reaps: 0,
+            retired: false,
+            stats: Counters::default(),
+        }
+    }
+
+    /// Calls of [`State::reap`] so far (the watchdog's sign of life).
+    pub(crate) fn reaps(&self) -> u64 {
+        self.reaps
+    }
+
+    /// The watchdog reaped (nobody else had for a whole tick).
+    pub(crate) fn count_watchdog_reap(&mut self) {
+        self.stats.watchdog_reaps += 1;
+    }
+
+    /// A reactor task or the poller thread woke up to reap.
+    pub(crate) fn count_poller_wakeup(&mut self) {
+        self.stats.poller_wakeups += 1;
+    }
+
+    /// A buffer from the queue's registered pool, if it has a free one.
+    pub(crate) fn take_buf(&mut self) -> Option<Buf> {
+        self.queue.take_buf()
+    }
+
+    /// Return a buffer to the queue's pool (dropped if it does not fit).
+    pub(crate) fn give_buf(&mut self, buf: Buf) {
+        self.queue.give_buf(buf);
+    }
+
+    /// Ops in use: in flight, done but not collected, or abandoned.
+    pub(crate) fn in_use(&self) -> usize {
+        self.ops.len() - self.free.len() - self.grants.len()
+    }
+
+    /// Whether the ring was closed (see [`State::retire`]).
+    pub(crate) fn retired(&self) -> bool {
+        self.retired
+    }
+
+    /// Close the ring for new reads if nothing is in use; says whether it
+    /// is closed (`Ring::retire` keeps its lock-free flag in step).
+    pub(crate) fn retire(&mut self) -> bool {
+        if self.in_use() == 0 && self.slot_waiters.is_empty() && self.grants.is_empty() {
+            self.retired = true;
+        }
+        self.retired
+    }
+
+    /// This ring's counters (`rings` is 1).
+    pub(crate) fn stats(&self) -> EngineStats {
+        EngineStats {
+            in_flight: self.in_use(),
+            abandoned: self
+                .ops
+                .iter()
+                .filter(|o| matches!(o, Op::Abandoned))
+                .count(),
+            reclaimed: self.stats.reclaimed,
+            delivered: self.stats.delivered,
+            poller_wakeups: self.stats.poller_wakeups,
+            watchdog_reaps: self.stats.watchdog_reaps,
+            op_waits: self.stats.op_waits,
+            rings: 1,
+            rings_reclaimed: 0,
+            foreign_reaps: self.stats.foreign_reaps,
+            queue: self.queue.stats(),
+        }
+    }
+
+    /// Count a read collected on a thread other than its ring's.
+    pub(crate) fn count_foreign(&mut self) {
+        self.stats.foreign_reaps += 1;
+    }
+
+    /// Start a read of `len` bytes at `offset` into `buf`, whose completion
+    /// wakes `waker`. `token` is the caller's place in the wait line, if it
+    /// has one.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start(
+        &mut self,
+        file: &File,
+        offset: u64,
+        len: usize,
+        buf: Buf,
+        waker: &Waker,
+        token: Option<u64>,
+        wake_on_done: bool,
+        d: &mut Deferred,
+    ) -> Started {
+        let idx = match token {
+            // Waiting in line: go ahead only once an op has been granted.
+            Some(t) => match self.grants.iter().position(|(gt, _)| *gt == t) {
+                Some(pos) => Some(self.grants.swap_remove(pos).1),
+                None => None,
+            },
+            // A newcomer does not overtake tasks already waiting.
+            None if self.slot_waiters.is_empty() => self.free.pop(),
+            None => None,
+        };
+        let Some(idx) = idx else {
+            let t = match token {
+                Some(t) => t,
+                None => {
+                    self.stats.op_waits += 1;
+                    self.next_token += 1;
+                    self.next_token
+                }
+            };
+            match self.slot_waiters.iter_mut().find(|(wt, _)| *wt == t) {
+                Some((_, w)) => {
+                    if !w.will_wake(waker) {
+                        d.discard.push(std::mem::replace(w, waker.clone()));
+                    }
+                }
+                None => self.slot_waiters.push_back((t, waker.clone())),
+            }
+            return Started::Wait(buf, t);
+        };
+        match self.queue.push(Read {
+            file,
+            offset,
+            len,
+            buf,
+            user_data: idx as u64,
+        }) {
+            Ok(()) => {
+                self.unsubmitted += 1;
+                self.ops[idx as usize] = Op::InFlight(wake_on_done.then(|| waker.clone()));
+                Started::Op(idx)
+            }
+            Err(rejected) => {
+                self.release(idx, d);
+                Started::Refused(rejected.error, rejected.buf)
+            }
+        }
+    }
+
+    /// A future waiting in line under `token` was dropped: leave the line,
+    /// passing on an op that was already granted to it.
+    pub(crate) fn leave_line(&mut self, token: u64, d: &mut Deferred) {
+        if let Some(pos) = self.grants.iter().position(|(t, _)| *t == token) {
+            let (_, idx) = self.grants.swap_remove(pos);
+            self.release(idx, d);
+        } else if let Some(pos) = self.slot_waiters.iter().position(|(t, _)| *t == token) {
+            if let Some((_, w)) = self.slot_waiters.remove(pos) {
+                d.discard.push(w);
+            }
+        }
+    }
+
+    /// Submit what is queued and collect what is done, without waiting;
+    /// file every result in its op and queue the wakers to run.
+    pub(crate) fn reap(&mut self, d: &mut Deferred) -> Result<()> {
+        let mut out = std::mem::take(&mut self.out);
+        let mut r = Ok(());
+        self.unsubmitted = 0;
+        self.reaps += 1;
+        loop {
+            // Processing results may re-issue reads (the rest of a short
+            // read, an EINTR/EAGAIN retry); the queue pushes them but hands
+            // them to the backend only at its next submit or reap. Reap
+            // again until nothing was re-issued, or a re-issued read could
+            // sit unsubmitted while every task is parked (regression:
+            // short_read_at_eof_and_read_exact_at_eof_error hung on `pool`).
+            let before = retries(&self.queue);
+            if let Err(e) = self.queue.reap(0, None, &mut out) {
+                r = Err(e);
+                break;
+            }
+            if retries(&self.queue) == before {
+                break;
+            }
+        }
+        for c in out.drain(..) {
+            self.file_result(c, d);
+        }
+        self.out = out;
+        r
+    }
+
+    fn file_result(&mut self, c: Completion, d: &mut Deferred) {
+        let idx = c.user_data as usize;
+        match std::mem::replace(&mut self.ops[idx], Op::Free) {
+            Op::InFlight(w) => {
+                self.ops[idx] = Op::Done(c.result, c.buf);
+                if let Some(w) = w {
+                    d.wake.push(w);
+                }
+            }
+            Op::Abandoned => {
+                // The kernel is done with the buffer: only now may it go.
+                drop(c.buf);
+                self.stats.reclaimed += 1;
+                self.release(idx as u32, d);
+            }
+            Op::Free | Op::Done(..) => {
+                unreachable!("completion for op {idx} that is not in flight")
+            }
+        }
+    }
+
+    /// Reads pushed and not yet handed to the backend (see [`State::reap`]).
+    pub(crate) fn unsubmitted(&self) -> usize {
+        self.unsubmitted
+    }
+
+    /// Whether op `idx` has finished and waits to be collected.
+    pub(crate) fn is_done(&self, idx: u32) -> bool {
+        matches!(self.ops[idx as usize], Op::Done(..))
+    }
+
+    /// If op `idx` is done, collect it (freeing the op); otherwise make sure
+    /// its completion wakes `waker`.
+    pub(crate) fn collect(
+        &mut self,
+        idx: u32,
+        waker: Option<&Waker>,
+        d: &mut Deferred,
+    ) -> Option<(Result<usize>, Buf)> {
+        let op = &mut self.ops[idx as usize];
+        match op {
+            Op::Done(..) => {
+                let Op::Done(r, buf) = std::mem::replace(op, Op::Free) else {
+                    unreachable!()
+                };
+                self.stats.delivered += 1;
+                self.release(idx, d);
+                Some((r, buf))
+            }
+            Op::InFlight(w) => {
+                if let Some(new) = waker {
+                    match w {
+                        Some(old) if old.will_wake(new) => {}
+                        _ => {
+                            if let Some(old) = w.replace(new.clone()) {
+                                d.discard.push(old);
+                            }
+                        }
+                    }
+                }
+                None
+            }
+            Op::Free | Op::Abandoned => unreachable!("op {idx} collected twice"),
+        }
+    }
+
+    /// The future owning op `idx` was dropped: give up on it without ever
+    /// releasing its buffer before the kernel is done.
+    pub(crate) fn abandon(&mut self, idx: u32, d: &mut Deferred) {
+        let op = &mut self.ops[idx as usize];
+        match std::mem::replace(op, Op::Abandoned) {
+            Op::InFlight(w) => {
+                if let Some(w) = w {
+                    d.discard.push(w);
+                }
+            }
+            Op::Done(_, buf) => {
+                // Already finished: the queue handed the buffer back, so
+                // nothing can write to it any more.
+                *op = Op::Free;
+                drop(buf);
+                self.release(idx, d);
+            }
+            Op::Free | Op::Abandoned => unreachable!("op {idx} abandoned twice"),
+        }
+    }
+
+    /// Op `idx` is free again: grant it to the first waiter in line (like a
+    /// semaphore permit), or put it back on the free list.
+    fn release(&mut self, idx: u32, d: &mut Deferred) {
+        match self.slot_waiters.pop_front() {
+            Some((t, w)) => {
+                self.grants.push((t, idx));
+                d.wake.push(w);
+            }
+            None => self.free.push(idx),
+        }
+    }
+}
+
+/// Reads the queue has re-issued so far.
+fn retries(q: &Queue) -> u64 {
+    let s = q.stats();
+    s.short_retries + s.eintr_retries
+}
+
+/// Wakers to run, and wakers to drop, once the lock is released: a waker
+/// may run arbitrary executor code (even drop a task holding one of our
+/// futures), which must never happen under a ring's lock.
+#[derive(Default)]
+pub(crate) struct Deferred {
+    pub(crate) wake: Vec<Waker>,
+    pub(crate) discard: Vec<Waker>,
+}
+
+thread_local! {
+    static SCRATCH: Cell<Deferred> = Cell::new(Deferred::default());
+}
+
+impl Deferred {
+    /// This thread's scratch lists (kept between calls: no allocation per read).
+    pub(crate) fn take() -> Deferred {
+        SCRATCH.try_with(Cell::take).unwrap_or_default()
+    }
+
+    /// Run and drop everything, then keep the lists for the next call.
+    /// Call only with no ring lock held.
+    pub(crate) fn run(mut self) {
+        for w in self.wake.drain(..) {
+            w.wake();
+        }
+        self.discard.clear();
+        let _ = SCRATCH.try_with(|c| {
+            let cur = c.take();
+            c.set(if cur.wake.capacity() > self.wake.capacity() {
+                cur
+            } else {
+                self
+            });
+        });
+    }
+}

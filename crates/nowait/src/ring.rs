@@ -1,0 +1,316 @@
+//! One ring: a [`crate::Queue`] owned by the thread that first read through
+//! it, with its op table ([`crate::ops`]), and how its completions are
+//! noticed while every task is parked (its own eventfd, watched by the tokio
+//! reactor or the engine's poller thread).
+//!
+//! A ring is locked by its own [`Mutex`], not the engine's: the thread that
+//! owns it is the only one that takes the lock on the common path (its tasks'
+//! polls), so the lock is uncontended; other threads take it only for a task
+//! that migrated while its read was in flight, a dropped future, the reactor
+//! task (which tokio may run on any worker) or the poller thread. Rings are
+//! built without `SINGLE_ISSUER` for exactly those cases: see docs/ASYNC.md.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::backend::BackendKind;
+use crate::error::{Error, Result};
+use crate::eventfd::EventFd;
+use crate::notify::{Notifier, Poke, PollerMode, TICK};
+use crate::ops::{Deferred, State};
+use crate::queue::{BackendReport, QueueBuilder};
+use crate::stats::RingReport;
+
+/// What every ring of an engine is built from.
+#[derive(Debug, Clone)]
+pub(crate) struct RingConfig {
+    /// The queue settings (`single_issuer(false)` already applied).
+    pub(crate) queue: QueueBuilder,
+    pub(crate) notifier: Notifier,
+    /// The runtime the engine was built in, for threads outside any runtime
+    /// (with [`Notifier::Auto`]).
+    #[cfg(feature = "tokio")]
+    pub(crate) build_rt: Option<tokio::runtime::Handle>,
+}
+
+/// One thread's ring.
+pub(crate) struct Ring {
+    state: Mutex<State>,
+    report: BackendReport,
+    depth: usize,
+    mode: PollerMode,
+    reason: String,
+    /// Signalled by the backend for every completion (none: `sync`, or a
+    /// backend that cannot signal).
+    efd: Option<Arc<EventFd>>,
+    /// A reactor task watches `efd`; cleared if the runtime drops it, which
+    /// hands the ring to the poller thread.
+    reactor_alive: AtomicBool,
+    /// The thread it was built for has exited.
+    owner_gone: AtomicBool,
+    /// Mirrors `State::retired` for lock-free lookups.
+    retired: AtomicBool,
+    poke: Arc<Poke>,
+    thread: Mutex<String>,
+    /// The key (`registry::thread_key`) of the thread it was built for.
+    owner: AtomicU64,
+    /// `State::reaps` at the poller's last look (only the poller uses it).
+    watch_mark: AtomicU64,
+}
+
+impl Ring {
+    /// Build a ring for the calling thread (`thread` names it).
+    pub(crate) fn build(cfg: &RingConfig, poke: &Arc<Poke>, thread: String) -> Result<Arc<Ring>> {
+        let mut queue = cfg.queue.clone().build()?;
+        let depth = queue.depth();
+        let report = queue.backend().clone();
+        #[cfg(feature = "tokio")]
+        let mut registered = None;
+        let (efd, mode, reason) = if report.kind == BackendKind::Sync {
+            (
+                None,
+                PollerMode::None,
+                "sync completes every read inside the future's poll".to_string(),
+            )
+        } else {
+            let efd = Arc::new(EventFd::new().map_err(|source| Error::Kernel {
+                what: "eventfd (the async front end's completion notification)",
+                source,
+            })?);
+            if !queue.register_notify(efd.raw_fd()) {
+                (
+                    None,
+                    PollerMode::Ticking,
+                    format!(
+                        "the {} backend cannot signal an eventfd: the poller thread looks every {TICK:?} while reads are in flight",
+                        report.kind
+                    ),
+                )
+            } else {
+                let thread = |why: &str| {
+                    (
+                        PollerMode::Notified,
+                        format!("the engine's poller thread sleeps on the ring's eventfd ({why})"),
+                    )
+                };
+                #[cfg(feature = "tokio")]
+                let rt = match &cfg.notifier {
+                    Notifier::Tokio(h) => Some(h.clone()),
+                    Notifier::Auto => tokio::runtime::Handle::try_current()
+                        .ok()
+                        .or_else(|| cfg.build_rt.clone()),
+                    Notifier::Thread => None,
+                };
+                #[cfg(feature = "tokio")]
+                let (mode, why) = match (rt, &cfg.notifier) {
+                    (Some(rt), _) => match crate::reactor::register(&rt, &efd) {
+                        Ok(r) => {
+                            registered = Some(r);
+                            (
+                                PollerMode::Reactor,
+                                "the tokio runtime's reactor watches the ring's eventfd; the poller thread steps in only if it stalls".to_string(),
+                            )
+                        }
+                        Err(why) => thread(&why),
+                    },
+                    (None, Notifier::Thread) => thread("asked for"),
+                    (None, _) => thread("the thread is outside any tokio runtime"),
+                };
+                #[cfg(not(feature = "tokio"))]
+                let (mode, why) = match &cfg.notifier {
+                    Notifier::Thread => thread("asked for"),
+                    Notifier::Auto => thread("nowait is built without its `tokio` feature"),
+                };
+                (Some(efd), mode, why)
+            }
+        };
+        let state = State::new(queue);
+        let ring = Arc::new(Ring {
+            state: Mutex::new(state),
+            report,
+            depth,
+            mode,
+            reason,
+            efd,
+            reactor_alive: AtomicBool::new(mode == PollerMode::Reactor),
+            owner_gone: AtomicBool::new(false),
+            retired: AtomicBool::new(false),
+            poke: poke.clone(),
+            thread: Mutex::new(thread),
+            owner: AtomicU64::new(0),
+            watch_mark: AtomicU64::new(0),
+        });
+        #[cfg(feature = "tokio")]
+        if let Some(r) = registered {
+            crate::reactor::spawn(r, Arc::downgrade(&ring));
+        }
+        Ok(ring)
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic under the lock cannot leave a buffer handed out early
+        // (buffers only leave the queue through `take`), so keep going.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn report(&self) -> &BackendReport {
+        &self.report
+    }
+
+    pub(crate) fn depth(&self) -> usize {
+        self.depth
+    }
+
+    pub(crate) fn mode(&self) -> PollerMode {
+        self.mode
+    }
+
+    pub(crate) fn reason(&self) -> &str {
+        &self.reason
+    }
+
+    pub(crate) fn ring_report(&self) -> RingReport {
+        RingReport {
+            thread: self
+                .thread
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            backend: self.report.clone(),
+            poller: self.mode,
+            poller_reason: self.reason.clone(),
+            owner_gone: self.owner_gone(),
+        }
+    }
+
+    pub(crate) fn set_thread(&self, name: String) {
+        *self.thread.lock().unwrap_or_else(|e| e.into_inner()) = name;
+    }
+
+    /// Whether a newly pushed read may wait for its future's next poll to be
+    /// submitted (batched with other tasks' reads). `sync` does the read
+    /// itself at submission, so there is nothing to batch.
+    pub(crate) fn defers(&self) -> bool {
+        self.mode != PollerMode::None
+    }
+
+    /// Called after starting an op: if the ring was idle, make sure the
+    /// poller thread is ticking (it may sleep without a timeout).
+    pub(crate) fn kick(&self, was_idle: bool) {
+        if was_idle && self.mode != PollerMode::None {
+            self.poke.kick();
+        }
+    }
+
+    pub(crate) fn set_owner(&self, key: u64) {
+        self.owner.store(key, Ordering::Relaxed);
+    }
+
+    /// Whether `key` names the thread this ring was built for.
+    pub(crate) fn owned_by(&self, key: u64) -> bool {
+        self.owner.load(Ordering::Relaxed) == key
+    }
+
+    /// The ring's thread exited.
+    pub(crate) fn set_owner_gone(&self) {
+        self.owner_gone.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the ring was closed (its thread exited, nothing in flight).
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
+    }
+
+    /// Close the ring for new reads if nothing of it is in use; says
+    /// whether it is closed.
+    pub(crate) fn retire(&self) -> bool {
+        let mut st = self.lock();
+        if st.retire() {
+            self.retired.store(true, Ordering::SeqCst);
+            true
+        } else {
+            false
+        }
+    }
+
+    pub(crate) fn owner_gone(&self) -> bool {
+        self.owner_gone.load(Ordering::SeqCst)
+    }
+
+    /// Whether the poller thread reaps this ring when it is busy (rather
+    /// than only watching that somebody else does): no live reactor task.
+    pub(crate) fn poller_drives(&self) -> bool {
+        match self.mode {
+            PollerMode::None => false,
+            PollerMode::Reactor => !self.reactor_alive.load(Ordering::SeqCst),
+            PollerMode::Notified | PollerMode::Ticking => true,
+        }
+    }
+
+    /// The eventfd the poller should sleep on for this ring, if it drives it.
+    pub(crate) fn poller_fd(&self) -> Option<&Arc<EventFd>> {
+        self.efd.as_ref().filter(|_| self.poller_drives())
+    }
+
+    /// Whether only ticking can notice this ring's completions.
+    pub(crate) fn ticks(&self) -> bool {
+        self.mode == PollerMode::Ticking
+    }
+
+    /// The watchdog's look at a ring with a live reactor: reap if nobody
+    /// has since the last look.
+    pub(crate) fn busy(&self) -> bool {
+        self.lock().in_use() > 0
+    }
+
+    pub(crate) fn watch(&self) {
+        let mut d = Deferred::take();
+        {
+            let mut st = self.lock();
+            if st.in_use() > 0 && st.reaps() == self.watch_mark.load(Ordering::Relaxed) {
+                st.count_watchdog_reap();
+                let _ = st.reap(&mut d);
+            }
+            self.watch_mark.store(st.reaps(), Ordering::Relaxed);
+        }
+        d.run();
+    }
+
+    /// Reap everything ready and wake its tasks: what the poller thread and
+    /// the reactor task do when the eventfd fires.
+    pub(crate) fn drive_now(&self) {
+        let mut d = Deferred::take();
+        {
+            let mut st = self.lock();
+            st.count_poller_wakeup();
+            // A failed io_uring_enter consumes nothing; the next wake-up (or
+            // a future's own poll) tries again.
+            let _ = st.reap(&mut d);
+        }
+        d.run();
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl crate::reactor::Drive for Ring {
+    fn drive(&self) {
+        self.drive_now();
+    }
+
+    fn reactor_lost(&self) {
+        self.reactor_alive.store(false, Ordering::SeqCst);
+        self.poke.signal();
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        // Let a reactor task waiting on the eventfd see the ring gone.
+        if let Some(e) = &self.efd {
+            e.signal();
+        }
+        // Dropping the state drops the queue, whose Drop waits for every
+        // completion the kernel still owes (abandoned reads included)
+        // before any buffer is freed.
+    }
+}

@@ -1,0 +1,96 @@
+//! What an engine reports: its counters ([`EngineStats`], summed over its
+//! rings) and each ring's report ([`RingReport`]).
+
+use crate::notify::PollerMode;
+use crate::queue::{BackendReport, QueueStats};
+
+/// Counters of an engine (summed over its rings, including reclaimed ones).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Ops in use right now: in flight, finished but not yet collected by
+    /// their future, or abandoned and waiting for the kernel.
+    pub in_flight: usize,
+    /// Of those, abandoned by a dropped future and owed by the kernel.
+    pub abandoned: usize,
+    /// Reads whose future was dropped while in flight and whose buffer was
+    /// reclaimed when the completion arrived.
+    pub reclaimed: u64,
+    /// Reads handed to their futures.
+    pub delivered: u64,
+    /// Times the poller thread (or, with [`PollerMode::Reactor`], a reactor
+    /// task) woke up and reaped a ring.
+    pub poller_wakeups: u64,
+    /// With [`PollerMode::Reactor`]: times the poller thread found that
+    /// nobody had reaped a ring for a whole tick while reads were in flight,
+    /// and reaped it.
+    pub watchdog_reaps: u64,
+    /// Tasks that had to wait for a free op.
+    pub op_waits: u64,
+    /// Rings alive now (one per thread that has read, up to the cap).
+    pub rings: usize,
+    /// Rings of exited threads that were closed and freed.
+    pub rings_reclaimed: u64,
+    /// Reads completed by a thread other than the one whose ring they were
+    /// submitted to (a task that migrated, a reactor task on another worker,
+    /// the poller thread).
+    pub foreign_reaps: u64,
+    /// The queues' own counters (pushes, retries, system calls).
+    pub queue: QueueStats,
+}
+
+impl EngineStats {
+    /// Add `o` into `self` (the queue counters field by field).
+    pub(crate) fn add(&mut self, o: &EngineStats) {
+        self.in_flight += o.in_flight;
+        self.abandoned += o.abandoned;
+        self.reclaimed += o.reclaimed;
+        self.delivered += o.delivered;
+        self.poller_wakeups += o.poller_wakeups;
+        self.watchdog_reaps += o.watchdog_reaps;
+        self.op_waits += o.op_waits;
+        self.rings += o.rings;
+        self.rings_reclaimed += o.rings_reclaimed;
+        self.foreign_reaps += o.foreign_reaps;
+        let (q, p) = (&mut self.queue, &o.queue);
+        q.pushed += p.pushed;
+        q.completed += p.completed;
+        q.errors += p.errors;
+        q.short_retries += p.short_retries;
+        q.eintr_retries += p.eintr_retries;
+        q.bounced += p.bounced;
+        q.syscalls += p.syscalls;
+        q.fixed_reads += p.fixed_reads;
+        q.polled += p.polled;
+        q.poll_fallbacks += p.poll_fallbacks;
+        q.spin_reaped += p.spin_reaped;
+        q.small_fast += p.small_fast;
+        q.inline += p.inline;
+        let (f, g) = (&mut q.fast_path, &p.fast_path);
+        f.tries += g.tries;
+        f.inline_hits += g.inline_hits;
+        f.partial_hits += g.partial_hits;
+        f.misses += g.misses;
+        f.refused += g.refused;
+        f.skipped += g.skipped;
+        f.reprobes += g.reprobes;
+        f.offloads += g.offloads;
+        f.worker_reads += g.worker_reads;
+        f.wakeups += g.wakeups;
+    }
+}
+
+/// What one ring is and why (see [`crate::Engine::rings`]).
+#[derive(Debug, Clone)]
+pub struct RingReport {
+    /// The thread it was built for (its name, or its id if unnamed).
+    pub thread: String,
+    /// The backend its queue got, and why (a thread whose io_uring setup is
+    /// refused gets the next backend of the ladder).
+    pub backend: BackendReport,
+    /// Who reaps it while its tasks are parked.
+    pub poller: PollerMode,
+    /// Why.
+    pub poller_reason: String,
+    /// The thread has exited; the ring is closed once its reads are done.
+    pub owner_gone: bool,
+}
