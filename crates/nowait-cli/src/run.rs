@@ -125,26 +125,18 @@ pub struct Driven<R> {
     pub reads: Vec<R>,
 }
 
-/// Counters each thread publishes after every reap, for the live lines.
+/// Counters each thread publishes after every reap, for the live lines:
+/// reads completed, reads submitted, submit calls, reap calls.
 #[derive(Default)]
-struct Counters {
-    ios: AtomicU64,
-    submit_calls: AtomicU64,
-    submitted: AtomicU64,
-    reap_calls: AtomicU64,
-}
+struct Counters([AtomicU64; 4]);
 
 impl Counters {
     fn publish(&self, ios: u64, c: &Measured) {
-        self.ios.store(ios, Ordering::Relaxed);
-        self.submit_calls.store(c.submit_calls, Ordering::Relaxed);
-        self.submitted.store(c.submitted, Ordering::Relaxed);
-        self.reap_calls.store(c.reap_calls, Ordering::Relaxed);
+        let now = [ios, c.submitted, c.submit_calls, c.reap_calls];
+        for (a, v) in self.0.iter().zip(now) {
+            a.store(v, Ordering::Relaxed);
+        }
     }
-}
-
-fn sum(all: &[Counters], f: fn(&Counters) -> &AtomicU64) -> u64 {
-    all.iter().map(|c| f(c).load(Ordering::Relaxed)).sum()
 }
 
 /// Run `job` over `files` on `numjobs` threads: thread `tid` reads where
@@ -190,13 +182,13 @@ pub fn drive<R: Reads>(
         let ramp_end = start + job.ramp_time;
         let mut ramped = job.ramp_time.is_zero();
         let total = job.ramp_time + job.runtime.unwrap_or(Duration::ZERO);
-        let snap = || {
-            [
-                sum(&counters, |c| &c.ios),
-                sum(&counters, |c| &c.submitted),
-                sum(&counters, |c| &c.submit_calls),
-                sum(&counters, |c| &c.reap_calls),
-            ]
+        let snap = || -> [u64; 4] {
+            std::array::from_fn(|i| {
+                counters
+                    .iter()
+                    .map(|c| c.0[i].load(Ordering::Relaxed))
+                    .sum()
+            })
         };
         let (mut bar_at, mut bar_ios) = (start, 0);
         let mut last = (start, snap());
@@ -208,7 +200,7 @@ pub fn drive<R: Reads>(
                 ramped = true;
             }
             if bar.is_on() && now - bar_at >= Duration::from_millis(250) {
-                let done = sum(&counters, |c| &c.ios);
+                let done = snap()[0];
                 let iops = (done - bar_ios) as f64 / (now - bar_at).as_secs_f64();
                 let by_time = (job.runtime.is_some() && !total.is_zero())
                     .then(|| (now - start).as_secs_f64() / total.as_secs_f64());
