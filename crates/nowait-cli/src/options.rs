@@ -930,21 +930,8 @@ pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), 
 /// whether help was asked for.
 pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool), String> {
     let lexed = crate::cli::lex(args, |name| match find(name) {
-        Some(o) => Ok(o.arg.is_empty()),
+        Some(o) => Ok((!o.arg.is_empty()).then_some(o.arg)),
         None => Err(unknown(name)),
-    })
-    .map_err(|e| match e {
-        crate::cli::LexError::NeedsValue(name) => {
-            let o = find(&name).expect("lexed names are known");
-            format!(
-                "--{}: needs a value ({}), e.g. --{}={}",
-                o.name,
-                o.arg,
-                o.name,
-                example(o)
-            )
-        }
-        e => e.to_string(),
     })?;
     let mut settings = Vec::new();
     for (name, value) in lexed.opts {
@@ -954,16 +941,6 @@ pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool
     let help = lexed.help || lexed.positional.iter().any(|p| p == "help");
     let files = lexed.positional.into_iter().map(PathBuf::from).collect();
     Ok((settings, files, help))
-}
-
-fn example(opt: &Opt) -> &'static str {
-    match opt.arg {
-        "SIZE" => "4k",
-        "INT" => "32",
-        "TIME" => "10s",
-        "BOOL" => "1",
-        _ => "...",
-    }
 }
 
 /// The help text of every option, from the table.

@@ -174,15 +174,14 @@ pub fn opts(
     let lexed = crate::cli::lex(args, |n| {
         let n = norm(n);
         if known.split(' ').any(|k| k == n) {
-            Ok(flags.split(' ').any(|k| k == n))
+            Ok((!flags.split(' ').any(|k| k == n)).then_some("VALUE"))
         } else {
             Err(format!(
                 "unknown option for scenario {scenario}; it takes --{} (see `nowait scenario {scenario} --help`)",
                 known.replace(' ', ", --")
             ))
         }
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     if let Some(p) = lexed.positional.first() {
         return Err(format!(
             "unexpected argument '{}'; see `nowait scenario {scenario} --help`",
