@@ -439,16 +439,7 @@ pub static OPTIONS: &[Opt] = &[
         "1",
         "Reads in flight per thread. The sync engine performs one at a time \
            whatever this says (fio caps synchronous engines the same way).",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n == 0 || n > nowait::MAX_DEPTH as u64 {
-                return Err(format!(
-                    "a queue depth of {n} is not possible; use 1 to {} (e.g. 32)",
-                    nowait::MAX_DEPTH
-                ));
-            }
-            j.iodepth = n as usize;
-        }
+        |j, v| j.iodepth = parse_in(v, 1, nowait::MAX_DEPTH as u64)? as usize
     ),
     sweep!(
         "direct",
@@ -485,13 +476,7 @@ pub static OPTIONS: &[Opt] = &[
         "INT",
         "none",
         "Stop each thread after this many reads.",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n == 0 {
-                return Err("number_ios must be at least 1".into());
-            }
-            j.number_ios = Some(n);
-        }
+        |j, v| j.number_ios = Some(parse_in(v, 1, u64::MAX)?)
     ),
     job!(
         "ramp_time",
@@ -530,13 +515,7 @@ pub static OPTIONS: &[Opt] = &[
         "1",
         "Threads, each with its own queue, all reading the same file; results are \
            reported together (like fio's group_reporting).",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n == 0 || n > 1024 {
-                return Err(format!("{n} threads is not possible; use 1 to 1024"));
-            }
-            j.numjobs = n as usize;
-        }
+        |j, v| j.numjobs = parse_in(v, 1, 1024)? as usize
     ),
     job!(
         "iodepth_batch_submit",
@@ -597,13 +576,7 @@ pub static OPTIONS: &[Opt] = &[
         "INT",
         "min(iodepth, 4 x CPUs)",
         "ioengine=pool only: worker threads doing pread(2) (1 to 1024).",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n == 0 || n > 1024 {
-                return Err(format!("{n} workers is not possible; use 1 to 1024"));
-            }
-            j.pool_workers = Some(n as usize);
-        }
+        |j, v| j.pool_workers = Some(parse_in(v, 1, 1024)? as usize)
     ),
     job!(
         "sqthread_poll",
@@ -680,13 +653,7 @@ pub static OPTIONS: &[Opt] = &[
         "0",
         "ioengine=uring only: spin on the completion queue for up to this many \
                microseconds before sleeping in io_uring_enter (nowait's own; fio has none).",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n > 1_000_000 {
-                return Err("spin at most 1000000 us (1 s)".into());
-            }
-            j.spin_us = n;
-        }
+        |j, v| j.spin_us = parse_in(v, 0, 1_000_000)?
     ),
     job!(
         "memory_inline",
@@ -758,13 +725,7 @@ pub static OPTIONS: &[Opt] = &[
         "1",
         "With --compare-fio: run ours then fio this many times per job, alternating, \
                and report each side's median round (a shared disk is noisy).",
-        |s, v| {
-            let n = parse_count(v)?;
-            if n == 0 || n > 100 {
-                return Err("use 1 to 100 rounds".into());
-            }
-            s.compare_rounds = n as usize;
-        }
+        |s, v| s.compare_rounds = parse_in(v, 1, 100)? as usize
     ),
     run!(
         "abba",
@@ -775,12 +736,8 @@ pub static OPTIONS: &[Opt] = &[
                each side's median and spread, and the ratio of the medians. Use 3 or more \
                sets for anything disk-bound.",
         |s, v| {
-            let n = parse_count(v)?;
-            if n > 100 {
-                return Err("use 0 to 100 sets".into());
-            }
-            s.abba = n as usize;
-            s.compare_fio |= n > 0;
+            s.abba = parse_in(v, 0, 100)? as usize;
+            s.compare_fio |= s.abba > 0;
         }
     ),
     run!(
@@ -1046,6 +1003,14 @@ pub fn parse_count(v: &str) -> Result<u64, String> {
     }
     v.parse()
         .map_err(|_| format!("'{v}' is not a whole number (e.g. 32)"))
+}
+
+/// A count from `lo` to `hi`.
+pub fn parse_in(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    match parse_count(v)? {
+        n if (lo..=hi).contains(&n) => Ok(n),
+        n => Err(format!("{n} is out of range; use {lo} to {hi}")),
+    }
 }
 
 /// An integer in decimal or `0x` hex (for seeds).

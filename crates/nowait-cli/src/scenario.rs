@@ -145,10 +145,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
 
 /// A queue depth, 1 to the engine's maximum.
 pub fn parse_depth(v: &str) -> Result<usize, String> {
-    match options::parse_count(v)? {
-        n @ 1.. if n <= nowait::MAX_DEPTH as u64 => Ok(n as usize),
-        _ => Err(format!("use 1 to {}", nowait::MAX_DEPTH)),
-    }
+    options::parse_in(v, 1, nowait::MAX_DEPTH as u64).map(|n| n as usize)
 }
 
 /// `--output-format` of a scenario: true for `json`, false for `normal`.

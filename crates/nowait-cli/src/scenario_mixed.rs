@@ -226,11 +226,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
                     .map_err(|m| format!("--configs={value}: {m}"))?;
             }
             "pool-workers" => {
-                let n = options::parse_count(&value).map_err(e)?;
-                if n == 0 || n > 1024 {
-                    return Err(format!("--pool_workers={value}: use 1 to 1024"));
-                }
-                a.pool_workers = Some(n as usize);
+                a.pool_workers = Some(options::parse_in(&value, 1, 1024).map_err(e)? as usize)
             }
             "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
             "keep-uncached" => a.keep_uncached = options::parse_bool(&value).map_err(e)?,
