@@ -381,13 +381,7 @@ pub static OPTIONS: &[Opt] = &[
         "file size",
         "Bytes of the file to read (the region); also the size a new file is laid \
                out at. Suffixes k, m, g, t (powers of 1024, like fio): 512m, 4g.",
-        |j, v| {
-            let n = parse_size(v)?;
-            if n == 0 {
-                return Err("size must be more than 0 (e.g. 1g)".into());
-            }
-            j.size = Some(n);
-        }
+        |j, v| j.size = Some(in_range(parse_size(v)?, 1, u64::MAX)?)
     ),
     sweep!(
         "rw",
@@ -414,16 +408,7 @@ pub static OPTIONS: &[Opt] = &[
         "4k",
         "Block size of each read. With direct=1 it must be a multiple of the file's \
            O_DIRECT alignment (`nowait probe FILE` shows it).",
-        |j, v| {
-            let n = parse_size(v)?;
-            if n == 0 || n > nowait::MAX_READ as u64 {
-                return Err(format!(
-                    "block size must be between 1 and {} bytes (e.g. 4k)",
-                    nowait::MAX_READ
-                ));
-            }
-            j.bs = n;
-        }
+        |j, v| j.bs = in_range(parse_size(v)?, 1, nowait::MAX_READ as u64)?
     ),
     sweep!(
         "ioengine",
@@ -1007,8 +992,14 @@ pub fn parse_count(v: &str) -> Result<u64, String> {
 
 /// A count from `lo` to `hi`.
 pub fn parse_in(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
-    match parse_count(v)? {
+    in_range(parse_count(v)?, lo, hi)
+}
+
+/// `n` if it is from `lo` to `hi`.
+pub fn in_range(n: u64, lo: u64, hi: u64) -> Result<u64, String> {
+    match n {
         n if (lo..=hi).contains(&n) => Ok(n),
+        n if hi == u64::MAX => Err(format!("{n} is too small; use at least {lo}")),
         n => Err(format!("{n} is out of range; use {lo} to {hi}")),
     }
 }

@@ -172,10 +172,18 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         let e = |m: String| format!("--{name}={value}: {m}");
         match name.as_str() {
             "dir" => a.dir = Some(PathBuf::from(raw)),
-            "size" => size = Some(nonzero(options::parse_size(&value).map_err(e)?, &name)?),
+            "size" => {
+                size = Some(
+                    options::parse_size(&value)
+                        .and_then(|n| options::in_range(n, 1, u64::MAX))
+                        .map_err(e)?,
+                )
+            }
             "f1-size" | "f2-size" | "f3-size" => {
                 let i = (name.as_bytes()[1] - b'1') as usize;
-                a.sizes[i] = nonzero(options::parse_size(&value).map_err(e)?, &name)?;
+                a.sizes[i] = options::parse_size(&value)
+                    .and_then(|n| options::in_range(n, 1, u64::MAX))
+                    .map_err(e)?;
                 explicit[i] = true;
             }
             "runtime" => {
@@ -256,14 +264,6 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         }
     }
     Ok(a)
-}
-
-fn nonzero(n: u64, name: &str) -> Result<u64, String> {
-    if n == 0 {
-        Err(format!("--{name}: must be more than 0"))
-    } else {
-        Ok(n)
-    }
 }
 
 /// Run `nowait scenario mixed`; returns the exit code.
