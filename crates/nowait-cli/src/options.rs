@@ -440,13 +440,7 @@ pub static OPTIONS: &[Opt] = &[
         "none",
         "Stop after this long (after ramp_time). Plain numbers are seconds; suffixes \
                us, ms, s, m, h.",
-        |j, v| {
-            let d = parse_time(v)?;
-            if d.is_zero() {
-                return Err("runtime must be more than 0 (e.g. 10s)".into());
-            }
-            j.runtime = Some(d);
-        }
+        |j, v| j.runtime = Some(parse_runtime(v)?)
     ),
     job!(
         "time_based",
@@ -1048,6 +1042,14 @@ pub fn parse_time(v: &str) -> Result<Duration, String> {
         return Err(format!("'{v}' is too long"));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// A duration of more than 0.
+pub fn parse_runtime(v: &str) -> Result<Duration, String> {
+    match parse_time(v)? {
+        d if d.is_zero() => Err("must be more than 0 (e.g. 10s)".into()),
+        d => Ok(d),
+    }
 }
 
 /// A boolean: 1/0, true/false, yes/no, on/off.

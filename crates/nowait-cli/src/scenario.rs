@@ -13,7 +13,7 @@
 //! the number of reads per run is chosen so the `sync` run takes about 18 s
 //! — the whole scenario, with every backend, about a minute.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -129,17 +129,17 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         output: None,
     };
     let known = "filename size number-ios iodepth output-format output";
-    for (name, value, v) in opts(args, known, "", "async-buffered")? {
-        let e = |m: String| format!("--{name}={v}: {m}");
-        match name.as_str() {
-            "filename" => a.filename = Some(PathBuf::from(value)),
-            "size" => a.size = Some(options::parse_size(&v).map_err(e)?),
-            "number-ios" => a.number_ios = Some(options::parse_count(&v).map_err(e)?),
-            "iodepth" => a.iodepth = parse_depth(&v).map_err(e)?,
-            "output-format" => a.json = parse_json_format(&v)?,
-            _ => a.output = Some(PathBuf::from(value)),
+    opts(args, known, "", "async-buffered", |name, raw, v| {
+        match name {
+            "filename" => a.filename = Some(PathBuf::from(raw)),
+            "size" => a.size = Some(options::parse_size(v)?),
+            "number-ios" => a.number_ios = Some(options::parse_count(v)?),
+            "iodepth" => a.iodepth = parse_depth(v)?,
+            "output-format" => a.json = parse_json_format(v)?,
+            _ => a.output = Some(PathBuf::from(raw)),
         }
-    }
+        Ok(())
+    })?;
     Ok(a)
 }
 
@@ -153,20 +153,22 @@ pub fn parse_json_format(value: &str) -> Result<bool, String> {
     match value {
         "json" => Ok(true),
         "normal" => Ok(false),
-        _ => Err(format!("--output-format={value}: use normal or json")),
+        _ => Err("use normal or json".into()),
     }
 }
 
-/// A scenario's options through the one lexer: `(name, raw value, value
-/// as text)` with `_` in names read as `-`; only the `known` names
-/// (separated by spaces) are accepted, and the `flags` may be given bare.
-/// Every error names the option.
+/// A scenario's options through the one lexer: `set(name, raw value,
+/// value as text)` for each, with `_` in names read as `-`; only the
+/// `known` names (separated by spaces) are accepted, and the `flags` may be
+/// given bare. Every error names the option (`--name=value: ` before what
+/// `set` says).
 pub fn opts(
     args: &[OsString],
     known: &str,
     flags: &str,
     scenario: &str,
-) -> Result<Vec<(String, OsString, String)>, String> {
+    mut set: impl FnMut(&str, &OsStr, &str) -> Result<(), String>,
+) -> Result<(), String> {
     let norm = |n: &str| n.replace('_', "-");
     let lexed = crate::cli::lex(args, |n| {
         let n = norm(n);
@@ -185,14 +187,11 @@ pub fn opts(
             p.to_string_lossy()
         ));
     }
-    Ok(lexed
-        .opts
-        .into_iter()
-        .map(|(n, v)| {
-            let text = v.to_string_lossy().into_owned();
-            (norm(&n), v, text)
-        })
-        .collect())
+    for (n, raw) in lexed.opts {
+        let (n, v) = (norm(&n), raw.to_string_lossy());
+        set(&n, &raw, &v).map_err(|m| format!("--{n}={v}: {m}"))?;
+    }
+    Ok(())
 }
 
 /// A scenario's scratch directory: `--dir` (which must be a directory), or

@@ -164,86 +164,56 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         output: None,
     };
     let mut explicit = [false; 3];
-    let mut size = None;
+    let mut whole = None;
     let known = "dir size f1-size f2-size f3-size runtime iodepth bs mix zipf \
          configs pool-workers verify keep-uncached randseed output-format \
          output";
-    for (name, raw, value) in opts(args, known, "verify", "mixed")? {
-        let e = |m: String| format!("--{name}={value}: {m}");
-        match name.as_str() {
+    opts(args, known, "verify", "mixed", |name, raw, v| {
+        let size = || options::in_range(options::parse_size(v)?, 1, u64::MAX);
+        match name {
             "dir" => a.dir = Some(PathBuf::from(raw)),
-            "size" => {
-                size = Some(
-                    options::parse_size(&value)
-                        .and_then(|n| options::in_range(n, 1, u64::MAX))
-                        .map_err(e)?,
-                )
-            }
+            "size" => whole = Some(size()?),
             "f1-size" | "f2-size" | "f3-size" => {
                 let i = (name.as_bytes()[1] - b'1') as usize;
-                a.sizes[i] = options::parse_size(&value)
-                    .and_then(|n| options::in_range(n, 1, u64::MAX))
-                    .map_err(e)?;
-                explicit[i] = true;
+                (a.sizes[i], explicit[i]) = (size()?, true);
             }
-            "runtime" => {
-                a.runtime = options::parse_time(&value).map_err(e)?;
-                if a.runtime.is_zero() {
-                    return Err(format!("--runtime={value}: must be more than 0"));
-                }
-            }
-            "iodepth" => a.iodepth = parse_depth(&value).map_err(e)?,
+            "runtime" => a.runtime = options::parse_runtime(v)?,
+            "iodepth" => a.iodepth = parse_depth(v)?,
             "bs" => {
-                let n = options::parse_size(&value).map_err(e)?;
-                if n == 0 || n % 512 != 0 || n > 1 << 24 {
-                    return Err(format!(
-                        "--bs={value}: use a multiple of 512 up to 16m (e.g. 16k)"
-                    ));
+                a.bs = options::parse_size(v)?;
+                if a.bs == 0 || a.bs % 512 != 0 || a.bs > 1 << 24 {
+                    return Err("use a multiple of 512 up to 16m (e.g. 16k)".into());
                 }
-                a.bs = n;
             }
             "mix" => {
-                let v: Vec<u32> = value
-                    .split(',')
-                    .map(|x| x.trim().parse::<u32>())
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| {
-                        format!("--mix={value}: give three whole percentages, e.g. 73,18,9")
-                    })?;
-                if v.len() != 3 || v.iter().sum::<u32>() != 100 {
-                    return Err(format!(
-                        "--mix={value}: give three percentages adding up to 100, e.g. 73,18,9"
-                    ));
+                let m: Vec<u32> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+                if v.split(',').count() != 3 || m.len() != 3 || m.iter().sum::<u32>() != 100 {
+                    return Err(
+                        "give three whole percentages adding up to 100, e.g. 73,18,9".into(),
+                    );
                 }
-                a.mix = [v[0], v[1], v[2]];
+                a.mix = [m[0], m[1], m[2]];
             }
             "zipf" => {
-                a.zipf = value
-                    .parse::<f64>()
-                    .ok()
+                a.zipf = (v.parse::<f64>().ok())
                     .filter(|t| t.is_finite() && *t > 0.0 && (*t - 1.0).abs() > 1e-9)
-                    .ok_or_else(|| {
-                        format!("--zipf={value}: give an exponent above 0, not 1 (e.g. 1.2)")
-                    })?;
+                    .ok_or("give an exponent above 0, not 1 (e.g. 1.2)")?;
             }
             "configs" => {
-                a.configs = value
-                    .split(',')
+                a.configs = (v.split(','))
                     .map(|c| parse_config(c.trim()))
-                    .collect::<Result<_, _>>()
-                    .map_err(|m| format!("--configs={value}: {m}"))?;
+                    .collect::<Result<_, _>>()?;
             }
-            "pool-workers" => {
-                a.pool_workers = Some(options::parse_in(&value, 1, 1024).map_err(e)? as usize)
-            }
-            "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
-            "keep-uncached" => a.keep_uncached = options::parse_bool(&value).map_err(e)?,
-            "randseed" => a.seed = options::parse_u64(&value).map_err(e)?,
-            "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
+            "pool-workers" => a.pool_workers = Some(options::parse_in(v, 1, 1024)? as usize),
+            "verify" => a.verify = options::parse_bool(v)?,
+            "keep-uncached" => a.keep_uncached = options::parse_bool(v)?,
+            "randseed" => a.seed = options::parse_u64(v)?,
+            "output-format" => a.json = crate::scenario::parse_json_format(v)?,
             _ => a.output = Some(PathBuf::from(raw)),
         }
-    }
-    if let Some(s) = size {
+        Ok(())
+    })?;
+    if let Some(s) = whole {
         if !explicit[1] {
             a.sizes[1] = s;
         }

@@ -164,48 +164,27 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
     };
     let known = "dir size qd iodepth runtime fs engines fio verify output-format \
          output";
-    for (name, raw, value) in opts(args, known, "verify", "qd-sweep")? {
-        let e = |m: String| format!("--{name}={value}: {m}");
-        match name.as_str() {
+    opts(args, known, "verify", "qd-sweep", |name, raw, v| {
+        let list = v.split(',').map(str::trim);
+        match name {
             "dir" => a.dir = Some(PathBuf::from(raw)),
-            "size" => {
-                a.size = options::parse_size(&value).map_err(e)?;
-                if a.size < 1 << 20 {
-                    return Err(format!("--size={value}: use at least 1m"));
-                }
-            }
-            "qd" | "iodepth" => {
-                a.qd = value
-                    .split(',')
-                    .map(|q| parse_depth(q.trim()).map_err(|m| format!("{q}: {m}")))
-                    .collect::<Result<_, String>>()
-                    .map_err(e)?;
-            }
-            "runtime" => {
-                a.runtime = options::parse_time(&value).map_err(e)?;
-                if a.runtime.is_zero() {
-                    return Err(format!("--runtime={value}: must be more than 0"));
-                }
-            }
+            "size" => a.size = options::in_range(options::parse_size(v)?, 1 << 20, u64::MAX)?,
+            "qd" | "iodepth" => a.qd = list.map(parse_depth).collect::<Result<_, _>>()?,
+            "runtime" => a.runtime = options::parse_runtime(v)?,
             "fs" => {
-                a.fs = value.split(',').map(|s| s.trim().to_string()).collect();
+                a.fs = list.map(str::to_string).collect();
                 if let Some(bad) = a.fs.iter().find(|f| !["ext4", "xfs"].contains(&f.as_str())) {
-                    return Err(format!("--fs={value}: '{bad}' is not one of ext4, xfs"));
+                    return Err(format!("'{bad}' is not one of ext4, xfs"));
                 }
             }
-            "engines" => {
-                a.engines = value
-                    .split(',')
-                    .map(|v| Engine::parse(v.trim()))
-                    .collect::<Result<_, _>>()
-                    .map_err(e)?;
-            }
-            "fio" => a.fio = options::parse_bool(&value).map_err(e)?,
-            "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
-            "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
+            "engines" => a.engines = list.map(Engine::parse).collect::<Result<_, _>>()?,
+            "fio" => a.fio = options::parse_bool(v)?,
+            "verify" => a.verify = options::parse_bool(v)?,
+            "output-format" => a.json = crate::scenario::parse_json_format(v)?,
             _ => a.output = Some(PathBuf::from(raw)),
         }
-    }
+        Ok(())
+    })?;
     Ok(a)
 }
 
