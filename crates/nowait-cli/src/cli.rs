@@ -85,13 +85,16 @@ pub fn emit(text: &str, output: Option<&std::path::Path>) -> Result<(), Failure>
     }
 }
 
+/// `s` split at whitespace, as a command line (for tests).
+#[cfg(test)]
+pub(crate) fn words(s: &str) -> Vec<OsString> {
+    s.split_whitespace().map(OsString::from).collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn os(s: &str) -> Vec<OsString> {
-        s.split_whitespace().map(OsString::from).collect()
-    }
+    use super::{lex, words as os};
+    use std::ffi::OsString;
 
     #[test]
     fn values_flags_and_positionals() {

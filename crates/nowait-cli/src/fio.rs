@@ -201,13 +201,7 @@ pub fn parse(text: &str) -> Result<FioResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{expand, parse_args};
-
-    fn job(s: &str) -> Job {
-        let a: Vec<std::ffi::OsString> = s.split_whitespace().map(Into::into).collect();
-        let (set, _, _) = parse_args(&a).unwrap();
-        expand(&set, &Job::default()).unwrap().0.remove(0)
-    }
+    use crate::options::job_of as job;
 
     #[test]
     fn passes_every_measuring_option() {

@@ -1061,21 +1061,21 @@ pub fn parse_bool(v: &str) -> Result<bool, String> {
     }
 }
 
+/// The one job of the command line `s` (for tests).
+#[cfg(test)]
+pub(crate) fn job_of(s: &str) -> Job {
+    let (set, files, _) = parse_args(&crate::cli::words(s)).unwrap();
+    assert!(files.is_empty());
+    let (jobs, _) = expand(&set, &Job::default()).unwrap();
+    assert_eq!(jobs.len(), 1);
+    jobs.into_iter().next().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{job_of as job, *};
 
-    fn args(s: &str) -> Vec<OsString> {
-        s.split_whitespace().map(OsString::from).collect()
-    }
-
-    fn job(s: &str) -> Job {
-        let (set, files, _) = parse_args(&args(s)).unwrap();
-        assert!(files.is_empty());
-        let (jobs, _) = expand(&set, &Job::default()).unwrap();
-        assert_eq!(jobs.len(), 1);
-        jobs.into_iter().next().unwrap()
-    }
+    use crate::cli::words as args;
 
     fn err(s: &str) -> String {
         match parse_args(&args(s)) {

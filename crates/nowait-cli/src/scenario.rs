@@ -505,7 +505,7 @@ mod tests {
 
     #[test]
     fn scenario_options_name_the_flag() {
-        let a = |s: &str| s.split_whitespace().map(OsString::from).collect::<Vec<_>>();
+        let a = crate::cli::words;
         assert!(parse(&a("--iodepth 0")).unwrap_err().contains("--iodepth"));
         assert!(parse(&a("--size=-1")).unwrap_err().contains("--size"));
         assert!(parse(&a("--bogus=1")).unwrap_err().contains("--bogus"));

@@ -794,9 +794,7 @@ fn json_report(a: &Args, files: &[File], results: &[Ran]) -> Value {
 mod tests {
     use super::*;
 
-    fn a(s: &str) -> Vec<OsString> {
-        s.split_whitespace().map(OsString::from).collect()
-    }
+    use crate::cli::words as a;
 
     #[test]
     fn options_name_the_flag() {

@@ -649,9 +649,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
 mod tests {
     use super::*;
 
-    fn a(s: &str) -> Vec<OsString> {
-        s.split_whitespace().map(OsString::from).collect()
-    }
+    use crate::cli::words as a;
 
     #[test]
     fn options_name_the_flag() {
