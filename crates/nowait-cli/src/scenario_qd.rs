@@ -448,10 +448,7 @@ fn sweep_fs(
                     Engine::Aio => BackendKind::Aio,
                     _ => BackendKind::Uring,
                 },
-                hipri: match engine {
-                    Engine::UringPoll => Some(true),
-                    _ => Some(false),
-                },
+                hipri: Some(engine == Engine::UringPoll),
                 iodepth: qd,
                 ..base.clone()
             };
