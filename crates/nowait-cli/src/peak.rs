@@ -85,16 +85,6 @@ pub fn human(r: &Outcome) -> String {
         m.elapsed.as_millis()
     );
     s += &format!(
-        "  calls        : {} submits ({:.2} reads each), {} reaps ({:.2} reads each), \
-         {} syscalls ({:.3} per read)\n",
-        m.submit_calls,
-        m.ios_per_submit(),
-        m.reap_calls,
-        m.ios_per_reap(),
-        m.syscalls,
-        ratio(m.syscalls, m.ios)
-    );
-    s += &format!(
         "  small_fast   : {} reads on the small direct-read fast path ({:.1}%{})\n",
         q.small_fast,
         100.0 * ratio(q.small_fast, m.ios),

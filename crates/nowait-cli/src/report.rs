@@ -266,7 +266,7 @@ fn lat_line(out: &mut String, what: &str, s: &LatSummary) {
     );
 }
 
-/// The lines `bench`'s and `--peak`'s reports share: CPU, SQPOLL CPU, io_uring's
+/// The lines `bench`'s and `--peak`'s reports share: CPU, system calls, SQPOLL CPU, io_uring's
 /// counters (with `uring`), reads read inline, `hipri`, the backend.
 pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool) {
     let (m, j, q) = (&o.measured, &o.job, &o.measured.queue);
@@ -278,6 +278,17 @@ pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool) {
         m.ctx(),
         m.rusage.ctx_voluntary,
         m.rusage.ctx_involuntary
+    );
+    let _ = writeln!(
+        s,
+        "  calls        : {} syscalls ({:.2} reads each), {} submits ({:.2} reads each), \
+         {} reaps ({:.2} reads each)",
+        m.syscalls,
+        m.ios_per_syscall(),
+        m.submit_calls,
+        m.ios_per_submit(),
+        m.reap_calls,
+        m.ios_per_reap()
     );
     if let Some(c) = &m.sqpoll {
         let secs = m.elapsed.as_secs_f64().max(1e-9);
@@ -369,12 +380,6 @@ pub fn human(row: &Row) -> String {
             .collect();
         let _ = writeln!(s, "     | {}", cells.join(", "));
     }
-    let _ = writeln!(
-        s,
-        "  syscalls     : {} ({:.2} reads per syscall)",
-        m.syscalls,
-        m.ios_per_syscall()
-    );
     let q = &m.queue;
     if crate::options::uses_pool(j.ioengine) {
         let _ = writeln!(s, "  fast path    : {}", fast_path_line(&q.fast_path));
