@@ -124,6 +124,20 @@ pub(crate) fn statx_dioalign(fd: BorrowedFd<'_>) -> io::Result<DioAlign> {
     })
 }
 
+/// Take `O_NONBLOCK` off an open file (`fcntl(F_GETFL/F_SETFL)`).
+/// `File::open` opens with it so that `open(2)` of a fifo with no writer
+/// returns at once instead of waiting for one; a regular file or block
+/// device then reads normally (io_uring treats an `O_NONBLOCK` file's
+/// EAGAIN as final instead of handing the read to a worker, so it must go).
+pub(crate) fn clear_nonblock(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+    let flags = fcntl_getfl(fd)?;
+    if flags.contains(OFlags::NONBLOCK) {
+        fcntl_setfl(fd, flags - OFlags::NONBLOCK)?;
+    }
+    Ok(())
+}
+
 /// The filesystem magic number (`f_type`) from `fstatfs(2)`.
 pub(crate) fn fs_magic(fd: BorrowedFd<'_>) -> io::Result<i64> {
     let st = rustix::fs::fstatfs(fd)?;
