@@ -43,7 +43,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 fn remember_backend(c: &Core) {
     let r = c.backend();
-    BACKEND.get_or_init(|| (r.kind.to_string(), r.reason.clone(), r.detail.clone()));
+    BACKEND.get_or_init(|| (r.kind.to_string(), r.reason.to_string(), r.detail.clone()));
 }
 
 fn take_core() -> nowait::Result<Core> {
@@ -438,7 +438,7 @@ impl PyFile {
             d.set_item("fs", f.fs())?;
             d.set_item("buffered_reason", f.buffered_reason())?;
             d.set_item("inline_reason", f.inline_reason())?;
-            let fp = f.fast_path();
+            let fp = f.nowait_state();
             d.set_item("fast_path_hit_ratio", fp.hit_ratio)?;
             d.set_item("fast_path_off", fp.off.map(|o| o.to_string()))?;
         }
@@ -488,7 +488,7 @@ impl Ring {
         d.set_item("completed", s.completed)?;
         d.set_item("errors", s.errors)?;
         d.set_item("bounced", s.bounced)?;
-        d.set_item("syscalls", s.syscalls)?;
+        d.set_item("syscalls", s.backend.syscalls)?;
         d.set_item("inline", s.inline)?;
         Ok(d)
     }

@@ -55,7 +55,7 @@ pub fn probe(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Bound<'_, PyDict
     match &machine.auto {
         Ok(r) => {
             b.set_item("kind", r.kind.as_str())?;
-            b.set_item("reason", &r.reason)?;
+            b.set_item("reason", r.reason.to_string())?;
             b.set_item("detail", &r.detail)?;
         }
         Err(e) => {
@@ -84,7 +84,7 @@ pub fn probe(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Bound<'_, PyDict
                 let a_d = PyDict::new(py);
                 a_d.set_item("mem_align", a.mem)?;
                 a_d.set_item("offset_align", a.offset)?;
-                a_d.set_item("source", a.source)?;
+                a_d.set_item("source", a.source.as_str())?;
                 f.set_item("direct", a_d)?;
                 f.set_item("direct_reason", py.None())?;
             }
@@ -109,8 +109,8 @@ pub fn probe(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Bound<'_, PyDict
             NowaitProbe::Failed { errno } => format!("failed ({})", probe::errno_name(errno)),
         };
         f.set_item("rwf_nowait", nw)?;
-        f.set_item("fast_path_hit_ratio", r.fast_path.hit_ratio)?;
-        f.set_item("fast_path_off", r.fast_path.off.map(|o| o.to_string()))?;
+        f.set_item("fast_path_hit_ratio", r.nowait_state.hit_ratio)?;
+        f.set_item("fast_path_off", r.nowait_state.off.map(|o| o.to_string()))?;
         d.set_item("file", f)?;
     }
     d.set_item("text", text)?;

@@ -110,7 +110,10 @@ mod tests {
                 libc::EINVAL,
             ),
             (Error::QueueFull { depth: 4 }, libc::EBUSY),
-            (Error::Config("x".into()), libc::EINVAL),
+            (
+                Error::Config(engine::ConfigError::Depth { depth: 0, max: 1 }),
+                libc::EINVAL,
+            ),
             (
                 Error::Read {
                     path: p(),

@@ -239,7 +239,7 @@ pub fn describe(f: &engine::File) -> String {
             "inline: reads are done on the pushing thread ({w})\n"
         ));
     }
-    let fp = f.fast_path();
+    let fp = f.nowait_state();
     match &fp.off {
         Some(off) => s.push_str(&format!("pool RWF_NOWAIT fast path: off ({off})\n")),
         None => s.push_str(&format!(

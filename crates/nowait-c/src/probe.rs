@@ -48,7 +48,7 @@ fn machine_json(m: &MachineReport) -> Value {
             Err(why) => json!({ "available": false, "reason": why }),
         },
         "auto_backend": match &m.auto {
-            Ok(r) => json!({ "backend": r.kind.as_str(), "reason": r.reason, "detail": r.detail }),
+            Ok(r) => json!({ "backend": r.kind.as_str(), "reason": r.reason.to_string(), "detail": r.detail }),
             Err(e) => json!({ "backend": Value::Null, "reason": e }),
         },
     })
@@ -73,7 +73,7 @@ fn file_json(r: &probe::FileReport) -> Value {
         "fs": r.fs,
         "size_bytes": r.size,
         "direct": match &r.direct {
-            Ok(a) => json!({ "possible": true, "mem_align": a.mem, "offset_align": a.offset, "align_source": a.source }),
+            Ok(a) => json!({ "possible": true, "mem_align": a.mem, "offset_align": a.offset, "align_source": a.source.as_str() }),
             Err(why) => json!({ "possible": false, "reason": why }),
         },
         "io_poll": r.io_poll,
@@ -81,7 +81,7 @@ fn file_json(r: &probe::FileReport) -> Value {
         "buffered_path": r.buffered_path,
         "direct_path": r.direct_path,
         "rwf_nowait": rwf,
-        "fast_path_off": r.fast_path.off.map(|o| o.to_string()),
+        "fast_path_off": r.nowait_state.off.map(|o| o.to_string()),
     })
 }
 

@@ -226,7 +226,7 @@ pub unsafe extern "C" fn nowait_queue_create(
         let queue = builder(&o)?.build()?;
         let report = queue.backend();
         let backend = CString::new(report.kind.as_str()).unwrap_or_default();
-        let reason = CString::new(report.reason.replace('\0', "")).unwrap_or_default();
+        let reason = CString::new(report.reason.to_string().replace('\0', "")).unwrap_or_default();
         let depth = queue.depth();
         let h = Box::into_raw(Box::new(NowaitQueue {
             tag: NowaitQueue::TAG,

@@ -269,7 +269,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
-    let files: Vec<(String, nowait::FastPathState)> = o
+    let files: Vec<(String, nowait::NowaitState)> = o
         .fast_path
         .iter()
         .map(|st| {
@@ -284,7 +284,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
     let mode = crate::options::uses_pool(j.ioengine).then(|| j.nowait.unwrap_or_default());
     let nowait = Nowait {
         backend: o.backend.kind.as_str().into(),
-        backend_reason: o.backend.reason.clone(),
+        backend_reason: o.backend.reason.to_string(),
         backend_detail: o.backend.detail.clone(),
         path: o.path.clone(),
         effective_iodepth: o.effective_iodepth,
@@ -307,16 +307,16 @@ pub fn job(row: &Row, peak: bool) -> Job {
         verified_ios: o.verified_ios,
         clat_from: "just before the submit call (fio's clat likewise starts before io_uring_enter)"
             .into(),
-        fast_path: FastPath::of(mode, &q.fast_path, &files),
+        fast_path: FastPath::of(mode, &q.backend.nowait, &files),
         inline: Inline {
             enabled: j.memory_inline,
             reads: q.inline,
         },
         uring: Uring {
-            fixed_reads: q.fixed_reads,
-            polled: q.polled,
-            poll_fallbacks: q.poll_fallbacks,
-            spin_reaped: q.spin_reaped,
+            fixed_reads: q.backend.fixed_reads,
+            polled: q.backend.polled,
+            poll_fallbacks: q.backend.poll_fallbacks,
+            spin_reaped: q.backend.spin_reaped,
             hipri: hipri_status(j, m),
             sqthread_poll: j.sqthread_poll && j.ioengine == nowait::BackendKind::Uring,
         },
@@ -346,8 +346,8 @@ pub fn job(row: &Row, peak: bool) -> Job {
             small_fast_path: j.small_fast_path,
             iodepth_batch_submit: j.iodepth_batch_submit,
             iodepth_batch_complete_min: j.iodepth_batch_complete_min,
-            fixed_reads: q.fixed_reads,
-            small_fast: q.small_fast,
+            fixed_reads: q.backend.fixed_reads,
+            small_fast: q.small_direct,
             memory_inline: j.memory_inline,
             per_second: o.seconds.clone(),
         }),
@@ -425,8 +425,8 @@ impl Summary {
             ctx_voluntary: m.rusage.ctx_voluntary,
             ctx_involuntary: m.rusage.ctx_involuntary,
             syscalls: m.syscalls,
-            polled: m.queue.polled,
-            poll_fallbacks: m.queue.poll_fallbacks,
+            polled: m.queue.backend.polled,
+            poll_fallbacks: m.queue.backend.poll_fallbacks,
             effective_iodepth: o.effective_iodepth,
             verified_ios: o.verified_ios,
             backend_detail: o.backend.detail.clone(),
@@ -505,13 +505,13 @@ impl FastPath {
     /// From the queue's counters and the files' states.
     pub fn of(
         mode: Option<nowait::NowaitMode>,
-        f: &nowait::FastPathStats,
-        files: &[(String, nowait::FastPathState)],
+        f: &nowait::NowaitStats,
+        files: &[(String, nowait::NowaitState)],
     ) -> FastPath {
         FastPath {
             mode: mode.map(|m| m.to_string()),
             tries: f.tries,
-            inline_hits: f.inline_hits,
+            inline_hits: f.hits,
             partial_hits: f.partial_hits,
             misses: f.misses,
             refused: f.refused,

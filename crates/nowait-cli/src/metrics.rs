@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::sys::Rusage;
 use hdrhistogram::Histogram;
-use nowait::{FastPathStats, QueueStats};
+use nowait::QueueStats;
 
 use crate::sqpoll::SqpollCpu;
 
@@ -145,7 +145,7 @@ impl Measured {
         self.clat.merge(&o.clat);
         self.slat.merge(&o.slat);
         self.syscalls += o.syscalls;
-        self.queue = stats_add(&self.queue, &o.queue);
+        self.queue += o.queue;
         if let Some(c) = &o.sqpoll {
             self.sqpoll.get_or_insert_with(SqpollCpu::default).add(c);
         }
@@ -193,52 +193,6 @@ impl Measured {
     pub fn ios_per_syscall(&self) -> f64 {
         ratio(self.ios, self.syscalls)
     }
-}
-
-/// Apply `op` to every counter of two [`QueueStats`] (and of their
-/// [`FastPathStats`]): one list of the fields for both sums and differences.
-macro_rules! counterwise {
-    ($a:expr, $b:expr, $op:ident) => {{
-        let (a, b) = ($a, $b);
-        let (x, y) = (&a.fast_path, &b.fast_path);
-        QueueStats {
-            fast_path: FastPathStats {
-                tries: x.tries.$op(y.tries),
-                inline_hits: x.inline_hits.$op(y.inline_hits),
-                partial_hits: x.partial_hits.$op(y.partial_hits),
-                misses: x.misses.$op(y.misses),
-                refused: x.refused.$op(y.refused),
-                skipped: x.skipped.$op(y.skipped),
-                reprobes: x.reprobes.$op(y.reprobes),
-                offloads: x.offloads.$op(y.offloads),
-                worker_reads: x.worker_reads.$op(y.worker_reads),
-                wakeups: x.wakeups.$op(y.wakeups),
-            },
-            pushed: a.pushed.$op(b.pushed),
-            completed: a.completed.$op(b.completed),
-            errors: a.errors.$op(b.errors),
-            short_retries: a.short_retries.$op(b.short_retries),
-            eintr_retries: a.eintr_retries.$op(b.eintr_retries),
-            bounced: a.bounced.$op(b.bounced),
-            syscalls: a.syscalls.$op(b.syscalls),
-            fixed_reads: a.fixed_reads.$op(b.fixed_reads),
-            small_fast: a.small_fast.$op(b.small_fast),
-            inline: a.inline.$op(b.inline),
-            polled: a.polled.$op(b.polled),
-            poll_fallbacks: a.poll_fallbacks.$op(b.poll_fallbacks),
-            spin_reaped: a.spin_reaped.$op(b.spin_reaped),
-        }
-    }};
-}
-
-/// Counter-wise `later - earlier` (saturating).
-pub fn stats_since(later: &QueueStats, earlier: &QueueStats) -> QueueStats {
-    counterwise!(later, earlier, saturating_sub)
-}
-
-/// Counter-wise sum (several threads' queues).
-pub fn stats_add(a: &QueueStats, b: &QueueStats) -> QueueStats {
-    counterwise!(a, b, wrapping_add)
 }
 
 /// `a / b`, 0 when `b` is 0.
@@ -292,21 +246,16 @@ mod tests {
 
     #[test]
     fn stats_subtract_and_add_counter_wise() {
-        let a = QueueStats {
-            syscalls: 10,
-            fast_path: FastPathStats {
-                inline_hits: 5,
-                ..FastPathStats::default()
-            },
-            ..QueueStats::default()
-        };
+        let mut a = QueueStats::default();
+        a.backend.syscalls = 10;
+        a.backend.nowait.hits = 5;
         let mut b = a;
-        b.syscalls = 25;
-        b.fast_path.inline_hits = 9;
-        let d = stats_since(&b, &a);
-        assert_eq!((d.syscalls, d.fast_path.inline_hits), (15, 4));
-        let s = stats_add(&d, &d);
-        assert_eq!((s.syscalls, s.fast_path.inline_hits), (30, 8));
+        b.backend.syscalls = 25;
+        b.backend.nowait.hits = 9;
+        let d = b.since(&a);
+        assert_eq!((d.backend.syscalls, d.backend.nowait.hits), (15, 4));
+        let s = d + d;
+        assert_eq!((s.backend.syscalls, s.backend.nowait.hits), (30, 8));
     }
 
     #[test]

@@ -86,8 +86,8 @@ pub fn human(r: &Outcome) -> String {
     );
     s += &format!(
         "  small_fast   : {} reads on the small direct-read fast path ({:.1}%{})\n",
-        q.small_fast,
-        100.0 * ratio(q.small_fast, m.ios),
+        q.small_direct,
+        100.0 * ratio(q.small_direct, m.ios),
         if r.job.small_fast_path {
             ""
         } else {

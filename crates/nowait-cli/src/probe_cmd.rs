@@ -62,10 +62,10 @@ pub fn run(args: &[OsString]) -> i32 {
                 // The report prints the fast path only when it is off; say
                 // what it is otherwise (the file's live state, as a pool
                 // queue reading it would start with).
-                if report.fast_path.off.is_none() && report.rwf_nowait.works() {
+                if report.nowait_state.off.is_none() && report.rwf_nowait.works() {
                     println!(
                         "  pool fast path: {} (--ioengine=pool --nowait=adaptive tries cached reads inline)",
-                        crate::report::fast_path_state_words(&report.fast_path)
+                        crate::report::fast_path_state_words(&report.nowait_state)
                     );
                 }
             }

@@ -167,16 +167,16 @@ pub fn hipri_status(job: &Job, m: &Measured) -> Option<String> {
     let q = &m.queue;
     Some(if !job.direct {
         "not applied: only direct reads are polled (use --direct=1)".into()
-    } else if q.polled > 0 && q.poll_fallbacks == 0 {
-        format!("polled ({} reads completed by polling)", q.polled)
-    } else if q.polled == 0 && q.poll_fallbacks > 0 {
+    } else if q.backend.polled > 0 && q.backend.poll_fallbacks == 0 {
+        format!("polled ({} reads completed by polling)", q.backend.polled)
+    } else if q.backend.polled == 0 && q.backend.poll_fallbacks > 0 {
         "unsupported: device does not poll (EOPNOTSUPP), fell back to interrupts".into()
-    } else if q.polled == 0 {
+    } else if q.backend.polled == 0 {
         "unsupported: device does not poll (refused earlier on this file), interrupts used".into()
     } else {
         format!(
             "partly polled: {} polled, {} refused (EOPNOTSUPP) and resubmitted",
-            q.polled, q.poll_fallbacks
+            q.backend.polled, q.backend.poll_fallbacks
         )
     })
 }
@@ -212,11 +212,11 @@ fn engine_opts(j: &Job) -> String {
 }
 
 /// One line of fast-path counters for text reports.
-pub fn fast_path_line(f: &nowait::FastPathStats) -> String {
+pub fn fast_path_line(f: &nowait::NowaitStats) -> String {
     format!(
         "inline hits {} ({:.1}% of tries), partial {}, misses {}, refused {}, skipped {}, \
          offloads {} (worker preads {}), wakeups {}",
-        f.inline_hits,
+        f.hits,
         f.hit_ratio() * 100.0,
         f.partial_hits,
         f.misses,
@@ -229,7 +229,7 @@ pub fn fast_path_line(f: &nowait::FastPathStats) -> String {
 }
 
 /// A file's fast-path state in words.
-pub fn fast_path_state_words(st: &nowait::FastPathState) -> String {
+pub fn fast_path_state_words(st: &nowait::NowaitState) -> String {
     match st.off {
         Some(off) => format!("off: {off}"),
         None => format!(
@@ -303,10 +303,11 @@ pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool) {
         );
     }
     if uring {
-        let _ = writeln!(
+        let _ =
+            writeln!(
             s,
             "  uring        : fixed reads {}, polled {}, poll fallbacks {}, spin-reaped waits {}",
-            q.fixed_reads, q.polled, q.poll_fallbacks, q.spin_reaped
+            q.backend.fixed_reads, q.backend.polled, q.backend.poll_fallbacks, q.backend.spin_reaped
         );
     }
     if q.inline > 0 || !j.memory_inline {
@@ -382,13 +383,17 @@ pub fn human(row: &Row) -> String {
     }
     let q = &m.queue;
     if crate::options::uses_pool(j.ioengine) {
-        let _ = writeln!(s, "  fast path    : {}", fast_path_line(&q.fast_path));
+        let _ = writeln!(s, "  fast path    : {}", fast_path_line(&q.backend.nowait));
         if let Some(st) = &o.fast_path {
             let _ = writeln!(s, "  fast path    : file {}", fast_path_state_words(st));
         }
     }
     let uring = j.ioengine == nowait::BackendKind::Uring
-        && (q.fixed_reads + q.polled + q.poll_fallbacks + q.spin_reaped > 0
+        && (q.backend.fixed_reads
+            + q.backend.polled
+            + q.backend.poll_fallbacks
+            + q.backend.spin_reaped
+            > 0
             || j.hipri != Some(false));
     engine_lines(&mut s, o, uring);
     let _ = writeln!(s, "  path         : {}", o.path);
@@ -536,7 +541,7 @@ mod tests {
                 measured,
                 backend: nowait::BackendReport {
                     kind: nowait::BackendKind::Uring,
-                    reason: "asked for".into(),
+                    reason: nowait::BackendReason::AskedFor,
                     detail: "test".into(),
                 },
                 path: "buffered".into(),

@@ -25,7 +25,7 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use nowait::{
-    BackendChoice, BackendKind, BackendReport, Buf, Completion, FastPathState, File, IoPoll, Queue,
+    BackendChoice, BackendKind, BackendReport, Buf, Completion, File, IoPoll, NowaitState, Queue,
     Read, PAGE,
 };
 
@@ -301,7 +301,7 @@ pub struct Outcome {
     pub verified_ios: u64,
     /// `pool`: the file's `RWF_NOWAIT` fast-path state after the run
     /// (hit ratio; off and why).
-    pub fast_path: Option<FastPathState>,
+    pub fast_path: Option<NowaitState>,
     /// Per-second figures (`--peak`).
     pub seconds: Vec<Second>,
 }
@@ -349,7 +349,7 @@ pub fn run_job(
         region: data.region,
         laid_out: data.laid_out,
         verified_ios: d.verified,
-        fast_path: crate::options::uses_pool(job.ioengine).then(|| file.fast_path()),
+        fast_path: crate::options::uses_pool(job.ioengine).then(|| file.nowait_state()),
         seconds: d.seconds,
     })
 }
@@ -557,8 +557,8 @@ fn worker<R: Reads>(
         }
     }
     m.elapsed = now.saturating_duration_since(measure_start);
-    m.queue = metrics::stats_since(&q.stats(), &stats_base);
-    m.syscalls = m.queue.syscalls;
+    m.queue = q.stats().since(&stats_base);
+    m.syscalls = m.queue.backend.syscalls;
     m.sqpoll = match (os_tid, sq_base) {
         (Some(t), Some(b)) => Some(sqpoll::cpu_of(t).since(&b)),
         _ => None,
@@ -580,7 +580,7 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         .depth(depth)
         .backend(BackendChoice::Exactly(n.ioengine))
         .register_files(n.registerfiles)
-        .small_direct_fast_path(n.small_fast_path)
+        .small_direct(n.small_fast_path)
         .memory_inline(n.memory_inline)
         .spin(Duration::from_micros(n.spin_us))
         .iopoll(match n.hipri {

@@ -611,9 +611,9 @@ fn run_config(
             }
         })
         .collect();
-    let states: Vec<(String, nowait::FastPathState)> = match k {
+    let states: Vec<(String, nowait::NowaitState)> = match k {
         BackendKind::Pool => (0..3)
-            .map(|i| (STREAMS[i].to_string(), files[i].fast_path()))
+            .map(|i| (STREAMS[i].to_string(), files[i].nowait_state()))
             .collect(),
         _ => Vec::new(),
     };
@@ -623,7 +623,10 @@ fn run_config(
                 .map(|(n, st)| format!("{n} {}", report::fast_path_state_words(st)))
                 .collect();
             vec![
-                format!("fast path: {}", report::fast_path_line(&m.queue.fast_path)),
+                format!(
+                    "fast path: {}",
+                    report::fast_path_line(&m.queue.backend.nowait)
+                ),
                 format!("files: {}", words.join("; ")),
             ]
         }
@@ -641,8 +644,8 @@ fn run_config(
             bw_kbs: bw(total) / 1024.0,
         },
         streams,
-        fast_path: FastPath::of(mode, &m.queue.fast_path, &states),
-        syscalls: m.queue.syscalls,
+        fast_path: FastPath::of(mode, &m.queue.backend.nowait, &states),
+        syscalls: m.queue.backend.syscalls,
         usr_cpu: m.usr_cpu(),
         sys_cpu: m.sys_cpu(),
         ctx: m.ctx(),

@@ -165,8 +165,8 @@ fn queue_run(
         cpu_us_per_io: (ru.user_us + ru.sys_us) as f64 / completed as f64,
         detail: format!(
             "syscalls/io {:.2}; {}",
-            st.syscalls as f64 / completed as f64,
-            st.fast_path
+            st.backend.syscalls as f64 / completed as f64,
+            st.backend.nowait
         ),
     }
 }

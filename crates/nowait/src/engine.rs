@@ -54,14 +54,15 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 
+use crate::backend::ladder::BackendReport;
 use crate::backend::{BackendChoice, BackendKind};
 use crate::error::{Error, Result};
-use crate::fastpath::NowaitMode;
 use crate::file::{Direct, File};
 use crate::notify::Poke;
-use crate::queue::{BackendReport, Queue, QueueBuilder};
+use crate::queue::{Queue, QueueBuilder};
 use crate::registry::Registry;
 use crate::ring::{Ring, RingConfig};
+use crate::rwf_nowait::NowaitMode;
 
 pub use crate::notify::{Notifier, PollerMode, TICK, WATCHDOG_TICK};
 pub use crate::stats::{EngineStats, RingReport};
@@ -159,10 +160,9 @@ impl EngineBuilder {
         self
     }
 
-    /// The small direct-read fast path (see
-    /// [`QueueBuilder::small_direct_fast_path`]).
-    pub fn small_direct_fast_path(mut self, on: bool) -> Self {
-        self.queue = self.queue.small_direct_fast_path(on);
+    /// The small direct-read path (see [`QueueBuilder::small_direct`]).
+    pub fn small_direct(mut self, on: bool) -> Self {
+        self.queue = self.queue.small_direct(on);
         self
     }
 
@@ -308,7 +308,7 @@ impl Engine {
     /// ([`EngineBuilder::fixed_buffers`]): reads into it on this thread go
     /// out as io_uring `READ_FIXED`. `None` if the pool is empty or was not
     /// asked for (or the thread's ring cannot be built). Read into it like
-    /// any [`Buf`]; on another thread it is an ordinary buffer.
+    /// any [`Buf`](crate::Buf); on another thread it is an ordinary buffer.
     pub fn take_buf(&self) -> Option<crate::Buf> {
         let ring = self.handle.core.ring().ok()?;
         let b = ring.lock().take_buf();

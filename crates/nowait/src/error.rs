@@ -143,7 +143,7 @@ pub enum Error {
 
     /// A setting is out of range (queue depth, worker count, …).
     #[error("{0}")]
-    Config(String),
+    Config(ConfigError),
 
     /// A request used a file with a queue that no longer exists.
     #[error("{0}")]
@@ -207,6 +207,47 @@ impl Error {
             Error::Closed(_) => io::ErrorKind::BrokenPipe,
         }
     }
+}
+
+/// Which setting is out of range, and its allowed range.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The queue depth.
+    #[error("queue depth {depth} is out of range: it must be between 1 and {max}")]
+    Depth {
+        /// What was asked.
+        depth: usize,
+        /// The largest allowed ([`MAX_DEPTH`](crate::MAX_DEPTH)).
+        max: usize,
+    },
+    /// The `pool` backend's worker count.
+    #[error("pool worker count {workers} is out of range: it must be between 1 and {max}")]
+    PoolWorkers {
+        /// What was asked.
+        workers: usize,
+        /// The largest allowed.
+        max: usize,
+    },
+    /// [`Queue::completion_fd`](crate::Queue::completion_fd) asked for
+    /// with reads already in flight.
+    #[error(
+        "completion_fd was asked for with {in_flight} reads in flight; ask for it right after \
+         building the queue, before the first push"
+    )]
+    CompletionFdLate {
+        /// Reads in flight at the time.
+        in_flight: usize,
+    },
+    /// The registered buffer pool.
+    #[error(
+        "fixed buffers: {count} of {size} bytes is out of range (1 to 65535 buffers, non-empty)"
+    )]
+    FixedBuffers {
+        /// Buffers asked for.
+        count: usize,
+        /// Bytes each.
+        size: usize,
+    },
 }
 
 impl From<Error> for io::Error {

@@ -5,15 +5,15 @@
 use std::fs;
 use std::io::{self, Seek, SeekFrom};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::fastpath::{FastPath, FastPathState};
-use crate::probe::fs_name;
-use crate::sys::{self, DioAlign};
+use crate::rwf_nowait::{NowaitFile, NowaitState};
+use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
+use crate::sys::{self, sysfs, DioAlign};
 
 /// Whether reads bypass the page cache with `O_DIRECT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -46,7 +46,67 @@ pub struct DioAlignment {
     /// Required alignment of the file offset and of the length.
     pub offset: u32,
     /// Where the numbers came from.
-    pub source: &'static str,
+    pub source: AlignSource,
+}
+
+/// Where a file's O_DIRECT alignment came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AlignSource {
+    /// A buffered file: no alignment needed.
+    Buffered,
+    /// `statx(2)` with `STATX_DIOALIGN`.
+    Statx,
+    /// The device's logical block size (`BLKSSZGET` or sysfs).
+    LogicalBlockSize,
+    /// Nothing reported: a page, which every device seen in practice accepts.
+    AssumedPage,
+}
+
+impl AlignSource {
+    /// In words, as reports print it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlignSource::Buffered => "buffered: no alignment needed",
+            AlignSource::Statx => "statx STATX_DIOALIGN",
+            AlignSource::LogicalBlockSize => "device logical block size",
+            AlignSource::AssumedPage => "assumed page size (no alignment reported)",
+        }
+    }
+}
+
+impl std::fmt::Display for AlignSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a memory-backed file's data lives (see [`File::memory_backing`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryBacking {
+    /// A tmpfs file.
+    Tmpfs,
+    /// A ramfs file.
+    Ramfs,
+    /// A RAM block device (`zram0` without a backing device, `ram0`,
+    /// `pmem0`), as the file itself or under its filesystem.
+    RamDevice(String),
+}
+
+impl MemoryBacking {
+    /// In words: `tmpfs`, `ramfs`, or the device's name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            MemoryBacking::Tmpfs => "tmpfs",
+            MemoryBacking::Ramfs => "ramfs",
+            MemoryBacking::RamDevice(name) => name,
+        }
+    }
+}
+
+impl std::fmt::Display for MemoryBacking {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl DioAlignment {
@@ -54,7 +114,7 @@ impl DioAlignment {
     pub const NONE: DioAlignment = DioAlignment {
         mem: 1,
         offset: 1,
-        source: "buffered: no alignment needed",
+        source: AlignSource::Buffered,
     };
 
     /// True if a read of `len` bytes at `offset` into memory at `addr` meets these rules.
@@ -77,7 +137,7 @@ pub(crate) struct FileInner {
     pub(crate) buffered_reason: Option<String>,
     /// The `pool` backend's RWF_NOWAIT hit ratio and on/off state, shared
     /// by every queue reading this file.
-    pub(crate) fast: FastPath,
+    pub(crate) nowait: NowaitFile,
     /// Unique for the life of the process (descriptor numbers are reused;
     /// this is not): keys io_uring's registered-file table.
     pub(crate) id: u64,
@@ -85,17 +145,13 @@ pub(crate) struct FileInner {
     /// [`POLL_NO`], [`POLL_YES`], or [`POLL_REFUSED`] once a polled read
     /// came back EOPNOTSUPP.
     pub(crate) polls: AtomicU8,
-    /// Where the file's data lives when reads of it may be done inline on
-    /// the calling thread (see [`File::inline_reason`]), else `None`.
-    pub(crate) inline: Option<String>,
-    /// Why io_uring must not read this file, if it must not (see
-    /// [`File::pooled_reason`]): the `uring` backend hands its reads to a
-    /// thread pool doing `pread(2)`.
-    pub(crate) pooled: Option<&'static str>,
+    /// Where the file's data lives when that is memory, so reads of it may
+    /// be done inline on the calling thread (see [`File::memory_backing`]).
+    pub(crate) memory: Option<MemoryBacking>,
+    /// io_uring must not read this file (FUSE; why: [`File::pooled_reason`]):
+    /// the `uring` backend hands its reads to a thread pool doing `pread(2)`.
+    pub(crate) pooled: bool,
 }
-
-/// `FUSE_SUPER_MAGIC`: fuse, fuseblk and virtiofs mounts.
-const FUSE_MAGIC: i64 = 0x6573_5546;
 
 /// Why io_uring cannot be trusted with reads of a file on FUSE.
 ///
@@ -141,12 +197,34 @@ impl std::fmt::Debug for File {
     }
 }
 
+/// What a file nowait cannot read is (`None` for a regular file, a block
+/// device or a directory, which have their own answers).
+fn special_kind(ft: fs::FileType) -> Option<&'static str> {
+    if ft.is_file() || ft.is_block_device() || ft.is_dir() {
+        None
+    } else if ft.is_char_device() {
+        Some("character device")
+    } else if ft.is_fifo() {
+        Some("fifo")
+    } else if ft.is_socket() {
+        Some("socket")
+    } else {
+        Some("special file")
+    }
+}
+
+/// `open(2)` with `O_RDONLY|O_CLOEXEC|O_NONBLOCK` (and `O_DIRECT`): non-blocking
+/// so that a fifo without a writer is refused (by `File::open`'s file-type
+/// check) instead of hanging the caller; the flag comes off again for the
+/// files nowait reads (`sys::clear_nonblock`).
 fn open_raw(path: &Path, direct: bool) -> io::Result<fs::File> {
     let mut o = fs::OpenOptions::new();
     o.read(true);
+    let mut flags = libc::O_NONBLOCK;
     if direct {
-        o.custom_flags(libc::O_DIRECT);
+        flags |= libc::O_DIRECT;
     }
+    o.custom_flags(flags);
     o.open(path)
 }
 
@@ -164,9 +242,19 @@ impl File {
             // EINVAL at open with O_DIRECT: the filesystem has no direct I/O.
             Err(e) if want_direct && e.raw_os_error() == Some(libc::EINVAL) => {
                 if direct == Direct::On {
-                    // Tell a directory apart from a filesystem without O_DIRECT.
-                    if fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false) {
-                        return Err(Error::IsDirectory { path: path.into() });
+                    // Tell a directory, a fifo or a socket (which O_DIRECT
+                    // also refuses) apart from a filesystem without O_DIRECT.
+                    if let Ok(m) = fs::metadata(path) {
+                        let ft = m.file_type();
+                        if ft.is_dir() {
+                            return Err(Error::IsDirectory { path: path.into() });
+                        }
+                        if let Some(kind) = special_kind(ft) {
+                            return Err(Error::Unsupported {
+                                path: path.into(),
+                                kind,
+                            });
+                        }
                     }
                     return Err(Error::DirectUnsupported {
                         path: path.into(),
@@ -201,20 +289,15 @@ impl File {
         } else if ft.is_dir() {
             return Err(Error::IsDirectory { path: path.into() });
         } else {
-            let what = if ft.is_char_device() {
-                "character device"
-            } else if ft.is_fifo() {
-                "fifo"
-            } else if ft.is_socket() {
-                "socket"
-            } else {
-                "special file"
-            };
             return Err(Error::Unsupported {
                 path: path.into(),
-                kind: what,
+                kind: special_kind(ft).unwrap_or("special file"),
             });
         };
+        sys::clear_nonblock(file.as_fd()).map_err(|source| Error::Open {
+            path: path.into(),
+            source,
+        })?;
         let fs_magic = sys::fs_magic(file.as_fd()).unwrap_or(0);
         let fs = if kind == FileKind::BlockDevice {
             "block device"
@@ -234,17 +317,19 @@ impl File {
                             reason,
                         });
                     }
-                    file = open_raw(path, false).map_err(|source| Error::Open {
-                        path: path.into(),
-                        source,
-                    })?;
+                    file = open_raw(path, false)
+                        .and_then(|f| sys::clear_nonblock(f.as_fd()).map(|()| f))
+                        .map_err(|source| Error::Open {
+                            path: path.into(),
+                            source,
+                        })?;
                     buffered_reason = Some(reason);
                     direct_now = false;
                 }
             }
         }
 
-        let inline = memory_backing(kind, &meta, fs_magic)
+        let memory = memory_backing(kind, &meta, fs_magic)
             .filter(|_| refuses_nowait(&file, direct_now, align));
 
         Ok(File {
@@ -258,15 +343,15 @@ impl File {
                 fs,
                 fs_magic,
                 buffered_reason,
-                fast: FastPath::default(),
+                nowait: NowaitFile::default(),
                 id: NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed),
-                polls: AtomicU8::new(if direct_now && device_polls(kind, &meta) {
+                polls: AtomicU8::new(if direct_now && device_polls(&meta) {
                     POLL_YES
                 } else {
                     POLL_NO
                 }),
-                inline,
-                pooled: (fs_magic == FUSE_MAGIC).then_some(FUSE_POOLED),
+                memory,
+                pooled: fs_magic == FUSE_MAGIC,
             }),
         })
     }
@@ -306,18 +391,18 @@ impl File {
         self.inner.buffered_reason.as_deref()
     }
 
-    /// The `pool` backend's `RWF_NOWAIT` fast-path state for this file:
-    /// its decaying hit ratio and, if the fast path is off, why (shared by
+    /// The `pool` backend's `RWF_NOWAIT` path state for this file:
+    /// its decaying hit ratio and, if the path is off, why (shared by
     /// every queue reading the file).
-    pub fn fast_path(&self) -> FastPathState {
-        self.inner.fast.snapshot(self.inner.fs)
+    pub fn nowait_state(&self) -> NowaitState {
+        self.inner.nowait.snapshot(self.inner.fs)
     }
 
     /// Why the `uring` backend hands this file's reads to a thread pool
     /// doing `pread(2)` instead of the ring, if it does: files on FUSE,
     /// where io_uring can return wrong bytes for a short reply.
     pub fn pooled_reason(&self) -> Option<&str> {
-        self.inner.pooled
+        self.inner.pooled.then_some(FUSE_POOLED)
     }
 
     /// `Some(where)` when the file's data lives in memory and its reads may
@@ -328,7 +413,13 @@ impl File {
     /// a thread hop per read for what is a memory copy; see
     /// [`QueueBuilder::memory_inline`](crate::QueueBuilder::memory_inline).
     pub fn inline_reason(&self) -> Option<&str> {
-        self.inner.inline.as_deref()
+        self.inner.memory.as_ref().map(MemoryBacking::as_str)
+    }
+
+    /// Where the file's data lives when that is memory (the enum behind
+    /// [`File::inline_reason`]).
+    pub fn memory_backing(&self) -> Option<&MemoryBacking> {
+        self.inner.memory.as_ref()
     }
 
     /// Current size in bytes (`fstat(2)`, or the device size for a block device).
@@ -380,7 +471,7 @@ fn dio_alignment(
             return Ok(DioAlignment {
                 mem,
                 offset,
-                source: "statx STATX_DIOALIGN",
+                source: AlignSource::Statx,
             });
         }
         Ok(DioAlign::NotSupported) => {
@@ -390,31 +481,26 @@ fn dio_alignment(
     }
     let lbs = match kind {
         FileKind::BlockDevice => sys::block_logical_size(file.as_fd()).ok(),
-        FileKind::Regular => sysfs_logical_block_size(meta.dev()),
+        FileKind::Regular => sysfs::logical_block_size(sysfs::device_of(meta)),
     };
     Ok(match lbs {
         Some(n) if n.is_power_of_two() => DioAlignment {
             mem: n,
             offset: n,
-            source: "device logical block size",
+            source: AlignSource::LogicalBlockSize,
         },
         // Nothing reported: a page satisfies every device seen in practice.
         _ => DioAlignment {
             mem: 4096,
             offset: 4096,
-            source: "assumed page size (no alignment reported)",
+            source: AlignSource::AssumedPage,
         },
     })
 }
 
 /// True if the block queue behind the file polls (`queue/io_poll` is 1).
-fn device_polls(kind: FileKind, meta: &fs::Metadata) -> bool {
-    let dev = if kind == FileKind::BlockDevice {
-        meta.rdev()
-    } else {
-        meta.dev()
-    };
-    crate::probe::sysfs_queue_attr(dev, "io_poll").is_some_and(|s| s == "1")
+fn device_polls(meta: &fs::Metadata) -> bool {
+    sysfs::io_poll(sysfs::device_of(meta)) == Some(true)
 }
 
 /// Where a file's data lives when that is memory: `tmpfs`/`ramfs` by
@@ -423,42 +509,15 @@ fn device_polls(kind: FileKind, meta: &fs::Metadata) -> bool {
 /// left out: a read of a page written back to it waits on that device.
 /// tmpfs pages can be swapped out too; that is the one documented case
 /// where an inline read may wait (turn it off with `memory_inline(false)`).
-fn memory_backing(kind: FileKind, meta: &fs::Metadata, fs_magic: i64) -> Option<String> {
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
-    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+fn memory_backing(kind: FileKind, meta: &fs::Metadata, fs_magic: i64) -> Option<MemoryBacking> {
     if kind == FileKind::Regular {
         match fs_magic {
-            TMPFS_MAGIC => return Some("tmpfs".into()),
-            RAMFS_MAGIC => return Some("ramfs".into()),
+            TMPFS_MAGIC => return Some(MemoryBacking::Tmpfs),
+            RAMFS_MAGIC => return Some(MemoryBacking::Ramfs),
             _ => {}
         }
     }
-    let dev = if kind == FileKind::BlockDevice {
-        meta.rdev()
-    } else {
-        meta.dev()
-    };
-    let (maj, min) = (libc::major(dev), libc::minor(dev));
-    let sys = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
-    let name = sys.file_name()?.to_str()?.to_string();
-    let ram = ["zram", "ram", "pmem"].iter().any(|p| {
-        name.strip_prefix(p)
-            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
-    });
-    if !ram {
-        return None;
-    }
-    if name.starts_with("zram") {
-        // A partition's attributes are on its parent device.
-        let backing = fs::read_to_string(sys.join("backing_dev"))
-            .or_else(|_| fs::read_to_string(sys.join("../backing_dev")))
-            .unwrap_or_default();
-        let backing = backing.trim();
-        if !backing.is_empty() && backing != "none" {
-            return None;
-        }
-    }
-    Some(name)
+    sysfs::ram_device(sysfs::device_of(meta)).map(MemoryBacking::RamDevice)
 }
 
 /// Does `file` refuse `RWF_NOWAIT` reads (EOPNOTSUPP)? Then io_uring cannot
@@ -473,20 +532,4 @@ fn refuses_nowait(file: &fs::File, direct: bool, align: DioAlignment) -> bool {
     };
     let mut buf = crate::buf::Buf::with_align(len, (align.mem as usize).max(crate::buf::PAGE));
     sys::preadv2_nowait(file.as_fd(), &mut buf.spare_mut()[..len], 0) == Err(libc::EOPNOTSUPP)
-}
-
-/// `/sys/dev/block/MAJ:MIN/queue/logical_block_size`, or the parent's for a partition.
-fn sysfs_logical_block_size(dev: u64) -> Option<u32> {
-    let (maj, min) = (libc::major(dev), libc::minor(dev));
-    for p in [
-        format!("/sys/dev/block/{maj}:{min}/queue/logical_block_size"),
-        format!("/sys/dev/block/{maj}:{min}/../queue/logical_block_size"),
-    ] {
-        if let Ok(s) = fs::read_to_string(&p) {
-            if let Ok(n) = s.trim().parse() {
-                return Some(n);
-            }
-        }
-    }
-    None
 }

@@ -5,7 +5,7 @@
 //! alignment from `statx`, the filesystem), picks the fastest path, falls
 //! back cleanly where a mechanism is missing (io_uring blocked by seccomp →
 //! native AIO for `O_DIRECT` files and a thread pool with the `RWF_NOWAIT`
-//! fast path for buffered ones → a `pread` loop), and finishes short reads and retries itself so a result
+//! `RWF_NOWAIT` path for buffered ones → a `pread` loop), and finishes short reads and retries itself so a result
 //! shorter than asked means end of file, nothing else.
 //!
 //! ```
@@ -62,9 +62,11 @@
 //! do), [`File`] (an open file and what was learned about it), [`Buf`] and
 //! [`BufPool`] (owned aligned buffers), [`Queue`] (slots, submit and reap,
 //! short-read completion, errno mapping), [`backend`] (the written contract
-//! and one file per backend), [`fastpath`] (the `pool` backend's
-//! `RWF_NOWAIT` policy, per-file state and counters), [`sys`] (raw system
-//! calls), [`pattern`] (the verifiable data pattern).
+//! and one file per backend, and the ladder of fallbacks), [`rwf_nowait`]
+//! (the `pool` backend's `RWF_NOWAIT` policy, per-file state and counters),
+//! [`pattern`] (the verifiable data pattern). Under them a private system
+//! layer makes every system call. The layers and why they point one way:
+//! docs/ARCHITECTURE.md.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -73,8 +75,6 @@ mod blocking;
 mod buf;
 pub mod engine;
 mod error;
-mod eventfd;
-pub mod fastpath;
 mod file;
 mod future;
 mod notify;
@@ -87,9 +87,12 @@ mod queue;
 mod reactor;
 mod registry;
 mod ring;
+pub mod rwf_nowait;
 mod stats;
+#[doc(hidden)]
 pub mod sys;
 
+pub use backend::ladder::{BackendReason, BackendReport, Skipped};
 pub use backend::uring::IoPoll;
 pub use backend::{BackendChoice, BackendKind, BackendStats, MAX_READ};
 pub use blocking::{block_on, BlockingFile, BlockingMany};
@@ -97,11 +100,10 @@ pub use buf::{Buf, BufPool, PAGE};
 pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
 };
-pub use error::{Error, Result};
-pub use fastpath::{FastPathOff, FastPathState, FastPathStats, NowaitMode};
-pub use file::{DioAlignment, Direct, File, FileKind};
+pub use error::{ConfigError, Error, Result};
+pub use file::{AlignSource, DioAlignment, Direct, File, FileKind, MemoryBacking};
 pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 pub use queue::{
-    BackendReport, Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH,
-    SMALL_READ_MAX,
+    Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH, SMALL_READ_MAX,
 };
+pub use rwf_nowait::{NowaitMode, NowaitOff, NowaitState, NowaitStats};

@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::eventfd::EventFd;
+use crate::sys::eventfd::EventFd;
 
 /// How often the poller reaps while reads are in flight on a backend that
 /// cannot signal completions through an eventfd.

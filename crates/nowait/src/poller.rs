@@ -12,9 +12,9 @@ use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::eventfd::{wait_any, EventFd};
 use crate::notify::{PollerMode, LINGER, SAFETY_TICK, TICK, WATCHDOG_TICK};
 use crate::registry::Registry;
+use crate::sys::eventfd::{wait_any, EventFd};
 
 thread_local! {
     static IS_POLLER: Cell<bool> = const { Cell::new(false) };

@@ -15,37 +15,18 @@
 
 use std::fmt;
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 
 use io_uring::{opcode, IoUring, Probe};
 
-use crate::backend::{aio, BackendKind};
-use crate::fastpath::{FastPathOff, FastPathState};
+use crate::backend::ladder::{uring_disabled_by_env, BackendReport};
+use crate::backend::{aio, uring, BackendKind};
 use crate::file::{File, FileKind};
-use crate::queue::{aio_refusal, uring_disabled_by_env, uring_refusal, BackendReport, Queue};
+use crate::queue::Queue;
+use crate::rwf_nowait::{NowaitOff, NowaitState};
+use crate::sys::{self, sysfs};
 
-/// Name of a filesystem from its `f_type` magic number.
-pub fn fs_name(magic: i64) -> &'static str {
-    match magic {
-        0xEF53 => "ext4",
-        0x5846_5342 => "xfs",
-        0x0102_1994 => "tmpfs",
-        0x9123_683E => "btrfs",
-        0x794C_7630 => "overlayfs",
-        0x6573_5546 => "fuse",
-        0x6969 => "nfs",
-        0xF2F5_2010 => "f2fs",
-        0x2FC1_2FC1 => "zfs",
-        0x5346_544E => "ntfs",
-        0x4d44 => "vfat",
-        0x6264_6576 => "bdev",
-        0x1CD1 => "devpts",
-        0x9FA0 => "proc",
-        0x6265_6572 => "sysfs",
-        0x0102_1997 => "9p",
-        _ => "unknown",
-    }
-}
+/// Names for errnos and filesystems, as every report prints them.
+pub use crate::sys::names::{errno_name, fs_name};
 
 /// Outcome of trying one io_uring setup flag.
 #[derive(Debug, Clone)]
@@ -110,7 +91,7 @@ pub fn machine() -> MachineReport {
     let uring = match IoUring::new(8) {
         Err(e) => UringStatus::Unavailable {
             errno: e.raw_os_error().unwrap_or(0),
-            reason: uring_refusal(&e),
+            reason: uring::refusal(&e),
         },
         Ok(ring) => {
             let mut probe = Probe::new();
@@ -177,17 +158,12 @@ pub fn machine() -> MachineReport {
             }
         }
     };
-    let io_uring_disabled = fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
-        .ok()
-        .map(|s| s.trim().to_string());
-    let kernel_release = fs::read_to_string("/proc/sys/kernel/osrelease")
-        .unwrap_or_default()
-        .trim()
-        .to_string();
+    let io_uring_disabled = sys::io_uring_disabled();
+    let kernel_release = sys::kernel_release();
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let aio = aio::setup(1).map(drop).map_err(|e| aio_refusal(&e));
+    let aio = aio::setup(1).map(drop).map_err(|e| aio::refusal(&e));
     let auto = Queue::builder()
         .depth(1)
         .build()
@@ -198,49 +174,14 @@ pub fn machine() -> MachineReport {
         io_uring_disabled,
         kernel_release,
         cpus,
-        memlock_bytes: memlock(),
+        memlock_bytes: sys::memlock_limit(),
         aio,
         auto,
     }
 }
 
-fn memlock() -> Option<u64> {
-    let limits = fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits
-        .lines()
-        .find(|l| l.starts_with("Max locked memory"))?;
-    let soft = line.split_whitespace().nth(3)?;
-    soft.parse().ok()
-}
-
-/// Name of an errno for reports (`EINVAL`, …).
-pub fn errno_name(e: i32) -> String {
-    let name = match e {
-        libc::EPERM => "EPERM",
-        libc::ENOENT => "ENOENT",
-        libc::EINTR => "EINTR",
-        libc::EIO => "EIO",
-        libc::EBADF => "EBADF",
-        libc::EAGAIN => "EAGAIN",
-        libc::ENOMEM => "ENOMEM",
-        libc::EACCES => "EACCES",
-        libc::EFAULT => "EFAULT",
-        libc::EBUSY => "EBUSY",
-        libc::EEXIST => "EEXIST",
-        libc::EISDIR => "EISDIR",
-        libc::EINVAL => "EINVAL",
-        libc::EMFILE => "EMFILE",
-        libc::ENOSYS => "ENOSYS",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::ECANCELED => "ECANCELED",
-        libc::ETIME => "ETIME",
-        _ => return format!("errno {e}"),
-    };
-    name.to_string()
-}
-
 /// What one `preadv2(RWF_NOWAIT)` of byte 0 of a file answered: whether the
-/// `pool` backend's inline fast path can work on it.
+/// `pool` backend's nowait path can work on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NowaitProbe {
     /// Non-blocking buffered reads work; `cached` says whether byte 0 was
@@ -267,7 +208,7 @@ pub enum NowaitProbe {
 }
 
 impl NowaitProbe {
-    /// True if the fast path can work on this file.
+    /// True if the nowait path can work on this file.
     pub fn works(&self) -> bool {
         matches!(self, NowaitProbe::Supported { .. })
     }
@@ -275,7 +216,7 @@ impl NowaitProbe {
 
 fn probe_nowait(file: &File) -> NowaitProbe {
     use std::os::fd::AsFd;
-    match crate::sys::preadv2_nowait_probe(file.as_fd()) {
+    match sys::preadv2_nowait_probe(file.as_fd()) {
         // Byte 0 came back (or the file is empty): supported.
         Ok(n) => NowaitProbe::Supported { cached: n == 1 },
         // Not cached, but the filesystem honoured RWF_NOWAIT.
@@ -311,11 +252,11 @@ pub struct FileReport {
     pub buffered_path: String,
     /// The path a direct read would take, and why (None if direct is impossible).
     pub direct_path: Option<String>,
-    /// Whether `preadv2(RWF_NOWAIT)` works on the file (the `pool` fast path).
+    /// Whether `preadv2(RWF_NOWAIT)` works on the file (the `pool` nowait path).
     pub rwf_nowait: NowaitProbe,
-    /// The file's fast-path state as this process has learned it so far
+    /// The file's nowait-path state as this process has learned it so far
     /// (on a freshly opened file: only what its filesystem taught).
-    pub fast_path: FastPathState,
+    pub nowait_state: NowaitState,
 }
 
 /// Probe one file: open it buffered and with `Direct::Auto`, and describe
@@ -333,22 +274,17 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
         path: path.into(),
         source,
     })?;
-    let dev = if buffered.kind() == FileKind::BlockDevice {
-        meta.rdev()
-    } else {
-        meta.dev()
-    };
-    let io_poll = sysfs_queue_attr(dev, "io_poll").map(|s| s == "1");
+    let io_poll = sysfs::io_poll(sysfs::device_of(&meta));
     let rwf_nowait = probe_nowait(&buffered);
     let auto_kind = machine.auto.as_ref().map_or(BackendKind::Sync, |r| r.kind);
     let why = fallback_why(machine);
     let pool_path = || match rwf_nowait {
         NowaitProbe::Supported { .. } => format!(
-            "pool: preadv2(RWF_NOWAIT) inline on the submitting thread (a cached read \
+            "pool: preadv2(RWF_NOWAIT) on the submitting thread (a cached read \
              never waits for a thread), misses to worker threads doing pread(2) ({why})"
         ),
         _ => format!(
-            "pool: worker threads doing pread(2), no inline fast path ({}) ({why})",
+            "pool: worker threads doing pread(2), no RWF_NOWAIT path ({}) ({why})",
             nowait_words(rwf_nowait, buffered.fs())
         ),
     };
@@ -446,7 +382,7 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
         buffered_path,
         direct_path,
         rwf_nowait,
-        fast_path: buffered.fast_path(),
+        nowait_state: buffered.nowait_state(),
     })
 }
 
@@ -464,7 +400,7 @@ fn fallback_why(machine: &MachineReport) -> String {
         match &machine.uring {
             UringStatus::Unavailable { reason, .. } => reason.clone(),
             // The probe's small ring worked, the queue's did not.
-            UringStatus::Available { .. } => auto.reason.clone(),
+            UringStatus::Available { .. } => auto.reason.to_string(),
         }
     };
     match (&machine.aio, auto.kind) {
@@ -473,18 +409,6 @@ fn fallback_why(machine: &MachineReport) -> String {
         }
         _ => format!("no io_uring: {uring}"),
     }
-}
-
-/// `/sys/dev/block/MAJ:MIN/queue/ATTR`, or the parent disk's for a partition.
-pub(crate) fn sysfs_queue_attr(dev: u64, attr: &str) -> Option<String> {
-    let (maj, min) = (libc::major(dev), libc::minor(dev));
-    [
-        format!("/sys/dev/block/{maj}:{min}/queue/{attr}"),
-        format!("/sys/dev/block/{maj}:{min}/../queue/{attr}"),
-    ]
-    .iter()
-    .find_map(|p| fs::read_to_string(p).ok())
-    .map(|s| s.trim().to_string())
 }
 
 impl fmt::Display for MachineReport {
@@ -544,13 +468,14 @@ impl fmt::Display for MachineReport {
 fn nowait_words(p: NowaitProbe, fs: &'static str) -> String {
     match p {
         NowaitProbe::Supported { cached: true } => {
-            "works (byte 0 is in the page cache: a read of it completes inline)".into()
+            "works (byte 0 is in the page cache: a read of it completes on the submitting thread)"
+                .into()
         }
         NowaitProbe::Supported { cached: false } => {
             "works (byte 0 is not cached: EAGAIN, a read of it goes to a worker)".into()
         }
-        NowaitProbe::Unsupported { errno } => FastPathOff::Refused { fs, errno }.to_string(),
-        NowaitProbe::SyscallRefused { errno } => FastPathOff::Syscall { errno }.to_string(),
+        NowaitProbe::Unsupported { errno } => NowaitOff::Refused { fs, errno }.to_string(),
+        NowaitProbe::SyscallRefused { errno } => NowaitOff::Syscall { errno }.to_string(),
         NowaitProbe::Failed { errno } => {
             format!("preadv2(RWF_NOWAIT) failed with {}", errno_name(errno))
         }
@@ -599,8 +524,8 @@ impl fmt::Display for FileReport {
             "  RWF_NOWAIT: {}",
             nowait_words(self.rwf_nowait, self.fs)
         )?;
-        if let Some(off) = self.fast_path.off {
-            writeln!(f, "  pool fast path: off ({off})")?;
+        if let Some(off) = self.nowait_state.off {
+            writeln!(f, "  pool nowait path: off ({off})")?;
         }
         writeln!(f, "  buffered read -> {}", self.buffered_path)?;
         match &self.direct_path {
@@ -610,24 +535,5 @@ impl fmt::Display for FileReport {
                 "  direct read   -> not possible; Direct::Auto reads buffered"
             ),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fs_names_cover_the_filesystems_we_test_on() {
-        assert_eq!(fs_name(0xEF53), "ext4");
-        assert_eq!(fs_name(0x5846_5342), "xfs");
-        assert_eq!(fs_name(0x0102_1994), "tmpfs");
-        assert_eq!(fs_name(12345), "unknown");
-    }
-
-    #[test]
-    fn errno_names_are_symbolic() {
-        assert_eq!(errno_name(libc::EOPNOTSUPP), "EOPNOTSUPP");
-        assert_eq!(errno_name(9999), "errno 9999");
     }
 }

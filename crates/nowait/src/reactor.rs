@@ -25,7 +25,7 @@ use std::sync::{Arc, Weak};
 use tokio::io::unix::AsyncFd;
 use tokio::io::Interest;
 
-use crate::eventfd::EventFd;
+use crate::sys::eventfd::EventFd;
 
 /// What the reactor task drives: reap what is ready and wake its tasks, and
 /// hear that the task is gone.

@@ -13,13 +13,14 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::backend::ladder::BackendReport;
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
-use crate::eventfd::EventFd;
 use crate::notify::{Notifier, Poke, PollerMode, TICK};
 use crate::ops::{Deferred, State};
-use crate::queue::{BackendReport, QueueBuilder};
+use crate::queue::QueueBuilder;
 use crate::stats::RingReport;
+use crate::sys::eventfd::EventFd;
 
 /// What every ring of an engine is built from.
 #[derive(Debug, Clone)]

@@ -1,8 +1,9 @@
 //! What an engine reports: its counters ([`EngineStats`], summed over its
 //! rings) and each ring's report ([`RingReport`]).
 
+use crate::backend::ladder::BackendReport;
 use crate::notify::PollerMode;
-use crate::queue::{BackendReport, QueueStats};
+use crate::queue::QueueStats;
 
 /// Counters of an engine (summed over its rings, including reclaimed ones).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,7 +40,7 @@ pub struct EngineStats {
 }
 
 impl EngineStats {
-    /// Add `o` into `self` (the queue counters field by field).
+    /// Add `o` into `self`.
     pub(crate) fn add(&mut self, o: &EngineStats) {
         self.in_flight += o.in_flight;
         self.abandoned += o.abandoned;
@@ -51,31 +52,7 @@ impl EngineStats {
         self.rings += o.rings;
         self.rings_reclaimed += o.rings_reclaimed;
         self.foreign_reaps += o.foreign_reaps;
-        let (q, p) = (&mut self.queue, &o.queue);
-        q.pushed += p.pushed;
-        q.completed += p.completed;
-        q.errors += p.errors;
-        q.short_retries += p.short_retries;
-        q.eintr_retries += p.eintr_retries;
-        q.bounced += p.bounced;
-        q.syscalls += p.syscalls;
-        q.fixed_reads += p.fixed_reads;
-        q.polled += p.polled;
-        q.poll_fallbacks += p.poll_fallbacks;
-        q.spin_reaped += p.spin_reaped;
-        q.small_fast += p.small_fast;
-        q.inline += p.inline;
-        let (f, g) = (&mut q.fast_path, &p.fast_path);
-        f.tries += g.tries;
-        f.inline_hits += g.inline_hits;
-        f.partial_hits += g.partial_hits;
-        f.misses += g.misses;
-        f.refused += g.refused;
-        f.skipped += g.skipped;
-        f.reprobes += g.reprobes;
-        f.offloads += g.offloads;
-        f.worker_reads += g.worker_reads;
-        f.wakeups += g.wakeups;
+        self.queue += o.queue;
     }
 }
 

@@ -106,7 +106,7 @@ fn tokio_reads_direct_and_buffered_files_concurrently() {
     let st = engine.stats();
     assert_eq!(st.queue.errors, 0, "{st:?}");
     assert!(
-        st.queue.fast_path.worker_reads > 0,
+        st.queue.backend.nowait.worker_reads > 0,
         "buffered reads reached the pool's workers: {st:?}"
     );
 }
@@ -231,7 +231,7 @@ fn auto_engine_without_uring_reads_direct_and_buffered_files_child() {
     let report = engine.backend();
     assert_eq!(report.kind, BackendKind::AioPool, "{report:?}");
     assert!(
-        report.reason.contains("NOWAIT_DISABLE_URING"),
+        report.reason.to_string().contains("NOWAIT_DISABLE_URING"),
         "{}",
         report.reason
     );

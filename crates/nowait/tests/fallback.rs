@@ -197,10 +197,15 @@ fn io_uring_blocked_by_seccomp_falls_back() {
             .expect("fallback backend");
         let report = q.backend().clone();
         assert_eq!(report.kind, BackendKind::AioPool, "{report:?}");
-        assert!(report.reason.contains("EPERM"), "{}", report.reason);
+        assert!(
+            report.reason.to_string().contains("EPERM"),
+            "{}",
+            report.reason
+        );
         assert!(
             report
                 .reason
+                .to_string()
                 .contains("O_DIRECT files use aio, buffered files use pool"),
             "{}",
             report.reason
@@ -266,7 +271,7 @@ fn io_uring_blocked_by_seccomp_falls_back() {
             "O_DIRECT and buffered files use pool",
         ] {
             assert!(
-                report.reason.contains(want),
+                report.reason.to_string().contains(want),
                 "{want:?} missing: {}",
                 report.reason
             );
@@ -314,7 +319,7 @@ fn disabled_uring_sends_direct_reads_to_aio_and_buffered_to_pool() {
 fn disabled_uring_sends_direct_reads_to_aio_and_buffered_to_pool_child() {
     assert_in_child("disabled_uring_sends_direct_reads_to_aio_and_buffered_to_pool_child");
     let mut q = Queue::builder().depth(64).build().unwrap();
-    let reason = &q.backend().reason;
+    let reason = q.backend().reason.to_string();
     assert!(
         reason.contains("NOWAIT_DISABLE_URING") && reason.contains("O_DIRECT files use aio"),
         "{reason}"

@@ -266,7 +266,7 @@ fn small_direct_fast_path_finishes_short_reads() {
                 let s = q.stats();
                 println!(
                     "{what}: {} fast, {} short retries",
-                    s.small_fast, s.short_retries
+                    s.small_direct, s.short_retries
                 );
             }
         }

@@ -154,7 +154,7 @@ fn the_window_decides_how_many_reads_are_inline() {
 
             // Window 0: every read inline, the backend is never entered.
             let mut q = queue(kind, 64).inline_window(0).build().unwrap();
-            let before = q.stats().syscalls;
+            let before = q.stats().backend.syscalls;
             read_and_check(&mut q, &f, size, &reads(&mut rng, size, n, aligned));
             let st = q.stats();
             assert!(
@@ -163,7 +163,7 @@ fn the_window_decides_how_many_reads_are_inline() {
                 st.inline
             );
             assert_eq!(
-                st.syscalls, before,
+                st.backend.syscalls, before,
                 "{what}, window 0: no system call of the backend's"
             );
 
@@ -233,7 +233,7 @@ fn a_full_queue_keeps_both_halves_busy() {
         "{total} reads: {} inline, {} by io_uring, {} syscalls",
         st.inline,
         total - st.inline,
-        st.syscalls
+        st.backend.syscalls
     );
     assert!(
         st.inline > total / 10,
@@ -439,11 +439,11 @@ fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
         user_data: 3,
     })
     .unwrap();
-    let before = q.stats().syscalls;
+    let before = q.stats().backend.syscalls;
     let mut done = Vec::new();
     q.reap(1, None, &mut done).unwrap();
     assert!(
-        q.stats().syscalls > before,
+        q.stats().backend.syscalls > before,
         "reap returned {} completion(s) without handing the queued reads to the kernel",
         done.len()
     );
@@ -485,7 +485,7 @@ fn a_lone_read_is_inline_at_any_depth() {
                 return common::skip_line(&format!("a_lone_read_is_inline_at_any_depth: {e}"))
             }
         };
-        let before = q.stats().syscalls;
+        let before = q.stats().backend.syscalls;
         let mut done = Vec::new();
         for i in 0..50u64 {
             let off = i * 4096 + i;
@@ -509,7 +509,7 @@ fn a_lone_read_is_inline_at_any_depth() {
                 "default window, depth 256, one read at a time: {st:?}"
             );
             assert_eq!(
-                st.syscalls, before,
+                st.backend.syscalls, before,
                 "no system call of the backend's: {st:?}"
             );
         } else {

@@ -273,7 +273,7 @@ fn auto_backend_reports_its_choice() {
         .backend(BackendChoice::Auto)
         .build()
         .unwrap();
-    assert!(!q.backend().reason.is_empty());
+    assert!(!q.backend().reason.to_string().is_empty());
     let (r, b) = q.read_at(&file, 1234, Buf::new(5000));
     assert_eq!(r.unwrap(), 5000);
     pattern::check(1234, b.as_slice()).unwrap();

@@ -18,7 +18,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use common::{fs_of, pattern_file, Rng};
-use nowait::fastpath::{refused_filesystems, FastPathOff};
+use nowait::rwf_nowait::{refused_filesystems, NowaitOff};
 use nowait::{
     pattern, BackendChoice, BackendKind, Buf, Direct, Error, File, FileKind, NowaitMode, Queue,
     QueueStats, Read,
@@ -81,7 +81,9 @@ fn dontneed_empties_cache(file: &File, size: u64, rng: &mut Rng) -> Result<(), S
     let mut b = [0u8; 4096];
     for _ in 0..16 {
         let off = rng.below(size / 4096) * 4096;
-        if let Ok(n) = nowait::sys::preadv2_nowait(std::os::fd::AsFd::as_fd(file), &mut b, off) {
+        let mut iov = [std::io::IoSliceMut::new(&mut b)];
+        if let Ok(n) = rustix::io::preadv2(file, &mut iov, off, rustix::io::ReadWriteFlags::NOWAIT)
+        {
             return Err(format!(
                 "page at {off} still cached after DONTNEED ({n} bytes)"
             ));
@@ -90,20 +92,8 @@ fn dontneed_empties_cache(file: &File, size: u64, rng: &mut Rng) -> Result<(), S
     Ok(())
 }
 
-fn stats_delta(after: QueueStats, before: QueueStats) -> nowait::FastPathStats {
-    let (a, b) = (after.fast_path, before.fast_path);
-    nowait::FastPathStats {
-        tries: a.tries - b.tries,
-        inline_hits: a.inline_hits - b.inline_hits,
-        partial_hits: a.partial_hits - b.partial_hits,
-        misses: a.misses - b.misses,
-        refused: a.refused - b.refused,
-        skipped: a.skipped - b.skipped,
-        reprobes: a.reprobes - b.reprobes,
-        offloads: a.offloads - b.offloads,
-        worker_reads: a.worker_reads - b.worker_reads,
-        wakeups: a.wakeups - b.wakeups,
-    }
+fn stats_delta(after: QueueStats, before: QueueStats) -> nowait::NowaitStats {
+    after.since(&before).backend.nowait
 }
 
 /// Read `len` bytes at `off`, check every byte, return the count.
@@ -205,13 +195,13 @@ fn data_scenarios(dir: &Path, label: &str) {
                 );
                 let st = q.stats();
                 assert_eq!(st.pushed, st.completed, "{ctx}: every request handed back");
-                let fp = st.fast_path;
+                let fp = st.backend.nowait;
                 if mode == NowaitMode::Off || file.is_direct() {
                     assert_eq!(fp.tries, 0, "{ctx}: no inline tries: {fp}");
                 }
                 assert_eq!(
                     fp.tries,
-                    fp.inline_hits + fp.partial_hits + fp.misses + fp.refused,
+                    fp.hits + fp.partial_hits + fp.misses + fp.refused,
                     "{ctx}: every try ends one way: {fp}"
                 );
                 assert_eq!(
@@ -304,15 +294,15 @@ fn nowait_hit_completes_inline() {
             assert_eq!(*c.result.as_ref().unwrap(), 4096);
             pattern::check(off, c.buf.as_slice()).unwrap();
         }
-        let fp = q.stats().fast_path;
+        let fp = q.stats().backend.nowait;
         eprintln!("{mode}: {fp}");
         assert_eq!(fp.tries, 32, "{mode}: {fp}");
-        assert_eq!(fp.inline_hits, 32, "{mode}: {fp}");
+        assert_eq!(fp.hits, 32, "{mode}: {fp}");
         assert_eq!(fp.offloads, 0, "{mode}: {fp}");
         assert_eq!(fp.worker_reads, 0, "{mode}: {fp}");
         assert_eq!(q.stats().short_retries, 0);
     }
-    let st = file.fast_path();
+    let st = file.nowait_state();
     assert!(st.off.is_none() && st.hit_ratio > 0.9, "{st:?}");
 }
 
@@ -336,11 +326,11 @@ fn nowait_miss_goes_to_a_worker() {
         let off = rng.below(4 << 20);
         read_checked(&mut q, &file, off, 4096, "miss");
     }
-    let fp = q.stats().fast_path;
+    let fp = q.stats().backend.nowait;
     eprintln!("miss: {fp}");
     assert_eq!(fp.tries, n, "{fp}");
-    assert_eq!(fp.misses + fp.inline_hits + fp.partial_hits, n, "{fp}");
-    if fp.inline_hits + fp.partial_hits > 0 {
+    assert_eq!(fp.misses + fp.hits + fp.partial_hits, n, "{fp}");
+    if fp.hits + fp.partial_hits > 0 {
         // POSIX_FADV_DONTNEED leaves pages it cannot invalidate (locked, in
         // another CPU's LRU batch, under concurrent I/O): the premise failed.
         return common::skip_line(&format!(
@@ -357,7 +347,11 @@ fn nowait_miss_goes_to_a_worker() {
         "{fp}; {short} short-read retries"
     );
     assert_eq!(fp.worker_reads, fp.offloads, "{fp}");
-    assert!(file.fast_path().hit_ratio < 0.5, "{:?}", file.fast_path());
+    assert!(
+        file.nowait_state().hit_ratio < 0.5,
+        "{:?}",
+        file.nowait_state()
+    );
 }
 
 /// Cache exactly the first page of a file: a private fd with
@@ -420,7 +414,7 @@ fn nowait_partial_hit_keeps_the_prefix() {
     let before = q.stats();
     read_checked(&mut q, &file, 0, len, "partial then warm");
     let d = stats_delta(q.stats(), before);
-    assert_eq!((d.inline_hits, d.offloads), (1, 0), "{d}");
+    assert_eq!((d.hits, d.offloads), (1, 0), "{d}");
 }
 
 /// End of file inside a page completes inline; a read at end of file gets 0
@@ -439,7 +433,7 @@ fn nowait_at_end_of_file() {
     let before = q.stats();
     assert_eq!(read_checked(&mut q, &file, 8000, 4096, "eof"), 2000);
     let d = stats_delta(q.stats(), before);
-    assert_eq!((d.inline_hits, d.partial_hits), (1, 0), "{d}");
+    assert_eq!((d.hits, d.partial_hits), (1, 0), "{d}");
     // At EOF: 0 from the try is a miss; the worker's pread confirms EOF.
     let before = q.stats();
     assert_eq!(read_checked(&mut q, &file, 10_000, 4096, "at eof"), 0);
@@ -494,11 +488,11 @@ fn adaptive_switches_off_then_reprobes() {
         let q = if i % 2 == 0 { &mut q1 } else { &mut q2 };
         read_checked(q, &file, off, 4096, "cold");
     }
-    let (a, b) = (q1.stats().fast_path, q2.stats().fast_path);
+    let (a, b) = (q1.stats().backend.nowait, q2.stats().backend.nowait);
     eprintln!("cold q1: {a}\ncold q2: {b}");
     let tries = a.tries + b.tries;
     let skipped = a.skipped + b.skipped;
-    let cold_hits = a.inline_hits + a.partial_hits + b.inline_hits + b.partial_hits;
+    let cold_hits = a.hits + a.partial_hits + b.hits + b.partial_hits;
     if cold_hits > 0 {
         // Pages that were never read, or were dropped, still answered from
         // the cache: the kernel kept what DONTNEED asked it to drop.
@@ -507,7 +501,11 @@ fn adaptive_switches_off_then_reprobes() {
              the page cache cannot be controlled here"
         ));
     }
-    assert!(file.fast_path().adaptive_skipping, "{:?}", file.fast_path());
+    assert!(
+        file.nowait_state().adaptive_skipping,
+        "{:?}",
+        file.nowait_state()
+    );
     assert!(
         skipped > 100,
         "most cold reads skip the try: {skipped} skipped, {tries} tried"
@@ -535,18 +533,18 @@ fn adaptive_switches_off_then_reprobes() {
     eprintln!("warm: {d}");
     assert!(d.reprobes >= 1 && d.reprobes <= 2, "{d}");
     assert!(
-        d.skipped < 2 * nowait::fastpath::REPROBE_EVERY as u64,
+        d.skipped < 2 * nowait::rwf_nowait::REPROBE_EVERY as u64,
         "{d}"
     );
     assert!(
-        d.inline_hits > warm_reads - 2 * nowait::fastpath::REPROBE_EVERY as u64,
+        d.hits > warm_reads - 2 * nowait::rwf_nowait::REPROBE_EVERY as u64,
         "{d}"
     );
     assert_eq!(d.misses, 0, "{d}");
     assert!(
-        !file.fast_path().adaptive_skipping,
+        !file.nowait_state().adaptive_skipping,
         "{:?}",
-        file.fast_path()
+        file.nowait_state()
     );
 }
 
@@ -561,7 +559,7 @@ fn mode_off_never_tries() {
     for i in 0..16 {
         read_checked(&mut q, &file, i * 65536, 4096, "off");
     }
-    let fp = q.stats().fast_path;
+    let fp = q.stats().backend.nowait;
     let short = q.stats().short_retries;
     assert_eq!(
         (fp.tries, fp.skipped, fp.offloads, fp.worker_reads),
@@ -569,7 +567,7 @@ fn mode_off_never_tries() {
         "{fp}"
     );
     assert!(
-        q.backend().detail.contains("fast path off"),
+        q.backend().detail.contains("RWF_NOWAIT path off"),
         "{}",
         q.backend().detail
     );
@@ -593,7 +591,7 @@ fn direct_reads_go_to_workers() {
         read_checked(&mut q, &file, i * 4096, 4096, "direct");
     }
     read_checked(&mut q, &file, 100, 5000, "direct bounced");
-    let fp = q.stats().fast_path;
+    let fp = q.stats().backend.nowait;
     let short = q.stats().short_retries;
     assert_eq!(
         (fp.tries, fp.offloads, fp.worker_reads),
@@ -716,7 +714,7 @@ fn nowait_eopnotsupp_on_tmpfs_child() {
     let fa = File::open(&a, Direct::Off).unwrap();
     let mut q = pool(8, NowaitMode::Always);
     read_checked(&mut q, &fa, 0, 4096, "tmpfs a");
-    let fp = q.stats().fast_path;
+    let fp = q.stats().backend.nowait;
     let short = q.stats().short_retries;
     assert_eq!(
         (fp.tries, fp.refused, fp.offloads),
@@ -724,14 +722,14 @@ fn nowait_eopnotsupp_on_tmpfs_child() {
         "{fp}"
     );
     assert_eq!(
-        fa.fast_path().off,
-        Some(FastPathOff::Refused {
+        fa.nowait_state().off,
+        Some(NowaitOff::Refused {
             fs: "tmpfs",
             errno: libc::EOPNOTSUPP
         })
     );
     assert_eq!(
-        fa.fast_path().off.unwrap().to_string(),
+        fa.nowait_state().off.unwrap().to_string(),
         "no RWF_NOWAIT on tmpfs (EOPNOTSUPP)"
     );
     // Never tried again on this file...
@@ -739,7 +737,7 @@ fn nowait_eopnotsupp_on_tmpfs_child() {
     // ...nor on another file of the same filesystem.
     let fb = File::open(&b, Direct::Off).unwrap();
     read_checked(&mut q, &fb, 0, 4096, "tmpfs b");
-    let fp = q.stats().fast_path;
+    let fp = q.stats().backend.nowait;
     let short = q.stats().short_retries;
     assert_eq!(
         (fp.tries, fp.refused, fp.offloads, fp.worker_reads),
@@ -747,8 +745,8 @@ fn nowait_eopnotsupp_on_tmpfs_child() {
         "{fp}"
     );
     assert!(matches!(
-        fb.fast_path().off,
-        Some(FastPathOff::Filesystem { fs: "tmpfs", .. })
+        fb.nowait_state().off,
+        Some(NowaitOff::Filesystem { fs: "tmpfs", .. })
     ));
     let fs = refused_filesystems();
     assert!(
@@ -762,7 +760,7 @@ fn nowait_eopnotsupp_on_tmpfs_child() {
     let fc = File::open(&c, Direct::Off).unwrap();
     assert_eq!(fc.kind(), FileKind::Regular);
     read_checked(&mut q, &fc, 0, 4096, "ext4 c");
-    assert_eq!(q.stats().fast_path.tries, 2);
+    assert_eq!(q.stats().backend.nowait.tries, 2);
 }
 
 /// With io_uring unavailable, Auto takes the pool (not the sync loop), and
@@ -784,7 +782,10 @@ fn auto_falls_back_to_pool_child() {
     let mut q = Queue::builder().build().unwrap();
     assert_eq!(q.backend().kind, BackendKind::AioPool, "{:?}", q.backend());
     assert!(
-        q.backend().reason.contains("NOWAIT_DISABLE_URING"),
+        q.backend()
+            .reason
+            .to_string()
+            .contains("NOWAIT_DISABLE_URING"),
         "{}",
         q.backend().reason
     );

@@ -98,7 +98,7 @@ fn iopoll_reads_complete_polled() {
         assert_eq!(buf.as_slice(), &want[..], "{}: block {i}", path.display());
     }
     assert!(
-        q.stats().polled > 0,
+        q.stats().backend.polled > 0,
         "{}: no read completed polled: {:?}",
         path.display(),
         q.stats()
@@ -115,26 +115,26 @@ fn iopoll_eopnotsupp_resubmits_unpolled_and_marks_the_file() {
     };
     read_and_verify(&mut q, &f, 16, 4096, |_| Buf::new(4096));
     let st = q.stats();
-    if st.polled > 0 {
+    if st.backend.polled > 0 {
         return common::skip(
             "iopoll_eopnotsupp_resubmits_unpolled_and_marks_the_file",
             &format!(
                 "the temp directory's device polls: {} reads completed polled, the fallback \
                  could not be exercised",
-                st.polled
+                st.backend.polled
             ),
         );
     }
     assert!(
-        st.poll_fallbacks >= 1,
+        st.backend.poll_fallbacks >= 1,
         "a device without io_poll must refuse polled reads: {st:?}"
     );
-    assert!(st.poll_fallbacks <= 16);
+    assert!(st.backend.poll_fallbacks <= 16);
     // The file is now marked: no more polled tries, no more fallbacks.
     read_and_verify(&mut q, &f, 16, 4096, |_| Buf::new(4096));
     assert_eq!(
-        q.stats().poll_fallbacks,
-        st.poll_fallbacks,
+        q.stats().backend.poll_fallbacks,
+        st.backend.poll_fallbacks,
         "file must not be polled again after EOPNOTSUPP"
     );
 }
@@ -150,7 +150,7 @@ fn iopoll_never_takes_buffered_reads() {
     read_and_verify(&mut q, &f, 8, 4096, |_| Buf::new(4096));
     let st = q.stats();
     assert_eq!(
-        (st.polled, st.poll_fallbacks),
+        (st.backend.polled, st.backend.poll_fallbacks),
         (0, 0),
         "buffered reads must stay on the interrupt ring"
     );
@@ -174,7 +174,7 @@ fn fixed_buffers_read_with_read_fixed() {
         }
         read_and_verify(&mut q, &f, 32, 4096, |q| q.take_buf().expect("pool has 32"));
         assert_eq!(
-            q.stats().fixed_reads,
+            q.stats().backend.fixed_reads,
             32,
             "{direct:?}: every read from the pool is READ_FIXED"
         );
@@ -182,7 +182,7 @@ fn fixed_buffers_read_with_read_fixed() {
         let (r, b) = q.read_at(&f, 4096, Buf::new(4096));
         assert_eq!(r.unwrap(), 4096);
         pattern::check(4096, b.as_slice()).unwrap();
-        assert_eq!(q.stats().fixed_reads, 32);
+        assert_eq!(q.stats().backend.fixed_reads, 32);
     }
 }
 
@@ -287,7 +287,7 @@ fn spinning_reaper_spins_for_reads_left_to_the_reap() {
     }
     let st = q.stats();
     assert!(
-        st.spin_reaped > 0,
+        st.backend.spin_reaped > 0,
         "16 direct reads on {}, each left to the reap with a 1 s spin: none was found by \
          spinning ({st:?})",
         f.fs()
@@ -314,7 +314,7 @@ fn aio_reads_direct_files_and_fails_cleanly_on_bad_requests() {
         read_and_verify(&mut q, &f, 64, 4096, |_| Buf::new(4096));
     }
     assert!(
-        q.stats().syscalls < 4 * 64,
+        q.stats().backend.syscalls < 4 * 64,
         "batched: fewer syscalls than reads ({:?})",
         q.stats()
     );
@@ -376,10 +376,13 @@ fn small_direct_fast_path_takes_aligned_block_reads_from_registered_buffers() {
     read_and_verify(&mut q, &f, 32, 4096, |q| q.take_buf().expect("pool has 32"));
     let st = q.stats();
     assert_eq!(
-        st.small_fast, 32,
+        st.small_direct, 32,
         "every aligned 4 KiB read takes it: {st:?}"
     );
-    assert_eq!(st.fixed_reads, 32, "and goes out as READ_FIXED: {st:?}");
+    assert_eq!(
+        st.backend.fixed_reads, 32,
+        "and goes out as READ_FIXED: {st:?}"
+    );
     assert_eq!((st.completed, st.errors), (32, 0));
     // Smaller aligned reads (one logical block) take it too.
     let block = f.dio_align().offset as usize;
@@ -387,7 +390,7 @@ fn small_direct_fast_path_takes_aligned_block_reads_from_registered_buffers() {
         read_and_verify(&mut q, &f, 32, block, |q| {
             q.take_buf().expect("pool has 32")
         });
-        assert_eq!(q.stats().small_fast, 64);
+        assert_eq!(q.stats().small_direct, 64);
     }
 }
 
@@ -418,7 +421,7 @@ fn small_direct_fast_path_not_taken_for_unaligned_larger_buffered_or_unregistere
     let fb = File::open(&path, Direct::Off).unwrap();
     let n = read_pooled(&mut q, &fb, 4096, 4096);
     assert_eq!(n, 4096);
-    assert_eq!(q.stats().small_fast, 0, "{:?}", q.stats());
+    assert_eq!(q.stats().small_direct, 0, "{:?}", q.stats());
     // Unaligned offset and unaligned length: bounced, not fast.
     let fa = File::open(&path, Direct::Auto).unwrap();
     if fa.is_direct() {
@@ -427,7 +430,7 @@ fn small_direct_fast_path_not_taken_for_unaligned_larger_buffered_or_unregistere
         let n = read_pooled(&mut q, &fa, 0, 1000);
         assert_eq!(n, 1000);
         let st = q.stats();
-        assert_eq!((st.small_fast, st.bounced), (0, 2), "{st:?}");
+        assert_eq!((st.small_direct, st.bounced), (0, 2), "{st:?}");
     } else {
         common::skip_line("unaligned part: Direct::Auto fell back to buffered here");
     }
@@ -451,7 +454,7 @@ fn small_direct_fast_path_short_read_at_eof() {
     assert_eq!(n, 0, "past the end");
     let st = q.stats();
     assert_eq!(
-        (st.small_fast, st.completed, st.errors),
+        (st.small_direct, st.completed, st.errors),
         (3, 3, 0),
         "{st:?}"
     );
@@ -462,13 +465,13 @@ fn small_direct_fast_path_off_is_never_taken() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::On).unwrap();
-    let b = uring().depth(32).small_direct_fast_path(false);
+    let b = uring().depth(32).small_direct(false);
     let Some(mut q) = registered(b, 32, 4096, "small fast path off") else {
         return;
     };
     read_and_verify(&mut q, &f, 32, 4096, |q| q.take_buf().expect("pool has 32"));
     let st = q.stats();
-    assert_eq!((st.small_fast, st.fixed_reads), (0, 32), "{st:?}");
+    assert_eq!((st.small_direct, st.backend.fixed_reads), (0, 32), "{st:?}");
 }
 
 /// A queue built on a thread that has exited, used on a new thread that

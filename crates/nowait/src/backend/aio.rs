@@ -89,8 +89,10 @@ pub(crate) struct AioBackend {
     ctx: u64,
     /// One control block per queue slot; the kernel reads it during io_submit.
     iocbs: Vec<Iocb>,
-    /// Pointers to the control blocks of reads pushed but not yet submitted.
-    pending: Vec<*mut Iocb>,
+    /// Addresses of the control blocks (in `iocbs`) of reads pushed but not
+    /// yet submitted: the `iocb *` array `io_submit` takes, kept as integers
+    /// so the backend is `Send` without an `unsafe impl` of its own.
+    pending: Vec<usize>,
     /// Results of reads io_submit refused individually (bad fd, EINVAL).
     refused: Vec<Cqe>,
     /// Reads the kernel has accepted and not yet completed (not counting
@@ -109,10 +111,30 @@ pub(crate) struct AioBackend {
     pub(crate) user_reaped: u64,
 }
 
-// SAFETY: the raw pointers point into `self.iocbs` (owned) and, through the
-// iocbs, into buffers owned by the queue that owns this backend; they move
-// between threads together with that queue.
-unsafe impl Send for AioBackend {}
+/// Why native AIO cannot be used, from the errno of `io_setup(2)`.
+pub(crate) fn refusal(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EAGAIN) => {
+            let max = std::fs::read_to_string("/proc/sys/fs/aio-max-nr").unwrap_or_default();
+            let used = std::fs::read_to_string("/proc/sys/fs/aio-nr").unwrap_or_default();
+            format!(
+                "io_setup answered EAGAIN: the system-wide AIO event limit is used up \
+                 (fs.aio-nr {} of fs.aio-max-nr {}); raise /proc/sys/fs/aio-max-nr",
+                used.trim(),
+                max.trim()
+            )
+        }
+        Some(libc::ENOSYS) => {
+            "io_setup answered ENOSYS: the kernel is built without AIO (CONFIG_AIO=n)".into()
+        }
+        Some(libc::EPERM) => "io_setup answered EPERM: blocked by a seccomp filter".into(),
+        Some(libc::ENOMEM) => "io_setup answered ENOMEM: no memory for the completion ring".into(),
+        Some(libc::EINVAL) => {
+            "io_setup answered EINVAL: the queue depth is larger than the kernel allows".into()
+        }
+        _ => format!("io_setup failed: {e}"),
+    }
+}
 
 /// Set up an AIO context for `depth` reads in flight, plus the one poll
 /// control block [`AioBackend::arm_poll`] may add.
@@ -201,6 +223,7 @@ impl AioBackend {
     pub(crate) fn set_resfd(&mut self, fd: RawFd) {
         self.resfd = Some(fd);
         for &cb in &self.pending {
+            let cb = cb as *mut Iocb;
             // SAFETY: `pending` points into `self.iocbs`, alive and ours; the
             // kernel reads an iocb only during io_submit, not now.
             unsafe {
@@ -345,7 +368,7 @@ impl Backend for AioBackend {
             aio_resfd: self.resfd.unwrap_or(0) as u32,
             ..Iocb::default()
         };
-        self.pending.push(cb as *mut Iocb);
+        self.pending.push(cb as *mut Iocb as usize);
         self.stats.aio_reads += 1;
     }
 
@@ -385,7 +408,7 @@ impl Backend for AioBackend {
                 // misaligned or buffered-unsupported read, EFAULT…): it fails
                 // alone, as a result for its slot; the rest are retried.
                 _ => {
-                    let cb = self.pending.remove(0);
+                    let cb = self.pending.remove(0) as *mut Iocb;
                     // SAFETY: `cb` points into `self.iocbs`, alive and ours.
                     let slot = unsafe { (*cb).aio_data } as u32;
                     // The kernel will not signal for a read it refused: a

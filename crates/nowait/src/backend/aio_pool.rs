@@ -3,7 +3,7 @@
 //! `uring`: where io_uring is refused (seccomp, `kernel.io_uring_disabled`,
 //! `NOWAIT_DISABLE_URING`), direct reads still go to the kernel without a
 //! thread each (`io_submit`), while buffered reads — for which `io_submit`
-//! would read before returning — get the pool's `RWF_NOWAIT` fast path and
+//! would read before returning — get the pool's `RWF_NOWAIT` nowait path and
 //! workers.
 //!
 //! # Routing
@@ -45,7 +45,7 @@ use super::aio::{self, AioBackend};
 use super::pool::{self, PoolBackend, PoolConfig};
 use super::{signal, Backend, BackendStats, Cqe, Sqe};
 use crate::error::{Error, Result};
-use crate::eventfd::EventFd;
+use crate::sys::eventfd::EventFd;
 
 /// Why an `aio+pool` backend could not be set up.
 #[derive(Debug)]
@@ -74,6 +74,15 @@ pub(crate) struct AioPoolBackend {
     syscalls: u64,
     /// The eventfd both halves signal.
     wake: EventFd,
+}
+
+/// Why `aio+pool` cannot be had, from the error of [`setup`].
+pub(crate) fn refusal(e: &SetupError) -> String {
+    match e {
+        SetupError::Aio(e) => aio::refusal(e),
+        SetupError::EventFd(e) => format!("eventfd failed: {e}"),
+        SetupError::Pool(e) => pool::refusal(e),
+    }
 }
 
 /// Set up both halves for a queue of `depth` (each may hold every read).
@@ -201,9 +210,7 @@ impl AioPoolBackend {
 
 impl Backend for AioPoolBackend {
     unsafe fn push(&mut self, sqe: &Sqe) {
-        // SAFETY: the queue's slot holds a clone of the `File` owning this
-        // `FileInner` until the slot's Cqe is reaped (`Sqe::file`).
-        let direct = unsafe { (*sqe.file).direct };
+        let direct = sqe.file().direct;
         if direct {
             // SAFETY: our caller keeps `ptr` writable and `fd` open until
             // this slot's Cqe is reaped; the aio half returns that Cqe,
@@ -243,7 +250,7 @@ impl Backend for AioPoolBackend {
         let p = self.pool.stats();
         BackendStats {
             syscalls: a.syscalls + p.syscalls + self.syscalls,
-            fast_path: p.fast_path,
+            nowait: p.nowait,
             aio_reads: a.aio_reads,
             pool_reads: p.pool_reads,
             ..BackendStats::default()
@@ -271,7 +278,7 @@ impl Backend for AioPoolBackend {
             return false;
         }
         self.notify = Some(fd);
-        // Inline fast-path results must reach the front end too now.
+        // Nowait-path results completed at push must reach the front end too now.
         self.pool.register_notify(self.wake.raw_fd())
     }
 }
@@ -280,9 +287,9 @@ impl Backend for AioPoolBackend {
 mod tests {
     use super::*;
     use crate::buf::Buf;
-    use crate::fastpath::NowaitMode;
     use crate::file::{Direct, File};
     use crate::pattern;
+    use crate::rwf_nowait::NowaitMode;
 
     const SIZE: u64 = 1 << 20;
 

@@ -10,25 +10,25 @@
 //!
 //! * **Capacity.** A backend is built for a queue depth `depth`. The queue
 //!   never has more than `depth` raw reads pushed and not yet reaped, so
-//!   [`Backend::push`] cannot run out of room; a backend sizes its rings for
+//!   `Backend::push` cannot run out of room; a backend sizes its rings for
 //!   that.
-//! * **`push` queues, it does not wait.** It may perform the read inline
+//! * **`push` queues, it does not wait.** It may perform the read at once
 //!   when the result is immediately available without blocking (the `pool`
-//!   backend's `RWF_NOWAIT` fast path), but it never sleeps on I/O and it
+//!   backend's `RWF_NOWAIT` nowait path), but it never sleeps on I/O and it
 //!   never makes a system call that can block on the device. A read done
-//!   inline still yields its `Cqe` from `reap`, like any other; a backend
-//!   that completes part of a read inline and hands the rest on reports the
+//!   at push still yields its `Cqe` from `reap`, like any other; a backend
+//!   that completes part of a read at push and hands the rest on reports the
 //!   sum in one `Cqe` (see `pool.rs`), so the queue never sees the split.
 //! * **`Sqe::file` and `Sqe::first` are hints.** A backend may read the
 //!   file's shared state through `file` (valid until the `Cqe` is reaped)
 //!   and may treat re-issues (`first == false`) differently, e.g. skip a
-//!   fast path that just came up short, or send a read to one of two inner
+//!   nowait path that just came up short, or send a read to one of two inner
 //!   backends by whether the file is `O_DIRECT` (`aio+pool`).
 //! * **`submit` hands queued reads to the kernel.** It may block only where
 //!   the backend is synchronous by definition (`sync`, which *is* a `pread`
 //!   loop and is the baseline every benchmark compares against).
-//! * **Exactly once.** Every pushed read produces exactly one [`Cqe`] from
-//!   [`Backend::reap`], carrying the slot it was pushed with — also when it
+//! * **Exactly once.** Every pushed read produces exactly one `Cqe` from
+//!   `Backend::reap`, carrying the slot it was pushed with — also when it
 //!   fails, is cancelled, or the backend is torn down (`Drop` waits for or
 //!   cancels what is in flight before the memory behind `ptr` can go away).
 //!   Until then the backend may write to `ptr..ptr+len`; afterwards it never
@@ -47,7 +47,7 @@
 //!   reads handed to them, and `Drop` joins them.
 //! * **Completion notification is optional.** A backend that can tell the
 //!   engine when results become available accepts an eventfd in
-//!   [`Backend::register_notify`] and makes sure it is written whenever
+//!   `Backend::register_notify` and makes sure it is written whenever
 //!   results are posted (io_uring does this itself with
 //!   `IORING_REGISTER_EVENTFD`, `aio` with `IOCB_FLAG_RESFD`, `pool` from its
 //!   workers). The async front end's poller then sleeps on that fd; without
@@ -58,17 +58,21 @@
 //!   read by the file's direct flag and waits for results from either side
 //!   on one eventfd both signal.
 
+#![allow(unsafe_code)] // `Backend::push` takes raw pointers; `Sqe` is `Send` and reads its file.
+
 use std::fmt;
 use std::os::fd::RawFd;
 use std::str::FromStr;
 use std::time::Duration;
 
 use crate::error::Result;
-use crate::fastpath::FastPathStats;
 use crate::file::FileInner;
+use crate::rwf_nowait::NowaitStats;
+use std::ops::{Add, AddAssign};
 
 pub(crate) mod aio;
 pub(crate) mod aio_pool;
+pub(crate) mod ladder;
 pub(crate) mod pool;
 pub(crate) mod sync;
 pub(crate) mod uring;
@@ -76,7 +80,7 @@ pub(crate) mod uring;
 /// One raw read handed to a backend.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Sqe {
-    /// The queue's slot index: returned unchanged in the matching [`Cqe`].
+    /// The queue's slot index: returned unchanged in the matching `Cqe`.
     pub slot: u32,
     /// File descriptor to read from (kept open by the slot until reaped).
     pub fd: RawFd,
@@ -86,7 +90,7 @@ pub(crate) struct Sqe {
     pub ptr: *mut u8,
     /// Bytes to read (at most [`MAX_READ`]).
     pub len: u32,
-    /// The file's shared state (direct or buffered, filesystem, fast-path
+    /// The file's shared state (direct or buffered, filesystem, nowait-path
     /// state); valid until the matching `Cqe` is reaped, because the slot
     /// holds a clone of the `File` that owns it.
     pub file: *const FileInner,
@@ -96,6 +100,27 @@ pub(crate) struct Sqe {
     /// True for a request's first read; false when the queue re-issues the
     /// rest of a short read or retries after EINTR/EAGAIN.
     pub first: bool,
+}
+
+// SAFETY: the raw pointers in an `Sqe` point into a buffer and a file
+// owned by the queue's slot that made it, which keeps both alive (and the
+// buffer untouched by anything but the backend) until the backend returns
+// the slot's `Cqe`; the kernel or a worker thread may use them from any
+// thread meanwhile. Backends, their worker jobs and their queues hold `Sqe`s
+// and are `Send` through this one impl.
+unsafe impl Send for Sqe {}
+
+impl Sqe {
+    /// The file's shared state (direct or buffered, filesystem, `RWF_NOWAIT`
+    /// state, polling).
+    #[inline]
+    pub(crate) fn file(&self) -> &FileInner {
+        // SAFETY: an `Sqe` is made only by the queue from one of its slots,
+        // which holds a clone of the `File` owning `file` until the backend
+        // returns this read's `Cqe`; a backend reads it only before then
+        // (the `Backend::push` contract).
+        unsafe { &*self.file }
+    }
 }
 
 /// One raw result from a backend.
@@ -118,8 +143,8 @@ pub struct BackendStats {
     /// `preadv2`, …; for `pool` also about one futex call per wakeup and
     /// per wait that slept).
     pub syscalls: u64,
-    /// The `pool` backend's fast-path and worker counters (zero elsewhere).
-    pub fast_path: FastPathStats,
+    /// The `pool` backend's nowait-path and worker counters (zero elsewhere).
+    pub nowait: NowaitStats,
     /// `uring`: reads issued as `READ_FIXED` from registered buffers.
     pub fixed_reads: u64,
     /// `uring`: reads completed on the polled (IOPOLL) ring.
@@ -130,42 +155,61 @@ pub struct BackendStats {
     pub spin_reaped: u64,
     /// `aio` and `aio+pool`: raw reads handed to native AIO (`io_submit`).
     pub aio_reads: u64,
-    /// `pool` and `aio+pool`: raw reads handed to the pool (inline fast path
+    /// `pool` and `aio+pool`: raw reads handed to the pool (nowait path at push
     /// or a worker).
     pub pool_reads: u64,
 }
 
-/// Add 1 to eventfd `fd` (for backends that signal a registered eventfd
-/// themselves). The registrant keeps `fd` open for the backend's lifetime.
-#[allow(unsafe_code)] // one write(2) of a local u64
-pub(crate) fn signal(fd: RawFd) {
-    let one: u64 = 1;
-    loop {
-        // SAFETY: writes 8 bytes from a live local `u64`, as eventfd requires;
-        // the registrant keeps `fd` open for the backend's lifetime.
-        let r = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-        if r >= 0 {
-            return;
-        }
-        match std::io::Error::last_os_error().raw_os_error() {
-            // Interrupted by a signal: write again.
-            Some(libc::EINTR) => continue,
-            // EAGAIN: the counter is at its maximum, a wakeup is pending anyway.
-            // EBADF/EINVAL cannot happen on the registrant's open eventfd.
-            _ => return,
+pub(crate) use crate::sys::eventfd::signal_raw as signal;
+
+impl BackendStats {
+    /// The counts since `earlier` (an earlier snapshot of the same
+    /// backend), saturating at zero.
+    pub fn since(&self, earlier: &BackendStats) -> BackendStats {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        BackendStats {
+            syscalls: d(self.syscalls, earlier.syscalls),
+            nowait: self.nowait.since(&earlier.nowait),
+            fixed_reads: d(self.fixed_reads, earlier.fixed_reads),
+            polled: d(self.polled, earlier.polled),
+            poll_fallbacks: d(self.poll_fallbacks, earlier.poll_fallbacks),
+            spin_reaped: d(self.spin_reaped, earlier.spin_reaped),
+            aio_reads: d(self.aio_reads, earlier.aio_reads),
+            pool_reads: d(self.pool_reads, earlier.pool_reads),
         }
     }
 }
 
+impl AddAssign for BackendStats {
+    fn add_assign(&mut self, o: BackendStats) {
+        self.syscalls += o.syscalls;
+        self.nowait += o.nowait;
+        self.fixed_reads += o.fixed_reads;
+        self.polled += o.polled;
+        self.poll_fallbacks += o.poll_fallbacks;
+        self.spin_reaped += o.spin_reaped;
+        self.aio_reads += o.aio_reads;
+        self.pool_reads += o.pool_reads;
+    }
+}
+
+impl Add for BackendStats {
+    type Output = BackendStats;
+
+    fn add(mut self, o: BackendStats) -> BackendStats {
+        self += o;
+        self
+    }
+}
+
 /// The interface the queue drives. See the module docs for the contract.
-#[allow(unsafe_code)] // `push` hands the kernel a raw pointer: its caller must keep it valid.
 pub(crate) trait Backend: Send {
     /// Queue one raw read.
     ///
     /// # Safety
     /// `sqe.ptr` must stay valid for writes of `sqe.len` bytes, and `sqe.fd`
     /// must stay open, until the `Cqe` for `sqe.slot` has been returned by
-    /// [`Backend::reap`].
+    /// `Backend::reap`.
     unsafe fn push(&mut self, sqe: &Sqe);
 
     /// Hand every queued read to the kernel.
@@ -192,7 +236,7 @@ pub(crate) trait Backend: Send {
     }
 
     /// Signal eventfd `fd` (write to it) whenever results become available
-    /// to [`Backend::reap`]. Returns false if this backend cannot (the
+    /// to `Backend::reap`. Returns false if this backend cannot (the
     /// default): the async front end then polls on a timer instead. The
     /// caller keeps `fd` open for the backend's lifetime.
     fn register_notify(&mut self, fd: RawFd) -> bool {
@@ -223,7 +267,7 @@ pub enum BackendKind {
     /// [`BackendKind::ALL`], which lists the single backends.
     AioPool,
     /// A pool of worker threads doing `pread(2)`, with the `RWF_NOWAIT`
-    /// inline fast path for cached buffered reads.
+    /// nowait path for cached buffered reads.
     Pool,
     /// A plain `pread(2)` loop on the calling thread: the baseline.
     Sync,

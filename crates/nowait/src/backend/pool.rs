@@ -1,5 +1,5 @@
 //! The `pool` backend: worker threads doing `pread(2)`, with the
-//! `RWF_NOWAIT` inline fast path in front of them.
+//! `RWF_NOWAIT` path in front of them.
 //!
 //! This is what applications without io_uring do (Samba, libuv, tokio::fs,
 //! glibc's POSIX AIO): hand every read to a thread pool. Plain, that makes a
@@ -13,9 +13,9 @@
 //!   worker, whose `Cqe` reports prefix + remainder (see *Partial reads*);
 //! * `EAGAIN` → a worker reads it with plain `pread`, which waits for the
 //!   page and lets readahead work as usual;
-//! * `EOPNOTSUPP` / `ENOSYS` / `EPERM` → the fast path is turned off for the
+//! * `EOPNOTSUPP` / `ENOSYS` / `EPERM` → the nowait path is turned off for the
 //!   file and remembered for its filesystem or the process
-//!   ([`crate::fastpath`]);
+//!   ([`crate::rwf_nowait`]);
 //! * 0 bytes (end of file — or, on some kernels, a miss misreported as 0)
 //!   → a worker reads it: its plain `pread` tells the two apart, so a 0 from
 //!   `RWF_NOWAIT` is never taken as end of file.
@@ -26,14 +26,14 @@
 //!
 //! # Partial reads
 //!
-//! The backend, not the queue, joins an inline prefix to its remainder: the
+//! The backend, not the queue, joins an at push prefix to its remainder: the
 //! remainder's job carries the prefix length, and the worker posts one `Cqe`
 //! with the sum (or just the prefix if its `pread` fails — bytes transferred
 //! win over an error, as in the kernel). The queue thus sees one result per
 //! read, its `short_retries` keep meaning "the kernel came up short", and the
 //! remainder reaches a worker at `submit` rather than after the next `reap`.
 //! A prefix that ends inside a page ended at end of file (the page cache
-//! only stops mid-page at EOF), so it completes inline; if that guess were
+//! only stops mid-page at EOF), so it completes at push; if that guess were
 //! ever wrong the queue would still read the rest, as for any short read.
 //!
 //! # Threads and wakeups
@@ -57,7 +57,8 @@ use std::time::{Duration, Instant};
 
 use super::{signal, Backend, BackendStats, Cqe, Sqe};
 use crate::error::Result;
-use crate::fastpath::{Attempt, NowaitMode, Outcome, ADAPTIVE_THRESHOLD, REPROBE_EVERY};
+use crate::file::FileKind;
+use crate::rwf_nowait::{Attempt, NowaitMode, Outcome, ADAPTIVE_THRESHOLD, REPROBE_EVERY};
 use crate::sys;
 
 /// Most worker threads one pool may have.
@@ -68,7 +69,7 @@ pub(crate) const MAX_WORKERS: usize = 1024;
 pub(crate) struct PoolConfig {
     /// Worker threads; `None` for [`default_workers`].
     pub workers: Option<usize>,
-    /// The `RWF_NOWAIT` fast path.
+    /// The `RWF_NOWAIT` nowait path.
     pub mode: NowaitMode,
 }
 
@@ -80,7 +81,7 @@ pub(crate) struct PoolConfig {
 /// its workers at `min(SQ entries, 4 × CPUs)`), with at least 4 so that even a
 /// one- or two-CPU machine keeps several reads in flight, and never more than
 /// the queue depth, which is the most reads that can be waiting. Cached reads
-/// do not need workers at all: the fast path completes them inline.
+/// do not need workers at all: the nowait path completes them at push.
 pub(crate) fn default_workers(depth: usize) -> usize {
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -88,22 +89,15 @@ pub(crate) fn default_workers(depth: usize) -> usize {
     depth.min((4 * cpus).max(4)).clamp(1, MAX_WORKERS)
 }
 
-/// One read for a worker: the remainder after `prefix` bytes done inline.
+/// One read for a worker: the remainder after `prefix` bytes done at push.
 #[derive(Clone, Copy)]
 struct Job {
-    slot: u32,
-    fd: RawFd,
-    offset: u64,
-    ptr: *mut u8,
-    len: u32,
-    /// Bytes already read inline before `ptr`; added to the worker's result.
+    /// The read left to do (`Sqe` is `Send`: its pointers stay valid until
+    /// the slot's Cqe is reaped, and exactly one worker uses them).
+    sqe: Sqe,
+    /// Bytes already read at push before `ptr`; added to the worker's result.
     prefix: u32,
 }
-
-// SAFETY: a job's pointer targets a buffer the queue keeps alive and does not
-// touch until the job's Cqe is reaped (the `push` contract); exactly one
-// worker dereferences it (through the kernel, in `pread`).
-unsafe impl Send for Job {}
 
 /// What the workers and the reaping thread share.
 struct Shared {
@@ -146,21 +140,21 @@ pub(crate) struct PoolBackend {
     mode: NowaitMode,
     /// Jobs pushed since the last submit (capacity: depth).
     pending: Vec<Job>,
-    /// Reads completed inline, waiting to be reaped (capacity: depth).
-    inline: Vec<Cqe>,
+    /// Reads completed at push, waiting to be reaped (capacity: depth).
+    done_now: Vec<Cqe>,
     /// Jobs handed to workers and not yet reaped.
     in_workers: usize,
     notify_fd: RawFd,
-    /// Signal `notify_fd` for reads completed inline too, not only for
+    /// Signal `notify_fd` for reads completed at push too, not only for
     /// workers' results.
-    notify_inline: bool,
+    notify_done_now: bool,
     stats: BackendStats,
 }
 
-// SAFETY: the raw pointers in `pending` jobs point into buffers owned by the
-// queue that owns this backend and move between threads with it; `inner` is
-// an `Arc` of `Send + Sync` parts (`Job` is `Send`).
-unsafe impl Send for PoolBackend {}
+/// Why the pool cannot be had, from the error of [`setup`].
+pub(crate) fn refusal(e: &io::Error) -> String {
+    format!("cannot start worker threads: {e}")
+}
 
 /// Start a pool for a queue of `depth`. `Err` only if not a single worker
 /// thread could be started.
@@ -206,10 +200,10 @@ pub(crate) fn setup(depth: usize, cfg: PoolConfig) -> io::Result<PoolBackend> {
         wanted_workers: wanted,
         mode: cfg.mode,
         pending: Vec::with_capacity(depth),
-        inline: Vec::with_capacity(depth),
+        done_now: Vec::with_capacity(depth),
         in_workers: 0,
         notify_fd: -1,
-        notify_inline: false,
+        notify_done_now: false,
         stats: BackendStats::default(),
     })
 }
@@ -233,7 +227,14 @@ fn worker(inner: &Inner) {
         drop(g);
         // SAFETY: the `push` contract keeps `ptr..ptr+len` writable and `fd`
         // open until this slot's Cqe is reaped, which needs this result first.
-        let r = unsafe { sys::pread(job.fd, job.ptr, job.len as usize, job.offset) };
+        let r = unsafe {
+            sys::pread(
+                job.sqe.fd,
+                job.sqe.ptr,
+                job.sqe.len as usize,
+                job.sqe.offset,
+            )
+        };
         let res = match r {
             // prefix + n <= the pushed length <= MAX_READ < i32::MAX.
             Ok(n) => (job.prefix as usize + n) as i32,
@@ -244,7 +245,7 @@ fn worker(inner: &Inner) {
         };
         g = inner.lock();
         g.done.push(Cqe {
-            slot: job.slot,
+            slot: job.sqe.slot,
             res,
         });
         if g.reaper_want > 0 && g.done.len() >= g.reaper_want {
@@ -261,20 +262,20 @@ fn worker(inner: &Inner) {
 impl PoolBackend {
     fn offload(&mut self, job: Job) {
         self.pending.push(job);
-        self.stats.fast_path.offloads += 1;
+        self.stats.nowait.offloads += 1;
     }
 
-    fn complete_inline(&mut self, slot: u32, res: i32) {
-        if self.notify_inline && self.inline.is_empty() {
+    fn complete_now(&mut self, slot: u32, res: i32) {
+        if self.notify_done_now && self.done_now.is_empty() {
             signal(self.notify_fd);
         }
-        self.inline.push(Cqe { slot, res });
+        self.done_now.push(Cqe { slot, res });
     }
 
     /// Signal eventfd `fd` when workers post results, but not for reads
-    /// completed inline: for an owner that reaps right after pushing and
+    /// completed at push: for an owner that reaps right after pushing and
     /// sleeps on `fd` only for the workers (`aio+pool`). A later
-    /// [`Backend::register_notify`] turns inline signals on.
+    /// [`Backend::register_notify`] turns at push signals on.
     pub(crate) fn notify_workers(&mut self, fd: RawFd) {
         self.notify_fd = fd;
         self.inner.lock().notify_fd = fd;
@@ -294,89 +295,80 @@ impl PoolBackend {
             self.inner.work.notify_one();
         }
         self.in_workers += n;
-        self.stats.fast_path.wakeups += wake as u64;
+        self.stats.nowait.wakeups += wake as u64;
         self.stats.syscalls += wake as u64;
     }
 }
 
 impl Backend for PoolBackend {
     unsafe fn push(&mut self, sqe: &Sqe) {
-        // SAFETY: the queue's slot holds a clone of the `File` owning this
-        // `FileInner` until the slot's Cqe is reaped (`Sqe::file`), and this
-        // reference does not outlive this call.
-        let file = unsafe { &*sqe.file };
+        let file = sqe.file();
         self.stats.pool_reads += 1;
         let job = Job {
-            slot: sqe.slot,
-            fd: sqe.fd,
-            offset: sqe.offset,
-            ptr: sqe.ptr,
-            len: sqe.len,
+            sqe: *sqe,
             prefix: 0,
         };
         // Direct reads bypass the cache (a worker's pread); a re-issue is the
-        // rest of a read that just came up short, so trying again inline
+        // rest of a read that just came up short, so trying again at push
         // would only repeat the miss.
         if file.direct || !sqe.first || self.mode == NowaitMode::Off {
             return self.offload(job);
         }
-        let reprobe = match file.fast.attempt(self.mode, file.fs_magic, file.kind) {
-            Attempt::Try => false,
-            Attempt::Reprobe => true,
-            Attempt::Skip => {
-                self.stats.fast_path.skipped += 1;
-                return self.offload(job);
-            }
-            Attempt::Off => return self.offload(job),
-        };
-        let fp = &mut self.stats.fast_path;
+        let reprobe =
+            match file
+                .nowait
+                .attempt(self.mode, file.fs_magic, file.kind == FileKind::Regular)
+            {
+                Attempt::Try => false,
+                Attempt::Reprobe => true,
+                Attempt::Skip => {
+                    self.stats.nowait.skipped += 1;
+                    return self.offload(job);
+                }
+                Attempt::Off => return self.offload(job),
+            };
+        let fp = &mut self.stats.nowait;
         fp.tries += 1;
         fp.reprobes += reprobe as u64;
         self.stats.syscalls += 1;
         // SAFETY: the caller keeps `ptr..ptr+len` writable and `fd` open until
         // this slot's Cqe is reaped (this fn's contract); RWF_NOWAIT makes
         // the call return instead of waiting for the device.
-        let r = unsafe {
-            sys::preadv2(
-                sqe.fd,
-                sqe.ptr,
-                sqe.len as usize,
-                sqe.offset,
-                libc::RWF_NOWAIT,
-            )
-        };
-        let fp = &mut self.stats.fast_path;
+        let r = unsafe { sys::preadv2_nowait_raw(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset) };
+        let fp = &mut self.stats.nowait;
         let len = sqe.len as usize;
         match r {
             // Every byte was in the page cache: done, no thread hop.
             Ok(n) if n == len => {
-                fp.inline_hits += 1;
-                file.fast.record(Outcome::Hit, reprobe);
-                self.complete_inline(sqe.slot, n as i32);
+                fp.hits += 1;
+                file.nowait.record(Outcome::Hit, reprobe);
+                self.complete_now(sqe.slot, n as i32);
             }
             // End of file, or a miss some kernels report as 0: a worker's
             // plain pread tells which; never take it as end of file here.
             Ok(0) => {
                 fp.misses += 1;
-                file.fast.record(Outcome::Miss, reprobe);
+                file.nowait.record(Outcome::Miss, reprobe);
                 self.offload(job);
             }
-            // Stopped inside a page: only end of file does that. Done inline.
+            // Stopped inside a page: only end of file does that. Done at push.
             Ok(n) if (sqe.offset + n as u64) % crate::PAGE as u64 != 0 => {
-                fp.inline_hits += 1;
-                file.fast.record(Outcome::Hit, reprobe);
-                self.complete_inline(sqe.slot, n as i32);
+                fp.hits += 1;
+                file.nowait.record(Outcome::Hit, reprobe);
+                self.complete_now(sqe.slot, n as i32);
             }
             // A resident prefix: keep it, a worker reads the rest.
             Ok(n) => {
                 fp.partial_hits += 1;
-                file.fast.record(Outcome::Partial, reprobe);
+                file.nowait.record(Outcome::Partial, reprobe);
                 self.offload(Job {
-                    offset: sqe.offset + n as u64,
-                    ptr: sqe.ptr.wrapping_add(n),
-                    len: (len - n) as u32,
+                    sqe: Sqe {
+                        offset: sqe.offset + n as u64,
+                        ptr: sqe.ptr.wrapping_add(n),
+                        len: (len - n) as u32,
+                        ..*sqe
+                    },
                     prefix: n as u32,
-                    ..job
                 });
             }
             Err(e) => {
@@ -384,14 +376,15 @@ impl Backend for PoolBackend {
                     // Not (all) in the page cache: a worker waits for it.
                     libc::EAGAIN => {
                         fp.misses += 1;
-                        file.fast.record(Outcome::Miss, reprobe);
+                        file.nowait.record(Outcome::Miss, reprobe);
                     }
                     // No non-blocking reads on this filesystem or device (tmpfs,
                     // zram: EOPNOTSUPP), no preadv2 (ENOSYS), or seccomp (EPERM):
                     // stop trying for this file and remember it.
                     libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM => {
                         fp.refused += 1;
-                        file.fast.refuse(e, file.fs_magic, file.kind);
+                        file.nowait
+                            .refuse(e, file.fs_magic, file.kind == FileKind::Regular);
                     }
                     // A signal arrived, or anything else (EIO, EINVAL, EBADF,
                     // EFAULT): the worker's plain pread repeats the read and
@@ -410,14 +403,14 @@ impl Backend for PoolBackend {
 
     fn reap(&mut self, min: usize, timeout: Option<Duration>, out: &mut Vec<Cqe>) -> Result<()> {
         self.flush();
-        let inline = self.inline.len();
-        out.append(&mut self.inline);
+        let now = self.done_now.len();
+        out.append(&mut self.done_now);
         if self.in_workers == 0 {
             return Ok(());
         }
         // `min` never exceeds what is owed, so `need <= in_workers`: the
         // workers will post that many, and the wait always ends.
-        let need = min.saturating_sub(inline);
+        let need = min.saturating_sub(now);
         let mut g = self.inner.lock();
         if g.done.len() < need {
             let deadline = timeout.map(|t| Instant::now() + t);
@@ -448,7 +441,7 @@ impl Backend for PoolBackend {
         let woken = std::mem::take(&mut g.reaper_wakeups);
         drop(g);
         self.in_workers -= n;
-        let fp = &mut self.stats.fast_path;
+        let fp = &mut self.stats.nowait;
         fp.worker_reads += n as u64;
         fp.wakeups += woken;
         self.stats.syscalls += n as u64 + woken;
@@ -470,12 +463,10 @@ impl Backend for PoolBackend {
             )
         };
         let fast = match self.mode {
-            NowaitMode::Off => "RWF_NOWAIT fast path off".to_string(),
-            NowaitMode::Always => {
-                "RWF_NOWAIT fast path always tried for buffered reads".to_string()
-            }
+            NowaitMode::Off => "RWF_NOWAIT path off".to_string(),
+            NowaitMode::Always => "RWF_NOWAIT path always tried for buffered reads".to_string(),
             NowaitMode::Adaptive => format!(
-                "RWF_NOWAIT fast path adaptive (tried while a file's hit ratio >= {}/1024, \
+                "RWF_NOWAIT path adaptive (tried while a file's hit ratio >= {}/1024, \
                  re-probed every {REPROBE_EVERY} skipped reads)",
                 ADAPTIVE_THRESHOLD
             ),
@@ -485,8 +476,8 @@ impl Backend for PoolBackend {
 
     fn register_notify(&mut self, fd: RawFd) -> bool {
         self.notify_workers(fd);
-        self.notify_inline = true;
-        if !self.inline.is_empty() {
+        self.notify_done_now = true;
+        if !self.done_now.is_empty() {
             signal(fd);
         }
         true

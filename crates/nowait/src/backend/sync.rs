@@ -20,11 +20,6 @@ pub(crate) struct SyncBackend {
     stats: BackendStats,
 }
 
-// SAFETY: the raw pointers inside queued `Sqe`s point into buffers owned by
-// the queue that owns this backend; they move between threads together with
-// that queue and are only dereferenced by the kernel in `pread`.
-unsafe impl Send for SyncBackend {}
-
 impl SyncBackend {
     pub(crate) fn new(depth: usize) -> SyncBackend {
         SyncBackend {

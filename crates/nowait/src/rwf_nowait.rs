@@ -1,8 +1,8 @@
-//! The `RWF_NOWAIT` fast path of the `pool` backend: the policy, the
+//! The `pool` backend's `RWF_NOWAIT` path: the policy, the
 //! per-file state every queue reading a file shares, and the counters.
 //!
 //! Before a buffered read is handed to a worker thread, the `pool` backend
-//! tries it inline with `preadv2(2)` and `RWF_NOWAIT` (seed
+//! tries it on the submitting thread with `preadv2(2)` and `RWF_NOWAIT` (seed
 //! `003_445ef0f4a2de0632.txt`): a read the page cache can answer completes on
 //! the submitting thread with no thread hop; a miss costs one cheap system
 //! call and goes to a worker. Where a file almost never hits, that call is
@@ -11,7 +11,7 @@
 //! [`REPROBE_EVERY`] skipped reads so a file that becomes cached is noticed.
 //!
 //! A file whose filesystem has no `RWF_NOWAIT` reads (tmpfs and zram answer
-//! `EOPNOTSUPP`) has the fast path turned off, and the filesystem is
+//! `EOPNOTSUPP`) has the nowait path turned off, and the filesystem is
 //! remembered process-wide so the next file on it never tries.
 //!
 //! Everything here is safe code; the system calls are made by
@@ -22,8 +22,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed};
 use std::sync::Mutex;
 
-use crate::file::FileKind;
-use crate::probe::{errno_name, fs_name};
+use crate::sys::names::{errno_name, fs_name};
 
 /// Whether the `pool` backend tries `preadv2(RWF_NOWAIT)` before handing a
 /// buffered read to a worker thread.
@@ -31,7 +30,7 @@ use crate::probe::{errno_name, fs_name};
 pub enum NowaitMode {
     /// Never: every read goes to a worker (a plain thread pool, tokio::fs style).
     Off,
-    /// Always try inline first, whatever the file's hit ratio.
+    /// Always try with `RWF_NOWAIT` first, whatever the file's hit ratio.
     Always,
     /// Try while the file's decaying hit ratio stays at or above
     /// [`ADAPTIVE_THRESHOLD`]; below it, skip the try and re-probe every
@@ -77,7 +76,7 @@ impl FromStr for NowaitMode {
 }
 
 /// Hit ratio (in 1/1024ths) below which [`NowaitMode::Adaptive`] skips the
-/// inline try: 1/8. A miss costs one `preadv2` (~1 µs of the submitting
+/// nowait try: 1/8. A miss costs one `preadv2` (~1 µs of the submitting
 /// thread's CPU, nothing else); a hit saves a thread hop (two context
 /// switches and a wakeup, several µs of CPU and far more latency), so trying
 /// pays even when only a small share of reads hit.
@@ -94,7 +93,7 @@ const SCALE: u32 = 1024;
 /// Each outcome moves the ratio 1/16 of the way to its target: the ratio
 /// forgets a stretch of misses after a few dozen hits and vice versa.
 const DECAY_SHIFT: u32 = 4;
-/// Where a re-probe hit puts the ratio: twice the threshold, so the fast
+/// Where a re-probe hit puts the ratio: twice the threshold, so the nowait
 /// path comes back at once and needs about a dozen misses to leave again.
 const REPROBE_HIT_SCORE: u32 = 2 * ADAPTIVE_THRESHOLD;
 
@@ -110,9 +109,9 @@ fn off_word(kind: u32, errno: i32) -> u32 {
     kind << 16 | (errno as u32 & 0xffff)
 }
 
-/// Why the fast path is off for a file.
+/// Why the nowait path is off for a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FastPathOff {
+pub enum NowaitOff {
     /// This file answered `preadv2(RWF_NOWAIT)` with `errno` (EOPNOTSUPP:
     /// the filesystem or device does not support non-blocking buffered
     /// reads, as tmpfs and zram).
@@ -137,18 +136,18 @@ pub enum FastPathOff {
     },
 }
 
-impl fmt::Display for FastPathOff {
+impl fmt::Display for NowaitOff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            FastPathOff::Refused { fs, errno } => {
+            NowaitOff::Refused { fs, errno } => {
                 write!(f, "no RWF_NOWAIT on {fs} ({})", errno_name(errno))
             }
-            FastPathOff::Filesystem { fs, errno } => write!(
+            NowaitOff::Filesystem { fs, errno } => write!(
                 f,
                 "no RWF_NOWAIT on {fs} ({} from another file on it)",
                 errno_name(errno)
             ),
-            FastPathOff::Syscall { errno } => write!(
+            NowaitOff::Syscall { errno } => write!(
                 f,
                 "preadv2 is refused in this process ({}{})",
                 errno_name(errno),
@@ -162,34 +161,34 @@ impl fmt::Display for FastPathOff {
     }
 }
 
-/// A snapshot of one file's fast-path state ([`crate::File::fast_path`]).
+/// A snapshot of one file's nowait-path state ([`crate::File::nowait_state`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FastPathState {
-    /// The decaying share of inline tries that hit, 0.0 to 1.0 (starts at 1.0).
+pub struct NowaitState {
+    /// The decaying share of tries that hit, 0.0 to 1.0 (starts at 1.0).
     pub hit_ratio: f64,
-    /// True if [`NowaitMode::Adaptive`] currently skips the inline try.
+    /// True if [`NowaitMode::Adaptive`] currently skips the nowait try.
     pub adaptive_skipping: bool,
-    /// Why the fast path is off for this file, if it is.
-    pub off: Option<FastPathOff>,
+    /// Why the nowait path is off for this file, if it is.
+    pub off: Option<NowaitOff>,
 }
 
 /// Counters of the `pool` backend (all zero for other backends).
 ///
 /// Every buffered read pushed to a pool queue is counted once in `tries` or
-/// `skipped` (or neither when the mode is off, the file's fast path is off,
+/// `skipped` (or neither when the mode is off, the file's nowait path is off,
 /// or it is the re-issue of a short read); every try ends in exactly one of
-/// `inline_hits`, `partial_hits`, `misses`, `refused`.
+/// `hits`, `partial_hits`, `misses`, `refused`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FastPathStats {
+pub struct NowaitStats {
     /// `preadv2(RWF_NOWAIT)` calls made on the submitting thread.
     pub tries: u64,
-    /// Tries that read every byte asked (or up to end of file): completed inline, no thread hop.
-    pub inline_hits: u64,
+    /// Tries that read every byte asked (or up to end of file): completed on the submitting thread, no thread hop.
+    pub hits: u64,
     /// Tries that read a resident prefix: the prefix was kept, only the remainder went to a worker.
     pub partial_hits: u64,
     /// Tries that found nothing resident (EAGAIN, or 0 bytes before end of file): sent to a worker.
     pub misses: u64,
-    /// Tries answered EOPNOTSUPP, ENOSYS or EPERM: the fast path was turned off for that file.
+    /// Tries answered EOPNOTSUPP, ENOSYS or EPERM: the nowait path was turned off for that file.
     pub refused: u64,
     /// Buffered reads not tried because the file's hit ratio was below the adaptive threshold.
     pub skipped: u64,
@@ -204,25 +203,59 @@ pub struct FastPathStats {
     pub wakeups: u64,
 }
 
-impl FastPathStats {
+impl NowaitStats {
     /// Share of tries that hit fully, 0.0 to 1.0 (0 if none were made).
     pub fn hit_ratio(&self) -> f64 {
         if self.tries == 0 {
             0.0
         } else {
-            self.inline_hits as f64 / self.tries as f64
+            self.hits as f64 / self.tries as f64
         }
     }
 }
 
-impl fmt::Display for FastPathStats {
+impl NowaitStats {
+    /// The counts since `earlier`, saturating at zero.
+    pub fn since(&self, earlier: &NowaitStats) -> NowaitStats {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        NowaitStats {
+            tries: d(self.tries, earlier.tries),
+            hits: d(self.hits, earlier.hits),
+            partial_hits: d(self.partial_hits, earlier.partial_hits),
+            misses: d(self.misses, earlier.misses),
+            refused: d(self.refused, earlier.refused),
+            skipped: d(self.skipped, earlier.skipped),
+            reprobes: d(self.reprobes, earlier.reprobes),
+            offloads: d(self.offloads, earlier.offloads),
+            worker_reads: d(self.worker_reads, earlier.worker_reads),
+            wakeups: d(self.wakeups, earlier.wakeups),
+        }
+    }
+}
+
+impl std::ops::AddAssign for NowaitStats {
+    fn add_assign(&mut self, o: NowaitStats) {
+        self.tries += o.tries;
+        self.hits += o.hits;
+        self.partial_hits += o.partial_hits;
+        self.misses += o.misses;
+        self.refused += o.refused;
+        self.skipped += o.skipped;
+        self.reprobes += o.reprobes;
+        self.offloads += o.offloads;
+        self.worker_reads += o.worker_reads;
+        self.wakeups += o.wakeups;
+    }
+}
+
+impl fmt::Display for NowaitStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "RWF_NOWAIT tries {} (inline hits {}, partial hits {}, misses {}, refused {}), \
+            "RWF_NOWAIT tries {} (hits {}, partial hits {}, misses {}, refused {}), \
              skipped {}, re-probes {}, offloads {}, worker preads {}, wakeups {}",
             self.tries,
-            self.inline_hits,
+            self.hits,
             self.partial_hits,
             self.misses,
             self.refused,
@@ -256,7 +289,7 @@ pub fn refused_filesystems() -> Vec<RefusedFs> {
     REFUSED_FS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// What the inline try should do for one read.
+/// What the nowait try should do for one read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Attempt {
     /// Try `preadv2(RWF_NOWAIT)`.
@@ -265,7 +298,7 @@ pub(crate) enum Attempt {
     Reprobe,
     /// Do not try (adaptive, ratio below the threshold).
     Skip,
-    /// Do not try: the fast path is off for this file.
+    /// Do not try: the nowait path is off for this file.
     Off,
 }
 
@@ -277,13 +310,13 @@ pub(crate) enum Outcome {
     Miss,
 }
 
-/// Per-file fast-path state, shared by every queue that reads the file.
+/// Per-file nowait-path state, shared by every queue that reads the file.
 ///
 /// Updates are relaxed loads and stores, not read-modify-writes: two queues
 /// racing on one file may lose an update of the ratio, which only makes it
 /// a little less exact, and keeps the hot path free of locked instructions.
 #[derive(Debug)]
-pub(crate) struct FastPath {
+pub(crate) struct NowaitFile {
     /// Decaying hit ratio in 1/1024ths.
     score: AtomicU32,
     /// Reads skipped since the last re-probe.
@@ -292,9 +325,9 @@ pub(crate) struct FastPath {
     state: AtomicU32,
 }
 
-impl Default for FastPath {
+impl Default for NowaitFile {
     fn default() -> Self {
-        FastPath {
+        NowaitFile {
             score: AtomicU32::new(SCALE),
             skipped: AtomicU32::new(0),
             state: AtomicU32::new(UNCHECKED),
@@ -302,10 +335,10 @@ impl Default for FastPath {
     }
 }
 
-impl FastPath {
-    /// Decide whether a read of this file tries inline.
-    pub(crate) fn attempt(&self, mode: NowaitMode, fs_magic: i64, kind: FileKind) -> Attempt {
-        if self.state(fs_magic, kind) != ON {
+impl NowaitFile {
+    /// Decide whether a read of this file tries `RWF_NOWAIT`.
+    pub(crate) fn attempt(&self, mode: NowaitMode, fs_magic: i64, regular: bool) -> Attempt {
+        if self.state(fs_magic, regular) != ON {
             return Attempt::Off;
         }
         match mode {
@@ -348,10 +381,10 @@ impl FastPath {
         self.score.store(next, Relaxed);
     }
 
-    /// Turn the fast path off after `errno` (EOPNOTSUPP, ENOSYS, EPERM), and
+    /// Turn the nowait path off after `errno` (EOPNOTSUPP, ENOSYS, EPERM), and
     /// remember it for the filesystem (EOPNOTSUPP on a regular file) or the
     /// process (ENOSYS, EPERM). Returns true if this call turned it off.
-    pub(crate) fn refuse(&self, errno: i32, fs_magic: i64, kind: FileKind) -> bool {
+    pub(crate) fn refuse(&self, errno: i32, fs_magic: i64, regular: bool) -> bool {
         let word = match errno {
             // No preadv2 at all, or seccomp blocks it: true of every file.
             libc::ENOSYS | libc::EPERM => {
@@ -362,7 +395,7 @@ impl FastPath {
                 // A block device node's magic is that of the filesystem
                 // holding the node (devtmpfs), which says nothing about the
                 // device: only regular files teach the filesystem.
-                if kind == FileKind::Regular && fs_magic != 0 {
+                if regular && fs_magic != 0 {
                     let mut v = REFUSED_FS.lock().unwrap_or_else(|e| e.into_inner());
                     if !v.iter().any(|r| r.magic == fs_magic) {
                         v.push(RefusedFs {
@@ -379,7 +412,7 @@ impl FastPath {
     }
 
     /// The state word, checking the process-wide memory on first use.
-    fn state(&self, fs_magic: i64, kind: FileKind) -> u32 {
+    fn state(&self, fs_magic: i64, regular: bool) -> u32 {
         let s = self.state.load(Relaxed);
         if s != UNCHECKED {
             return s;
@@ -387,7 +420,7 @@ impl FastPath {
         let e = SYSCALL_REFUSED.load(Relaxed);
         let word = if e != 0 {
             off_word(OFF_SYSCALL, e)
-        } else if let Some(r) = (kind == FileKind::Regular)
+        } else if let Some(r) = (regular)
             .then(refused_filesystems)
             .and_then(|v| v.into_iter().find(|r| r.magic == fs_magic))
         {
@@ -405,17 +438,17 @@ impl FastPath {
     }
 
     /// A snapshot for reports.
-    pub(crate) fn snapshot(&self, fs: &'static str) -> FastPathState {
+    pub(crate) fn snapshot(&self, fs: &'static str) -> NowaitState {
         let score = self.score.load(Relaxed);
         let s = self.state.load(Relaxed);
         let errno = (s & 0xffff) as i32;
         let off = match s >> 16 {
-            OFF_FILE => Some(FastPathOff::Refused { fs, errno }),
-            OFF_FS => Some(FastPathOff::Filesystem { fs, errno }),
-            OFF_SYSCALL => Some(FastPathOff::Syscall { errno }),
+            OFF_FILE => Some(NowaitOff::Refused { fs, errno }),
+            OFF_FS => Some(NowaitOff::Filesystem { fs, errno }),
+            OFF_SYSCALL => Some(NowaitOff::Syscall { errno }),
             _ => None,
         };
-        FastPathState {
+        NowaitState {
             hit_ratio: score as f64 / SCALE as f64,
             adaptive_skipping: score < ADAPTIVE_THRESHOLD,
             off,
@@ -439,9 +472,9 @@ mod tests {
 
     #[test]
     fn adaptive_switches_off_after_misses_and_reprobes() {
-        let fp = FastPath::default();
-        let kind = FileKind::Regular;
-        // 0xEF53: ext4, never refused in this test.
+        let fp = NowaitFile::default();
+        let kind = true; // a regular file
+                         // 0xEF53: ext4, never refused in this test.
         let mut tries = 0;
         for _ in 0..200 {
             match fp.attempt(NowaitMode::Adaptive, 0xEF53, kind) {
@@ -472,23 +505,17 @@ mod tests {
 
     #[test]
     fn refusal_turns_the_file_off() {
-        let fp = FastPath::default();
+        let fp = NowaitFile::default();
         // A made-up magic so the process-wide memory does not affect other tests.
         let magic = 0x7e57_0001;
-        assert!(fp.refuse(libc::EOPNOTSUPP, magic, FileKind::Regular));
-        assert_eq!(
-            fp.attempt(NowaitMode::Always, magic, FileKind::Regular),
-            Attempt::Off
-        );
+        assert!(fp.refuse(libc::EOPNOTSUPP, magic, true));
+        assert_eq!(fp.attempt(NowaitMode::Always, magic, true), Attempt::Off);
         assert!(refused_filesystems().iter().any(|r| r.magic == magic));
-        let other = FastPath::default();
-        assert_eq!(
-            other.attempt(NowaitMode::Always, magic, FileKind::Regular),
-            Attempt::Off
-        );
+        let other = NowaitFile::default();
+        assert_eq!(other.attempt(NowaitMode::Always, magic, true), Attempt::Off);
         assert!(matches!(
             other.snapshot("x").off,
-            Some(FastPathOff::Filesystem { errno, .. }) if errno == libc::EOPNOTSUPP
+            Some(NowaitOff::Filesystem { errno, .. }) if errno == libc::EOPNOTSUPP
         ));
     }
 }

@@ -1,0 +1,61 @@
+//! Bounce buffers: an unaligned read of a `Direct::Auto` file is read
+//! through an aligned buffer covering its range and copied out; on a
+//! `Direct::On` file it is refused.
+
+use crate::backend::MAX_READ;
+use crate::buf::{Buf, PAGE};
+use crate::error::Error;
+use crate::file::File;
+
+/// A bounce buffer: the aligned read that covers an unaligned request.
+pub(super) struct Bounce {
+    pub(super) buf: Buf,
+    /// Bytes between the aligned start and the requested offset.
+    pub(super) skip: usize,
+}
+
+impl Bounce {
+    /// True if a read of `len` bytes at `offset` into memory at `addr`
+    /// cannot go to the kernel as it is: the file is direct, the read is
+    /// not empty, and it misses the file's O_DIRECT alignment.
+    #[inline]
+    pub(super) fn needed(file: &File, offset: u64, len: usize, addr: usize) -> bool {
+        file.is_direct() && len > 0 && !file.dio_align().fits(offset, len, addr)
+    }
+
+    /// The bounce buffer for a read that [`Bounce::needed`] one: an error if
+    /// the file is strictly direct or the covering read is too large.
+    pub(super) fn plan(file: &File, offset: u64, len: usize) -> Result<Bounce, Error> {
+        let align = file.dio_align();
+        if file.inner.strict {
+            return Err(Error::Misaligned {
+                path: file.path().into(),
+                offset,
+                len,
+                offset_align: align.offset,
+                mem_align: align.mem,
+            });
+        }
+        let a = align.offset as u64;
+        let start = offset - offset % a;
+        let end = (offset + len as u64).div_ceil(a) * a;
+        if (end - start) as usize > MAX_READ {
+            return Err(Error::TooLarge { len, max: MAX_READ });
+        }
+        let bounce_align = (align.mem as usize).max(PAGE);
+        Ok(Bounce {
+            buf: Buf::with_align((end - start) as usize, bounce_align),
+            skip: (offset - start) as usize,
+        })
+    }
+
+    /// Copy the asked part of `done` bytes read into the bounce buffer to
+    /// `buf` (at most `len` bytes); returns how many were copied.
+    pub(super) fn copy_out(&self, done: usize, len: usize, buf: &mut Buf) -> usize {
+        let n = done.saturating_sub(self.skip).min(len);
+        buf.set_len(n);
+        buf.as_mut_slice()
+            .copy_from_slice(&self.buf.full()[self.skip..self.skip + n]);
+        n
+    }
+}

@@ -1,0 +1,290 @@
+//! The queue: the liburing-shaped, single-thread interface (push, submit,
+//! reap) over one backend, and every rule that holds for all backends.
+//!
+//! [`Queue::push`] a read (file, offset, length, an owned [`Buf`],
+//! `user_data`), [`Queue::submit`] a batch, [`Queue::reap`] completions.
+//! Every request lives in one of `depth` slots allocated when the queue is
+//! built, so the hot path allocates nothing.
+//!
+//! What the queue does for every backend, one file per concept:
+//! * `builder.rs`: [`QueueBuilder`], the options and `build`;
+//! * `slots.rs`: the slots, `push` and the one place a slot's buffer is
+//!   handed to the backend (the crate's only `unsafe` outside `sys/`,
+//!   `backend/` and `buf.rs`);
+//! * `bounce.rs`: **O_DIRECT alignment** is checked before the kernel sees
+//!   the request: an unaligned read on a `Direct::Auto` file is bounced
+//!   through an aligned buffer covering its range, on a `Direct::On` file it
+//!   is refused;
+//! * `complete.rs`: **short reads are finished** (a completion shorter than
+//!   asked means end of file and nothing else), **EINTR and EAGAIN are
+//!   retried** (bounded), every other errno becomes a typed [`Error`] naming
+//!   the file, offset and length, and **buffers come back exactly once**:
+//!   with the completion, or with the [`Rejected`] error of a push that was
+//!   refused;
+//! * `inline.rs`: reads of memory-backed files done on the caller's thread
+//!   ([`QueueBuilder::memory_inline`]);
+//! * `small_direct.rs`: the small direct-read path
+//!   ([`QueueBuilder::small_direct`]): an aligned direct read of at most one
+//!   block ([`SMALL_READ_MAX`]) into a registered buffer goes out as one
+//!   `READ_FIXED` with no bounce logic;
+//! * `fixed.rs`: the queue's registered buffer pool;
+//! * `notify.rs`: the completion eventfd for event loops ([`Queue::completion_fd`]);
+//! * `blocking.rs`: the blocking calls (`read_at`, `read_exact_at`, `drain`);
+//! * `stats.rs`: [`QueueStats`].
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io;
+
+use crate::backend::ladder::BackendReport;
+use crate::backend::{Backend, BackendStats, Cqe};
+use crate::buf::{Buf, BufPool};
+use crate::error::{Error, Result};
+use crate::file::File;
+
+mod blocking;
+mod bounce;
+mod builder;
+mod complete;
+mod fixed;
+mod inline;
+mod notify;
+mod slots;
+mod small_direct;
+mod stats;
+
+pub use builder::QueueBuilder;
+pub use small_direct::SMALL_READ_MAX;
+pub use stats::QueueStats;
+
+use slots::Slot;
+
+/// Largest queue depth a queue can be built with.
+pub const MAX_DEPTH: usize = 16384;
+
+/// One read request.
+pub struct Read<'a> {
+    /// The file to read.
+    pub file: &'a File,
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// Bytes to read; at most `buf.capacity()`.
+    pub len: usize,
+    /// Destination, owned by the engine until the completion hands it back.
+    pub buf: Buf,
+    /// Returned unchanged with the completion.
+    pub user_data: u64,
+}
+
+/// A finished read.
+#[derive(Debug)]
+pub struct Completion {
+    /// The request's `user_data`.
+    pub user_data: u64,
+    /// Bytes read (fewer than asked only at end of file), or why it failed.
+    pub result: Result<usize>,
+    /// The request's buffer, its length set to the bytes read.
+    pub buf: Buf,
+}
+
+/// A request the queue refused before it reached the kernel, with its buffer.
+#[derive(Debug)]
+pub struct Rejected {
+    /// Why.
+    pub error: Error,
+    /// The request's buffer, handed back.
+    pub buf: Buf,
+}
+
+impl fmt::Display for Rejected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for Rejected {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl From<Rejected> for Error {
+    fn from(r: Rejected) -> Error {
+        r.error
+    }
+}
+
+impl From<Rejected> for io::Error {
+    fn from(r: Rejected) -> io::Error {
+        r.error.into()
+    }
+}
+
+/// A submission/completion queue of reads. See the module docs.
+///
+/// ```no_run
+/// use nowait::{Buf, Direct, File, Queue, Read};
+/// let file = File::open("/etc/hostname", Direct::Off)?;
+/// let mut q = Queue::builder().depth(8).build()?;
+/// for i in 0..4u64 {
+///     q.push(Read { file: &file, offset: i * 4, len: 4, buf: Buf::new(4), user_data: i })?;
+/// }
+/// q.submit()?;
+/// let mut done = Vec::new();
+/// q.reap(4, None, &mut done)?;
+/// for c in done {
+///     println!("{}: {} bytes", c.user_data, c.result?);
+/// }
+/// # Ok::<(), nowait::Error>(())
+/// ```
+pub struct Queue {
+    backend: Box<dyn Backend>,
+    report: BackendReport,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    /// Finished slots waiting to be handed back, in completion order.
+    ready: VecDeque<u32>,
+    /// Raw reads handed to the backend and not yet reaped.
+    owed: usize,
+    cqes: Vec<Cqe>,
+    /// Completions taken out by `read_at` while it waited for its own.
+    stash: VecDeque<Completion>,
+    stats: QueueStats,
+    next_private: u64,
+    /// Registration id of `fixed_pool` with the backend (0: none).
+    reg_id: u32,
+    /// The backend may hold reads not yet handed to the kernel: set when a
+    /// read (or a re-issued remainder) is pushed to it, cleared when it is
+    /// entered. `reap` hands them over before it returns, even when
+    /// results already in `ready` (inline reads, earlier reaps) satisfied it.
+    unsent: bool,
+    /// The registered buffer pool; declared after `backend` so it is freed
+    /// only after the ring that references it is gone.
+    fixed_pool: Option<BufPool>,
+    /// The small direct-read path is on.
+    small_direct: bool,
+    /// Reads of memory-backed files the backend may hold before further
+    /// ones are read inline (`usize::MAX`: never inline).
+    inline_window: usize,
+    /// The window is the default one (not set by `inline_window`).
+    inline_auto: bool,
+    /// Inline reads since the backend was last entered (see `reap`).
+    inline_since_enter: u32,
+    /// `read_inline` is running (its loop takes re-issues in turn).
+    inline_active: bool,
+    /// A re-issue `on_result` asked for while `read_inline` was running.
+    inline_next: Option<u32>,
+    /// The eventfd of [`Queue::completion_fd`], once asked for.
+    notify: Option<notify::Notify>,
+    /// How this queue was built, to build it again without `DEFER_TASKRUN`
+    /// when a completion fd is asked for.
+    builder: Option<QueueBuilder>,
+}
+
+impl fmt::Debug for Queue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Queue")
+            .field("backend", &self.report.kind)
+            .field("depth", &self.slots.len())
+            .field("in_flight", &self.in_flight())
+            .finish()
+    }
+}
+
+impl Queue {
+    /// A builder with the defaults: depth 32, the best backend available.
+    pub fn builder() -> QueueBuilder {
+        QueueBuilder::default()
+    }
+    fn with_backend(backend: Box<dyn Backend>, report: BackendReport, depth: usize) -> Queue {
+        let mut slots = Vec::with_capacity(depth);
+        slots.resize_with(depth, Slot::default);
+        Queue {
+            backend,
+            report,
+            slots,
+            free: (0..depth as u32).rev().collect(),
+            ready: VecDeque::with_capacity(depth),
+            owed: 0,
+            cqes: Vec::with_capacity(depth * 2),
+            stash: VecDeque::new(),
+            stats: QueueStats::default(),
+            next_private: 1 << 63,
+            reg_id: 0,
+            unsent: false,
+            fixed_pool: None,
+            small_direct: false,
+            inline_window: usize::MAX,
+            inline_auto: false,
+            inline_since_enter: 0,
+            inline_active: false,
+            inline_next: None,
+            notify: None,
+            builder: None,
+        }
+    }
+    /// The backend in use and why it was chosen.
+    pub fn backend(&self) -> &BackendReport {
+        &self.report
+    }
+    /// Slots: the most requests in flight at once.
+    pub fn depth(&self) -> usize {
+        self.slots.len()
+    }
+    /// Requests pushed and not yet handed back by `reap`.
+    pub fn in_flight(&self) -> usize {
+        self.slots.len() - self.free.len() + self.stash.len()
+    }
+    /// The backend's own counters so far (those [`Queue::stats`] carries,
+    /// and per-backend ones such as `aio+pool`'s reads per half).
+    pub fn backend_stats(&self) -> BackendStats {
+        self.backend.stats()
+    }
+
+    /// Counters so far, the backend's among them.
+    pub fn stats(&self) -> QueueStats {
+        QueueStats {
+            backend: self.backend.stats(),
+            ..self.stats
+        }
+    }
+
+    /// Ask the backend to signal eventfd `fd` whenever results are ready
+    /// (see [`Backend::register_notify`]); false if it cannot.
+    pub(crate) fn register_notify(&mut self, fd: std::os::fd::RawFd) -> bool {
+        self.backend.register_notify(fd)
+    }
+    /// Hand every queued read to the kernel (one system call for the batch
+    /// with `uring`; the reads themselves with `sync`).
+    pub fn submit(&mut self) -> Result<()> {
+        self.unsent = false;
+        let r = self.backend.submit();
+        if self.notify.is_some() {
+            self.signal_if_ready();
+        }
+        r
+    }
+}
+
+impl Drop for Queue {
+    fn drop(&mut self) {
+        // The kernel may still write into buffers of owed reads: wait for
+        // every one before the slots (and their buffers) are freed.
+        while self.owed > 0 {
+            if self.pump(self.owed, None, None).is_err() {
+                // The backend cannot tell us when the kernel is done with the
+                // memory: leak the buffers rather than free memory that may
+                // still be written.
+                for s in self.slots.iter_mut() {
+                    if let Some(b) = s.buf.take() {
+                        std::mem::forget(b);
+                    }
+                    if let Some(b) = s.bounce.take() {
+                        std::mem::forget(b.buf);
+                    }
+                }
+                return;
+            }
+        }
+    }
+}

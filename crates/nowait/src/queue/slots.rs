@@ -1,0 +1,177 @@
+//! The slots: one per request in flight, allocated at build time, and
+//! `push`, which fills one and hands its read to the backend.
+#![allow(unsafe_code)]
+
+use super::bounce::Bounce;
+use super::{Queue, Read, Rejected};
+use crate::backend::{Sqe, MAX_READ};
+use crate::buf::Buf;
+use crate::error::{Error, Result};
+use crate::file::File;
+
+#[derive(Default)]
+pub(super) struct Slot {
+    pub(super) user_data: u64,
+    pub(super) file: Option<File>,
+    /// The request as asked.
+    pub(super) offset: u64,
+    pub(super) len: usize,
+    pub(super) buf: Option<Buf>,
+    pub(super) bounce: Option<Bounce>,
+    /// The read actually issued (the bounce range, or the request itself).
+    pub(super) io_offset: u64,
+    pub(super) io_len: usize,
+    /// Bytes of the issued read done so far.
+    pub(super) done: usize,
+    pub(super) retries: u32,
+    /// Set when the request is finished; the slot then waits in `ready`.
+    pub(super) result: Option<Result<usize>>,
+    /// Pushed by the small direct-read path and not yet fallen back to the
+    /// general handling: a full result is handed straight back by `pump`.
+    pub(super) small_direct: bool,
+}
+
+impl Queue {
+    /// Queue one read. It reaches the kernel at the next [`Queue::submit`]
+    /// or [`Queue::reap`]. On refusal the buffer comes back in [`Rejected`].
+    pub fn push(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+        if self.notify.is_none() {
+            // A tail call: the result is written where the caller wants it,
+            // not moved through this frame (it carries a buffer and an error).
+            return self.push_one(req);
+        }
+        let r = self.push_one(req);
+        self.signal_if_ready();
+        r
+    }
+
+    fn push_one(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+        let Read {
+            file,
+            offset,
+            len,
+            buf,
+            user_data,
+        } = req;
+        self.harvest_if_due();
+        if let Some(index) = self.small_direct_index(file, offset, len, &buf) {
+            if let Some(idx) = self.free.pop() {
+                self.push_small(idx, file, offset, len, buf, user_data, index);
+                return Ok(());
+            }
+        }
+        if len > buf.capacity() {
+            return Err(Rejected {
+                error: Error::BufferTooSmall {
+                    len,
+                    capacity: buf.capacity(),
+                },
+                buf,
+            });
+        }
+        if len > MAX_READ {
+            return Err(Rejected {
+                error: Error::TooLarge { len, max: MAX_READ },
+                buf,
+            });
+        }
+        let bounce = if Bounce::needed(file, offset, len, buf.addr()) {
+            match Bounce::plan(file, offset, len) {
+                Ok(b) => Some(b),
+                Err(error) => return Err(Rejected { error, buf }),
+            }
+        } else {
+            None
+        };
+        let Some(idx) = self.free.pop() else {
+            return Err(Rejected {
+                error: Error::QueueFull {
+                    depth: self.slots.len(),
+                },
+                buf,
+            });
+        };
+        self.stats.pushed += 1;
+        let s = &mut self.slots[idx as usize];
+        s.user_data = user_data;
+        s.file = Some(file.clone());
+        s.offset = offset;
+        s.len = len;
+        s.buf = Some(buf);
+        s.done = 0;
+        s.retries = 0;
+        s.result = None;
+        s.small_direct = false;
+        match bounce {
+            Some(b) => {
+                self.stats.bounced += 1;
+                s.io_offset = offset - b.skip as u64;
+                s.io_len = b.buf.capacity();
+                s.bounce = Some(b);
+            }
+            None => {
+                s.io_offset = offset;
+                s.io_len = len;
+                s.bounce = None;
+            }
+        }
+        if len == 0 {
+            // Nothing to read: complete without a system call.
+            self.finish(idx, Ok(()));
+        } else {
+            self.issue(idx);
+        }
+        Ok(())
+    }
+
+    /// Hand the remaining part of slot `idx`'s read to the backend (or read
+    /// it inline: see [`QueueBuilder::memory_inline`]).
+    pub(super) fn issue(&mut self, idx: u32) {
+        let file = self.slots[idx as usize].file.as_ref();
+        if self.inline_now(file.expect("an issued slot holds its file")) {
+            self.read_inline(idx);
+            return;
+        }
+        let s = &mut self.slots[idx as usize];
+        let file = s.file.as_ref().expect("an issued slot holds its file");
+        let target = match s.bounce.as_mut() {
+            Some(b) => &mut b.buf,
+            None => s.buf.as_mut().expect("an issued slot holds its buffer"),
+        };
+        let target_fixed = target.fixed;
+        let base = target.as_mut_ptr();
+        // `done < io_len <= capacity`, so the pointer stays inside the buffer.
+        let sqe = Sqe {
+            slot: idx,
+            fd: file.raw_fd(),
+            offset: s.io_offset + s.done as u64,
+            ptr: base.wrapping_add(s.done),
+            len: (s.io_len - s.done) as u32,
+            file: std::sync::Arc::as_ptr(&file.inner),
+            fixed_buf: match target_fixed {
+                Some((id, i)) if id == self.reg_id => Some(i),
+                _ => None,
+            },
+            first: s.done == 0 && s.retries == 0,
+        };
+        self.hand_to_backend(&sqe);
+    }
+
+    /// Hand raw read `sqe`, which names slot `sqe.slot`'s buffer and file, to
+    /// the backend. The one place the "buffer outlives the kernel's use"
+    /// invariant is kept.
+    #[inline]
+    pub(super) fn hand_to_backend(&mut self, sqe: &Sqe) {
+        debug_assert!(self.slots[sqe.slot as usize].file.is_some());
+        // SAFETY: the caller built `sqe` from slot `sqe.slot`: `ptr..ptr+len`
+        // lies inside the buffer the slot owns (its own or its bounce
+        // buffer; `done < io_len <= capacity`), and the slot holds a clone of
+        // the file, so `fd` and `file` stay valid. Both stay in the slot until
+        // the backend returns this slot's Cqe from `reap`: `pump` is the only
+        // place that finishes an issued slot, and `Drop` waits for every owed
+        // Cqe (or leaks the buffers if it cannot).
+        unsafe { self.backend.push(sqe) };
+        self.owed += 1;
+        self.unsent = true;
+    }
+}

@@ -1,0 +1,117 @@
+//! [`QueueStats`]: the queue's own counters, with its backend's inside.
+
+use std::ops::{Add, AddAssign};
+
+use crate::backend::BackendStats;
+
+/// Counters a queue keeps (cheap: plain integers on the owning thread).
+/// Sums over queues or threads with `+=`; a run's share with
+/// [`QueueStats::since`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueStats {
+    /// Requests accepted by `push`.
+    pub pushed: u64,
+    /// Requests completed (successfully or not) and handed back.
+    pub completed: u64,
+    /// Requests completed with an error.
+    pub errors: u64,
+    /// Extra reads issued to finish short reads.
+    pub short_retries: u64,
+    /// Reads retried after EINTR or EAGAIN.
+    pub eintr_retries: u64,
+    /// Unaligned direct reads bounced through an aligned buffer.
+    pub bounced: u64,
+    /// Reads that took the small direct-read path (aligned, at most one
+    /// block, into a registered buffer; see
+    /// [`QueueBuilder::small_direct`](crate::QueueBuilder::small_direct)).
+    pub small_direct: u64,
+    /// Reads (or re-issued remainders) done inline on the pushing thread,
+    /// of files whose data is in memory; see
+    /// [`QueueBuilder::memory_inline`](crate::QueueBuilder::memory_inline).
+    pub inline: u64,
+    /// The backend's counters (system calls, the `pool` backend's
+    /// `RWF_NOWAIT` path, registered buffers, polling, …).
+    pub backend: BackendStats,
+}
+
+impl QueueStats {
+    /// The counts since `earlier` (an earlier snapshot of the same queue),
+    /// saturating at zero.
+    pub fn since(&self, earlier: &QueueStats) -> QueueStats {
+        QueueStats {
+            pushed: self.pushed.saturating_sub(earlier.pushed),
+            completed: self.completed.saturating_sub(earlier.completed),
+            errors: self.errors.saturating_sub(earlier.errors),
+            short_retries: self.short_retries.saturating_sub(earlier.short_retries),
+            eintr_retries: self.eintr_retries.saturating_sub(earlier.eintr_retries),
+            bounced: self.bounced.saturating_sub(earlier.bounced),
+            small_direct: self.small_direct.saturating_sub(earlier.small_direct),
+            inline: self.inline.saturating_sub(earlier.inline),
+            backend: self.backend.since(&earlier.backend),
+        }
+    }
+}
+
+impl AddAssign for QueueStats {
+    fn add_assign(&mut self, o: QueueStats) {
+        self.pushed += o.pushed;
+        self.completed += o.completed;
+        self.errors += o.errors;
+        self.short_retries += o.short_retries;
+        self.eintr_retries += o.eintr_retries;
+        self.bounced += o.bounced;
+        self.small_direct += o.small_direct;
+        self.inline += o.inline;
+        self.backend += o.backend;
+    }
+}
+
+impl Add for QueueStats {
+    type Output = QueueStats;
+
+    fn add(mut self, o: QueueStats) -> QueueStats {
+        self += o;
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_and_differences_cover_the_backend_counters() {
+        let mut a = QueueStats {
+            pushed: 10,
+            inline: 3,
+            ..QueueStats::default()
+        };
+        a.backend.syscalls = 15;
+        a.backend.nowait.hits = 5;
+        let mut b = a;
+        b.pushed = 25;
+        b.backend.syscalls = 30;
+        b.backend.nowait.hits = 9;
+        let d = b.since(&a);
+        assert_eq!(
+            (
+                d.pushed,
+                d.inline,
+                d.backend.syscalls,
+                d.backend.nowait.hits
+            ),
+            (15, 0, 15, 4)
+        );
+        let s = a + b;
+        assert_eq!(
+            (
+                s.pushed,
+                s.inline,
+                s.backend.syscalls,
+                s.backend.nowait.hits
+            ),
+            (35, 6, 45, 14)
+        );
+        assert_eq!(a.since(&b).pushed, 0, "saturates");
+    }
+}

@@ -1,0 +1,291 @@
+//! The system layer: every system call the engine makes outside the io-uring
+//! crate, and what the kernel's answers mean in words.
+//!
+//! The bottom of the crate: nothing here imports anything above it. Calls go
+//! through rustix wherever rustix offers them (`pread`, `preadv2` with
+//! `RWF_NOWAIT`, `statx` with `STATX_DIOALIGN`, `fstatfs`, the `BLKSSZGET`
+//! ioctl, `posix_fadvise`, `statvfs`, `eventfd`, `poll`); by hand only what it
+//! does not (`getrusage`, and `io_uring_enter` through a registered ring
+//! index, see `uring.rs`). One place each for errno names and filesystem
+//! names (`names.rs`), sysfs and the device a file lives on (`sysfs.rs`), and
+//! the eventfd (`eventfd.rs`).
+//!
+//! The module is private to the crate except for a few items the `nowait`
+//! CLI still uses (`rusage`, `free_space`, `clock_ticks_per_sec`,
+//! `fadvise`); those are hidden from the API docs and go when the CLI stops
+//! using them.
+#![allow(unsafe_code)]
+
+use std::io;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
+
+use rustix::io::{IoSliceMut, ReadWriteFlags};
+
+pub(crate) mod eventfd;
+pub(crate) mod names;
+pub(crate) mod sysfs;
+pub(crate) mod uring;
+
+fn errno_of(e: rustix::io::Errno) -> i32 {
+    e.raw_os_error()
+}
+
+/// Read with `pread(2)` into `len` bytes at `ptr`. Returns bytes read or the errno.
+///
+/// # Safety
+/// `fd` must be open, and `ptr` valid for writes of `len` bytes, for the
+/// duration of the call.
+pub(crate) unsafe fn pread(fd: RawFd, ptr: *mut u8, len: usize, offset: u64) -> Result<usize, i32> {
+    // SAFETY: the caller keeps `fd` open for the call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    // SAFETY: the caller guarantees `ptr..ptr+len` is writable for the call;
+    // as `MaybeUninit` the bytes need not be initialised.
+    let buf = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<MaybeUninit<u8>>(), len) };
+    rustix::io::pread(fd, buf, offset)
+        .map(|(read, _)| read.len())
+        .map_err(errno_of)
+}
+
+/// Read with `preadv2(2)` and `RWF_NOWAIT` into `len` bytes at `ptr`: the
+/// bytes the page cache holds at `offset`, or EAGAIN if none are resident.
+///
+/// # Safety
+/// `fd` must be open, and `ptr` valid for writes of `len` bytes, for the
+/// duration of the call.
+pub(crate) unsafe fn preadv2_nowait_raw(
+    fd: RawFd,
+    ptr: *mut u8,
+    len: usize,
+    offset: u64,
+) -> Result<usize, i32> {
+    // SAFETY: the caller keeps `fd` open for the call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    // SAFETY: the caller guarantees `ptr..ptr+len` is writable for the call;
+    // every buffer the engine hands out is zero-initialised (`Buf`).
+    let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+    preadv2_nowait(fd, buf, offset)
+}
+
+/// `preadv2(2)` with `RWF_NOWAIT` into a slice: the bytes the page cache
+/// holds at `offset`, or EAGAIN if they are not resident.
+pub(crate) fn preadv2_nowait(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    offset: u64,
+) -> Result<usize, i32> {
+    let mut iov = [IoSliceMut::new(buf)];
+    rustix::io::preadv2(fd, &mut iov, offset, ReadWriteFlags::NOWAIT).map_err(errno_of)
+}
+
+/// One `preadv2(2)` of 1 byte at offset 0 with `RWF_NOWAIT`: does the
+/// filesystem or device behind `fd` take non-blocking buffered reads?
+/// `Ok(_)` (byte cached, or an empty file) and `Err(EAGAIN)` (not cached)
+/// mean yes; `Err(EOPNOTSUPP)` means no (tmpfs, zram); `Err(ENOSYS)` or
+/// `Err(EPERM)` mean `preadv2` itself is refused.
+pub(crate) fn preadv2_nowait_probe(fd: BorrowedFd<'_>) -> Result<usize, i32> {
+    let mut byte = [0u8];
+    preadv2_nowait(fd, &mut byte, 0)
+}
+
+/// O_DIRECT alignment as `statx(2)` with `STATX_DIOALIGN` reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DioAlign {
+    /// The kernel reported the alignment: buffer address, file offset and length.
+    Known {
+        /// Buffer address alignment.
+        mem: u32,
+        /// File offset and length alignment.
+        offset: u32,
+    },
+    /// The kernel knows the field and says direct I/O is not supported on this file.
+    NotSupported,
+    /// The kernel or filesystem does not report it (older kernels, some filesystems).
+    Unknown,
+}
+
+/// Ask `statx(2)` for the O_DIRECT alignment of an open file.
+pub(crate) fn statx_dioalign(fd: BorrowedFd<'_>) -> io::Result<DioAlign> {
+    use rustix::fs::{statx, AtFlags, StatxFlags};
+    let stx = match statx(fd, c"", AtFlags::EMPTY_PATH, StatxFlags::DIOALIGN) {
+        Ok(s) => s,
+        Err(rustix::io::Errno::NOSYS) => return Ok(DioAlign::Unknown), // no statx at all
+        Err(e) => return Err(e.into()),
+    };
+    if stx.stx_mask & StatxFlags::DIOALIGN.bits() == 0 {
+        return Ok(DioAlign::Unknown);
+    }
+    if stx.stx_dio_mem_align == 0 || stx.stx_dio_offset_align == 0 {
+        return Ok(DioAlign::NotSupported);
+    }
+    Ok(DioAlign::Known {
+        mem: stx.stx_dio_mem_align,
+        offset: stx.stx_dio_offset_align,
+    })
+}
+
+/// Take `O_NONBLOCK` off an open file (`fcntl(F_GETFL/F_SETFL)`).
+/// `File::open` opens with it so that `open(2)` of a fifo with no writer
+/// returns at once instead of waiting for one; a regular file or block
+/// device then reads normally (io_uring treats an `O_NONBLOCK` file's
+/// EAGAIN as final instead of handing the read to a worker, so it must go).
+pub(crate) fn clear_nonblock(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+    let flags = fcntl_getfl(fd)?;
+    if flags.contains(OFlags::NONBLOCK) {
+        fcntl_setfl(fd, flags - OFlags::NONBLOCK)?;
+    }
+    Ok(())
+}
+
+/// The filesystem magic number (`f_type`) from `fstatfs(2)`.
+pub(crate) fn fs_magic(fd: BorrowedFd<'_>) -> io::Result<i64> {
+    let st = rustix::fs::fstatfs(fd)?;
+    #[allow(clippy::unnecessary_cast)] // f_type's width differs between targets
+    Ok(st.f_type as i64)
+}
+
+/// Logical block size of a block device, with `ioctl(BLKSSZGET)`.
+pub(crate) fn block_logical_size(fd: BorrowedFd<'_>) -> io::Result<u32> {
+    Ok(rustix::fs::ioctl_blksszget(fd)?)
+}
+
+/// `kernel.io_uring_disabled` (`0`, `1`, `2`), if the sysctl exists.
+pub(crate) fn io_uring_disabled() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// The kernel release, for the record (nothing is decided from it).
+pub(crate) fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// The `RLIMIT_MEMLOCK` soft limit in bytes (`None`: unlimited or unknown),
+/// from `/proc/self/limits`.
+pub(crate) fn memlock_limit() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max locked memory"))?;
+    let soft = line.split_whitespace().nth(3)?;
+    soft.parse().ok()
+}
+
+/// Drop a range of the file from the page cache: `posix_fadvise(POSIX_FADV_DONTNEED)`.
+/// `len == 0` means to the end of the file.
+#[doc(hidden)]
+pub fn fadvise_dontneed(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
+    rustix::fs::fadvise(
+        fd,
+        offset,
+        std::num::NonZeroU64::new(len),
+        rustix::fs::Advice::DontNeed,
+    )?;
+    Ok(())
+}
+
+/// Access pattern advice for `posix_fadvise(2)`.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    /// `POSIX_FADV_RANDOM`: no readahead.
+    Random,
+    /// `POSIX_FADV_SEQUENTIAL`: aggressive readahead.
+    Sequential,
+    /// `POSIX_FADV_NORMAL`: the default.
+    Normal,
+}
+
+/// `posix_fadvise(2)` over the whole file with an access-pattern advice.
+/// It sets the readahead policy of this open file description only.
+#[doc(hidden)]
+pub fn fadvise(fd: BorrowedFd<'_>, advice: Advice) -> io::Result<()> {
+    let a = match advice {
+        Advice::Random => rustix::fs::Advice::Random,
+        Advice::Sequential => rustix::fs::Advice::Sequential,
+        Advice::Normal => rustix::fs::Advice::Normal,
+    };
+    rustix::fs::fadvise(fd.as_fd(), 0, None, a)?;
+    Ok(())
+}
+
+/// Bytes free for an unprivileged writer on the filesystem holding `path`
+/// (`statvfs(3)`: `f_bavail × f_frsize`).
+#[doc(hidden)]
+pub fn free_space(path: &std::path::Path) -> io::Result<u64> {
+    let st = rustix::fs::statvfs(path)?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit of the CPU
+/// times in `/proc/*/stat`.
+#[doc(hidden)]
+pub fn clock_ticks_per_sec() -> u64 {
+    rustix::param::clock_ticks_per_second()
+}
+
+/// CPU time and context switches of this process (all threads) or of the calling thread.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rusage {
+    /// User CPU time, microseconds.
+    pub user_us: u64,
+    /// System CPU time, microseconds.
+    pub sys_us: u64,
+    /// Voluntary context switches (the task slept: waited for I/O or a lock).
+    pub ctx_voluntary: u64,
+    /// Involuntary context switches (the task was preempted).
+    pub ctx_involuntary: u64,
+}
+
+impl Rusage {
+    /// Difference `self - earlier`, saturating at zero.
+    pub fn since(&self, earlier: &Rusage) -> Rusage {
+        Rusage {
+            user_us: self.user_us.saturating_sub(earlier.user_us),
+            sys_us: self.sys_us.saturating_sub(earlier.sys_us),
+            ctx_voluntary: self.ctx_voluntary.saturating_sub(earlier.ctx_voluntary),
+            ctx_involuntary: self.ctx_involuntary.saturating_sub(earlier.ctx_involuntary),
+        }
+    }
+}
+
+/// Which task's usage [`rusage`] reports.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum Who {
+    /// The whole process, every thread (`RUSAGE_SELF`).
+    Process,
+    /// The calling thread only (`RUSAGE_THREAD`).
+    Thread,
+}
+
+/// `getrusage(2)`. By hand: rustix has no `getrusage`.
+#[doc(hidden)]
+pub fn rusage(who: Who) -> Rusage {
+    let mut ru = MaybeUninit::<libc::rusage>::zeroed();
+    let w = match who {
+        Who::Process => libc::RUSAGE_SELF,
+        Who::Thread => libc::RUSAGE_THREAD,
+    };
+    // SAFETY: `ru` is a buffer of the size getrusage writes; `w` is valid.
+    let r = unsafe { libc::getrusage(w, ru.as_mut_ptr()) };
+    if r < 0 {
+        // Only EFAULT/EINVAL are possible and neither can happen with these arguments.
+        return Rusage::default();
+    }
+    // SAFETY: zero-initialised and filled on success.
+    let ru = unsafe { ru.assume_init() };
+    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    Rusage {
+        user_us: us(ru.ru_utime),
+        sys_us: us(ru.ru_stime),
+        ctx_voluntary: ru.ru_nvcsw as u64,
+        ctx_involuntary: ru.ru_nivcsw as u64,
+    }
+}
