@@ -42,7 +42,7 @@ DEFAULTS:
     at once), registerfiles=0, fixedbufs=0, hipri=0, sqthread_poll=0,
     invalidate=1, fadvise_hint=1, norandommap=0, rw=read, bs=4k, iodepth=1,
     direct=0, numjobs=1. Not fio's: ioengine=uring (fio: psync), randseed,
-    and nowait's own options (nowait, pool_workers, small_fast_path,
+    and nowait's own options (nowait, pool_workers, small_direct,
     memory_inline, inline_window, spin_us). nowait's faster modes stay
     options: --iodepth_batch_submit=0 (every free slot in one call),
     --registerfiles=1, --fixedbufs, and --peak, which sets them all. At

@@ -50,7 +50,7 @@ COMMANDS:
                sweep queue depths and engines, compare with fio, plot
     scenario   reproduce a seed's experiment on this machine
                (async-buffered: preadv vs thread offload vs io_uring;
-               mixed: cached reads behind uncached ones, RWF_NOWAIT fast path;
+               mixed: cached reads behind uncached ones, RWF_NOWAIT nowait path;
                qd-sweep: direct randread QD sweep, aio/uring/polled, fio beside)
     probe      what this machine and a file can do, and which path a read takes
     help       `nowait help <COMMAND>` shows a command's options

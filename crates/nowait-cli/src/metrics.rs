@@ -122,7 +122,7 @@ pub struct Measured {
     pub syscalls: u64,
     /// Process CPU and context switches during the measurement.
     pub rusage: Rusage,
-    /// The queues' counters during the measurement (fast path, polled, fixed reads…).
+    /// The queues' counters during the measurement (nowait path, polled, fixed reads…).
     pub queue: QueueStats,
     /// CPU time of the SQPOLL kernel threads (with `sqthread_poll`; also
     /// counted in `rusage`).

@@ -78,7 +78,7 @@ pub struct Job {
     pub verify: bool,
     /// Advise the kernel of the access pattern (`fadvise_hint`).
     pub fadvise_hint: bool,
-    /// `pool` only: the `RWF_NOWAIT` inline fast path (`nowait`); `None`
+    /// `pool` only: the `RWF_NOWAIT` nowait path (`nowait`); `None`
     /// leaves the engine's default (adaptive).
     pub nowait: Option<NowaitMode>,
     /// `pool` only: worker threads (`pool_workers`); `None`: the engine's default.
@@ -91,9 +91,9 @@ pub struct Job {
     pub fixedbufs: bool,
     /// `uring` only: register the file with the ring (`registerfiles`).
     pub registerfiles: bool,
-    /// The small direct-read fast path (`small_fast_path`; nowait's own,
+    /// The small direct-read path (`small_direct`; nowait's own,
     /// not in fio).
-    pub small_fast_path: bool,
+    pub small_direct: bool,
     /// `uring` only: polled completions (`hipri`): `Some(true)` polls every
     /// direct read (IOPOLL), `Some(false)` never; `None` polls where the
     /// device's queue polls (the engine's default).
@@ -136,7 +136,7 @@ impl Default for Job {
             sqthread_poll_idle: Duration::from_secs(1),
             fixedbufs: false,
             registerfiles: false,
-            small_fast_path: true,
+            small_direct: true,
             hipri: Some(false),
             spin_us: 0,
             memory_inline: true,
@@ -544,7 +544,7 @@ pub static OPTIONS: &[Opt] = &[
         "nowait",
         "off|always|adaptive",
         "adaptive",
-        "ioengine=pool only: the RWF_NOWAIT fast path. off: every read goes to a worker \
+        "ioengine=pool only: the RWF_NOWAIT nowait path. off: every read goes to a worker \
                thread (plain thread offload); always: try each buffered read inline with \
                preadv2(RWF_NOWAIT) first, only a miss goes to a worker; adaptive: try while \
                the file's hit ratio stays high. Not applied to other engines.",
@@ -599,15 +599,16 @@ pub static OPTIONS: &[Opt] = &[
         |j, v| j.registerfiles = parse_bool(v)?
     ),
     job!(
-        "small_fast_path",
+        "small_direct",
         "BOOL",
         "1",
-        "direct=1 with fixedbufs: the small direct-read fast path. An aligned read of at \
+        "direct=1 with fixedbufs: the small direct-read path. An aligned read of at \
                most one block (4 KiB, or the file's offset alignment if larger) into a \
                registered buffer goes out as one READ_FIXED without the general checks and \
                bounce logic, and a full result is handed back inline; other reads take the \
-               general path. 0 sends every read the general way. nowait only, not passed to fio.",
-        |j, v| j.small_fast_path = parse_bool(v)?
+               general path. 0 sends every read the general way. nowait only, not passed to fio. \
+               Alias: small_fast_path (its old name).",
+        |j, v| j.small_direct = parse_bool(v)?
     ),
     job!(
         "hipri",
@@ -741,6 +742,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("compare_fio", "compare-fio"),
     ("sqpoll", "sqthread_poll"),
     ("pool-workers", "pool_workers"),
+    // The option's name before #16 (documented, so it stays).
+    ("small_fast_path", "small_direct"),
 ];
 
 /// Look an option up by name (or fio alias).
@@ -1125,7 +1128,7 @@ mod tests {
             }),
             ("fixedbufs", "1", |j| j.fixedbufs),
             ("registerfiles", "1", |j| j.registerfiles),
-            ("small_fast_path", "0", |j| !j.small_fast_path),
+            ("small_direct", "0", |j| !j.small_direct),
             ("hipri", "auto", |j| j.hipri.is_none()),
             ("spin_us", "50", |j| j.spin_us == 50),
             ("memory_inline", "0", |j| !j.memory_inline),
@@ -1269,6 +1272,16 @@ mod tests {
     fn fio_aliases_of_option_names() {
         assert_eq!(job("--iodepth_batch=4").iodepth_batch_submit, 4);
         assert_eq!(job("--blocksize=8k").bs, 8192);
+    }
+
+    #[test]
+    fn small_fast_path_is_an_alias_of_small_direct() {
+        assert!(job("--small_direct=1").small_direct);
+        assert!(!job("--small_direct=0").small_direct);
+        assert!(!job("--small_fast_path=0").small_direct);
+        assert!(job("--small_fast_path=1").small_direct);
+        assert!(find("small_fast_path").is_some_and(|o| o.name == "small_direct"));
+        assert!(err("--small_fast_path=maybe").contains("small_direct"));
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
         let data = layout::prepare(job)?;
         say(format!(
             "peak: {} {} bs={} qd={} batch submit={} complete min={} direct={} fixedbufs={} \
-             registerfiles={} small_fast_path={} threads={}",
+             registerfiles={} small_direct={} threads={}",
             job.engine_label(),
             job.rw.as_str(),
             job.bs,
@@ -57,7 +57,7 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
             u8::from(job.direct),
             u8::from(job.fixedbufs),
             u8::from(job.registerfiles),
-            u8::from(job.small_fast_path),
+            u8::from(job.small_direct),
             job.numjobs
         ));
         results.push(run::run_job(job, &data, Mode::Peak, Some(&say))?);
@@ -85,13 +85,13 @@ pub fn human(r: &Outcome) -> String {
         m.elapsed.as_millis()
     );
     s += &format!(
-        "  small_fast   : {} reads on the small direct-read fast path ({:.1}%{})\n",
+        "  small_direct : {} reads on the small direct-read path ({:.1}%{})\n",
         q.small_direct,
         100.0 * ratio(q.small_direct, m.ios),
-        if r.job.small_fast_path {
+        if r.job.small_direct {
             ""
         } else {
-            "; off: --small_fast_path=0"
+            "; off: --small_direct=0"
         }
     );
     report::engine_lines(&mut s, r, true);

@@ -211,10 +211,10 @@ fn engine_opts(j: &Job) -> String {
     v.iter().map(|x| format!(", {x}")).collect()
 }
 
-/// One line of fast-path counters for text reports.
-pub fn fast_path_line(f: &nowait::NowaitStats) -> String {
+/// One line of the nowait path's counters for text reports.
+pub fn nowait_path_line(f: &nowait::NowaitStats) -> String {
     format!(
-        "inline hits {} ({:.1}% of tries), partial {}, misses {}, refused {}, skipped {}, \
+        "hits {} ({:.1}% of tries), partial {}, misses {}, refused {}, skipped {}, \
          offloads {} (worker preads {}), wakeups {}",
         f.hits,
         f.hit_ratio() * 100.0,
@@ -228,15 +228,15 @@ pub fn fast_path_line(f: &nowait::NowaitStats) -> String {
     )
 }
 
-/// A file's fast-path state in words.
-pub fn fast_path_state_words(st: &nowait::NowaitState) -> String {
+/// A file's nowait-path state in words.
+pub fn nowait_state_words(st: &nowait::NowaitState) -> String {
     match st.off {
         Some(off) => format!("off: {off}"),
         None => format!(
             "on, hit ratio {:.2}{}",
             st.hit_ratio,
             if st.adaptive_skipping {
-                " (adaptive: skipping the inline try, re-probing)"
+                " (adaptive: skipping the nowait try, re-probing)"
             } else {
                 ""
             }
@@ -383,9 +383,13 @@ pub fn human(row: &Row) -> String {
     }
     let q = &m.queue;
     if crate::options::uses_pool(j.ioengine) {
-        let _ = writeln!(s, "  fast path    : {}", fast_path_line(&q.backend.nowait));
-        if let Some(st) = &o.fast_path {
-            let _ = writeln!(s, "  fast path    : file {}", fast_path_state_words(st));
+        let _ = writeln!(
+            s,
+            "  nowait path  : {}",
+            nowait_path_line(&q.backend.nowait)
+        );
+        if let Some(st) = &o.nowait_path {
+            let _ = writeln!(s, "  nowait path  : file {}", nowait_state_words(st));
         }
     }
     let uring = j.ioengine == nowait::BackendKind::Uring
@@ -549,7 +553,7 @@ mod tests {
                 region: 1 << 20,
                 laid_out: false,
                 verified_ios: 0,
-                fast_path: None,
+                nowait_path: None,
                 seconds: Vec::new(),
             },
             fio: None,

@@ -13,7 +13,7 @@
 //!   the `pread`, that is the `pread`, as fio counts it);
 //! * submission latency (`slat`) is the batch's pushes and submit call,
 //!   charged to each read of the batch: a read that completes inside `push`
-//!   (the pool's `RWF_NOWAIT` fast path, a memory-backed file read inline)
+//!   (the pool's `RWF_NOWAIT` nowait path, a memory-backed file read inline)
 //!   is counted there.
 //!
 //! At `iodepth=1`, and always in [`Mode::Peak`], the reads are not submitted
@@ -77,7 +77,7 @@ pub enum Mode {
     /// clock read per read, no latencies.
     Peak,
     /// A server's way (scenario mixed): each read pushed and submitted as it
-    /// comes, and completions already there (inline hits) collected at once;
+    /// comes, and completions already there (nowait hits, inline reads) collected at once;
     /// `clat` per read.
     Serve,
 }
@@ -299,9 +299,9 @@ pub struct Outcome {
     pub laid_out: bool,
     /// Reads whose data was checked against the pattern.
     pub verified_ios: u64,
-    /// `pool`: the file's `RWF_NOWAIT` fast-path state after the run
+    /// `pool`: the file's `RWF_NOWAIT` nowait-path state after the run
     /// (hit ratio; off and why).
-    pub fast_path: Option<NowaitState>,
+    pub nowait_path: Option<NowaitState>,
     /// Per-second figures (`--peak`).
     pub seconds: Vec<Second>,
 }
@@ -349,7 +349,7 @@ pub fn run_job(
         region: data.region,
         laid_out: data.laid_out,
         verified_ios: d.verified,
-        fast_path: crate::options::uses_pool(job.ioengine).then(|| file.nowait_state()),
+        nowait_path: crate::options::uses_pool(job.ioengine).then(|| file.nowait_state()),
         seconds: d.seconds,
     })
 }
@@ -506,7 +506,7 @@ fn worker<R: Reads>(
                     .expect("a free slot holds its buffer");
                 if timed && batch.is_empty() {
                     // A read may complete inside `push` (the pool's
-                    // RWF_NOWAIT fast path, memory-backed files): the
+                    // RWF_NOWAIT nowait path, memory-backed files): the
                     // batch's time starts before it.
                     batch_start = Instant::now();
                 }
@@ -527,7 +527,7 @@ fn worker<R: Reads>(
                     if mode == Mode::Serve
                         && q.reap(0, None, &mut done).map_err(|e| fail("reap", e))? > 0
                     {
-                        // An inline hit is complete already: collect it now.
+                        // A nowait hit (or an inline read) is complete already: collect it now.
                         now = Instant::now();
                         finish!();
                     }
@@ -580,7 +580,7 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         .depth(depth)
         .backend(BackendChoice::Exactly(n.ioengine))
         .register_files(n.registerfiles)
-        .small_direct(n.small_fast_path)
+        .small_direct(n.small_direct)
         .memory_inline(n.memory_inline)
         .spin(Duration::from_micros(n.spin_us))
         .iopoll(match n.hipri {

@@ -76,7 +76,7 @@ nowait scenario — reproduce a seed's experiment on this machine
 SCENARIOS:
     async-buffered   seed 002: preadv vs thread offload vs io_uring async buffered reads
     mixed            seed 003: cached reads queued behind uncached ones, with and
-                     without the RWF_NOWAIT fast path (nowait scenario mixed --help)
+                     without the RWF_NOWAIT nowait path (nowait scenario mixed --help)
     qd-sweep         seed 001: 4 KiB direct randread QD sweep, aio / uring / uring
                      polled on ext4 and xfs, fio beside (nowait scenario qd-sweep --help)
 
@@ -86,8 +86,8 @@ USAGE:
 Random 4 KiB buffered reads, queue depth 32, the page cache dropped before
 each run, over a file laid out with nowait's pattern; every backend the
 engine has (sync = preadv one at a time, uring = async buffered reads, pool
-with its RWF_NOWAIT fast path off = thread offload, the seed's \"mainline\";
-uncached reads give the fast path nothing to do anyway) reads the same
+with its RWF_NOWAIT nowait path off = thread offload, the seed's \"mainline\";
+uncached reads give the nowait path nothing to do anyway) reads the same
 blocks. Prints wall time,
 user, sys, CPU %, context switches and IOPS with the seed's published
 numbers beside ours (the seed: 4 GiB file, 1M reads).
@@ -352,7 +352,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
             ioengine: k,
             number_ios: Some(reads),
             // The seed's "mainline" column is io_uring punting every read
-            // to a thread: the pool with its inline fast path off.
+            // to a thread: the pool with its nowait path off.
             nowait: (k == BackendKind::Pool).then_some(nowait::NowaitMode::Off),
             ..base.clone()
         };
@@ -377,7 +377,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
     crate::cli::emit(&text, a.output.as_deref())
 }
 
-/// The column's name: the pool runs with its fast path off, as thread offload.
+/// The column's name: the pool runs with its nowait path off, as thread offload.
 fn label(k: BackendKind) -> &'static str {
     match k {
         BackendKind::Pool => "thread offload",

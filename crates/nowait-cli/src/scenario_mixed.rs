@@ -1,8 +1,8 @@
 //! `nowait scenario mixed`: the workload of the seed `003_445ef0f4a2de0632.txt`.
 //!
 //! A database's 16 KiB reads through one thread-pool queue: cached requests
-//! wait behind uncached ones, unless they are tried inline with
-//! `preadv2(RWF_NOWAIT)` first. Three streams share ONE queue (one backend,
+//! wait behind uncached ones, unless they are tried with `preadv2(RWF_NOWAIT)`
+//! on the submitting thread first (the nowait path). Three streams share ONE queue (one backend,
 //! one pool) per configuration, as in the seed's home-spun POSIX-AIO queue:
 //!
 //! * f1 (~73% of requests): random over a data set that is cached (read once
@@ -17,9 +17,9 @@
 //! One thread drives a queue of depth 32: every new request is drawn
 //! f1/f2/f3 with the mix's probabilities, timed from just before its `push`,
 //! pushed and submitted at once (a server hands each request over as it
-//! arrives), and anything already complete is collected at once (an inline
+//! arrives), and anything already complete is collected at once (a nowait
 //! hit is complete when `push` returns). Completion latency per stream goes
-//! into its own HdrHistogram. Configurations: the pool with the fast path
+//! into its own HdrHistogram. Configurations: the pool with the nowait path
 //! off (the seed's "before"), the pool adaptive (the seed's "after"), and
 //! io_uring; the seed's published figures are printed beside ours.
 
@@ -32,7 +32,7 @@ use nowait::{BackendKind, Direct, File, NowaitMode};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::json::FastPath;
+use crate::json::NowaitPath;
 
 use crate::cli::emit;
 use crate::layout::{self, human_bytes};
@@ -57,9 +57,9 @@ Three streams of 16 KiB reads share ONE queue (depth 32, one thread):
   f3   ~9%  sequential over a large file
 Each request is drawn f1/f2/f3 by the mix, timed from just before it is
 pushed, pushed and submitted at once. Configurations: the pool backend with
-its RWF_NOWAIT fast path off (thread offload: the seed's \"before\"), the pool
+its RWF_NOWAIT nowait path off (thread offload: the seed's \"before\"), the pool
 adaptive (the seed's \"after\"), and uring. Prints bandwidth and latency
-percentiles per stream, the fast-path counters, and the seed's figures.
+percentiles per stream, the nowait path's counters, and the seed's figures.
 
 With no options it lays out its own files in a temporary directory (removed
 afterwards): f1 256 MiB, f2 1 GiB, f3 1 GiB, 20 s per configuration.
@@ -352,7 +352,7 @@ struct Config {
     runtime_ms: u64,
     total: Total,
     streams: Vec<Stream>,
-    fast_path: FastPath,
+    nowait_path: NowaitPath,
     syscalls: u64,
     usr_cpu: f64,
     sys_cpu: f64,
@@ -361,7 +361,7 @@ struct Config {
     verified_ios: u64,
     /// `before` or `after`: the seed's configuration this one plays.
     seed_part: Option<&'static str>,
-    /// The pool's fast-path counters and file states, in words.
+    /// The pool's nowait-path counters and file states, in words.
     #[serde(skip)]
     pool_lines: Vec<String>,
 }
@@ -410,7 +410,7 @@ enum Ran {
 fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
     match (k, mode) {
         (BackendKind::Pool, Some(NowaitMode::Off)) => "pool:off (thread offload)".into(),
-        (BackendKind::Pool, Some(m)) => format!("pool:{m} (fast path)"),
+        (BackendKind::Pool, Some(m)) => format!("pool:{m} (nowait path)"),
         (k, _) => k.as_str().into(),
     }
 }
@@ -620,12 +620,12 @@ fn run_config(
     let pool_lines = match k {
         BackendKind::Pool => {
             let words: Vec<String> = (states.iter())
-                .map(|(n, st)| format!("{n} {}", report::fast_path_state_words(st)))
+                .map(|(n, st)| format!("{n} {}", report::nowait_state_words(st)))
                 .collect();
             vec![
                 format!(
-                    "fast path: {}",
-                    report::fast_path_line(&m.queue.backend.nowait)
+                    "nowait path: {}",
+                    report::nowait_path_line(&m.queue.backend.nowait)
                 ),
                 format!("files: {}", words.join("; ")),
             ]
@@ -644,7 +644,7 @@ fn run_config(
             bw_kbs: bw(total) / 1024.0,
         },
         streams,
-        fast_path: FastPath::of(mode, &m.queue.backend.nowait, &states),
+        nowait_path: NowaitPath::of(mode, &m.queue.backend.nowait, &states),
         syscalls: m.queue.backend.syscalls,
         usr_cpu: m.usr_cpu(),
         sys_cpu: m.sys_cpu(),

@@ -1,10 +1,10 @@
 //! The engine against its peers, through the queue API: random 4 KiB reads
 //! at queue depth 32 over one file with the `uring` backend and the `pool`
-//! backend in each fast-path mode (`off` is a plain thread pool), side by
+//! backend in each nowait mode (`off` is a plain thread pool), side by
 //! side with a single-thread `pread` loop (and a `preadv2(RWF_NOWAIT)` loop)
 //! in the same run. Every mode runs once per round, rounds alternate, and
 //! the medians are printed, as ratios to the pread loop and to the pool with
-//! the fast path off.
+//! the nowait path off.
 //!
 //! ```text
 //! cargo run --release -p nowait --example peer_bench -- [--file PATH] [--size-mib 256] [--secs 3] [--rounds 3] [--cold] [--qd 32]
