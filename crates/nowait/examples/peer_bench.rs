@@ -18,7 +18,9 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nowait::sys::{rusage, Who};
+#[path = "support/rusage.rs"]
+mod rusage;
+use rusage::Rusage;
 use nowait::{BackendChoice, BackendKind, Buf, Direct, File, NowaitMode, Queue, Read};
 
 struct Rng(u64);
@@ -49,7 +51,7 @@ fn pread_loop(file: &File, blocks: u64, secs: f64, cold: bool, nowait: bool) -> 
     let fd = f.as_raw_fd();
     let mut buf = vec![0u8; BS];
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let ru0 = rusage(Who::Process);
+    let ru0 = Rusage::now();
     let t0 = Instant::now();
     let mut n = 0u64;
     while t0.elapsed().as_secs_f64() < secs {
@@ -87,7 +89,7 @@ fn pread_loop(file: &File, blocks: u64, secs: f64, cold: bool, nowait: bool) -> 
         }
     }
     let el = t0.elapsed().as_secs_f64();
-    let ru = rusage(Who::Process).since(&ru0);
+    let ru = Rusage::now().since(&ru0);
     Run {
         name: if nowait {
             "preadv2 NOWAIT loop".into()
@@ -128,7 +130,7 @@ fn queue_run(
         .unwrap();
         *issued += 1;
     };
-    let ru0 = rusage(Who::Process);
+    let ru0 = Rusage::now();
     let t0 = Instant::now();
     for b in bufs.drain(..) {
         push(&mut q, b, &mut issued);
@@ -157,7 +159,7 @@ fn queue_run(
         q.submit().unwrap();
     }
     let el = t0.elapsed().as_secs_f64();
-    let ru = rusage(Who::Process).since(&ru0);
+    let ru = Rusage::now().since(&ru0);
     let st = q.stats();
     Run {
         name: name.into(),

@@ -481,7 +481,10 @@ fn adaptive_switches_off_then_reprobes() {
     // No readahead on this file description (the disk's read_ahead_kb can be
     // megabytes, which would cache other regions), and drop what each read
     // brought in before the next.
-    nowait::sys::fadvise(std::os::fd::AsFd::as_fd(&file), nowait::sys::Advice::Random).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&file));
+    // SAFETY: `fd` is open for the call (`file` lives on); advice only.
+    let r = unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM) };
+    assert_eq!(r, 0, "posix_fadvise(RANDOM)");
     for i in 0..cold_reads {
         file.drop_cache().unwrap();
         let off = regions[i as usize] * REGION;
