@@ -9,7 +9,7 @@ completions reach the event loop through an eventfd the loop watches, with
 no thread per read.
 
 Underneath is the nowait Rust engine: io_uring where the kernel allows it,
-otherwise native AIO and a thread pool with the ``RWF_NOWAIT`` fast path,
+otherwise native AIO and a thread pool with the ``RWF_NOWAIT`` nowait path,
 otherwise plain ``pread``. A result shorter than asked means end of file and
 nothing else; every failure is an exception that says what was asked and
 what to do (``OSError`` subclasses with ``errno`` and ``filename``,

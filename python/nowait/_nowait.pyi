@@ -58,7 +58,7 @@ class File:
         ...
     def stats(self) -> Dict[str, Any]:
         """Counters of this file (calls, reads, bytes, errors), its backend
-        and why, O_DIRECT alignment, filesystem and fast-path state."""
+        and why, O_DIRECT alignment, filesystem and nowait-path state."""
         ...
 
 @final

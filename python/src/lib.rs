@@ -412,7 +412,7 @@ impl PyFile {
     ///
     /// This file's counters (calls, async_calls, reads, bytes, errors), the
     /// backend and why, whether it is open with O_DIRECT and its alignment,
-    /// the filesystem and the RWF_NOWAIT fast-path state.
+    /// the filesystem and the RWF_NOWAIT nowait-path state.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("path", self.name())?;
@@ -439,8 +439,8 @@ impl PyFile {
             d.set_item("buffered_reason", f.buffered_reason())?;
             d.set_item("inline_reason", f.inline_reason())?;
             let fp = f.nowait_state();
-            d.set_item("fast_path_hit_ratio", fp.hit_ratio)?;
-            d.set_item("fast_path_off", fp.off.map(|o| o.to_string()))?;
+            d.set_item("nowait_path_hit_ratio", fp.hit_ratio)?;
+            d.set_item("nowait_path_off", fp.off.map(|o| o.to_string()))?;
         }
         Ok(d)
     }

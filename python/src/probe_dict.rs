@@ -109,8 +109,8 @@ pub fn probe(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Bound<'_, PyDict
             NowaitProbe::Failed { errno } => format!("failed ({})", probe::errno_name(errno)),
         };
         f.set_item("rwf_nowait", nw)?;
-        f.set_item("fast_path_hit_ratio", r.nowait_state.hit_ratio)?;
-        f.set_item("fast_path_off", r.nowait_state.off.map(|o| o.to_string()))?;
+        f.set_item("nowait_path_hit_ratio", r.nowait_state.hit_ratio)?;
+        f.set_item("nowait_path_off", r.nowait_state.off.map(|o| o.to_string()))?;
         d.set_item("file", f)?;
     }
     d.set_item("text", text)?;

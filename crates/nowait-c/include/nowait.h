@@ -6,7 +6,7 @@
  * alignment from statx, the filesystem), takes the fastest path, falls
  * back when a mechanism is refused (io_uring blocked by seccomp or
  * kernel.io_uring_disabled: native AIO for O_DIRECT files and a thread
- * pool with the RWF_NOWAIT fast path for buffered ones), bounces unaligned
+ * pool with the RWF_NOWAIT nowait path for buffered ones), bounces unaligned
  * O_DIRECT reads, finishes short reads and retries EINTR itself. A result
  * shorter than asked means end of file, nothing else.
  *
@@ -111,7 +111,7 @@
 
 /**
  * `backend`: a pool of threads doing `pread(2)`, with the `RWF_NOWAIT`
- * inline fast path for cached buffered reads.
+ * nowait path (tried on the submitting thread) for cached buffered reads.
  */
 #define NOWAIT_BACKEND_POOL 4
 
@@ -289,7 +289,7 @@ int64_t nowait_file_size(const struct nowait_file *file);
 /**
  * The path reads of this file take, as text (direct or buffered and why,
  * alignment and its source, filesystem, inline reads, the pool backend's
- * `RWF_NOWAIT` fast path). Stores an owned string in `*out` (free it with
+ * `RWF_NOWAIT` nowait path). Stores an owned string in `*out` (free it with
  * `nowait_string_free`); returns 0 or a negative errno.
  *
  * # Safety

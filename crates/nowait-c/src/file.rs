@@ -218,7 +218,7 @@ pub unsafe extern "C" fn nowait_file_size(file: *const NowaitFile) -> i64 {
 
 /// Describe the path a read of this file takes, in one line per fact:
 /// direct or buffered and why, alignment and where it came from, whether
-/// reads are done inline (memory-backed files), the `RWF_NOWAIT` fast path.
+/// reads are done inline (memory-backed files), the `RWF_NOWAIT` nowait path.
 pub fn describe(f: &engine::File) -> String {
     let mut s = String::new();
     let a = f.dio_align();
@@ -241,9 +241,9 @@ pub fn describe(f: &engine::File) -> String {
     }
     let fp = f.nowait_state();
     match &fp.off {
-        Some(off) => s.push_str(&format!("pool RWF_NOWAIT fast path: off ({off})\n")),
+        Some(off) => s.push_str(&format!("pool RWF_NOWAIT nowait path: off ({off})\n")),
         None => s.push_str(&format!(
-            "pool RWF_NOWAIT fast path: on (hit ratio {:.2})\n",
+            "pool RWF_NOWAIT nowait path: on (hit ratio {:.2})\n",
             fp.hit_ratio
         )),
     }
@@ -252,7 +252,7 @@ pub fn describe(f: &engine::File) -> String {
 
 /// The path reads of this file take, as text (direct or buffered and why,
 /// alignment and its source, filesystem, inline reads, the pool backend's
-/// `RWF_NOWAIT` fast path). Stores an owned string in `*out` (free it with
+/// `RWF_NOWAIT` nowait path). Stores an owned string in `*out` (free it with
 /// `nowait_string_free`); returns 0 or a negative errno.
 ///
 /// # Safety

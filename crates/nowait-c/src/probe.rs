@@ -81,7 +81,7 @@ fn file_json(r: &probe::FileReport) -> Value {
         "buffered_path": r.buffered_path,
         "direct_path": r.direct_path,
         "rwf_nowait": rwf,
-        "fast_path_off": r.nowait_state.off.map(|o| o.to_string()),
+        "nowait_path_off": r.nowait_state.off.map(|o| o.to_string()),
     })
 }
 

@@ -21,7 +21,7 @@ pub const NOWAIT_BACKEND_AIO: u32 = 2;
 /// `backend`: native AIO for O_DIRECT files, the thread pool for buffered ones.
 pub const NOWAIT_BACKEND_AIO_POOL: u32 = 3;
 /// `backend`: a pool of threads doing `pread(2)`, with the `RWF_NOWAIT`
-/// inline fast path for cached buffered reads.
+/// nowait path (tried on the submitting thread) for cached buffered reads.
 pub const NOWAIT_BACKEND_POOL: u32 = 4;
 /// `backend`: `pread(2)` on the calling thread, inside submit (the baseline).
 pub const NOWAIT_BACKEND_SYNC: u32 = 5;

@@ -3,7 +3,6 @@
 //! table, the JSON and the plot.
 
 use std::ffi::OsString;
-use std::io::Write;
 use std::path::PathBuf;
 
 use crate::fio;
@@ -43,7 +42,7 @@ DEFAULTS:
     at once), registerfiles=0, fixedbufs=0, hipri=0, sqthread_poll=0,
     invalidate=1, fadvise_hint=1, norandommap=0, rw=read, bs=4k, iodepth=1,
     direct=0, numjobs=1. Not fio's: ioengine=uring (fio: psync), randseed,
-    and nowait's own options (nowait, pool_workers, small_fast_path,
+    and nowait's own options (nowait, pool_workers, small_direct,
     memory_inline, inline_window, spin_us, submit). nowait's faster modes stay
     options: --iodepth_batch_submit=0 (every free slot in one call),
     --registerfiles=1, --fixedbufs, and --peak, which sets them all. At
@@ -101,7 +100,8 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
     }
     let jobs = applicable(jobs);
     if settings.peak {
-        return crate::peak::run_all(&jobs, &settings).map(|()| false);
+        let rows = crate::peak::run_all(&jobs, &settings)?;
+        return output(&rows, &settings, None).map(|()| false);
     }
     let fio_version = if settings.compare_fio {
         Some(fio::version().map_err(Failure::Runtime)?)
@@ -241,37 +241,31 @@ fn jobs(cli: &[options::Setting], files: &[PathBuf]) -> Result<(Vec<Job>, Settin
     Ok((all, settings))
 }
 
-fn first_file(rows: &[Row]) -> Option<&std::path::Path> {
-    rows.first()?.ours.job.filename.as_deref()
-}
-
+/// Print (or write to `--output`) the report of `rows`, and draw `--plot`.
 fn output(rows: &[Row], settings: &Settings, fio_version: Option<&str>) -> Result<(), Failure> {
     let text = match settings.format {
         Format::Json => {
-            let doc = crate::json::doc(rows, fio_version, false);
+            let doc = crate::json::doc(rows, fio_version, settings.peak);
             serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
         }
         Format::Normal => {
-            let mut t = format!("host: {}\n\n", crate::sys::host(first_file(rows)));
+            let file = rows.first().and_then(|r| r.ours.job.filename.as_deref());
+            let mut t = format!("host: {}\n", crate::sys::host(file));
             for r in rows {
-                t.push_str(&report::human(r));
                 t.push('\n');
+                t.push_str(&match settings.peak {
+                    true => crate::peak::human(&r.ours),
+                    false => report::human(r),
+                });
             }
-            if rows.len() > 1 || rows.iter().any(|r| r.fio.is_some()) {
+            if !settings.peak && (rows.len() > 1 || rows.iter().any(|r| r.fio.is_some())) {
+                t.push('\n');
                 t.push_str(&report::table(rows));
             }
             t
         }
     };
-    match &settings.output {
-        Some(p) => std::fs::write(p, &text).map_err(|e| {
-            Failure::Runtime(format!("--output={}: cannot write: {e}", p.display()))
-        })?,
-        None => {
-            let mut o = std::io::stdout().lock();
-            let _ = o.write_all(text.as_bytes());
-        }
-    }
+    crate::cli::emit(&text, settings.output.as_deref())?;
     if let Some(p) = &settings.plot {
         let title = match rows.first() {
             Some(r) => format!(

@@ -18,67 +18,53 @@ pub struct Lexed {
     pub help: bool,
 }
 
-/// Why the command line could not be lexed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LexError {
-    /// `--NAME` was the last argument but takes a value.
-    NeedsValue(String),
-    /// Anything else, in words naming the argument.
-    Other(String),
-}
-
-impl std::fmt::Display for LexError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LexError::NeedsValue(n) => write!(f, "--{n}: needs a value (--{n}=VALUE)"),
-            LexError::Other(m) => f.write_str(m),
-        }
-    }
-}
-
 /// Lex `args`. A flag takes the next word when it is a boolean or `auto`
-/// (`--hipri auto`). `kind(name)` says whether an option is a flag (`Ok(true)`),
-/// takes a value (`Ok(false)`) or does not exist (`Err(message)`), so an
-/// unknown option is reported as such before anything else.
+/// (`--hipri auto`). `kind(name)` says whether an option is a flag
+/// (`Ok(None)`), takes a value (`Ok(Some("SIZE"))`, its placeholder in the
+/// message when it is missing) or does not exist (`Err(message)`), so an
+/// unknown option is reported as such before anything else. Every error
+/// names the argument.
 pub fn lex(
     args: &[OsString],
-    kind: impl Fn(&str) -> Result<bool, String>,
-) -> Result<Lexed, LexError> {
+    kind: impl Fn(&str) -> Result<Option<&'static str>, String>,
+) -> Result<Lexed, String> {
     use lexopt::Arg;
     let mut p = lexopt::Parser::from_args(args.iter().cloned());
     let mut out = Lexed::default();
     loop {
-        let arg = p.next().map_err(|e| LexError::Other(e.to_string()))?;
+        let arg = p.next().map_err(|e| e.to_string())?;
         match arg {
             None => return Ok(out),
             Some(Arg::Short('h')) | Some(Arg::Long("help")) => out.help = true,
             Some(Arg::Short(c)) => {
-                return Err(LexError::Other(format!(
-                    "-{c}: unknown option (options are --name=value)"
-                )))
+                return Err(format!("-{c}: unknown option (options are --name=value)"))
             }
             Some(Arg::Value(v)) => out.positional.push(v),
             Some(Arg::Long(name)) => {
                 let name = name.to_string();
-                let flag = kind(&name).map_err(|m| LexError::Other(format!("--{name}: {m}")))?;
-                let value = if flag {
-                    // `--flag=0`, `--flag 0`, or bare (1).
-                    match p.optional_value() {
-                        Some(v) => v,
-                        None => {
-                            let mut raw = p
-                                .try_raw_args()
-                                .ok_or_else(|| LexError::Other(format!("--{name}: bad value")))?;
-                            match raw.peek().and_then(|v| v.to_str()) {
-                                Some(v) if v == "auto" || crate::options::parse_bool(v).is_ok() => {
-                                    raw.next().unwrap_or_default()
+                let value = match kind(&name).map_err(|m| format!("--{name}: {m}"))? {
+                    None => {
+                        // `--flag=0`, `--flag 0`, or bare (1).
+                        match p.optional_value() {
+                            Some(v) => v,
+                            None => {
+                                let mut raw = p
+                                    .try_raw_args()
+                                    .ok_or_else(|| format!("--{name}: bad value"))?;
+                                match raw.peek().and_then(|v| v.to_str()) {
+                                    Some(v)
+                                        if v == "auto" || crate::options::parse_bool(v).is_ok() =>
+                                    {
+                                        raw.next().unwrap_or_default()
+                                    }
+                                    _ => "1".into(),
                                 }
-                                _ => "1".into(),
                             }
                         }
                     }
-                } else {
-                    p.value().map_err(|_| LexError::NeedsValue(name.clone()))?
+                    Some(arg) => p
+                        .value()
+                        .map_err(|_| format!("--{name}: needs a value (--{name}={arg})"))?,
                 };
                 out.opts.push((name, value));
             }
@@ -99,19 +85,22 @@ pub fn emit(text: &str, output: Option<&std::path::Path>) -> Result<(), Failure>
     }
 }
 
+/// `s` split at whitespace, as a command line (for tests).
+#[cfg(test)]
+pub(crate) fn words(s: &str) -> Vec<OsString> {
+    s.split_whitespace().map(OsString::from).collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
-
-    fn os(s: &str) -> Vec<OsString> {
-        s.split_whitespace().map(OsString::from).collect()
-    }
+    use super::{lex, words as os};
+    use std::ffi::OsString;
 
     #[test]
     fn values_flags_and_positionals() {
         let kind = |n: &str| match n {
-            "verify" | "time_based" => Ok(true),
-            "bs" | "filename" => Ok(false),
+            "verify" | "time_based" => Ok(None),
+            "bs" | "filename" => Ok(Some("SIZE")),
             _ => Err("unknown".to_string()),
         };
         let l = lex(
@@ -136,13 +125,10 @@ mod tests {
         );
         assert_eq!(l.positional, os("job.fio"));
         assert!(l.help);
-        assert!(lex(&os("--nope=1"), kind)
-            .unwrap_err()
-            .to_string()
-            .contains("--nope"));
+        assert!(lex(&os("--nope=1"), kind).unwrap_err().contains("--nope"));
         assert_eq!(
             lex(&os("--bs"), kind).unwrap_err(),
-            LexError::NeedsValue("bs".into())
+            "--bs: needs a value (--bs=SIZE)"
         );
     }
 
@@ -152,7 +138,7 @@ mod tests {
         let path = OsString::from_vec(b"/tmp/caf\xe9".to_vec());
         let mut a = os("--filename");
         a.push(path.clone());
-        let l = lex(&a, |_| Ok(false)).unwrap();
+        let l = lex(&a, |_| Ok(Some("PATH"))).unwrap();
         assert_eq!(l.opts[0].1, path);
     }
 }

@@ -60,7 +60,53 @@ pub fn version() -> Result<String, String> {
     }
 }
 
-/// fio's command line for `job` over `region` bytes of its file.
+/// The job's options under fio's names as nowait runs them (`None`: not
+/// set): the JSON's `job options`, and fio's command line (those fio has).
+pub fn job_options(j: &Job, region: u64) -> Vec<(&'static str, Option<String>)> {
+    let n = j.normalized();
+    let ms = |d: std::time::Duration| Some(format!("{}ms", d.as_millis()));
+    let b = |x: bool| Some(u8::from(x).to_string());
+    let s = |x: &dyn ToString| Some(x.to_string());
+    vec![
+        ("name", s(&j.name)),
+        (
+            "filename",
+            j.filename.as_ref().map(|p| p.display().to_string()),
+        ),
+        ("size", s(&region)),
+        ("rw", s(&j.rw.as_str())),
+        ("bs", s(&j.bs)),
+        ("ioengine", s(&j.ioengine)),
+        ("iodepth", s(&j.iodepth)),
+        ("direct", b(j.direct)),
+        ("runtime", j.runtime.and_then(ms)),
+        ("time_based", b(j.time_based)),
+        ("number_ios", j.number_ios.map(|n| n.to_string())),
+        ("ramp_time", ms(j.ramp_time)),
+        ("norandommap", b(j.norandommap)),
+        ("randseed", s(&j.randseed)),
+        ("invalidate", b(j.invalidate)),
+        ("numjobs", s(&j.numjobs)),
+        ("iodepth_batch_submit", s(&j.iodepth_batch_submit)),
+        (
+            "iodepth_batch_complete_min",
+            s(&j.iodepth_batch_complete_min),
+        ),
+        ("verify", b(j.verify)),
+        ("fadvise_hint", b(j.fadvise_hint)),
+        ("nowait", n.nowait.map(|m| m.to_string())),
+        ("pool_workers", n.pool_workers.map(|n| n.to_string())),
+        ("sqthread_poll", b(n.sqthread_poll)),
+        ("sqthread_poll_idle", ms(j.sqthread_poll_idle)),
+        ("fixedbufs", b(j.fixedbufs)),
+        ("registerfiles", b(j.registerfiles)),
+        ("hipri", n.hipri.and_then(b)),
+        ("spin_us", s(&n.spin_us)),
+    ]
+}
+
+/// fio's command line for `job` over `region` bytes of its file: its
+/// [`job_options`] that fio has, at the depth and batches nowait really used.
 pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
     let engine = engine(job).ok_or_else(|| {
         format!(
@@ -68,67 +114,37 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
             job.ioengine
         )
     })?;
-    let filename = job
-        .filename
-        .as_ref()
-        .ok_or("--filename is required")?
-        .display()
-        .to_string();
+    job.filename.as_ref().ok_or("--filename is required")?;
     let depth = job.effective_iodepth();
-    let batch = match job.iodepth_batch_submit {
-        0 => depth,
-        n => n.min(depth),
-    };
-    let mut a = vec![
-        format!("--name={}", job.name),
-        format!("--filename={filename}"),
-        format!("--size={region}"),
-        format!("--rw={}", job.rw.as_str()),
-        format!("--bs={}", job.bs),
-        format!("--ioengine={engine}"),
-        format!("--iodepth={depth}"),
-        format!("--direct={}", u8::from(job.direct)),
-        format!("--invalidate={}", u8::from(job.invalidate)),
-        format!("--randseed={}", job.randseed),
-        format!("--fadvise_hint={}", u8::from(job.fadvise_hint)),
-        format!("--numjobs={}", job.numjobs),
-        format!("--iodepth_batch_submit={batch}"),
-        format!(
-            "--iodepth_batch_complete_min={}",
-            job.iodepth_batch_complete_min.min(depth)
-        ),
-        "--thread".into(),
-        "--group_reporting".into(),
-        "--output-format=json".into(),
-    ];
-    if let Some(r) = job.runtime {
-        a.push(format!("--runtime={}ms", r.as_millis().max(1)));
-    }
-    if job.time_based {
-        a.push("--time_based".into());
-    }
-    if let Some(n) = job.number_ios {
-        a.push(format!("--number_ios={n}"));
-    }
-    if !job.ramp_time.is_zero() {
-        a.push(format!("--ramp_time={}ms", job.ramp_time.as_millis()));
-    }
-    if job.norandommap {
-        a.push("--norandommap".into());
-    }
-    // io_uring's own options, under fio's names.
-    if engine == "io_uring" {
-        a.push(format!("--registerfiles={}", u8::from(job.registerfiles)));
-        if job.fixedbufs {
-            a.push("--fixedbufs=1".into());
-        }
-        if job.sqthread_poll {
-            a.push("--sqthread_poll=1".into());
-        }
-        if job.hipri == Some(true) {
-            a.push("--hipri=1".into());
-        }
-    }
+    let mut a: Vec<String> = job_options(job, region)
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let v = match k {
+                "ioengine" => engine.to_string(),
+                "iodepth" => depth.to_string(),
+                "iodepth_batch_submit" => match job.iodepth_batch_submit {
+                    0 => depth,
+                    n => n.min(depth),
+                }
+                .to_string(),
+                "iodepth_batch_complete_min" => {
+                    job.iodepth_batch_complete_min.min(depth).to_string()
+                }
+                // nowait's own (fio's verify takes a checksum type, not the pattern).
+                "verify" | "nowait" | "pool_workers" | "sqthread_poll_idle" | "spin_us" => {
+                    return None
+                }
+                "sqthread_poll" | "fixedbufs" | "registerfiles" | "hipri"
+                    if engine != "io_uring" =>
+                {
+                    return None
+                }
+                _ => v?,
+            };
+            Some(format!("--{k}={v}"))
+        })
+        .collect();
+    a.extend(["--thread", "--group_reporting", "--output-format=json"].map(String::from));
     Ok(a)
 }
 
@@ -185,13 +201,7 @@ pub fn parse(text: &str) -> Result<FioResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{expand, parse_args};
-
-    fn job(s: &str) -> Job {
-        let a: Vec<std::ffi::OsString> = s.split_whitespace().map(Into::into).collect();
-        let (set, _, _) = parse_args(&a).unwrap();
-        expand(&set, &Job::default()).unwrap().0.remove(0)
-    }
+    use crate::options::job_of as job;
 
     #[test]
     fn passes_every_measuring_option() {

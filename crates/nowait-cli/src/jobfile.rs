@@ -42,7 +42,6 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Section>, String> {
     let mut global: Vec<Setting> = Vec::new();
     let mut sections: Vec<Section> = Vec::new();
     let mut current: Option<usize> = None; // None = before any section or in [global]
-    let mut in_global = false;
     for (i, raw) in text.lines().enumerate() {
         let lineno = i + 1;
         let line = raw.trim();
@@ -58,10 +57,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Section>, String> {
                 return Err(format!("{origin}:{lineno}: empty section name"));
             }
             if name == "global" {
-                in_global = true;
                 current = None;
             } else {
-                in_global = false;
                 sections.push(Section {
                     name: name.to_string(),
                     settings: global.clone(),
@@ -92,10 +89,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Section>, String> {
             ));
         }
         let s = options::setting(key, value, format!("{origin}:{lineno}"))?;
-        match (in_global, current) {
-            (false, Some(c)) => sections[c].settings.push(s),
+        match current {
+            Some(c) => sections[c].settings.push(s),
             // Before any section header fio treats keys as global.
-            _ => global.push(s),
+            None => global.push(s),
         }
     }
     if sections.is_empty() {

@@ -170,7 +170,7 @@ pub struct Nowait {
     pub verify: bool,
     pub verified_ios: u64,
     pub clat_from: String,
-    pub fast_path: FastPath,
+    pub nowait_path: NowaitPath,
     pub inline: Inline,
     pub uring: Uring,
     pub sqpoll_cpu: Option<SqpollCpu>,
@@ -235,11 +235,11 @@ pub struct Peak {
     pub direct: bool,
     pub fixedbufs: bool,
     pub registerfiles: bool,
-    pub small_fast_path: bool,
+    pub small_direct: bool,
     pub iodepth_batch_submit: usize,
     pub iodepth_batch_complete_min: usize,
     pub fixed_reads: u64,
-    pub small_fast: u64,
+    pub small_direct_reads: u64,
     pub memory_inline: bool,
     pub per_second: Vec<Second>,
 }
@@ -263,53 +263,14 @@ pub fn doc(rows: &[Row], fio_version: Option<&str>, peak: bool) -> Doc {
 pub fn job(row: &Row, peak: bool) -> Job {
     let o = &row.ours;
     let (m, j, q) = (&o.measured, &o.job, &o.measured.queue);
-    let n = j.normalized();
     let clat = m.clat.summary();
     let bw = m.bw_bytes();
-    let ms = |d: std::time::Duration| Some(format!("{}ms", d.as_millis()));
-    let b = |x: bool| Some(u8::from(x).to_string());
-    let s = |x: &dyn ToString| Some(x.to_string());
-    let job_options = [
-        ("name", s(&j.name)),
-        (
-            "filename",
-            j.filename.as_ref().map(|p| p.display().to_string()),
-        ),
-        ("size", s(&o.region)),
-        ("rw", s(&j.rw.as_str())),
-        ("bs", s(&j.bs)),
-        ("ioengine", s(&j.ioengine)),
-        ("iodepth", s(&j.iodepth)),
-        ("direct", b(j.direct)),
-        ("runtime", j.runtime.and_then(ms)),
-        ("time_based", b(j.time_based)),
-        ("number_ios", j.number_ios.map(|n| n.to_string())),
-        ("ramp_time", ms(j.ramp_time)),
-        ("norandommap", b(j.norandommap)),
-        ("randseed", s(&j.randseed)),
-        ("invalidate", b(j.invalidate)),
-        ("numjobs", s(&j.numjobs)),
-        ("iodepth_batch_submit", s(&j.iodepth_batch_submit)),
-        (
-            "iodepth_batch_complete_min",
-            s(&j.iodepth_batch_complete_min),
-        ),
-        ("verify", b(j.verify)),
-        ("fadvise_hint", b(j.fadvise_hint)),
-        ("nowait", n.nowait.map(|m| m.to_string())),
-        ("pool_workers", n.pool_workers.map(|n| n.to_string())),
-        ("sqthread_poll", b(n.sqthread_poll)),
-        ("sqthread_poll_idle", ms(j.sqthread_poll_idle)),
-        ("fixedbufs", b(j.fixedbufs)),
-        ("registerfiles", b(j.registerfiles)),
-        ("hipri", n.hipri.and_then(b)),
-        ("spin_us", s(&n.spin_us)),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_string(), v))
-    .collect();
+    let job_options = crate::fio::job_options(j, o.region)
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
     let files: Vec<(String, nowait::NowaitState)> = o
-        .fast_path
+        .nowait_path
         .iter()
         .map(|st| {
             (
@@ -346,7 +307,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
         verified_ios: o.verified_ios,
         clat_from: "just before the submit call (fio's clat likewise starts before io_uring_enter)"
             .into(),
-        fast_path: FastPath::of(mode, &q.backend.nowait, &files),
+        nowait_path: NowaitPath::of(mode, &q.backend.nowait, &files),
         inline: Inline {
             enabled: j.memory_inline,
             reads: q.inline,
@@ -382,11 +343,11 @@ pub fn job(row: &Row, peak: bool) -> Job {
             direct: j.direct,
             fixedbufs: j.fixedbufs,
             registerfiles: j.registerfiles,
-            small_fast_path: j.small_fast_path,
+            small_direct: j.small_direct,
             iodepth_batch_submit: j.iodepth_batch_submit,
             iodepth_batch_complete_min: j.iodepth_batch_complete_min,
             fixed_reads: q.backend.fixed_reads,
-            small_fast: q.small_direct,
+            small_direct_reads: q.small_direct,
             memory_inline: j.memory_inline,
             per_second: o.seconds.clone(),
         }),
@@ -509,15 +470,15 @@ impl<T> Or<T> {
     }
 }
 
-/// The pool's `RWF_NOWAIT` fast-path counters and each file's state
-/// (`jobs[].nowait.fast_path`, the mixed scenario's `configs[].fast_path`).
+/// The pool's `RWF_NOWAIT` nowait-path counters and each file's state
+/// (`jobs[].nowait.nowait_path`, the mixed scenario's `configs[].nowait_path`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
-pub struct FastPath {
+pub struct NowaitPath {
     /// `off`, `always`, `adaptive`; `null` where the pool is not used.
     pub mode: Option<String>,
     pub tries: u64,
-    pub inline_hits: u64,
+    pub hits: u64,
     pub partial_hits: u64,
     pub misses: u64,
     pub refused: u64,
@@ -527,30 +488,30 @@ pub struct FastPath {
     pub worker_reads: u64,
     pub wakeups: u64,
     pub hit_ratio: f64,
-    pub files: Vec<FastPathFile>,
+    pub files: Vec<NowaitPathFile>,
 }
 
-/// One file's fast-path state after the run.
+/// One file's nowait-path state after the run.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct FastPathFile {
+pub struct NowaitPathFile {
     pub filename: String,
     pub hit_ratio: f64,
     pub adaptive_skipping: bool,
-    /// Why the fast path is off for the file, if it is.
+    /// Why the nowait path is off for the file, if it is.
     pub off: Option<String>,
 }
 
-impl FastPath {
+impl NowaitPath {
     /// From the queue's counters and the files' states.
     pub fn of(
         mode: Option<nowait::NowaitMode>,
         f: &nowait::NowaitStats,
         files: &[(String, nowait::NowaitState)],
-    ) -> FastPath {
-        FastPath {
+    ) -> NowaitPath {
+        NowaitPath {
             mode: mode.map(|m| m.to_string()),
             tries: f.tries,
-            inline_hits: f.hits,
+            hits: f.hits,
             partial_hits: f.partial_hits,
             misses: f.misses,
             refused: f.refused,
@@ -562,7 +523,7 @@ impl FastPath {
             hit_ratio: f.hit_ratio(),
             files: files
                 .iter()
-                .map(|(p, st)| FastPathFile {
+                .map(|(p, st)| NowaitPathFile {
                     filename: p.clone(),
                     hit_ratio: st.hit_ratio,
                     adaptive_skipping: st.adaptive_skipping,

@@ -50,7 +50,7 @@ COMMANDS:
                sweep queue depths and engines, compare with fio, plot
     scenario   reproduce a seed's experiment on this machine
                (async-buffered: preadv vs thread offload vs io_uring;
-               mixed: cached reads behind uncached ones, RWF_NOWAIT fast path;
+               mixed: cached reads behind uncached ones, RWF_NOWAIT nowait path;
                qd-sweep: direct randread QD sweep, aio/uring/polled, fio beside)
     probe      what this machine and a file can do, and which path a read takes
     help       `nowait help <COMMAND>` shows a command's options
@@ -78,7 +78,6 @@ pub fn dispatch(args: &[OsString]) -> i32 {
         return 2;
     };
     let rest = &args[1..];
-    let help = [OsString::from("--help")];
     match cmd.to_str().unwrap_or("") {
         "bench" => bench::run(rest),
         "scenario" => scenario::run_cmd(rest),
@@ -91,20 +90,12 @@ pub fn dispatch(args: &[OsString]) -> i32 {
             println!("nowait {}", env!("CARGO_PKG_VERSION"));
             0
         }
-        "help" => match rest.first().and_then(|c| c.to_str()) {
+        "help" => match rest.first() {
             None => {
                 print!("{HELP}");
                 0
             }
-            Some("bench") => bench::run(&help),
-            Some("scenario") => scenario::run_cmd(&help),
-            Some("probe") => probe_cmd::run(&help),
-            Some(other) => {
-                eprintln!(
-                    "nowait help: unknown command '{other}'; commands: bench, scenario, probe"
-                );
-                2
-            }
+            Some(c) => dispatch(&[c.clone(), "--help".into()]),
         },
         _ => {
             eprintln!(

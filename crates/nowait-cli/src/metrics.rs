@@ -122,7 +122,7 @@ pub struct Measured {
     pub syscalls: u64,
     /// Process CPU and context switches during the measurement.
     pub rusage: Rusage,
-    /// The queues' counters during the measurement (fast path, polled, fixed reads…).
+    /// The queues' counters during the measurement (nowait path, polled, fixed reads…).
     pub queue: QueueStats,
     /// CPU time of the SQPOLL kernel threads (with `sqthread_poll`; also
     /// counted in `rusage`).
@@ -145,7 +145,7 @@ impl Measured {
         self.clat.merge(&o.clat);
         self.slat.merge(&o.slat);
         self.syscalls += o.syscalls;
-        self.queue = stats_add(&self.queue, &o.queue);
+        self.queue += o.queue;
         if let Some(c) = &o.sqpoll {
             self.sqpoll.get_or_insert_with(SqpollCpu::default).add(c);
         }
@@ -195,16 +195,6 @@ impl Measured {
     }
 }
 
-/// Counter-wise `later - earlier` (saturating), the backend's counters included.
-pub fn stats_since(later: &QueueStats, earlier: &QueueStats) -> QueueStats {
-    later.since(earlier)
-}
-
-/// Counter-wise sum (several threads' queues).
-pub fn stats_add(a: &QueueStats, b: &QueueStats) -> QueueStats {
-    *a + *b
-}
-
 /// `a / b`, 0 when `b` is 0.
 pub fn ratio(a: u64, b: u64) -> f64 {
     if b == 0 {
@@ -252,20 +242,6 @@ mod tests {
         l.record_n(Duration::from_millis(3), 3);
         assert!((l.pct_at_or_below(2000) - 70.0).abs() < 1e-9);
         assert_eq!(Latency::new().pct_at_or_below(2000), 0.0);
-    }
-
-    #[test]
-    fn stats_subtract_and_add_counter_wise() {
-        let mut a = QueueStats::default();
-        a.backend.syscalls = 10;
-        a.backend.nowait.hits = 5;
-        let mut b = a;
-        b.backend.syscalls = 25;
-        b.backend.nowait.hits = 9;
-        let d = stats_since(&b, &a);
-        assert_eq!((d.backend.syscalls, d.backend.nowait.hits), (15, 4));
-        let s = stats_add(&d, &d);
-        assert_eq!((s.backend.syscalls, s.backend.nowait.hits), (30, 8));
     }
 
     #[test]

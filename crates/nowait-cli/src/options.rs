@@ -78,7 +78,7 @@ pub struct Job {
     pub verify: bool,
     /// Advise the kernel of the access pattern (`fadvise_hint`).
     pub fadvise_hint: bool,
-    /// `pool` only: the `RWF_NOWAIT` inline fast path (`nowait`); `None`
+    /// `pool` only: the `RWF_NOWAIT` nowait path (`nowait`); `None`
     /// leaves the engine's default (adaptive).
     pub nowait: Option<NowaitMode>,
     /// `pool` only: worker threads (`pool_workers`); `None`: the engine's default.
@@ -91,9 +91,9 @@ pub struct Job {
     pub fixedbufs: bool,
     /// `uring` only: register the file with the ring (`registerfiles`).
     pub registerfiles: bool,
-    /// The small direct-read fast path (`small_fast_path`; nowait's own,
+    /// The small direct-read path (`small_direct`; nowait's own,
     /// not in fio).
-    pub small_fast_path: bool,
+    pub small_direct: bool,
     /// `uring` only: polled completions (`hipri`): `Some(true)` polls every
     /// direct read (IOPOLL), `Some(false)` never; `None` polls where the
     /// device's queue polls (the engine's default).
@@ -139,7 +139,7 @@ impl Default for Job {
             sqthread_poll_idle: Duration::from_secs(1),
             fixedbufs: false,
             registerfiles: false,
-            small_fast_path: true,
+            small_direct: true,
             hipri: Some(false),
             spin_us: 0,
             memory_inline: true,
@@ -159,15 +159,7 @@ impl Job {
             self.iodepth
         }
     }
-}
 
-/// Whether reads of this engine (or of its buffered half: `aio+pool`) go
-/// through the thread pool, where `--nowait` and `--pool_workers` apply.
-pub fn uses_pool(kind: BackendKind) -> bool {
-    matches!(kind, BackendKind::Pool | BackendKind::AioPool)
-}
-
-impl Job {
     /// The engine with the options that shape it, as shown in tables:
     /// `pool:off`, `uring+hipri`, `uring+sqpoll`.
     pub fn engine_label(&self) -> String {
@@ -191,59 +183,51 @@ impl Job {
     }
 
     /// Options given that do not apply to this job's engine (each named
-    /// as its flag), so the caller can say so instead of ignoring them.
+    /// as its flag): what [`Job::normalized`] resets, so the caller can say
+    /// so instead of ignoring them.
     pub fn inapplicable(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if !uses_pool(self.ioengine) {
-            if self.nowait.is_some() {
-                v.push("--nowait");
-            }
-            if self.pool_workers.is_some() {
-                v.push("--pool_workers");
-            }
-        }
-        if self.ioengine != BackendKind::Uring {
-            if self.sqthread_poll {
-                v.push("--sqthread_poll");
-            }
-            if self.hipri == Some(true) {
-                v.push("--hipri");
-            }
-            if self.spin_us > 0 {
-                v.push("--spin_us");
-            }
-        }
-        if self.ioengine == BackendKind::Sync && self.inline_window.is_some() {
-            v.push("--inline_window");
-        }
-        v
+        let n = self.normalized();
+        [
+            ("--nowait", self.nowait != n.nowait),
+            ("--pool_workers", self.pool_workers != n.pool_workers),
+            ("--sqthread_poll", self.sqthread_poll != n.sqthread_poll),
+            ("--hipri", self.hipri == Some(true) && n.hipri != self.hipri),
+            ("--spin_us", self.spin_us != n.spin_us),
+            ("--inline_window", self.inline_window != n.inline_window),
+        ]
+        .into_iter()
+        .filter_map(|(flag, reset)| reset.then_some(flag))
+        .collect()
     }
 
-    /// The job with the options that do not apply to its engine reset, so
-    /// that sweeps (`--ioengine uring,pool --nowait off,adaptive`) do not run
-    /// the same uring job twice.
+    /// The job with the options that do not apply to its engine reset (the
+    /// one list of which engine takes which option), so that sweeps
+    /// (`--ioengine uring,pool --nowait off,adaptive`) do not run the same
+    /// uring job twice.
     pub fn normalized(&self) -> Job {
         let mut j = self.clone();
         let d = Job::default();
         if !uses_pool(j.ioengine) {
-            j.nowait = d.nowait;
-            j.pool_workers = d.pool_workers;
+            (j.nowait, j.pool_workers) = (d.nowait, d.pool_workers);
         }
         if j.ioengine != BackendKind::Uring {
-            j.sqthread_poll = d.sqthread_poll;
-            j.sqthread_poll_idle = d.sqthread_poll_idle;
-            j.hipri = d.hipri;
-            j.spin_us = d.spin_us;
+            (j.sqthread_poll, j.sqthread_poll_idle) = (d.sqthread_poll, d.sqthread_poll_idle);
+            (j.hipri, j.spin_us) = (d.hipri, d.spin_us);
         }
         if j.ioengine == BackendKind::Sync {
-            j.memory_inline = d.memory_inline;
-            j.inline_window = d.inline_window;
+            (j.memory_inline, j.inline_window) = (d.memory_inline, d.inline_window);
         }
         if !matches!(j.ioengine, BackendKind::Uring | BackendKind::Aio) {
             j.submit = d.submit;
         }
         j
     }
+}
+
+/// Whether reads of this engine (or of its buffered half: `aio+pool`) go
+/// through the thread pool, where `--nowait` and `--pool_workers` apply.
+pub fn uses_pool(kind: BackendKind) -> bool {
+    matches!(kind, BackendKind::Pool | BackendKind::AioPool)
 }
 
 /// How the results are printed (`--output-format`).
@@ -404,13 +388,7 @@ pub static OPTIONS: &[Opt] = &[
         "file size",
         "Bytes of the file to read (the region); also the size a new file is laid \
                out at. Suffixes k, m, g, t (powers of 1024, like fio): 512m, 4g.",
-        |j, v| {
-            let n = parse_size(v)?;
-            if n == 0 {
-                return Err("size must be more than 0 (e.g. 1g)".into());
-            }
-            j.size = Some(n);
-        }
+        |j, v| j.size = Some(in_range(parse_size(v)?, 1, u64::MAX)?)
     ),
     sweep!(
         "rw",
@@ -437,16 +415,7 @@ pub static OPTIONS: &[Opt] = &[
         "4k",
         "Block size of each read. With direct=1 it must be a multiple of the file's \
            O_DIRECT alignment (`nowait probe FILE` shows it).",
-        |j, v| {
-            let n = parse_size(v)?;
-            if n == 0 || n > nowait::MAX_READ as u64 {
-                return Err(format!(
-                    "block size must be between 1 and {} bytes (e.g. 4k)",
-                    nowait::MAX_READ
-                ));
-            }
-            j.bs = n;
-        }
+        |j, v| j.bs = in_range(parse_size(v)?, 1, nowait::MAX_READ as u64)?
     ),
     sweep!(
         "ioengine",
@@ -462,16 +431,7 @@ pub static OPTIONS: &[Opt] = &[
         "1",
         "Reads in flight per thread. The sync engine performs one at a time \
            whatever this says (fio caps synchronous engines the same way).",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n == 0 || n > nowait::MAX_DEPTH as u64 {
-                return Err(format!(
-                    "a queue depth of {n} is not possible; use 1 to {} (e.g. 32)",
-                    nowait::MAX_DEPTH
-                ));
-            }
-            j.iodepth = n as usize;
-        }
+        |j, v| j.iodepth = parse_in(v, 1, nowait::MAX_DEPTH as u64)? as usize
     ),
     sweep!(
         "direct",
@@ -487,13 +447,7 @@ pub static OPTIONS: &[Opt] = &[
         "none",
         "Stop after this long (after ramp_time). Plain numbers are seconds; suffixes \
                us, ms, s, m, h.",
-        |j, v| {
-            let d = parse_time(v)?;
-            if d.is_zero() {
-                return Err("runtime must be more than 0 (e.g. 10s)".into());
-            }
-            j.runtime = Some(d);
-        }
+        |j, v| j.runtime = Some(parse_runtime(v)?)
     ),
     job!(
         "time_based",
@@ -508,13 +462,7 @@ pub static OPTIONS: &[Opt] = &[
         "INT",
         "none",
         "Stop each thread after this many reads.",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n == 0 {
-                return Err("number_ios must be at least 1".into());
-            }
-            j.number_ios = Some(n);
-        }
+        |j, v| j.number_ios = Some(parse_in(v, 1, u64::MAX)?)
     ),
     job!(
         "ramp_time",
@@ -553,13 +501,7 @@ pub static OPTIONS: &[Opt] = &[
         "1",
         "Threads, each with its own queue, all reading the same file; results are \
            reported together (like fio's group_reporting).",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n == 0 || n > 1024 {
-                return Err(format!("{n} threads is not possible; use 1 to 1024"));
-            }
-            j.numjobs = n as usize;
-        }
+        |j, v| j.numjobs = parse_in(v, 1, 1024)? as usize
     ),
     job!(
         "iodepth_batch_submit",
@@ -609,7 +551,7 @@ pub static OPTIONS: &[Opt] = &[
         "nowait",
         "off|always|adaptive",
         "adaptive",
-        "ioengine=pool only: the RWF_NOWAIT fast path. off: every read goes to a worker \
+        "ioengine=pool only: the RWF_NOWAIT nowait path. off: every read goes to a worker \
                thread (plain thread offload); always: try each buffered read inline with \
                preadv2(RWF_NOWAIT) first, only a miss goes to a worker; adaptive: try while \
                the file's hit ratio stays high. Not applied to other engines.",
@@ -620,13 +562,7 @@ pub static OPTIONS: &[Opt] = &[
         "INT",
         "min(iodepth, 4 x CPUs)",
         "ioengine=pool only: worker threads doing pread(2) (1 to 1024).",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n == 0 || n > 1024 {
-                return Err(format!("{n} workers is not possible; use 1 to 1024"));
-            }
-            j.pool_workers = Some(n as usize);
-        }
+        |j, v| j.pool_workers = Some(parse_in(v, 1, 1024)? as usize)
     ),
     job!(
         "sqthread_poll",
@@ -670,15 +606,16 @@ pub static OPTIONS: &[Opt] = &[
         |j, v| j.registerfiles = parse_bool(v)?
     ),
     job!(
-        "small_fast_path",
+        "small_direct",
         "BOOL",
         "1",
-        "direct=1 with fixedbufs: the small direct-read fast path. An aligned read of at \
+        "direct=1 with fixedbufs: the small direct-read path. An aligned read of at \
                most one block (4 KiB, or the file's offset alignment if larger) into a \
                registered buffer goes out as one READ_FIXED without the general checks and \
                bounce logic, and a full result is handed back inline; other reads take the \
-               general path. 0 sends every read the general way. nowait only, not passed to fio.",
-        |j, v| j.small_fast_path = parse_bool(v)?
+               general path. 0 sends every read the general way. nowait only, not passed to fio. \
+               Alias: small_fast_path (its old name).",
+        |j, v| j.small_direct = parse_bool(v)?
     ),
     job!(
         "hipri",
@@ -719,13 +656,7 @@ pub static OPTIONS: &[Opt] = &[
         "0",
         "ioengine=uring only: spin on the completion queue for up to this many \
                microseconds before sleeping in io_uring_enter (nowait's own; fio has none).",
-        |j, v| {
-            let n = parse_count(v)?;
-            if n > 1_000_000 {
-                return Err("spin at most 1000000 us (1 s)".into());
-            }
-            j.spin_us = n;
-        }
+        |j, v| j.spin_us = parse_in(v, 0, 1_000_000)?
     ),
     job!(
         "memory_inline",
@@ -797,13 +728,7 @@ pub static OPTIONS: &[Opt] = &[
         "1",
         "With --compare-fio: run ours then fio this many times per job, alternating, \
                and report each side's median round (a shared disk is noisy).",
-        |s, v| {
-            let n = parse_count(v)?;
-            if n == 0 || n > 100 {
-                return Err("use 1 to 100 rounds".into());
-            }
-            s.compare_rounds = n as usize;
-        }
+        |s, v| s.compare_rounds = parse_in(v, 1, 100)? as usize
     ),
     run!(
         "abba",
@@ -814,12 +739,8 @@ pub static OPTIONS: &[Opt] = &[
                each side's median and spread, and the ratio of the medians. Use 3 or more \
                sets for anything disk-bound.",
         |s, v| {
-            let n = parse_count(v)?;
-            if n > 100 {
-                return Err("use 0 to 100 sets".into());
-            }
-            s.abba = n as usize;
-            s.compare_fio |= n > 0;
+            s.abba = parse_in(v, 0, 100)? as usize;
+            s.compare_fio |= s.abba > 0;
         }
     ),
     run!(
@@ -844,6 +765,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("compare_fio", "compare-fio"),
     ("sqpoll", "sqthread_poll"),
     ("pool-workers", "pool_workers"),
+    // The option's name before #16 (documented, so it stays).
+    ("small_fast_path", "small_direct"),
 ];
 
 /// Look an option up by name (or fio alias).
@@ -969,21 +892,8 @@ pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), 
 /// whether help was asked for.
 pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool), String> {
     let lexed = crate::cli::lex(args, |name| match find(name) {
-        Some(o) => Ok(o.arg.is_empty()),
+        Some(o) => Ok((!o.arg.is_empty()).then_some(o.arg)),
         None => Err(unknown(name)),
-    })
-    .map_err(|e| match e {
-        crate::cli::LexError::NeedsValue(name) => {
-            let o = find(&name).expect("lexed names are known");
-            format!(
-                "--{}: needs a value ({}), e.g. --{}={}",
-                o.name,
-                o.arg,
-                o.name,
-                example(o)
-            )
-        }
-        e => e.to_string(),
     })?;
     let mut settings = Vec::new();
     for (name, value) in lexed.opts {
@@ -993,16 +903,6 @@ pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool
     let help = lexed.help || lexed.positional.iter().any(|p| p == "help");
     let files = lexed.positional.into_iter().map(PathBuf::from).collect();
     Ok((settings, files, help))
-}
-
-fn example(opt: &Opt) -> &'static str {
-    match opt.arg {
-        "SIZE" => "4k",
-        "INT" => "32",
-        "TIME" => "10s",
-        "BOOL" => "1",
-        _ => "...",
-    }
 }
 
 /// The help text of every option, from the table.
@@ -1057,23 +957,11 @@ fn negative(v: &str) -> Option<String> {
         .then(|| format!("'{v}' is negative; give a number of 0 or more"))
 }
 
-/// An engine name: nowait's, or fio's alias.
+/// An engine name: nowait's, or fio's alias (`io_uring`, `libaio`, `psync`).
 pub fn parse_engine(v: &str) -> Result<BackendKind, String> {
-    let v = v.trim();
-    let name = match v {
-        "libaio" => "aio",
-        other => other,
-    };
-    name.parse::<BackendKind>().map_err(|e| {
+    v.trim().parse::<BackendKind>().map_err(|e| {
         let known: Vec<&str> = BackendKind::ALL.iter().map(|k| k.as_str()).collect();
-        if v == "libaio" {
-            format!(
-                "'{v}' (aio) is not available in this build; use one of {}",
-                known.join(", ")
-            )
-        } else {
-            format!("{e}; this build has {}", known.join(", "))
-        }
+        format!("{e}; this build has {}", known.join(", "))
     })
 }
 
@@ -1122,6 +1010,20 @@ pub fn parse_count(v: &str) -> Result<u64, String> {
         .map_err(|_| format!("'{v}' is not a whole number (e.g. 32)"))
 }
 
+/// A count from `lo` to `hi`.
+pub fn parse_in(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    in_range(parse_count(v)?, lo, hi)
+}
+
+/// `n` if it is from `lo` to `hi`.
+pub fn in_range(n: u64, lo: u64, hi: u64) -> Result<u64, String> {
+    match n {
+        n if (lo..=hi).contains(&n) => Ok(n),
+        n if hi == u64::MAX => Err(format!("{n} is too small; use at least {lo}")),
+        n => Err(format!("{n} is out of range; use {lo} to {hi}")),
+    }
+}
+
 /// An integer in decimal or `0x` hex (for seeds).
 pub fn parse_u64(v: &str) -> Result<u64, String> {
     let v = v.trim();
@@ -1168,6 +1070,14 @@ pub fn parse_time(v: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// A duration of more than 0.
+pub fn parse_runtime(v: &str) -> Result<Duration, String> {
+    match parse_time(v)? {
+        d if d.is_zero() => Err("must be more than 0 (e.g. 10s)".into()),
+        d => Ok(d),
+    }
+}
+
 /// A boolean: 1/0, true/false, yes/no, on/off.
 pub fn parse_bool(v: &str) -> Result<bool, String> {
     match v.trim().to_ascii_lowercase().as_str() {
@@ -1177,21 +1087,21 @@ pub fn parse_bool(v: &str) -> Result<bool, String> {
     }
 }
 
+/// The one job of the command line `s` (for tests).
+#[cfg(test)]
+pub(crate) fn job_of(s: &str) -> Job {
+    let (set, files, _) = parse_args(&crate::cli::words(s)).unwrap();
+    assert!(files.is_empty());
+    let (jobs, _) = expand(&set, &Job::default()).unwrap();
+    assert_eq!(jobs.len(), 1);
+    jobs.into_iter().next().unwrap()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{job_of as job, *};
 
-    fn args(s: &str) -> Vec<OsString> {
-        s.split_whitespace().map(OsString::from).collect()
-    }
-
-    fn job(s: &str) -> Job {
-        let (set, files, _) = parse_args(&args(s)).unwrap();
-        assert!(files.is_empty());
-        let (jobs, _) = expand(&set, &Job::default()).unwrap();
-        assert_eq!(jobs.len(), 1);
-        jobs.into_iter().next().unwrap()
-    }
+    use crate::cli::words as args;
 
     fn err(s: &str) -> String {
         match parse_args(&args(s)) {
@@ -1241,7 +1151,7 @@ mod tests {
             }),
             ("fixedbufs", "1", |j| j.fixedbufs),
             ("registerfiles", "1", |j| j.registerfiles),
-            ("small_fast_path", "0", |j| !j.small_fast_path),
+            ("small_direct", "0", |j| !j.small_direct),
             ("hipri", "auto", |j| j.hipri.is_none()),
             ("spin_us", "50", |j| j.spin_us == 50),
             ("submit", "paced", |j| j.submit == SubmitPolicy::Paced),
@@ -1386,6 +1296,16 @@ mod tests {
     fn fio_aliases_of_option_names() {
         assert_eq!(job("--iodepth_batch=4").iodepth_batch_submit, 4);
         assert_eq!(job("--blocksize=8k").bs, 8192);
+    }
+
+    #[test]
+    fn small_fast_path_is_an_alias_of_small_direct() {
+        assert!(job("--small_direct=1").small_direct);
+        assert!(!job("--small_direct=0").small_direct);
+        assert!(!job("--small_fast_path=0").small_direct);
+        assert!(job("--small_fast_path=1").small_direct);
+        assert!(find("small_fast_path").is_some_and(|o| o.name == "small_direct"));
+        assert!(err("--small_fast_path=maybe").contains("small_direct"));
     }
 
     #[test]

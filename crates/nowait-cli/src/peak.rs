@@ -19,8 +19,8 @@ use crate::options::{Format, Job, Settings};
 use crate::report::{self, short_num, Row};
 use crate::run::{self, Failure, Mode, Outcome};
 
-/// Run every job with the peak loop and print the results.
-pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
+/// Run every job with the peak loop, printing IOPS every second.
+pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
     if settings.compare_fio {
         return Err(Failure::Usage(
             "--compare-fio: not with --peak (compare with fio's t/io_uring by hand, or drop --peak)"
@@ -47,7 +47,7 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
         let data = layout::prepare(job)?;
         say(format!(
             "peak: {} {} bs={} qd={} batch submit={} complete min={} direct={} fixedbufs={} \
-             registerfiles={} small_fast_path={} threads={}",
+             registerfiles={} small_direct={} threads={}",
             job.engine_label(),
             job.rw.as_str(),
             job.bs,
@@ -57,29 +57,19 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
             u8::from(job.direct),
             u8::from(job.fixedbufs),
             u8::from(job.registerfiles),
-            u8::from(job.small_fast_path),
+            u8::from(job.small_direct),
             job.numjobs
         ));
         results.push(run::run_job(job, &data, Mode::Peak, Some(&say))?);
     }
-    let file = jobs.first().and_then(|j| j.filename.as_deref());
-    let text = if json {
-        let rows: Vec<Row> = results
-            .into_iter()
-            .map(|ours| Row {
-                ours,
-                fio: None,
-                compare: None,
-            })
-            .collect();
-        let doc = crate::json::doc(&rows, None, true);
-        serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
-    } else {
-        let mut t = format!("host: {}\n", crate::sys::host(file));
-        t += &results.iter().map(human).collect::<Vec<_>>().join("\n");
-        t
-    };
-    crate::cli::emit(&text, settings.output.as_deref())
+    Ok(results
+        .into_iter()
+        .map(|ours| Row {
+            ours,
+            fio: None,
+            compare: None,
+        })
+        .collect())
 }
 
 /// The text report of one peak run.
@@ -95,61 +85,16 @@ pub fn human(r: &Outcome) -> String {
         m.elapsed.as_millis()
     );
     s += &format!(
-        "  calls        : {} submits ({:.2} reads each), {} reaps ({:.2} reads each), \
-         {} syscalls ({:.3} per read)\n",
-        m.submit_calls,
-        m.ios_per_submit(),
-        m.reap_calls,
-        m.ios_per_reap(),
-        m.syscalls,
-        ratio(m.syscalls, m.ios)
-    );
-    s += &format!(
-        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={}\n",
-        m.usr_cpu(),
-        m.sys_cpu(),
-        m.ctx()
-    );
-    if let Some(c) = &m.sqpoll {
-        s += &format!(
-            "  sqpoll cpu   : {:.1}% in {} iou-sqp thread(s) (included in cpu above)\n",
-            c.pct(m.elapsed),
-            c.threads
-        );
-    }
-    s += &format!(
-        "  uring        : fixed reads {}, polled {}, poll fallbacks {}\n",
-        q.backend.fixed_reads, q.backend.polled, q.backend.poll_fallbacks
-    );
-    s += &format!(
-        "  small_fast   : {} reads on the small direct-read fast path ({:.1}%{})\n",
+        "  small_direct : {} reads on the small direct-read path ({:.1}%{})\n",
         q.small_direct,
         100.0 * ratio(q.small_direct, m.ios),
-        if r.job.small_fast_path {
+        if r.job.small_direct {
             ""
         } else {
-            "; off: --small_fast_path=0"
+            "; off: --small_direct=0"
         }
     );
-    if q.inline > 0 || !r.job.memory_inline {
-        s += &format!(
-            "  inline       : {} reads read inline by the submitting thread ({:.1}%; {})\n",
-            q.inline,
-            100.0 * ratio(q.inline, m.ios),
-            if r.job.memory_inline {
-                "the file's data is in memory; off: --memory_inline=0"
-            } else {
-                "off: --memory_inline=0"
-            }
-        );
-    }
-    if let Some(h) = report::hipri_status(&r.job, m) {
-        s += &format!("  hipri        : {h}\n");
-    }
-    s += &format!(
-        "  backend      : {} ({}; {})\n",
-        r.backend.kind, r.backend.reason, r.backend.detail
-    );
+    report::engine_lines(&mut s, r, true);
     if r.job.verify {
         s += &format!(
             "  verify       : {} reads checked, all bytes match\n",

@@ -22,8 +22,8 @@ filesystem, size, whether O_DIRECT works and with which alignment (statx
 STATX_DIOALIGN, else the device's logical block size), whether its device
 polls (io_poll), and which backend a buffered and a direct read would
 take, and why, and the state of
-the pool backend's RWF_NOWAIT fast path for the file (on with its hit
-ratio, or off and why). Fast-path counters of a run (inline hits, partial
+the pool backend's RWF_NOWAIT nowait path for the file (on with its hit
+ratio, or off and why). The nowait path's counters of a run (hits, partial
 hits, misses, offloads) are in `nowait bench --ioengine=pool`.
 
 Last, the submission policy a queue would choose for the file: 128 random
@@ -75,13 +75,13 @@ pub fn run(args: &[OsString]) -> i32 {
                         );
                     }
                 }
-                // The report prints the fast path only when it is off; say
+                // The report prints the nowait path only when it is off; say
                 // what it is otherwise (the file's live state, as a pool
                 // queue reading it would start with).
                 if report.nowait_state.off.is_none() && report.rwf_nowait.works() {
                     println!(
-                        "  pool fast path: {} (--ioengine=pool --nowait=adaptive tries cached reads inline)",
-                        crate::report::fast_path_state_words(&report.nowait_state)
+                        "  pool nowait path: {} (--ioengine=pool --nowait=adaptive tries each buffered read with RWF_NOWAIT first)",
+                        crate::report::nowait_state_words(&report.nowait_state)
                     );
                 }
             }

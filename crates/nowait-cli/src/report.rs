@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use crate::fio::FioResult;
 use crate::layout::human_bytes;
-use crate::metrics::{LatSummary, Measured};
+use crate::metrics::{ratio, LatSummary, Measured};
 use crate::options::Job;
 use crate::run::Outcome;
 
@@ -211,10 +211,10 @@ fn engine_opts(j: &Job) -> String {
     v.iter().map(|x| format!(", {x}")).collect()
 }
 
-/// One line of fast-path counters for text reports.
-pub fn fast_path_line(f: &nowait::NowaitStats) -> String {
+/// One line of the nowait path's counters for text reports.
+pub fn nowait_path_line(f: &nowait::NowaitStats) -> String {
     format!(
-        "inline hits {} ({:.1}% of tries), partial {}, misses {}, refused {}, skipped {}, \
+        "hits {} ({:.1}% of tries), partial {}, misses {}, refused {}, skipped {}, \
          offloads {} (worker preads {}), wakeups {}",
         f.hits,
         f.hit_ratio() * 100.0,
@@ -228,15 +228,15 @@ pub fn fast_path_line(f: &nowait::NowaitStats) -> String {
     )
 }
 
-/// A file's fast-path state in words.
-pub fn fast_path_state_words(st: &nowait::NowaitState) -> String {
+/// A file's nowait-path state in words.
+pub fn nowait_state_words(st: &nowait::NowaitState) -> String {
     match st.off {
         Some(off) => format!("off: {off}"),
         None => format!(
             "on, hit ratio {:.2}{}",
             st.hit_ratio,
             if st.adaptive_skipping {
-                " (adaptive: skipping the inline try, re-probing)"
+                " (adaptive: skipping the nowait try, re-probing)"
             } else {
                 ""
             }
@@ -263,6 +263,74 @@ fn lat_line(out: &mut String, what: &str, s: &LatSummary) {
         s.max_ns as f64 / div,
         s.mean_ns / div,
         s.stddev_ns / div
+    );
+}
+
+/// The lines `bench`'s and `--peak`'s reports share: CPU, system calls, SQPOLL CPU, io_uring's
+/// counters (with `uring`), reads read inline, `hipri`, the backend.
+pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool) {
+    let (m, j, q) = (&o.measured, &o.job, &o.measured.queue);
+    let _ = writeln!(
+        s,
+        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={} (voluntary={}, involuntary={})",
+        m.usr_cpu(),
+        m.sys_cpu(),
+        m.ctx(),
+        m.rusage.ctx_voluntary,
+        m.rusage.ctx_involuntary
+    );
+    let _ = writeln!(
+        s,
+        "  calls        : {} syscalls ({:.2} reads each), {} submits ({:.2} reads each), \
+         {} reaps ({:.2} reads each)",
+        m.syscalls,
+        m.ios_per_syscall(),
+        m.submit_calls,
+        m.ios_per_submit(),
+        m.reap_calls,
+        m.ios_per_reap()
+    );
+    if let Some(c) = &m.sqpoll {
+        let secs = m.elapsed.as_secs_f64().max(1e-9);
+        let _ = writeln!(
+            s,
+            "  sqpoll cpu   : {:.1}% (usr={:.2}%, sys={:.2}%) in {} iou-sqp thread(s); \
+             included in cpu above",
+            c.pct(m.elapsed),
+            c.user_us as f64 / 1e4 / secs,
+            c.sys_us as f64 / 1e4 / secs,
+            c.threads
+        );
+    }
+    if uring {
+        let _ =
+            writeln!(
+            s,
+            "  uring        : fixed reads {}, polled {}, poll fallbacks {}, spin-reaped waits {}",
+            q.backend.fixed_reads, q.backend.polled, q.backend.poll_fallbacks, q.backend.spin_reaped
+        );
+    }
+    if q.inline > 0 || !j.memory_inline {
+        let _ = writeln!(
+            s,
+            "  inline       : {} reads read inline by the submitting thread ({:.1}%; {}off: \
+             --memory_inline=0)",
+            q.inline,
+            100.0 * ratio(q.inline, m.ios),
+            if j.memory_inline {
+                "the file's data is in memory; "
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(h) = hipri_status(j, m) {
+        let _ = writeln!(s, "  hipri        : {h}");
+    }
+    let _ = writeln!(
+        s,
+        "  backend      : {} ({}; {})",
+        o.backend.kind, o.backend.reason, o.backend.detail
     );
 }
 
@@ -313,72 +381,25 @@ pub fn human(row: &Row) -> String {
             .collect();
         let _ = writeln!(s, "     | {}", cells.join(", "));
     }
-    let ru = &m.rusage;
-    let _ = writeln!(
-        s,
-        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={} (voluntary={}, involuntary={})",
-        m.usr_cpu(),
-        m.sys_cpu(),
-        m.ctx(),
-        ru.ctx_voluntary,
-        ru.ctx_involuntary
-    );
-    let _ = writeln!(
-        s,
-        "  syscalls     : {} ({:.2} reads per syscall)",
-        m.syscalls,
-        m.ios_per_syscall()
-    );
     let q = &m.queue;
     if crate::options::uses_pool(j.ioengine) {
-        let _ = writeln!(s, "  fast path    : {}", fast_path_line(&q.backend.nowait));
-        if let Some(st) = &o.fast_path {
-            let _ = writeln!(s, "  fast path    : file {}", fast_path_state_words(st));
+        let _ = writeln!(
+            s,
+            "  nowait path  : {}",
+            nowait_path_line(&q.backend.nowait)
+        );
+        if let Some(st) = &o.nowait_path {
+            let _ = writeln!(s, "  nowait path  : file {}", nowait_state_words(st));
         }
     }
-    if j.ioengine == nowait::BackendKind::Uring
+    let uring = j.ioengine == nowait::BackendKind::Uring
         && (q.backend.fixed_reads
             + q.backend.polled
             + q.backend.poll_fallbacks
             + q.backend.spin_reaped
             > 0
-            || j.hipri != Some(false))
-    {
-        let _ =
-            writeln!(
-            s,
-            "  uring        : fixed reads {}, polled {}, poll fallbacks {}, spin-reaped waits {}",
-            q.backend.fixed_reads, q.backend.polled, q.backend.poll_fallbacks, q.backend.spin_reaped
-        );
-    }
-    if q.inline > 0 {
-        let _ = writeln!(
-            s,
-            "  inline       : {} reads read inline by the submitting thread ({:.1}%; the file's \
-             data is in memory; off: --memory_inline=0)",
-            q.inline,
-            100.0 * q.inline as f64 / m.ios.max(1) as f64
-        );
-    }
-    if let Some(h) = hipri_status(j, m) {
-        let _ = writeln!(s, "  hipri        : {h}");
-    }
-    if let Some(c) = &m.sqpoll {
-        let _ = writeln!(
-            s,
-            "  sqpoll cpu   : {:.1}% (usr={:.2}%, sys={:.2}%) in {} iou-sqp thread(s); \
-             included in cpu above",
-            c.pct(m.elapsed),
-            c.user_us as f64 / 1e4 / m.elapsed.as_secs_f64().max(1e-9),
-            c.sys_us as f64 / 1e4 / m.elapsed.as_secs_f64().max(1e-9),
-            c.threads
-        );
-    }
-    let _ = writeln!(
-        s,
-        "  backend      : {} ({}; {})",
-        o.backend.kind, o.backend.reason, o.backend.detail
-    );
+            || j.hipri != Some(false));
+    engine_lines(&mut s, o, uring);
     let _ = writeln!(s, "  path         : {}", o.path);
     let _ = writeln!(
         s,
@@ -532,7 +553,7 @@ mod tests {
                 region: 1 << 20,
                 laid_out: false,
                 verified_ios: 0,
-                fast_path: None,
+                nowait_path: None,
                 seconds: Vec::new(),
             },
             fio: None,

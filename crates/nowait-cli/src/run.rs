@@ -13,7 +13,7 @@
 //!   the `pread`, that is the `pread`, as fio counts it);
 //! * submission latency (`slat`) is the batch's pushes and submit call,
 //!   charged to each read of the batch: a read that completes inside `push`
-//!   (the pool's `RWF_NOWAIT` fast path, a memory-backed file read inline)
+//!   (the pool's `RWF_NOWAIT` nowait path, a memory-backed file read inline)
 //!   is counted there.
 //!
 //! At `iodepth=1`, and always in [`Mode::Peak`], the reads are not submitted
@@ -77,7 +77,7 @@ pub enum Mode {
     /// clock read per read, no latencies.
     Peak,
     /// A server's way (scenario mixed): each read pushed and submitted as it
-    /// comes, and completions already there (inline hits) collected at once;
+    /// comes, and completions already there (nowait hits, inline reads) collected at once;
     /// `clat` per read.
     Serve,
 }
@@ -125,26 +125,18 @@ pub struct Driven<R> {
     pub reads: Vec<R>,
 }
 
-/// Counters each thread publishes after every reap, for the live lines.
+/// Counters each thread publishes after every reap, for the live lines:
+/// reads completed, reads submitted, submit calls, reap calls.
 #[derive(Default)]
-struct Counters {
-    ios: AtomicU64,
-    submit_calls: AtomicU64,
-    submitted: AtomicU64,
-    reap_calls: AtomicU64,
-}
+struct Counters([AtomicU64; 4]);
 
 impl Counters {
     fn publish(&self, ios: u64, c: &Measured) {
-        self.ios.store(ios, Ordering::Relaxed);
-        self.submit_calls.store(c.submit_calls, Ordering::Relaxed);
-        self.submitted.store(c.submitted, Ordering::Relaxed);
-        self.reap_calls.store(c.reap_calls, Ordering::Relaxed);
+        let now = [ios, c.submitted, c.submit_calls, c.reap_calls];
+        for (a, v) in self.0.iter().zip(now) {
+            a.store(v, Ordering::Relaxed);
+        }
     }
-}
-
-fn sum(all: &[Counters], f: fn(&Counters) -> &AtomicU64) -> u64 {
-    all.iter().map(|c| f(c).load(Ordering::Relaxed)).sum()
 }
 
 /// Run `job` over `files` on `numjobs` threads: thread `tid` reads where
@@ -190,13 +182,13 @@ pub fn drive<R: Reads>(
         let ramp_end = start + job.ramp_time;
         let mut ramped = job.ramp_time.is_zero();
         let total = job.ramp_time + job.runtime.unwrap_or(Duration::ZERO);
-        let snap = || {
-            [
-                sum(&counters, |c| &c.ios),
-                sum(&counters, |c| &c.submitted),
-                sum(&counters, |c| &c.submit_calls),
-                sum(&counters, |c| &c.reap_calls),
-            ]
+        let snap = || -> [u64; 4] {
+            std::array::from_fn(|i| {
+                counters
+                    .iter()
+                    .map(|c| c.0[i].load(Ordering::Relaxed))
+                    .sum()
+            })
         };
         let (mut bar_at, mut bar_ios) = (start, 0);
         let mut last = (start, snap());
@@ -208,7 +200,7 @@ pub fn drive<R: Reads>(
                 ramped = true;
             }
             if bar.is_on() && now - bar_at >= Duration::from_millis(250) {
-                let done = sum(&counters, |c| &c.ios);
+                let done = snap()[0];
                 let iops = (done - bar_ios) as f64 / (now - bar_at).as_secs_f64();
                 let by_time = (job.runtime.is_some() && !total.is_zero())
                     .then(|| (now - start).as_secs_f64() / total.as_secs_f64());
@@ -307,9 +299,9 @@ pub struct Outcome {
     pub laid_out: bool,
     /// Reads whose data was checked against the pattern.
     pub verified_ios: u64,
-    /// `pool`: the file's `RWF_NOWAIT` fast-path state after the run
+    /// `pool`: the file's `RWF_NOWAIT` nowait-path state after the run
     /// (hit ratio; off and why).
-    pub fast_path: Option<NowaitState>,
+    pub nowait_path: Option<NowaitState>,
     /// Per-second figures (`--peak`).
     pub seconds: Vec<Second>,
 }
@@ -357,7 +349,7 @@ pub fn run_job(
         region: data.region,
         laid_out: data.laid_out,
         verified_ios: d.verified,
-        fast_path: crate::options::uses_pool(job.ioengine).then(|| file.nowait_state()),
+        nowait_path: crate::options::uses_pool(job.ioengine).then(|| file.nowait_state()),
         seconds: d.seconds,
     })
 }
@@ -430,7 +422,7 @@ fn worker<R: Reads>(
     let mut measuring = job.ramp_time.is_zero();
     let mut measure_start = start;
     let mut stats_base = q.stats();
-    let mut sq_base = os_tid.map(|t| sqpoll::cpu_of(Some(t)));
+    let mut sq_base = os_tid.map(sqpoll::cpu_of);
     let (mut verified, mut issued, mut in_flight, mut completed) = (0u64, 0u64, 0usize, 0u64);
     let mut stopping = false;
     let mut now = start;
@@ -514,7 +506,7 @@ fn worker<R: Reads>(
                     .expect("a free slot holds its buffer");
                 if timed && batch.is_empty() {
                     // A read may complete inside `push` (the pool's
-                    // RWF_NOWAIT fast path, memory-backed files): the
+                    // RWF_NOWAIT nowait path, memory-backed files): the
                     // batch's time starts before it.
                     batch_start = Instant::now();
                 }
@@ -535,7 +527,7 @@ fn worker<R: Reads>(
                     if mode == Mode::Serve
                         && q.reap(0, None, &mut done).map_err(|e| fail("reap", e))? > 0
                     {
-                        // An inline hit is complete already: collect it now.
+                        // A nowait hit (or an inline read) is complete already: collect it now.
                         now = Instant::now();
                         finish!();
                     }
@@ -558,14 +550,14 @@ fn worker<R: Reads>(
             measuring = true;
             measure_start = now;
             stats_base = q.stats();
-            sq_base = os_tid.map(|t| sqpoll::cpu_of(Some(t)));
+            sq_base = os_tid.map(sqpoll::cpu_of);
         }
         if end.is_some_and(|e| now >= e) || issued >= limit || abort.load(Ordering::Relaxed) {
             stopping = true;
         }
     }
     m.elapsed = now.saturating_duration_since(measure_start);
-    m.queue = metrics::stats_since(&q.stats(), &stats_base);
+    m.queue = q.stats().since(&stats_base);
     // What the submission policy chose, from the whole run.
     let mut backend = backend;
     if let Some(note) = q.submission() {
@@ -573,7 +565,7 @@ fn worker<R: Reads>(
     }
     m.syscalls = m.queue.backend.syscalls;
     m.sqpoll = match (os_tid, sq_base) {
-        (Some(t), Some(b)) => Some(sqpoll::cpu_of(Some(t)).since(&b)),
+        (Some(t), Some(b)) => Some(sqpoll::cpu_of(t).since(&b)),
         _ => None,
     };
     Ok((
@@ -593,7 +585,7 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         .depth(depth)
         .backend(BackendChoice::Exactly(n.ioengine))
         .register_files(n.registerfiles)
-        .small_direct(n.small_fast_path)
+        .small_direct(n.small_direct)
         .memory_inline(n.memory_inline)
         .spin(Duration::from_micros(n.spin_us))
         .submit_policy(n.submit)

@@ -13,7 +13,7 @@
 //! the number of reads per run is chosen so the `sync` run takes about 18 s
 //! — the whole scenario, with every backend, about a minute.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -76,7 +76,7 @@ nowait scenario — reproduce a seed's experiment on this machine
 SCENARIOS:
     async-buffered   seed 002: preadv vs thread offload vs io_uring async buffered reads
     mixed            seed 003: cached reads queued behind uncached ones, with and
-                     without the RWF_NOWAIT fast path (nowait scenario mixed --help)
+                     without the RWF_NOWAIT nowait path (nowait scenario mixed --help)
     qd-sweep         seed 001: 4 KiB direct randread QD sweep, aio / uring / uring
                      polled on ext4 and xfs, fio beside (nowait scenario qd-sweep --help)
 
@@ -86,8 +86,8 @@ USAGE:
 Random 4 KiB buffered reads, queue depth 32, the page cache dropped before
 each run, over a file laid out with nowait's pattern; every backend the
 engine has (sync = preadv one at a time, uring = async buffered reads, pool
-with its RWF_NOWAIT fast path off = thread offload, the seed's \"mainline\";
-uncached reads give the fast path nothing to do anyway) reads the same
+with its RWF_NOWAIT nowait path off = thread offload, the seed's \"mainline\";
+uncached reads give the nowait path nothing to do anyway) reads the same
 blocks. Prints wall time,
 user, sys, CPU %, context switches and IOPS with the seed's published
 numbers beside ours (the seed: 4 GiB file, 1M reads).
@@ -128,34 +128,24 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         json: false,
         output: None,
     };
-    let known = [
-        "filename",
-        "size",
-        "number-ios",
-        "iodepth",
-        "output-format",
-        "output",
-    ];
-    for (name, value, v) in opts(args, &known, &[], "async-buffered")? {
-        let e = |m: String| format!("--{name}={v}: {m}");
-        match name.as_str() {
-            "filename" => a.filename = Some(PathBuf::from(value)),
-            "size" => a.size = Some(options::parse_size(&v).map_err(e)?),
-            "number-ios" => a.number_ios = Some(options::parse_count(&v).map_err(e)?),
-            "iodepth" => a.iodepth = parse_depth(&v).map_err(e)?,
-            "output-format" => a.json = parse_json_format(&v)?,
-            _ => a.output = Some(PathBuf::from(value)),
+    let known = "filename size number-ios iodepth output-format output";
+    opts(args, known, "", "async-buffered", |name, raw, v| {
+        match name {
+            "filename" => a.filename = Some(PathBuf::from(raw)),
+            "size" => a.size = Some(options::parse_size(v)?),
+            "number-ios" => a.number_ios = Some(options::parse_count(v)?),
+            "iodepth" => a.iodepth = parse_depth(v)?,
+            "output-format" => a.json = parse_json_format(v)?,
+            _ => a.output = Some(PathBuf::from(raw)),
         }
-    }
+        Ok(())
+    })?;
     Ok(a)
 }
 
 /// A queue depth, 1 to the engine's maximum.
 pub fn parse_depth(v: &str) -> Result<usize, String> {
-    match options::parse_count(v)? {
-        n @ 1.. if n <= nowait::MAX_DEPTH as u64 => Ok(n as usize),
-        _ => Err(format!("use 1 to {}", nowait::MAX_DEPTH)),
-    }
+    options::parse_in(v, 1, nowait::MAX_DEPTH as u64).map(|n| n as usize)
 }
 
 /// `--output-format` of a scenario: true for `json`, false for `normal`.
@@ -163,46 +153,45 @@ pub fn parse_json_format(value: &str) -> Result<bool, String> {
     match value {
         "json" => Ok(true),
         "normal" => Ok(false),
-        _ => Err(format!("--output-format={value}: use normal or json")),
+        _ => Err("use normal or json".into()),
     }
 }
 
-/// A scenario's options through the one lexer: `(name, raw value, value
-/// as text)` with `_` in names read as `-`; only the `known` names are
-/// accepted, and the `flags` may be given bare. Every error names the option.
+/// A scenario's options through the one lexer: `set(name, raw value,
+/// value as text)` for each, with `_` in names read as `-`; only the
+/// `known` names (separated by spaces) are accepted, and the `flags` may be
+/// given bare. Every error names the option (`--name=value: ` before what
+/// `set` says).
 pub fn opts(
     args: &[OsString],
-    known: &[&str],
-    flags: &[&str],
+    known: &str,
+    flags: &str,
     scenario: &str,
-) -> Result<Vec<(String, OsString, String)>, String> {
+    mut set: impl FnMut(&str, &OsStr, &str) -> Result<(), String>,
+) -> Result<(), String> {
     let norm = |n: &str| n.replace('_', "-");
     let lexed = crate::cli::lex(args, |n| {
         let n = norm(n);
-        if known.contains(&n.as_str()) {
-            Ok(flags.contains(&n.as_str()))
+        if known.split(' ').any(|k| k == n) {
+            Ok((!flags.split(' ').any(|k| k == n)).then_some("VALUE"))
         } else {
             Err(format!(
                 "unknown option for scenario {scenario}; it takes --{} (see `nowait scenario {scenario} --help`)",
-                known.join(", --")
+                known.replace(' ', ", --")
             ))
         }
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     if let Some(p) = lexed.positional.first() {
         return Err(format!(
             "unexpected argument '{}'; see `nowait scenario {scenario} --help`",
             p.to_string_lossy()
         ));
     }
-    Ok(lexed
-        .opts
-        .into_iter()
-        .map(|(n, v)| {
-            let text = v.to_string_lossy().into_owned();
-            (norm(&n), v, text)
-        })
-        .collect())
+    for (n, raw) in lexed.opts {
+        let (n, v) = (norm(&n), raw.to_string_lossy());
+        set(&n, &raw, &v).map_err(|m| format!("--{n}={v}: {m}"))?;
+    }
+    Ok(())
 }
 
 /// A scenario's scratch directory: `--dir` (which must be a directory), or
@@ -363,7 +352,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
             ioengine: k,
             number_ios: Some(reads),
             // The seed's "mainline" column is io_uring punting every read
-            // to a thread: the pool with its inline fast path off.
+            // to a thread: the pool with its nowait path off.
             nowait: (k == BackendKind::Pool).then_some(nowait::NowaitMode::Off),
             ..base.clone()
         };
@@ -388,7 +377,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
     crate::cli::emit(&text, a.output.as_deref())
 }
 
-/// The column's name: the pool runs with its fast path off, as thread offload.
+/// The column's name: the pool runs with its nowait path off, as thread offload.
 fn label(k: BackendKind) -> &'static str {
     match k {
         BackendKind::Pool => "thread offload",
@@ -416,19 +405,17 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
     for (k, r) in results {
         let ours = match r {
             Ok(o) => {
-                let m = &o.measured;
-                let real = m.elapsed.as_secs_f64();
-                let (u, sy) = (m.rusage.user_us as f64 / 1e6, m.rusage.sys_us as f64 / 1e6);
+                let m = crate::json::Summary::of(o);
                 format!(
                     "{:<14} {:>8.3}s {:>7.3}s {:>7.3}s {:>5.0}% {:>18} {:>8} {:>8}",
                     label(*k),
-                    real,
-                    u,
-                    sy,
-                    (u + sy) / real.max(1e-9) * 100.0,
-                    format!("{}/{}", m.rusage.ctx_voluntary, m.rusage.ctx_involuntary),
-                    crate::report::short_num(m.iops()),
-                    crate::report::short_ns(m.clat.summary().at(99.0) as f64)
+                    m.real_s,
+                    m.user_s,
+                    m.sys_s,
+                    m.cpu_pct,
+                    format!("{}/{}", m.ctx_voluntary, m.ctx_involuntary),
+                    crate::report::short_num(m.iops),
+                    crate::report::short_ns(m.clat_p99_ns as f64)
                 )
             }
             Err(_) => format!("{:<14} {:>9}", label(*k), "skipped"),
@@ -518,7 +505,7 @@ mod tests {
 
     #[test]
     fn scenario_options_name_the_flag() {
-        let a = |s: &str| s.split_whitespace().map(OsString::from).collect::<Vec<_>>();
+        let a = crate::cli::words;
         assert!(parse(&a("--iodepth 0")).unwrap_err().contains("--iodepth"));
         assert!(parse(&a("--size=-1")).unwrap_err().contains("--size"));
         assert!(parse(&a("--bogus=1")).unwrap_err().contains("--bogus"));

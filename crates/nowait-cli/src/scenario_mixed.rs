@@ -1,8 +1,8 @@
 //! `nowait scenario mixed`: the workload of the seed `003_445ef0f4a2de0632.txt`.
 //!
 //! A database's 16 KiB reads through one thread-pool queue: cached requests
-//! wait behind uncached ones, unless they are tried inline with
-//! `preadv2(RWF_NOWAIT)` first. Three streams share ONE queue (one backend,
+//! wait behind uncached ones, unless they are tried with `preadv2(RWF_NOWAIT)`
+//! on the submitting thread first (the nowait path). Three streams share ONE queue (one backend,
 //! one pool) per configuration, as in the seed's home-spun POSIX-AIO queue:
 //!
 //! * f1 (~73% of requests): random over a data set that is cached (read once
@@ -17,9 +17,9 @@
 //! One thread drives a queue of depth 32: every new request is drawn
 //! f1/f2/f3 with the mix's probabilities, timed from just before its `push`,
 //! pushed and submitted at once (a server hands each request over as it
-//! arrives), and anything already complete is collected at once (an inline
+//! arrives), and anything already complete is collected at once (a nowait
 //! hit is complete when `push` returns). Completion latency per stream goes
-//! into its own HdrHistogram. Configurations: the pool with the fast path
+//! into its own HdrHistogram. Configurations: the pool with the nowait path
 //! off (the seed's "before"), the pool adaptive (the seed's "after"), and
 //! io_uring; the seed's published figures are printed beside ours.
 
@@ -32,7 +32,7 @@ use nowait::{BackendKind, Direct, File, NowaitMode};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::json::FastPath;
+use crate::json::NowaitPath;
 
 use crate::cli::emit;
 use crate::layout::{self, human_bytes};
@@ -43,7 +43,6 @@ use crate::options::Job;
 use crate::report::{self, short_ns, short_num};
 use crate::run::{self, Failure, Mode, Reads};
 use crate::scenario::{opts, parse_depth};
-use crate::sys::Rusage;
 
 const HELP: &str = "\
 nowait scenario mixed — the seed 003's workload: cached reads behind uncached ones
@@ -58,9 +57,9 @@ Three streams of 16 KiB reads share ONE queue (depth 32, one thread):
   f3   ~9%  sequential over a large file
 Each request is drawn f1/f2/f3 by the mix, timed from just before it is
 pushed, pushed and submitted at once. Configurations: the pool backend with
-its RWF_NOWAIT fast path off (thread offload: the seed's \"before\"), the pool
+its RWF_NOWAIT nowait path off (thread offload: the seed's \"before\"), the pool
 adaptive (the seed's \"after\"), and uring. Prints bandwidth and latency
-percentiles per stream, the fast-path counters, and the seed's figures.
+percentiles per stream, the nowait path's counters, and the seed's figures.
 
 With no options it lays out its own files in a temporary directory (removed
 afterwards): f1 256 MiB, f2 1 GiB, f3 1 GiB, 20 s per configuration.
@@ -88,41 +87,20 @@ EXIT STATUS:
 ";
 
 /// A seed figure set for one stream: average bandwidth (KB/s) and its latency in words.
-struct SeedStream {
-    bw_kbs: f64,
-    lat: &'static str,
-}
+type SeedStream = (f64, &'static str);
 
 /// The seed's "before" (thread pool only) figures, f1..f3.
 const SEED_BEFORE: [SeedStream; 3] = [
-    SeedStream {
-        bw_kbs: 969.54,
-        lat: "49.86% 1-2 s, 17.27% 0.75-1 s, 9.42% >=2 s",
-    },
-    SeedStream {
-        bw_kbs: 273.28,
-        lat: "46.56% 1-2 s, 24.59% 0.75-1 s",
-    },
-    SeedStream {
-        bw_kbs: 174575.10,
-        lat: "50.34% 50-100 us, 10.82% 20-50 us, 8.73% 1-2 ms",
-    },
+    (969.54, "49.86% 1-2 s, 17.27% 0.75-1 s, 9.42% >=2 s"),
+    (273.28, "46.56% 1-2 s, 24.59% 0.75-1 s"),
+    (174575.10, "50.34% 50-100 us, 10.82% 20-50 us, 8.73% 1-2 ms"),
 ];
 
 /// The seed's "after" (preadv2 fast read before submit) figures, f1..f3.
 const SEED_AFTER: [SeedStream; 3] = [
-    SeedStream {
-        bw_kbs: 2276.69,
-        lat: "70.63% <=2 us, 25.53% >=2 s",
-    },
-    SeedStream {
-        bw_kbs: 249.83,
-        lat: "52.18% 1-2 s, 20.49% 0.75-1 s",
-    },
-    SeedStream {
-        bw_kbs: 177366.50,
-        lat: "64.04% <=2 us, 14.27% 1-2 ms",
-    },
+    (2276.69, "70.63% <=2 us, 25.53% >=2 s"),
+    (249.83, "52.18% 1-2 s, 20.49% 0.75-1 s"),
+    (177366.50, "64.04% <=2 us, 14.27% 1-2 ms"),
 ];
 
 /// The seed's aggregate bandwidth, KB/s: before, after.
@@ -186,98 +164,56 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         output: None,
     };
     let mut explicit = [false; 3];
-    let mut size = None;
-    let known = [
-        "dir",
-        "size",
-        "f1-size",
-        "f2-size",
-        "f3-size",
-        "runtime",
-        "iodepth",
-        "bs",
-        "mix",
-        "zipf",
-        "configs",
-        "pool-workers",
-        "verify",
-        "keep-uncached",
-        "randseed",
-        "output-format",
-        "output",
-    ];
-    for (name, raw, value) in opts(args, &known, &["verify"], "mixed")? {
-        let e = |m: String| format!("--{name}={value}: {m}");
-        match name.as_str() {
+    let mut whole = None;
+    let known = "dir size f1-size f2-size f3-size runtime iodepth bs mix zipf \
+         configs pool-workers verify keep-uncached randseed output-format \
+         output";
+    opts(args, known, "verify", "mixed", |name, raw, v| {
+        let size = || options::in_range(options::parse_size(v)?, 1, u64::MAX);
+        match name {
             "dir" => a.dir = Some(PathBuf::from(raw)),
-            "size" => size = Some(nonzero(options::parse_size(&value).map_err(e)?, &name)?),
+            "size" => whole = Some(size()?),
             "f1-size" | "f2-size" | "f3-size" => {
                 let i = (name.as_bytes()[1] - b'1') as usize;
-                a.sizes[i] = nonzero(options::parse_size(&value).map_err(e)?, &name)?;
-                explicit[i] = true;
+                (a.sizes[i], explicit[i]) = (size()?, true);
             }
-            "runtime" => {
-                a.runtime = options::parse_time(&value).map_err(e)?;
-                if a.runtime.is_zero() {
-                    return Err(format!("--runtime={value}: must be more than 0"));
-                }
-            }
-            "iodepth" => a.iodepth = parse_depth(&value).map_err(e)?,
+            "runtime" => a.runtime = options::parse_runtime(v)?,
+            "iodepth" => a.iodepth = parse_depth(v)?,
             "bs" => {
-                let n = options::parse_size(&value).map_err(e)?;
-                if n == 0 || n % 512 != 0 || n > 1 << 24 {
-                    return Err(format!(
-                        "--bs={value}: use a multiple of 512 up to 16m (e.g. 16k)"
-                    ));
+                a.bs = options::parse_size(v)?;
+                if a.bs == 0 || a.bs % 512 != 0 || a.bs > 1 << 24 {
+                    return Err("use a multiple of 512 up to 16m (e.g. 16k)".into());
                 }
-                a.bs = n;
             }
             "mix" => {
-                let v: Vec<u32> = value
-                    .split(',')
-                    .map(|x| x.trim().parse::<u32>())
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| {
-                        format!("--mix={value}: give three whole percentages, e.g. 73,18,9")
-                    })?;
-                if v.len() != 3 || v.iter().sum::<u32>() != 100 {
-                    return Err(format!(
-                        "--mix={value}: give three percentages adding up to 100, e.g. 73,18,9"
-                    ));
+                let m: Vec<u32> = v.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+                if v.split(',').count() != 3 || m.len() != 3 || m.iter().sum::<u32>() != 100 {
+                    return Err(
+                        "give three whole percentages adding up to 100, e.g. 73,18,9".into(),
+                    );
                 }
-                a.mix = [v[0], v[1], v[2]];
+                a.mix = [m[0], m[1], m[2]];
             }
             "zipf" => {
-                a.zipf = value
-                    .parse::<f64>()
-                    .ok()
+                a.zipf = (v.parse::<f64>().ok())
                     .filter(|t| t.is_finite() && *t > 0.0 && (*t - 1.0).abs() > 1e-9)
-                    .ok_or_else(|| {
-                        format!("--zipf={value}: give an exponent above 0, not 1 (e.g. 1.2)")
-                    })?;
+                    .ok_or("give an exponent above 0, not 1 (e.g. 1.2)")?;
             }
             "configs" => {
-                a.configs = value
-                    .split(',')
+                a.configs = (v.split(','))
                     .map(|c| parse_config(c.trim()))
-                    .collect::<Result<_, _>>()
-                    .map_err(|m| format!("--configs={value}: {m}"))?;
+                    .collect::<Result<_, _>>()?;
             }
-            "pool-workers" => {
-                let n = options::parse_count(&value).map_err(e)?;
-                if n == 0 || n > 1024 {
-                    return Err(format!("--pool_workers={value}: use 1 to 1024"));
-                }
-                a.pool_workers = Some(n as usize);
-            }
-            "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
-            "keep-uncached" => a.keep_uncached = options::parse_bool(&value).map_err(e)?,
-            "randseed" => a.seed = options::parse_u64(&value).map_err(e)?,
-            "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
+            "pool-workers" => a.pool_workers = Some(options::parse_in(v, 1, 1024)? as usize),
+            "verify" => a.verify = options::parse_bool(v)?,
+            "keep-uncached" => a.keep_uncached = options::parse_bool(v)?,
+            "randseed" => a.seed = options::parse_u64(v)?,
+            "output-format" => a.json = crate::scenario::parse_json_format(v)?,
             _ => a.output = Some(PathBuf::from(raw)),
         }
-    }
-    if let Some(s) = size {
+        Ok(())
+    })?;
+    if let Some(s) = whole {
         if !explicit[1] {
             a.sizes[1] = s;
         }
@@ -298,14 +234,6 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         }
     }
     Ok(a)
-}
-
-fn nonzero(n: u64, name: &str) -> Result<u64, String> {
-    if n == 0 {
-        Err(format!("--{name}: must be more than 0"))
-    } else {
-        Ok(n)
-    }
 }
 
 /// Run `nowait scenario mixed`; returns the exit code.
@@ -414,35 +342,75 @@ impl Reads for Streams<'_> {
     }
 }
 
-/// What one configuration measured.
-struct ConfigResult {
-    label: String,
-    engine: BackendKind,
-    mode: Option<NowaitMode>,
-    elapsed: Duration,
-    ios: [u64; 3],
-    lat: [Latency; 3],
-    queue: nowait::QueueStats,
-    rusage: Rusage,
-    backend: nowait::BackendReport,
-    file_states: Vec<(String, nowait::NowaitState)>,
-    verified: u64,
+/// One configuration's figures, as the JSON report's `configs[]` and the
+/// text table show them.
+#[derive(Serialize)]
+struct Config {
+    name: String,
+    engine: &'static str,
+    nowait: Option<&'static str>,
+    runtime_ms: u64,
+    total: Total,
+    streams: Vec<Stream>,
+    nowait_path: NowaitPath,
+    syscalls: u64,
+    usr_cpu: f64,
+    sys_cpu: f64,
+    ctx: u64,
+    backend_detail: String,
+    verified_ios: u64,
+    /// `before` or `after`: the seed's configuration this one plays.
+    seed_part: Option<&'static str>,
+    /// The pool's nowait-path counters and file states, in words.
+    #[serde(skip)]
+    pool_lines: Vec<String>,
 }
 
-impl ConfigResult {
-    fn bw_bytes(&self, i: usize, bs: u64) -> f64 {
-        self.ios[i] as f64 * bs as f64 / self.elapsed.as_secs_f64().max(1e-9)
-    }
+#[derive(Serialize)]
+struct Total {
+    ios: u64,
+    iops: f64,
+    bw_bytes: f64,
+    bw_kbs: f64,
+}
 
-    fn total_bw_bytes(&self, bs: u64) -> f64 {
-        (0..3).map(|i| self.bw_bytes(i, bs)).sum()
-    }
+#[derive(Serialize)]
+struct Stream {
+    stream: &'static str,
+    ios: u64,
+    share_pct: f64,
+    iops: f64,
+    bw_bytes: f64,
+    bw_kbs: f64,
+    lat: Lat,
+}
+
+#[derive(Serialize)]
+struct Lat {
+    #[serde(rename = "N")]
+    n: u64,
+    mean_ns: f64,
+    min_ns: u64,
+    max_ns: u64,
+    p50_ns: u64,
+    p90_ns: u64,
+    p99_ns: u64,
+    p99_9_ns: u64,
+    pct_le_2us: f64,
+}
+
+/// A configuration that ran, or the reason it was skipped.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Ran {
+    Config(Box<Config>),
+    Skipped { name: String, skipped: String },
 }
 
 fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
     match (k, mode) {
         (BackendKind::Pool, Some(NowaitMode::Off)) => "pool:off (thread offload)".into(),
-        (BackendKind::Pool, Some(m)) => format!("pool:{m} (fast path)"),
+        (BackendKind::Pool, Some(m)) => format!("pool:{m} (nowait path)"),
         (k, _) => k.as_str().into(),
     }
 }
@@ -450,71 +418,65 @@ fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
 fn run(a: &Args) -> Result<(), Failure> {
     let (_tmp, dir) = crate::scenario::scratch(a.dir.as_deref(), "mixed")?;
     let mut files = Vec::new();
-    let mut laid_out = false;
     for (i, size) in a.sizes.iter().enumerate() {
         let p = dir.join(format!("mixed-{}.data", STREAMS[i]));
-        let ok = std::fs::metadata(&p).is_ok_and(|m| m.len() == *size);
-        if !ok {
+        if !std::fs::metadata(&p).is_ok_and(|m| m.len() == *size) {
             let _ = std::fs::remove_file(&p);
-            let flag = format!("--f{}-size", i + 1);
             layout::lay_out(&p, *size).map_err(|f| match f {
-                Failure::Usage(m) => Failure::Usage(format!("{flag}: {m}")),
+                Failure::Usage(m) => Failure::Usage(format!("--f{}-size: {m}", i + 1)),
                 f => f,
             })?;
-            laid_out = true;
         }
         let f = File::open(&p, Direct::Off)
             .map_err(|e| Failure::Runtime(format!("--dir={}: {e}", dir.display())))?;
         files.push(f);
     }
-    let _ = laid_out;
     if !a.json {
+        println!("host: {}", crate::sys::host(Some(files[0].path())));
         println!(
-            "host: {}",
-            crate::sys::host(files.first().map(|f| f.path()))
-        );
-        println!(
-            "mixed: {} reads, one queue of depth {}, mix f1/f2/f3 = {}/{}/{}%, {} per configuration",
+            "mixed: {} reads, one queue of depth {}, mix f1/f2/f3 = {}/{}/{}%, {:?} per configuration",
             human_bytes(a.bs),
             a.iodepth,
             a.mix[0],
             a.mix[1],
             a.mix[2],
-            humantime(a.runtime)
+            a.runtime
         );
+        let what = [
+            "zipf random, warmed into the page cache",
+            "uniform random, kept uncached",
+            "sequential",
+        ];
         for (i, f) in files.iter().enumerate() {
+            let (path, size) = (f.path().display(), human_bytes(a.sizes[i]));
             println!(
-                "  {}: {} ({}, {}) — {}",
+                "  {}: {path} ({size}, {}) — {}",
                 STREAMS[i],
-                f.path().display(),
-                human_bytes(a.sizes[i]),
                 f.fs(),
-                [
-                    "zipf random, warmed into the page cache",
-                    "uniform random, kept uncached",
-                    "sequential"
-                ][i]
+                what[i]
             );
         }
     }
     let mut results = Vec::new();
     for &(k, mode) in &a.configs {
         match run_config(a, &files, k, mode) {
-            Ok(r) => {
+            Ok(c) => {
                 if !a.json {
+                    let l = &c.streams[0].lat;
                     eprintln!(
                         "  {}: {:.0} KB/s total, f1 p50 {} p99 {}",
-                        r.label,
-                        r.total_bw_bytes(a.bs) / 1024.0,
-                        short_ns(r.lat[0].summary().at(50.0) as f64),
-                        short_ns(r.lat[0].summary().at(99.0) as f64)
+                        c.name,
+                        c.total.bw_kbs,
+                        short_ns(l.p50_ns as f64),
+                        short_ns(l.p99_ns as f64)
                     );
                 }
-                results.push(Ok(r));
+                results.push(Ran::Config(Box::new(c)));
             }
             Err(Failure::Unavailable(m)) => {
-                eprintln!("SKIP {}: {m}", config_label(k, mode));
-                results.push(Err((config_label(k, mode), m)));
+                let name = config_label(k, mode);
+                eprintln!("SKIP {name}: {m}");
+                results.push(Ran::Skipped { name, skipped: m });
             }
             Err(f) => return Err(f),
         }
@@ -529,28 +491,18 @@ fn run(a: &Args) -> Result<(), Failure> {
     emit(&text, a.output.as_deref())
 }
 
-fn humantime(d: Duration) -> String {
-    if d.as_millis() % 1000 == 0 {
-        format!("{} s", d.as_secs())
-    } else {
-        format!("{} ms", d.as_millis())
-    }
-}
-
 /// Read a whole file once so its pages are cached (checking it with `verify`).
 fn warm(f: &File, verify: bool) -> Result<(), Failure> {
     use std::os::unix::fs::FileExt;
-    let std_file = std::fs::File::open(f.path())
-        .map_err(|e| Failure::Runtime(format!("warming {}: {e}", f.path().display())))?;
-    let len = f
-        .len()
-        .map_err(|e| Failure::Runtime(format!("warming {}: {e}", f.path().display())))?;
+    let err = |e: &dyn std::fmt::Display| {
+        Failure::Runtime(format!("warming {}: {e}", f.path().display()))
+    };
+    let std_file = std::fs::File::open(f.path()).map_err(|e| err(&e))?;
+    let len = f.len().map_err(|e| err(&e))?;
     let mut buf = vec![0u8; 1 << 20];
     let mut off = 0;
     while off < len {
-        let n = std_file
-            .read_at(&mut buf, off)
-            .map_err(|e| Failure::Runtime(format!("warming {}: {e}", f.path().display())))?;
+        let n = std_file.read_at(&mut buf, off).map_err(|e| err(&e))?;
         if n == 0 {
             break;
         }
@@ -575,7 +527,7 @@ fn run_config(
     files: &[File],
     k: BackendKind,
     mode: Option<NowaitMode>,
-) -> Result<ConfigResult, Failure> {
+) -> Result<Config, Failure> {
     let label = config_label(k, mode);
     // f1 cached, f2 and f3 not.
     warm(&files[0], a.verify)?;
@@ -630,42 +582,93 @@ fn run_config(
         d
     })?;
     let Streams { lat, .. } = d.reads.into_iter().next().expect("one thread");
-    let file_states = if k == BackendKind::Pool {
-        files
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (STREAMS[i].to_string(), f.nowait_state()))
-            .collect()
-    } else {
-        Vec::new()
+    let m = &d.measured;
+    let secs = m.elapsed.as_secs_f64().max(1e-9);
+    let ios = [0, 1, 2].map(|i| lat[i].summary().n);
+    let total: u64 = ios.iter().sum();
+    let bw = |n: u64| n as f64 * a.bs as f64 / secs;
+    let streams = (0..3)
+        .map(|i| {
+            let s = lat[i].summary();
+            Stream {
+                stream: STREAMS[i],
+                ios: ios[i],
+                share_pct: ios[i] as f64 / total.max(1) as f64 * 100.0,
+                iops: ios[i] as f64 / secs,
+                bw_bytes: bw(ios[i]),
+                bw_kbs: bw(ios[i]) / 1024.0,
+                lat: Lat {
+                    n: s.n,
+                    mean_ns: s.mean_ns,
+                    min_ns: s.min_ns,
+                    max_ns: s.max_ns,
+                    p50_ns: s.at(50.0),
+                    p90_ns: s.at(90.0),
+                    p99_ns: s.at(99.0),
+                    p99_9_ns: s.at(99.9),
+                    pct_le_2us: lat[i].pct_at_or_below(2000),
+                },
+            }
+        })
+        .collect();
+    let states: Vec<(String, nowait::NowaitState)> = match k {
+        BackendKind::Pool => (0..3)
+            .map(|i| (STREAMS[i].to_string(), files[i].nowait_state()))
+            .collect(),
+        _ => Vec::new(),
     };
-    Ok(ConfigResult {
-        label,
-        engine: k,
-        mode,
-        elapsed: d.measured.elapsed,
-        ios: [0, 1, 2].map(|i| lat[i].summary().n),
-        lat,
-        queue: d.measured.queue,
-        rusage: d.measured.rusage,
-        backend: d.backend,
-        file_states,
-        verified: d.verified,
+    let pool_lines = match k {
+        BackendKind::Pool => {
+            let words: Vec<String> = (states.iter())
+                .map(|(n, st)| format!("{n} {}", report::nowait_state_words(st)))
+                .collect();
+            vec![
+                format!(
+                    "nowait path: {}",
+                    report::nowait_path_line(&m.queue.backend.nowait)
+                ),
+                format!("files: {}", words.join("; ")),
+            ]
+        }
+        _ => Vec::new(),
+    };
+    Ok(Config {
+        name: label,
+        engine: k.as_str(),
+        nowait: mode.map(|m| m.as_str()),
+        runtime_ms: m.elapsed.as_millis() as u64,
+        total: Total {
+            ios: total,
+            iops: total as f64 / secs,
+            bw_bytes: bw(total),
+            bw_kbs: bw(total) / 1024.0,
+        },
+        streams,
+        nowait_path: NowaitPath::of(mode, &m.queue.backend.nowait, &states),
+        syscalls: m.queue.backend.syscalls,
+        usr_cpu: m.usr_cpu(),
+        sys_cpu: m.sys_cpu(),
+        ctx: m.ctx(),
+        backend_detail: d.backend.detail,
+        verified_ios: d.verified,
+        seed_part: match (k, mode) {
+            (BackendKind::Pool, Some(NowaitMode::Off)) => Some("before"),
+            (BackendKind::Pool, Some(_)) => Some("after"),
+            _ => None,
+        },
+        pool_lines,
     })
 }
 
-/// The seed's figures that a configuration plays the part of.
-fn seed_for(r: &ConfigResult) -> Option<(&'static str, &'static [SeedStream; 3], f64)> {
-    match (r.engine, r.mode) {
-        (BackendKind::Pool, Some(NowaitMode::Off)) => {
-            Some(("before", &SEED_BEFORE, SEED_TOTAL_KBS.0))
-        }
-        (BackendKind::Pool, Some(_)) => Some(("after", &SEED_AFTER, SEED_TOTAL_KBS.1)),
-        _ => None,
+/// The seed's figures of a part (`before`, `after`): per stream, and the total KB/s.
+fn seed(part: Option<&str>) -> Option<(&'static [SeedStream; 3], f64)> {
+    match part? {
+        "before" => Some((&SEED_BEFORE, SEED_TOTAL_KBS.0)),
+        _ => Some((&SEED_AFTER, SEED_TOTAL_KBS.1)),
     }
 }
 
-fn table(a: &Args, results: &[Result<ConfigResult, (String, String)>]) -> String {
+fn table(a: &Args, results: &[Ran]) -> String {
     use std::fmt::Write;
     let mut s = String::new();
     let _ = writeln!(
@@ -674,98 +677,80 @@ fn table(a: &Args, results: &[Result<ConfigResult, (String, String)>]) -> String
         "configuration", "", "share", "IOPS", "bw KB/s", "p50", "p90", "p99", "p99.9", "max", "<=2us",
         "", "bw KB/s"
     );
+    let ns = |v: u64| short_ns(v as f64);
     for r in results {
         let r = match r {
-            Ok(r) => r,
-            Err((label, why)) => {
-                let _ = writeln!(s, "{label:<26} skipped: {why}");
+            Ran::Config(r) => r,
+            Ran::Skipped { name, skipped } => {
+                let _ = writeln!(s, "{name:<26} skipped: {skipped}");
                 continue;
             }
         };
-        let total: u64 = r.ios.iter().sum();
-        let secs = r.elapsed.as_secs_f64().max(1e-9);
-        let seed = seed_for(r);
-        for i in 0..3 {
-            let l = r.lat[i].summary();
-            let seed_cols = match seed {
-                Some((when, ss, _)) => format!("{:<6} {:>10.0}  {}", when, ss[i].bw_kbs, ss[i].lat),
-                None => format!("{:<6} {:>10}  {}", "-", "-", "(no seed figure)"),
+        let seed = seed(r.seed_part);
+        for (i, st) in r.streams.iter().enumerate() {
+            let l = &st.lat;
+            let seed_cols = match (r.seed_part, seed) {
+                (Some(when), Some((ss, _))) => {
+                    format!("{:<6} {:>10.0}  {}", when, ss[i].0, ss[i].1)
+                }
+                _ => format!("{:<6} {:>10}  {}", "-", "-", "(no seed figure)"),
             };
             let _ = writeln!(
                 s,
                 "{:<26} {:<3} {:>5.1}% {:>8} {:>10.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6.1}% | seed {seed_cols}",
-                if i == 0 { r.label.as_str() } else { "" },
-                STREAMS[i],
-                r.ios[i] as f64 / total.max(1) as f64 * 100.0,
-                short_num(r.ios[i] as f64 / secs),
-                r.bw_bytes(i, a.bs) / 1024.0,
-                short_ns(l.at(50.0) as f64),
-                short_ns(l.at(90.0) as f64),
-                short_ns(l.at(99.0) as f64),
-                short_ns(l.at(99.9) as f64),
-                short_ns(l.max_ns as f64),
-                r.lat[i].pct_at_or_below(2000),
+                if i == 0 { r.name.as_str() } else { "" },
+                st.stream,
+                st.share_pct,
+                short_num(st.iops),
+                st.bw_kbs,
+                ns(l.p50_ns),
+                ns(l.p90_ns),
+                ns(l.p99_ns),
+                ns(l.p99_9_ns),
+                ns(l.max_ns),
+                l.pct_le_2us,
             );
         }
-        let seed_total = seed.map_or("-".to_string(), |(_, _, t)| format!("{t:.0}"));
+        let seed_total = seed.map_or("-".to_string(), |(_, t)| format!("{t:.0}"));
         let _ = writeln!(
             s,
             "{:<26} {:<3} {:>6} {:>8} {:>10.0} | usr {:.1}% sys {:.1}% ctx {} syscalls {} | seed total {seed_total} KB/s",
-            "",
-            "all",
-            "",
-            short_num(total as f64 / secs),
-            r.total_bw_bytes(a.bs) / 1024.0,
-            r.rusage.user_us as f64 / 1e4 / secs,
-            r.rusage.sys_us as f64 / 1e4 / secs,
-            r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
-            r.queue.backend.syscalls,
+            "", "all", "", short_num(r.total.iops), r.total.bw_kbs, r.usr_cpu, r.sys_cpu, r.ctx, r.syscalls,
         );
-        if r.engine == BackendKind::Pool {
-            let _ = writeln!(
-                s,
-                "{:<26} fast path: {}",
-                "",
-                report::fast_path_line(&r.queue.backend.nowait)
-            );
-            let states: Vec<String> = r
-                .file_states
-                .iter()
-                .map(|(n, st)| format!("{n} {}", report::fast_path_state_words(st)))
-                .collect();
-            let _ = writeln!(s, "{:<26} files: {}", "", states.join("; "));
+        for line in &r.pool_lines {
+            let _ = writeln!(s, "{:<26} {line}", "");
         }
         if a.verify {
             let _ = writeln!(
                 s,
                 "{:<26} verify: {} reads checked, all bytes match",
-                "", r.verified
+                "", r.verified_ios
             );
         }
     }
     // The seed's claim, on our numbers: same bandwidth, f1 latency collapses.
-    let find = |off: bool| {
-        results
-            .iter()
-            .filter_map(|r| r.as_ref().ok())
-            .find(|r| r.engine == BackendKind::Pool && (r.mode == Some(NowaitMode::Off)) == off)
+    let find = |part: &str| {
+        results.iter().find_map(|r| match r {
+            Ran::Config(c) if c.seed_part == Some(part) => Some(c),
+            _ => None,
+        })
     };
-    if let (Some(before), Some(after)) = (find(true), find(false)) {
-        let (b, f) = (before.total_bw_bytes(a.bs), after.total_bw_bytes(a.bs));
+    if let (Some(before), Some(after)) = (find("before"), find("after")) {
+        let (b, f) = (&before.streams[0].lat, &after.streams[0].lat);
         let _ = writeln!(
             s,
             "\n{} vs {}: total bandwidth {:+.1}% (seed {:+.1}%); f1 p50 {} -> {}, p99 {} -> {}; \
              f1 reads <=2us {:.1}% -> {:.1}% (seed 0% -> 70.63%)",
-            after.label,
-            before.label,
-            (f / b.max(1e-9) - 1.0) * 100.0,
+            after.name,
+            before.name,
+            (after.total.bw_bytes / before.total.bw_bytes.max(1e-9) - 1.0) * 100.0,
             (SEED_TOTAL_KBS.1 / SEED_TOTAL_KBS.0 - 1.0) * 100.0,
-            short_ns(before.lat[0].summary().at(50.0) as f64),
-            short_ns(after.lat[0].summary().at(50.0) as f64),
-            short_ns(before.lat[0].summary().at(99.0) as f64),
-            short_ns(after.lat[0].summary().at(99.0) as f64),
-            before.lat[0].pct_at_or_below(2000),
-            after.lat[0].pct_at_or_below(2000),
+            ns(b.p50_ns),
+            ns(f.p50_ns),
+            ns(b.p99_ns),
+            ns(f.p99_ns),
+            b.pct_le_2us,
+            f.pct_le_2us,
         );
     }
     let _ = writeln!(
@@ -777,115 +762,10 @@ fn table(a: &Args, results: &[Result<ConfigResult, (String, String)>]) -> String
     s
 }
 
-fn json_report(
-    a: &Args,
-    files: &[File],
-    results: &[Result<ConfigResult, (String, String)>],
-) -> Value {
-    #[derive(Serialize)]
-    struct Lat {
-        #[serde(rename = "N")]
-        n: u64,
-        mean_ns: f64,
-        min_ns: u64,
-        max_ns: u64,
-        p50_ns: u64,
-        p90_ns: u64,
-        p99_ns: u64,
-        p99_9_ns: u64,
-        pct_le_2us: f64,
-    }
-    #[derive(Serialize)]
-    struct Stream {
-        stream: &'static str,
-        ios: u64,
-        share_pct: f64,
-        iops: f64,
-        bw_bytes: f64,
-        bw_kbs: f64,
-        lat: Lat,
-    }
-    #[derive(Serialize)]
-    struct Config<'a> {
-        name: &'a str,
-        engine: &'static str,
-        nowait: Option<&'static str>,
-        runtime_ms: u64,
-        total: serde_json::Value,
-        streams: Vec<Stream>,
-        fast_path: FastPath,
-        syscalls: u64,
-        usr_cpu: f64,
-        sys_cpu: f64,
-        ctx: u64,
-        backend_detail: &'a str,
-        verified_ios: u64,
-        seed_part: Option<&'static str>,
-    }
-    #[derive(Serialize)]
-    #[serde(untagged)]
-    enum Ran<'a> {
-        Config(Box<Config<'a>>),
-        Skipped { name: &'a str, skipped: &'a str },
-    }
-    let configs: Vec<Ran> = results
-        .iter()
-        .map(|r| match r {
-            Err((name, why)) => Ran::Skipped { name, skipped: why },
-            Ok(r) => {
-                let secs = r.elapsed.as_secs_f64().max(1e-9);
-                let total: u64 = r.ios.iter().sum();
-                let streams = (0..3)
-                    .map(|i| {
-                        let s = r.lat[i].summary();
-                        Stream {
-                            stream: STREAMS[i],
-                            ios: r.ios[i],
-                            share_pct: r.ios[i] as f64 / total.max(1) as f64 * 100.0,
-                            iops: r.ios[i] as f64 / secs,
-                            bw_bytes: r.bw_bytes(i, a.bs),
-                            bw_kbs: r.bw_bytes(i, a.bs) / 1024.0,
-                            lat: Lat {
-                                n: s.n,
-                                mean_ns: s.mean_ns,
-                                min_ns: s.min_ns,
-                                max_ns: s.max_ns,
-                                p50_ns: s.at(50.0),
-                                p90_ns: s.at(90.0),
-                                p99_ns: s.at(99.0),
-                                p99_9_ns: s.at(99.9),
-                                pct_le_2us: r.lat[i].pct_at_or_below(2000),
-                            },
-                        }
-                    })
-                    .collect();
-                Ran::Config(Box::new(Config {
-                    name: &r.label,
-                    engine: r.engine.as_str(),
-                    nowait: r.mode.map(|m| m.as_str()),
-                    runtime_ms: r.elapsed.as_millis() as u64,
-                    total: json!({
-                        "ios": total,
-                        "iops": total as f64 / secs,
-                        "bw_bytes": r.total_bw_bytes(a.bs),
-                        "bw_kbs": r.total_bw_bytes(a.bs) / 1024.0,
-                    }),
-                    streams,
-                    fast_path: FastPath::of(r.mode, &r.queue.backend.nowait, &r.file_states),
-                    syscalls: r.queue.backend.syscalls,
-                    usr_cpu: r.rusage.user_us as f64 / 1e4 / secs,
-                    sys_cpu: r.rusage.sys_us as f64 / 1e4 / secs,
-                    ctx: r.rusage.ctx_voluntary + r.rusage.ctx_involuntary,
-                    backend_detail: &r.backend.detail,
-                    verified_ios: r.verified,
-                    seed_part: seed_for(r).map(|(w, _, _)| w),
-                }))
-            }
-        })
-        .collect();
+fn json_report(a: &Args, files: &[File], results: &[Ran]) -> Value {
     let seed_streams = |ss: &[SeedStream; 3]| -> Vec<Value> {
         (0..3)
-            .map(|i| json!({"stream": STREAMS[i], "bw_kbs": ss[i].bw_kbs, "lat": ss[i].lat}))
+            .map(|i| json!({"stream": STREAMS[i], "bw_kbs": ss[i].0, "lat": ss[i].1}))
             .collect()
     };
     json!({
@@ -903,7 +783,7 @@ fn json_report(
             "size": a.sizes[i],
             "fs": f.fs(),
         })).collect::<Vec<_>>(),
-        "configs": configs,
+        "configs": results,
         "seed": {
             "source": "003_445ef0f4a2de0632.txt",
             "before": { "streams": seed_streams(&SEED_BEFORE), "total_kbs": SEED_TOTAL_KBS.0 },
@@ -917,9 +797,7 @@ fn json_report(
 mod tests {
     use super::*;
 
-    fn a(s: &str) -> Vec<OsString> {
-        s.split_whitespace().map(OsString::from).collect()
-    }
+    use crate::cli::words as a;
 
     #[test]
     fn options_name_the_flag() {

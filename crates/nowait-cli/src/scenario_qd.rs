@@ -162,61 +162,29 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         json: false,
         output: None,
     };
-    let known = [
-        "dir",
-        "size",
-        "qd",
-        "iodepth",
-        "runtime",
-        "fs",
-        "engines",
-        "fio",
-        "verify",
-        "output-format",
-        "output",
-    ];
-    for (name, raw, value) in opts(args, &known, &["verify"], "qd-sweep")? {
-        let e = |m: String| format!("--{name}={value}: {m}");
-        match name.as_str() {
+    let known = "dir size qd iodepth runtime fs engines fio verify output-format \
+         output";
+    opts(args, known, "verify", "qd-sweep", |name, raw, v| {
+        let list = v.split(',').map(str::trim);
+        match name {
             "dir" => a.dir = Some(PathBuf::from(raw)),
-            "size" => {
-                a.size = options::parse_size(&value).map_err(e)?;
-                if a.size < 1 << 20 {
-                    return Err(format!("--size={value}: use at least 1m"));
-                }
-            }
-            "qd" | "iodepth" => {
-                a.qd = value
-                    .split(',')
-                    .map(|q| parse_depth(q.trim()).map_err(|m| format!("{q}: {m}")))
-                    .collect::<Result<_, String>>()
-                    .map_err(e)?;
-            }
-            "runtime" => {
-                a.runtime = options::parse_time(&value).map_err(e)?;
-                if a.runtime.is_zero() {
-                    return Err(format!("--runtime={value}: must be more than 0"));
-                }
-            }
+            "size" => a.size = options::in_range(options::parse_size(v)?, 1 << 20, u64::MAX)?,
+            "qd" | "iodepth" => a.qd = list.map(parse_depth).collect::<Result<_, _>>()?,
+            "runtime" => a.runtime = options::parse_runtime(v)?,
             "fs" => {
-                a.fs = value.split(',').map(|s| s.trim().to_string()).collect();
+                a.fs = list.map(str::to_string).collect();
                 if let Some(bad) = a.fs.iter().find(|f| !["ext4", "xfs"].contains(&f.as_str())) {
-                    return Err(format!("--fs={value}: '{bad}' is not one of ext4, xfs"));
+                    return Err(format!("'{bad}' is not one of ext4, xfs"));
                 }
             }
-            "engines" => {
-                a.engines = value
-                    .split(',')
-                    .map(|v| Engine::parse(v.trim()))
-                    .collect::<Result<_, _>>()
-                    .map_err(e)?;
-            }
-            "fio" => a.fio = options::parse_bool(&value).map_err(e)?,
-            "verify" => a.verify = options::parse_bool(&value).map_err(e)?,
-            "output-format" => a.json = crate::scenario::parse_json_format(&value)?,
+            "engines" => a.engines = list.map(Engine::parse).collect::<Result<_, _>>()?,
+            "fio" => a.fio = options::parse_bool(v)?,
+            "verify" => a.verify = options::parse_bool(v)?,
+            "output-format" => a.json = crate::scenario::parse_json_format(v)?,
             _ => a.output = Some(PathBuf::from(raw)),
         }
-    }
+        Ok(())
+    })?;
     Ok(a)
 }
 
@@ -286,17 +254,6 @@ fn sh(cmd: &str, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
-
 fn tool_exists(name: &str) -> bool {
     [
         "/usr/sbin",
@@ -323,7 +280,7 @@ fn fs_of(dir: &Path) -> String {
 
 /// Make `fs` on a loop device over a sparse image in `scratch`, mounted under it.
 fn make_loop_fs(fs: &str, scratch: &Path, size: u64) -> Result<LoopFs, String> {
-    if !is_root() {
+    if !rustix::process::getuid().is_root() {
         return Err(format!(
             "needs root to make {fs} on a loop device (mkfs.{fs} + mount -o loop); run as root \
              or give --dir on a {fs} filesystem"
@@ -491,10 +448,7 @@ fn sweep_fs(
                     Engine::Aio => BackendKind::Aio,
                     _ => BackendKind::Uring,
                 },
-                hipri: match engine {
-                    Engine::UringPoll => Some(true),
-                    _ => Some(false),
-                },
+                hipri: Some(engine == Engine::UringPoll),
                 iodepth: qd,
                 ..base.clone()
             };
@@ -590,20 +544,12 @@ fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
     for p in points {
         let (iops, p50, p99, spi) = match &p.ours {
             Ok(o) => {
-                let c = o.measured.clat.summary();
-                let m = &o.measured;
+                let m = Summary::of(o);
                 (
-                    short_num(m.iops()),
-                    short_ns(c.at(50.0) as f64),
-                    short_ns(c.at(99.0) as f64),
-                    format!(
-                        "{:.2}",
-                        if m.ios == 0 {
-                            0.0
-                        } else {
-                            m.syscalls as f64 / m.ios as f64
-                        }
-                    ),
+                    short_num(m.iops),
+                    short_ns(m.clat_p50_ns as f64),
+                    short_ns(m.clat_p99_ns as f64),
+                    format!("{:.2}", crate::metrics::ratio(m.syscalls, m.ios)),
                 )
             }
             Err(_) => ("failed".into(), "-".into(), "-".into(), "-".into()),
@@ -700,9 +646,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
 mod tests {
     use super::*;
 
-    fn a(s: &str) -> Vec<OsString> {
-        s.split_whitespace().map(OsString::from).collect()
-    }
+    use crate::cli::words as a;
 
     #[test]
     fn options_name_the_flag() {

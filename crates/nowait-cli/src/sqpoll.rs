@@ -57,10 +57,6 @@ pub fn current_tid() -> Option<u32> {
     link.file_name()?.to_str()?.parse().ok()
 }
 
-fn ticks_per_sec() -> u64 {
-    crate::sys::clock_ticks_per_sec()
-}
-
 /// utime and stime (clock ticks) from a `/proc/.../stat` line: the fields
 /// after the parenthesised command name, which may itself hold spaces.
 fn parse_stat(stat: &str) -> Option<(u64, u64)> {
@@ -70,26 +66,17 @@ fn parse_stat(stat: &str) -> Option<(u64, u64)> {
     Some((f.get(11)?.parse().ok()?, f.get(12)?.parse().ok()?))
 }
 
-/// CPU time so far of the SQPOLL threads of rings set up by thread `tid`
-/// (every SQPOLL thread of the process with `None`).
-pub fn cpu_of(tid: Option<u32>) -> SqpollCpu {
+/// CPU time so far of the SQPOLL threads of rings set up by thread `tid`.
+pub fn cpu_of(tid: u32) -> SqpollCpu {
     let mut out = SqpollCpu::default();
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return out;
     };
-    let want = tid.map(|t| format!("iou-sqp-{t}"));
-    let hz = ticks_per_sec();
+    let want = format!("iou-sqp-{tid}");
+    let hz = rustix::param::clock_ticks_per_second().max(1); // `stat` counts in ticks
     for e in dir.flatten() {
         let p = e.path();
-        let Ok(comm) = std::fs::read_to_string(p.join("comm")) else {
-            continue;
-        };
-        let comm = comm.trim();
-        let matches = match &want {
-            Some(w) => comm == w,
-            None => comm.starts_with("iou-sqp-"),
-        };
-        if !matches {
+        if !std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.trim() == want) {
             continue;
         }
         if let Some((u, s)) = std::fs::read_to_string(p.join("stat"))
@@ -120,6 +107,6 @@ mod tests {
         let tid = current_tid().expect("/proc/thread-self");
         assert!(std::path::Path::new(&format!("/proc/self/task/{tid}")).exists());
         // No ring here: no SQPOLL thread for this thread.
-        assert_eq!(cpu_of(Some(tid)).threads, 0);
+        assert_eq!(cpu_of(tid).threads, 0);
     }
 }

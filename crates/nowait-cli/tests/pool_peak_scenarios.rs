@@ -1,4 +1,4 @@
-//! The pool backend's fast-path counters, `bench --peak`, SQPOLL's CPU and
+//! The pool backend's nowait-path counters, `bench --peak`, SQPOLL's CPU and
 //! the `mixed` and `qd-sweep` scenarios, run through the built binary on
 //! tiny files with short runtimes. Every byte read is verified; what the
 //! machine cannot do (io_uring blocked, fio, root or mkfs.xfs missing) is
@@ -23,7 +23,7 @@ fn skipped(what: &str, o: &Output) -> bool {
 }
 
 #[test]
-fn pool_nowait_always_reports_fast_path_counters() {
+fn pool_nowait_always_reports_nowait_path_counters() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("data");
     let o = nowait(&[
@@ -46,16 +46,19 @@ fn pool_nowait_always_reports_fast_path_counters() {
     assert_eq!(j["nowait"]["backend"], "pool");
     assert_eq!(j["read"]["total_ios"], 512);
     assert_eq!(j["nowait"]["verified_ios"], 512);
-    let f = &j["nowait"]["fast_path"];
+    let f = &j["nowait"]["nowait_path"];
     assert_eq!(f["mode"], "always");
+    // The names before #16 are gone (one word, one meaning).
+    assert!(j["nowait"].get("fast_path").is_none(), "{}", j["nowait"]);
+    assert!(f.get("inline_hits").is_none(), "{f}");
     let n = |k: &str| {
         f[k].as_u64()
-            .unwrap_or_else(|| panic!("fast_path.{k} missing: {f}"))
+            .unwrap_or_else(|| panic!("nowait_path.{k} missing: {f}"))
     };
     // Every buffered read is tried once and ends in exactly one outcome.
     assert_eq!(n("tries"), 512, "{f}");
     assert_eq!(
-        n("inline_hits") + n("partial_hits") + n("misses") + n("refused"),
+        n("hits") + n("partial_hits") + n("misses") + n("refused"),
         n("tries"),
         "{f}"
     );
@@ -64,7 +67,7 @@ fn pool_nowait_always_reports_fast_path_counters() {
         n(k);
     }
     assert!(f["hit_ratio"].is_f64());
-    let files = f["files"].as_array().expect("fast_path.files");
+    let files = f["files"].as_array().expect("nowait_path.files");
     assert_eq!(files.len(), 1);
     assert!(files[0]["hit_ratio"].is_f64());
     if n("refused") > 0 {
@@ -86,7 +89,7 @@ fn pool_nowait_always_reports_fast_path_counters() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(
-        t.contains("ioengine=pool, nowait=adaptive") && t.contains("fast path    : inline hits"),
+        t.contains("ioengine=pool, nowait=adaptive") && t.contains("nowait path  : hits "),
         "{t}"
     );
 }
@@ -123,7 +126,7 @@ fn nowait_mode_sweep_runs_each_pool_mode_and_uring_once() {
         .map(|j| {
             (
                 j["nowait"]["backend"].as_str().unwrap().to_string(),
-                j["nowait"]["fast_path"]["mode"].clone(),
+                j["nowait"]["nowait_path"]["mode"].clone(),
             )
         })
         .collect();
@@ -135,8 +138,8 @@ fn nowait_mode_sweep_runs_each_pool_mode_and_uring_once() {
             ("pool".into(), "always".into())
         ]
     );
-    // Mode off: nothing tried inline, every read offloaded.
-    let off = &v["jobs"][1]["nowait"]["fast_path"];
+    // Mode off: nothing tried with RWF_NOWAIT, every read offloaded.
+    let off = &v["jobs"][1]["nowait"]["nowait_path"];
     assert_eq!(off["tries"], 0);
     assert_eq!(off["offloads"], 256);
     assert!(stderr(&o).contains("--nowait does not apply to ioengine=uring"));
@@ -172,7 +175,18 @@ fn peak_runs_one_second_with_registered_buffers_and_verifies() {
     assert_eq!(p["iodepth"], 16);
     assert_eq!(p["direct"], true);
     assert_eq!(p["fixedbufs"], true);
+    assert_eq!(p["small_direct"], true);
+    assert!(
+        p.get("small_fast_path").is_none() && p.get("small_fast").is_none(),
+        "{p}"
+    );
     let ios = j["read"]["total_ios"].as_u64().unwrap();
+    // 4 KiB aligned reads into registered buffers: the small direct path
+    // takes them all where the buffers were registered (checked below).
+    let small = p["small_direct_reads"]
+        .as_u64()
+        .expect("small_direct_reads");
+    assert!(small <= ios, "{small} of {ios}");
     assert!(ios > 0);
     assert_eq!(p["verified_ios"].as_u64(), Some(ios));
     let per_submit = p["ios_per_submit"].as_f64().unwrap();
@@ -184,6 +198,7 @@ fn peak_runs_one_second_with_registered_buffers_and_verifies() {
     let detail = p["backend_detail"].as_str().unwrap();
     if detail.contains("READ_FIXED") {
         assert_eq!(p["fixed_reads"].as_u64(), Some(ios), "{detail}");
+        assert_eq!(small, ios, "{detail}");
     } else {
         eprintln!("NOTE: buffers not registered: {detail}");
     }
@@ -192,6 +207,49 @@ fn peak_runs_one_second_with_registered_buffers_and_verifies() {
         stderr(&o).contains("peak: uring randread"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// `--small_fast_path` (the option's name before #16) still works as an
+/// alias of `--small_direct`; the JSON and the report use the new names.
+#[test]
+fn small_fast_path_alias_turns_the_small_direct_path_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let run = |extra: &[&str]| {
+        let mut a = vec!["bench", "--size=4m", "--peak", "--runtime=1", "--iodepth=8"];
+        a.extend_from_slice(extra);
+        let p = path_arg(&file);
+        a.push(&p);
+        nowait(&a)
+    };
+    let o = run(&["--small_fast_path=0", "--verify", "--output-format=json"]);
+    if skipped("peak on uring", &o) {
+        return;
+    }
+    if !o.status.success() && stderr(&o).contains("--direct=1") {
+        common::skip_line(&format!("peak: no O_DIRECT here: {}", stderr(&o).trim()));
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    let p = &v["jobs"][0]["nowait"];
+    assert_eq!(p["small_direct"], false, "{p}");
+    assert_eq!(p["small_direct_reads"], 0, "{p}");
+    assert!(p["verified_ios"].as_u64().unwrap() > 0, "{p}");
+    assert!(
+        p.get("small_fast_path").is_none() && p.get("small_fast").is_none(),
+        "{p}"
+    );
+    // The text report names the path and the new flag to turn it off.
+    let o = run(&["--small_direct=0"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        t.contains(
+            "  small_direct : 0 reads on the small direct-read path (0.0%; off: --small_direct=0)"
+        ),
+        "{t}"
     );
 }
 
@@ -276,13 +334,13 @@ fn scenario_mixed_tiny_reports_every_stream_and_config() {
             Some(total),
             "every read checked"
         );
-        assert!(c["fast_path"]["inline_hits"].is_u64());
+        assert!(c["nowait_path"]["hits"].is_u64());
     }
     // Fast path off: nothing inline; adaptive: the cached f1 hits inline.
-    assert_eq!(configs[0]["fast_path"]["tries"], 0);
-    let adaptive = &configs[1]["fast_path"];
+    assert_eq!(configs[0]["nowait_path"]["tries"], 0);
+    let adaptive = &configs[1]["nowait_path"];
     if adaptive["refused"].as_u64() == Some(0) {
-        assert!(adaptive["inline_hits"].as_u64().unwrap() > 0, "{adaptive}");
+        assert!(adaptive["hits"].as_u64().unwrap() > 0, "{adaptive}");
     }
 }
 

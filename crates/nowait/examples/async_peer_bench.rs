@@ -31,8 +31,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nowait::sys::{rusage, Who};
+#[path = "support/rusage.rs"]
+mod rusage;
 use nowait::{Buf, Direct, Engine, Notifier};
+use rusage::Rusage;
 
 const BS: usize = 4096;
 
@@ -317,7 +319,7 @@ fn main() {
             } else {
                 drop_cache(path);
             }
-            let before = rusage(Who::Process);
+            let before = Rusage::now();
             let run = match peer {
                 "nowait-ct" => nowait_run(path, size, dur, false, false),
                 "nowait-ct-thread" => nowait_run(path, size, dur, false, true),
@@ -326,7 +328,7 @@ fn main() {
                 "tokio-uring" => tokio_uring_run(path, size, dur),
                 _ => pread_loop_run(path, size, dur),
             };
-            let ru = rusage(Who::Process).since(&before);
+            let ru = Rusage::now().since(&before);
             let cpu = (ru.user_us + ru.sys_us) as f64 / 1e6;
             let ctx = (ru.ctx_voluntary + ru.ctx_involuntary) as f64;
             let reads = run.reads.max(1) as f64;

@@ -1,10 +1,10 @@
 //! The engine against its peers, through the queue API: random 4 KiB reads
 //! at queue depth 32 over one file with the `uring` backend and the `pool`
-//! backend in each fast-path mode (`off` is a plain thread pool), side by
+//! backend in each nowait mode (`off` is a plain thread pool), side by
 //! side with a single-thread `pread` loop (and a `preadv2(RWF_NOWAIT)` loop)
 //! in the same run. Every mode runs once per round, rounds alternate, and
 //! the medians are printed, as ratios to the pread loop and to the pool with
-//! the fast path off.
+//! the nowait path off.
 //!
 //! ```text
 //! cargo run --release -p nowait --example peer_bench -- [--file PATH] [--size-mib 256] [--secs 3] [--rounds 3] [--cold] [--qd 32]
@@ -18,8 +18,10 @@ use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nowait::sys::{rusage, Who};
+#[path = "support/rusage.rs"]
+mod rusage;
 use nowait::{BackendChoice, BackendKind, Buf, Direct, File, NowaitMode, Queue, Read};
+use rusage::Rusage;
 
 struct Rng(u64);
 
@@ -49,7 +51,7 @@ fn pread_loop(file: &File, blocks: u64, secs: f64, cold: bool, nowait: bool) -> 
     let fd = f.as_raw_fd();
     let mut buf = vec![0u8; BS];
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    let ru0 = rusage(Who::Process);
+    let ru0 = Rusage::now();
     let t0 = Instant::now();
     let mut n = 0u64;
     while t0.elapsed().as_secs_f64() < secs {
@@ -87,7 +89,7 @@ fn pread_loop(file: &File, blocks: u64, secs: f64, cold: bool, nowait: bool) -> 
         }
     }
     let el = t0.elapsed().as_secs_f64();
-    let ru = rusage(Who::Process).since(&ru0);
+    let ru = Rusage::now().since(&ru0);
     Run {
         name: if nowait {
             "preadv2 NOWAIT loop".into()
@@ -131,7 +133,7 @@ fn queue_run(
         .unwrap();
         *issued += 1;
     };
-    let ru0 = rusage(Who::Process);
+    let ru0 = Rusage::now();
     let t0 = Instant::now();
     for b in bufs.drain(..) {
         push(&mut q, b, &mut issued);
@@ -160,7 +162,7 @@ fn queue_run(
         q.submit().unwrap();
     }
     let el = t0.elapsed().as_secs_f64();
-    let ru = rusage(Who::Process).since(&ru0);
+    let ru = Rusage::now().since(&ru0);
     let st = q.stats();
     Run {
         name: name.into(),

@@ -197,12 +197,34 @@ impl std::fmt::Debug for File {
     }
 }
 
+/// What a file nowait cannot read is (`None` for a regular file, a block
+/// device or a directory, which have their own answers).
+fn special_kind(ft: fs::FileType) -> Option<&'static str> {
+    if ft.is_file() || ft.is_block_device() || ft.is_dir() {
+        None
+    } else if ft.is_char_device() {
+        Some("character device")
+    } else if ft.is_fifo() {
+        Some("fifo")
+    } else if ft.is_socket() {
+        Some("socket")
+    } else {
+        Some("special file")
+    }
+}
+
+/// `open(2)` with `O_RDONLY|O_CLOEXEC|O_NONBLOCK` (and `O_DIRECT`): non-blocking
+/// so that a fifo without a writer is refused (by `File::open`'s file-type
+/// check) instead of hanging the caller; the flag comes off again for the
+/// files nowait reads (`sys::clear_nonblock`).
 fn open_raw(path: &Path, direct: bool) -> io::Result<fs::File> {
     let mut o = fs::OpenOptions::new();
     o.read(true);
+    let mut flags = libc::O_NONBLOCK;
     if direct {
-        o.custom_flags(libc::O_DIRECT);
+        flags |= libc::O_DIRECT;
     }
+    o.custom_flags(flags);
     o.open(path)
 }
 
@@ -220,9 +242,19 @@ impl File {
             // EINVAL at open with O_DIRECT: the filesystem has no direct I/O.
             Err(e) if want_direct && e.raw_os_error() == Some(libc::EINVAL) => {
                 if direct == Direct::On {
-                    // Tell a directory apart from a filesystem without O_DIRECT.
-                    if fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false) {
-                        return Err(Error::IsDirectory { path: path.into() });
+                    // Tell a directory, a fifo or a socket (which O_DIRECT
+                    // also refuses) apart from a filesystem without O_DIRECT.
+                    if let Ok(m) = fs::metadata(path) {
+                        let ft = m.file_type();
+                        if ft.is_dir() {
+                            return Err(Error::IsDirectory { path: path.into() });
+                        }
+                        if let Some(kind) = special_kind(ft) {
+                            return Err(Error::Unsupported {
+                                path: path.into(),
+                                kind,
+                            });
+                        }
                     }
                     return Err(Error::DirectUnsupported {
                         path: path.into(),
@@ -257,20 +289,15 @@ impl File {
         } else if ft.is_dir() {
             return Err(Error::IsDirectory { path: path.into() });
         } else {
-            let what = if ft.is_char_device() {
-                "character device"
-            } else if ft.is_fifo() {
-                "fifo"
-            } else if ft.is_socket() {
-                "socket"
-            } else {
-                "special file"
-            };
             return Err(Error::Unsupported {
                 path: path.into(),
-                kind: what,
+                kind: special_kind(ft).unwrap_or("special file"),
             });
         };
+        sys::clear_nonblock(file.as_fd()).map_err(|source| Error::Open {
+            path: path.into(),
+            source,
+        })?;
         let fs_magic = sys::fs_magic(file.as_fd()).unwrap_or(0);
         let fs = if kind == FileKind::BlockDevice {
             "block device"
@@ -290,10 +317,12 @@ impl File {
                             reason,
                         });
                     }
-                    file = open_raw(path, false).map_err(|source| Error::Open {
-                        path: path.into(),
-                        source,
-                    })?;
+                    file = open_raw(path, false)
+                        .and_then(|f| sys::clear_nonblock(f.as_fd()).map(|()| f))
+                        .map_err(|source| Error::Open {
+                            path: path.into(),
+                            source,
+                        })?;
                     buffered_reason = Some(reason);
                     direct_now = false;
                 }

@@ -89,8 +89,7 @@ mod registry;
 mod ring;
 pub mod rwf_nowait;
 mod stats;
-#[doc(hidden)]
-pub mod sys;
+mod sys;
 
 pub use backend::ladder::{BackendReason, BackendReport, Skipped};
 pub use backend::uring::IoPoll;

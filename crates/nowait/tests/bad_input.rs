@@ -35,6 +35,38 @@ fn directory_is_refused_for_every_direct_mode() {
     }
 }
 
+/// A fifo with no writer: `open(2)` would wait for a writer forever. It is
+/// refused at once, in every mode, by `File::open` and by the probe.
+#[test]
+fn fifo_without_a_writer_is_refused_not_waited_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).expect("path");
+    // SAFETY: `c` is a valid NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        for direct in [Direct::Off, Direct::Auto, Direct::On] {
+            got.push(File::open(&path, direct).map(|_| ()));
+        }
+        got.push(nowait::probe::file(&path, &nowait::probe::machine()).map(|_| ()));
+        let _ = tx.send(got);
+    });
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("File::open of a fifo without a writer did not return within 10 s");
+    for r in got {
+        let e = r.expect_err("a fifo must be refused");
+        assert!(
+            matches!(e, Error::Unsupported { kind: "fifo", .. }),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("fifo"), "{e}");
+    }
+}
+
 #[test]
 fn character_device_is_refused() {
     let e = File::open("/dev/null", Direct::Off).unwrap_err();

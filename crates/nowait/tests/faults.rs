@@ -210,12 +210,11 @@ fn direct_short_read_inside_a_block_is_not_end_of_file() {
     });
 }
 
-/// The small direct-read fast path (aligned 4 KiB `READ_FIXED` into a
+/// The small direct-read path (aligned 4 KiB `READ_FIXED` into a
 /// registered buffer) falls back to the general rules on a short result.
 #[test]
-fn small_direct_fast_path_finishes_short_reads() {
-    let Some((fs, mut rng)) = mount("small_direct_fast_path_finishes_short_reads", short_files())
-    else {
+fn small_direct_path_finishes_short_reads() {
+    let Some((fs, mut rng)) = mount("small_direct_path_finishes_short_reads", short_files()) else {
         return;
     };
     let served = fs.served();

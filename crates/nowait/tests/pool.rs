@@ -1,9 +1,9 @@
-//! The `pool` backend and its `RWF_NOWAIT` fast path.
+//! The `pool` backend and its `RWF_NOWAIT` nowait path.
 //!
-//! Every data scenario runs in every fast-path mode (off, always, adaptive),
+//! Every data scenario runs in every nowait mode (off, always, adaptive),
 //! buffered and direct, cold and warm, on ext4 (/tmp) and tmpfs (/dev/shm);
 //! every byte read is checked against the offset-derived pattern. Then each
-//! branch of the fast path is forced and its counters checked: an inline hit,
+//! branch of the nowait path is forced and its counters checked: a hit,
 //! a miss, a partial hit, EOPNOTSUPP on tmpfs, the adaptive switch-off and
 //! the re-probe that brings it back.
 //!
@@ -234,7 +234,7 @@ fn data_in_every_mode_on_tmpfs() {
 }
 
 /// Several threads, each with its own pool queue, reading one file: the
-/// per-file fast-path state is shared and updated racily by design.
+/// per-file nowait-path state is shared and updated racily by design.
 #[test]
 fn queues_on_many_threads_share_a_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -410,7 +410,7 @@ fn nowait_partial_hit_keeps_the_prefix() {
         partials, 1,
         "a read over a cached first page must come back partial"
     );
-    // The same read fully cached now: an inline hit.
+    // The same read fully cached now: a hit.
     let before = q.stats();
     read_checked(&mut q, &file, 0, len, "partial then warm");
     let d = stats_delta(q.stats(), before);
@@ -448,7 +448,7 @@ fn nowait_at_end_of_file() {
 }
 
 /// Adaptive: a cold file read randomly stops being tried; after it is
-/// warmed, a re-probe hits and the fast path comes back.
+/// warmed, a re-probe hits and the nowait path comes back.
 #[test]
 fn adaptive_switches_off_then_reprobes() {
     let dir = match nowait_dir() {
@@ -481,7 +481,10 @@ fn adaptive_switches_off_then_reprobes() {
     // No readahead on this file description (the disk's read_ahead_kb can be
     // megabytes, which would cache other regions), and drop what each read
     // brought in before the next.
-    nowait::sys::fadvise(std::os::fd::AsFd::as_fd(&file), nowait::sys::Advice::Random).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&file));
+    // SAFETY: `fd` is open for the call (`file` lives on); advice only.
+    let r = unsafe { libc::posix_fadvise(fd, 0, 0, libc::POSIX_FADV_RANDOM) };
+    assert_eq!(r, 0, "posix_fadvise(RANDOM)");
     for i in 0..cold_reads {
         file.drop_cache().unwrap();
         let off = regions[i as usize] * REGION;
@@ -521,7 +524,7 @@ fn adaptive_switches_off_then_reprobes() {
         "each read tried or skipped once"
     );
 
-    // Warm the file: the next re-probe hits and the fast path comes back.
+    // Warm the file: the next re-probe hits and the nowait path comes back.
     std::fs::read(&path).unwrap();
     let before = q1.stats();
     let warm_reads = 200;
@@ -678,7 +681,7 @@ fn drop_with_reads_in_flight() {
     }
 }
 
-/// tmpfs answers EOPNOTSUPP: the fast path turns off for the file, and the
+/// tmpfs answers EOPNOTSUPP: the nowait path turns off for the file, and the
 /// filesystem is remembered so the next file on it never tries.
 #[test]
 fn nowait_eopnotsupp_on_tmpfs() {

@@ -366,11 +366,11 @@ fn read_pooled(q: &mut Queue, f: &File, offset: u64, len: usize) -> usize {
 }
 
 #[test]
-fn small_direct_fast_path_takes_aligned_block_reads_from_registered_buffers() {
+fn small_direct_path_takes_aligned_block_reads_from_registered_buffers() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::On).unwrap();
-    let Some(mut q) = registered(uring().depth(32), 32, 4096, "small fast path") else {
+    let Some(mut q) = registered(uring().depth(32), 32, 4096, "small direct path") else {
         return;
     };
     read_and_verify(&mut q, &f, 32, 4096, |q| q.take_buf().expect("pool has 32"));
@@ -395,13 +395,13 @@ fn small_direct_fast_path_takes_aligned_block_reads_from_registered_buffers() {
 }
 
 #[test]
-fn small_direct_fast_path_not_taken_for_unaligned_larger_buffered_or_unregistered_reads() {
+fn small_direct_path_not_taken_for_unaligned_larger_buffered_or_unregistered_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::On).unwrap();
     let block = f.dio_align().offset as usize;
     let larger = 2 * block.max(4096);
-    let Some(mut q) = registered(uring().depth(8), 8, larger, "small fast path") else {
+    let Some(mut q) = registered(uring().depth(8), 8, larger, "small direct path") else {
         return;
     };
     // Larger than one block, from a registered buffer.
@@ -436,14 +436,14 @@ fn small_direct_fast_path_not_taken_for_unaligned_larger_buffered_or_unregistere
     }
 }
 
-/// A fast-path read that comes back short at end of file falls back to the
+/// A small-direct read that comes back short at end of file falls back to the
 /// general handling: the partial block, or nothing past the end.
 #[test]
-fn small_direct_fast_path_short_read_at_eof() {
+fn small_direct_path_short_read_at_eof() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 8192 + 100);
     let f = File::open(&path, Direct::On).unwrap();
-    let Some(mut q) = registered(uring().depth(4), 4, 4096, "small fast path at EOF") else {
+    let Some(mut q) = registered(uring().depth(4), 4, 4096, "small direct path at EOF") else {
         return;
     };
     let n = read_pooled(&mut q, &f, 4096, 4096);
@@ -461,12 +461,12 @@ fn small_direct_fast_path_short_read_at_eof() {
 }
 
 #[test]
-fn small_direct_fast_path_off_is_never_taken() {
+fn small_direct_path_off_is_never_taken() {
     let dir = tempfile::tempdir().unwrap();
     let path = pattern_file(dir.path(), "f.dat", 1 << 20);
     let f = File::open(&path, Direct::On).unwrap();
     let b = uring().depth(32).small_direct(false);
-    let Some(mut q) = registered(b, 32, 4096, "small fast path off") else {
+    let Some(mut q) = registered(b, 32, 4096, "small direct path off") else {
         return;
     };
     read_and_verify(&mut q, &f, 32, 4096, |q| q.take_buf().expect("pool has 32"));

@@ -18,7 +18,7 @@
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::os::fd::{BorrowedFd, RawFd};
 
 use rustix::io::{IoSliceMut, ReadWriteFlags};
 
@@ -124,6 +124,20 @@ pub(crate) fn statx_dioalign(fd: BorrowedFd<'_>) -> io::Result<DioAlign> {
     })
 }
 
+/// Take `O_NONBLOCK` off an open file (`fcntl(F_GETFL/F_SETFL)`).
+/// `File::open` opens with it so that `open(2)` of a fifo with no writer
+/// returns at once instead of waiting for one; a regular file or block
+/// device then reads normally (io_uring treats an `O_NONBLOCK` file's
+/// EAGAIN as final instead of handing the read to a worker, so it must go).
+pub(crate) fn clear_nonblock(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use rustix::fs::{fcntl_getfl, fcntl_setfl, OFlags};
+    let flags = fcntl_getfl(fd)?;
+    if flags.contains(OFlags::NONBLOCK) {
+        fcntl_setfl(fd, flags - OFlags::NONBLOCK)?;
+    }
+    Ok(())
+}
+
 /// The filesystem magic number (`f_type`) from `fstatfs(2)`.
 pub(crate) fn fs_magic(fd: BorrowedFd<'_>) -> io::Result<i64> {
     let st = rustix::fs::fstatfs(fd)?;
@@ -164,8 +178,7 @@ pub(crate) fn memlock_limit() -> Option<u64> {
 
 /// Drop a range of the file from the page cache: `posix_fadvise(POSIX_FADV_DONTNEED)`.
 /// `len == 0` means to the end of the file.
-#[doc(hidden)]
-pub fn fadvise_dontneed(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
+pub(crate) fn fadvise_dontneed(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
     rustix::fs::fadvise(
         fd,
         offset,
@@ -173,105 +186,4 @@ pub fn fadvise_dontneed(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result
         rustix::fs::Advice::DontNeed,
     )?;
     Ok(())
-}
-
-/// Access pattern advice for `posix_fadvise(2)`.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Advice {
-    /// `POSIX_FADV_RANDOM`: no readahead.
-    Random,
-    /// `POSIX_FADV_SEQUENTIAL`: aggressive readahead.
-    Sequential,
-    /// `POSIX_FADV_NORMAL`: the default.
-    Normal,
-}
-
-/// `posix_fadvise(2)` over the whole file with an access-pattern advice.
-/// It sets the readahead policy of this open file description only.
-#[doc(hidden)]
-pub fn fadvise(fd: BorrowedFd<'_>, advice: Advice) -> io::Result<()> {
-    let a = match advice {
-        Advice::Random => rustix::fs::Advice::Random,
-        Advice::Sequential => rustix::fs::Advice::Sequential,
-        Advice::Normal => rustix::fs::Advice::Normal,
-    };
-    rustix::fs::fadvise(fd.as_fd(), 0, None, a)?;
-    Ok(())
-}
-
-/// Bytes free for an unprivileged writer on the filesystem holding `path`
-/// (`statvfs(3)`: `f_bavail × f_frsize`).
-#[doc(hidden)]
-pub fn free_space(path: &std::path::Path) -> io::Result<u64> {
-    let st = rustix::fs::statvfs(path)?;
-    Ok(st.f_bavail.saturating_mul(st.f_frsize))
-}
-
-/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`), the unit of the CPU
-/// times in `/proc/*/stat`.
-#[doc(hidden)]
-pub fn clock_ticks_per_sec() -> u64 {
-    rustix::param::clock_ticks_per_second()
-}
-
-/// CPU time and context switches of this process (all threads) or of the calling thread.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Rusage {
-    /// User CPU time, microseconds.
-    pub user_us: u64,
-    /// System CPU time, microseconds.
-    pub sys_us: u64,
-    /// Voluntary context switches (the task slept: waited for I/O or a lock).
-    pub ctx_voluntary: u64,
-    /// Involuntary context switches (the task was preempted).
-    pub ctx_involuntary: u64,
-}
-
-impl Rusage {
-    /// Difference `self - earlier`, saturating at zero.
-    pub fn since(&self, earlier: &Rusage) -> Rusage {
-        Rusage {
-            user_us: self.user_us.saturating_sub(earlier.user_us),
-            sys_us: self.sys_us.saturating_sub(earlier.sys_us),
-            ctx_voluntary: self.ctx_voluntary.saturating_sub(earlier.ctx_voluntary),
-            ctx_involuntary: self.ctx_involuntary.saturating_sub(earlier.ctx_involuntary),
-        }
-    }
-}
-
-/// Which task's usage [`rusage`] reports.
-#[doc(hidden)]
-#[derive(Debug, Clone, Copy)]
-pub enum Who {
-    /// The whole process, every thread (`RUSAGE_SELF`).
-    Process,
-    /// The calling thread only (`RUSAGE_THREAD`).
-    Thread,
-}
-
-/// `getrusage(2)`. By hand: rustix has no `getrusage`.
-#[doc(hidden)]
-pub fn rusage(who: Who) -> Rusage {
-    let mut ru = MaybeUninit::<libc::rusage>::zeroed();
-    let w = match who {
-        Who::Process => libc::RUSAGE_SELF,
-        Who::Thread => libc::RUSAGE_THREAD,
-    };
-    // SAFETY: `ru` is a buffer of the size getrusage writes; `w` is valid.
-    let r = unsafe { libc::getrusage(w, ru.as_mut_ptr()) };
-    if r < 0 {
-        // Only EFAULT/EINVAL are possible and neither can happen with these arguments.
-        return Rusage::default();
-    }
-    // SAFETY: zero-initialised and filled on success.
-    let ru = unsafe { ru.assume_init() };
-    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    Rusage {
-        user_us: us(ru.ru_utime),
-        sys_us: us(ru.ru_stime),
-        ctx_voluntary: ru.ru_nvcsw as u64,
-        ctx_involuntary: ru.ru_nivcsw as u64,
-    }
 }
