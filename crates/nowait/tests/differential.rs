@@ -40,17 +40,7 @@ const DIRECTS: [Direct; 3] = [Direct::Off, Direct::Auto, Direct::On];
 
 /// The printed run seed.
 fn run_seed(test: &str) -> u64 {
-    let seed = std::env::var("NOWAIT_DIFF_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    eprintln!("{test}: seed {seed} (replay with NOWAIT_DIFF_SEED={seed})");
-    seed
+    common::printed_seed("NOWAIT_DIFF_SEED", test)
 }
 
 /// The seeded file on the temp directory's filesystem and on tmpfs, and

@@ -10,21 +10,27 @@ use nowait::{BackendChoice, BackendKind, Queue};
 /// xorshift64*: small, seeded, reproducible.
 pub struct Rng(u64);
 
+/// A seed from the environment variable `var`, or the clock; printed with
+/// the command that replays it.
+pub fn printed_seed(var: &str, test: &str) -> u64 {
+    let seed = std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+        });
+    eprintln!("{test}: seed {seed} (replay with {var}={seed})");
+    seed
+}
+
 impl Rng {
     /// Seed from `NOWAIT_TEST_SEED` or the clock; the seed is printed so a
     /// failure can be replayed.
     pub fn from_env(test: &str) -> Rng {
-        let seed = std::env::var("NOWAIT_TEST_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-            });
-        eprintln!("{test}: seed {seed} (replay with NOWAIT_TEST_SEED={seed})");
-        Rng(seed | 1)
+        Rng(printed_seed("NOWAIT_TEST_SEED", test) | 1)
     }
 
     /// A generator for a seed derived from a printed one (per task, say).
