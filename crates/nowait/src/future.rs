@@ -73,6 +73,37 @@ impl EngineFile {
 /// poll that would queue more submits at once (bounds the batch's latency).
 const SUBMIT_BATCH: usize = 32;
 
+/// Whether a deferred read's op keeps its waker (see [`reschedule`]).
+const RESCHEDULE_KEEPS_WAKER: bool = cfg!(feature = "tokio");
+
+/// Poll the task again once the executor has run its other ready tasks.
+///
+/// On a tokio runtime this hands the waker to the scheduler's defer list
+/// (what `tokio::task::yield_now` does), woken after the worker has run out
+/// of ready tasks and polled its driver without blocking: on the
+/// multi-thread runtime a plain self-wake is a yield, and every yield
+/// unparks an idle worker (`schedule_local`'s notify), so that each read's
+/// first poll woke the other worker. The deferred wakes come back as one
+/// batch: at most one unpark per batch. Elsewhere (no tokio scheduler on
+/// this thread) tokio wakes the task at once, as a self-wake does.
+///
+/// A future polled by another executor nested inside a tokio task would
+/// have its wake-up deferred until that worker parks; the op therefore
+/// keeps the waker ([`RESCHEDULE_KEEPS_WAKER`]) and the engine's watchdog
+/// submits a queued read nobody reaped, so such a read still finishes.
+#[cfg(feature = "tokio")]
+fn reschedule(cx: &mut Context<'_>) {
+    let mut y = std::pin::pin!(tokio::task::yield_now());
+    if y.as_mut().poll(cx).is_ready() {
+        cx.waker().wake_by_ref();
+    }
+}
+
+#[cfg(not(feature = "tokio"))]
+fn reschedule(cx: &mut Context<'_>) {
+    cx.waker().wake_by_ref();
+}
+
 enum St {
     /// Not started yet, or waiting in line for a free op under a token.
     Idle(Buf, Option<u64>),
@@ -144,100 +175,122 @@ impl Future for ReadAt {
             }
         };
         let mut d = Deferred::take();
-        let out = {
-            let mut st = ring.lock();
-            if st.retired() {
-                // A shared ring closed since this task looked it up (only a
-                // future that has not started can see this): take this
-                // thread's ring and poll again.
-                drop(st);
-                this.ring = None;
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            let idx = match std::mem::replace(&mut this.st, St::Finished) {
-                St::Idle(buf, token) => {
-                    let was_idle = st.in_use() == 0;
-                    let defer = ring.defers();
-                    match st.start(
-                        &this.file.file,
-                        this.offset,
-                        this.len,
-                        buf,
-                        cx.waker(),
-                        token,
-                        !defer,
-                        &mut d,
-                    ) {
-                        Started::Op(idx) => {
-                            ring.kick(was_idle);
-                            if defer && st.unsubmitted() < SUBMIT_BATCH {
-                                // Leave the read queued and come back after
-                                // the executor has polled the other ready
-                                // tasks: their reads join the batch, and the
-                                // next poll (ours or theirs) submits them all
-                                // in one system call. The op stores no
-                                // waker: the task is already rescheduled.
-                                this.st = St::InFlight(idx);
-                                drop(st);
-                                d.run();
-                                cx.waker().wake_by_ref();
-                                return Poll::Pending;
-                            }
-                            Some(idx)
-                        }
-                        Started::Refused(e, buf) => {
+        let idx = match std::mem::replace(&mut this.st, St::Finished) {
+            St::Idle(buf, token) => {
+                let defer = ring.defers();
+                let mut st = ring.lock();
+                match st.start(
+                    ring.table_mutex(),
+                    &this.file.file,
+                    this.offset,
+                    this.len,
+                    buf,
+                    cx.waker(),
+                    token,
+                    !defer || RESCHEDULE_KEEPS_WAKER,
+                    &mut d,
+                ) {
+                    Started::Op { idx, was_idle } => {
+                        ring.kick(was_idle);
+                        this.st = St::InFlight(idx);
+                        if defer && st.unsubmitted() < SUBMIT_BATCH {
+                            // Leave the read queued and come back after the
+                            // executor has polled the other ready tasks:
+                            // their reads join the batch, and the next poll
+                            // (ours or theirs) submits them all in one
+                            // system call.
                             drop(st);
                             d.run();
-                            return Poll::Ready((Err(e.into()), buf));
+                            reschedule(cx);
+                            return Poll::Pending;
                         }
-                        Started::Wait(buf, t) => {
-                            this.st = St::Idle(buf, Some(t));
-                            None
-                        }
+                        // Submit now, under the lock already held.
+                        let reaped = st.reap(ring.table_mutex(), &mut d);
+                        drop(st);
+                        let out = Self::collect(ring, idx, reaped, cx, &mut this.st, &mut d);
+                        d.run();
+                        return out;
                     }
-                }
-                St::InFlight(idx) => Some(idx),
-                St::Finished => panic!("ReadAt polled after it completed"),
-            };
-            match idx {
-                None => Poll::Pending,
-                Some(idx) => {
-                    // Filed by another poll's reap already: collect it
-                    // without a system call.
-                    let reaped = if st.is_done(idx) {
-                        Ok(())
-                    } else {
-                        st.reap(&mut d)
-                    };
-                    match st.collect(idx, Some(cx.waker()), &mut d) {
-                        Some((r, buf)) => {
-                            if !ring.owned_by(thread_key()) {
-                                st.count_foreign();
-                            }
-                            Poll::Ready((r.map_err(io::Error::from), buf))
-                        }
-                        None => match reaped {
-                            Ok(()) => {
-                                this.st = St::InFlight(idx);
-                                Poll::Pending
-                            }
-                            // The backend failed (a failed io_uring_enter):
-                            // report it, abandon the op (its buffer is
-                            // reclaimed when the kernel is done) and hand back
-                            // an empty buffer rather than one the kernel may
-                            // still write to.
-                            Err(e) => {
-                                st.abandon(idx, &mut d);
-                                Poll::Ready((Err(e.into()), Buf::new(0)))
-                            }
-                        },
+                    Started::Refused(e, buf) => {
+                        drop(st);
+                        d.run();
+                        return Poll::Ready((Err(e.into()), buf));
+                    }
+                    Started::Wait(buf, t) => {
+                        this.st = St::Idle(buf, Some(t));
+                        drop(st);
+                        d.run();
+                        return Poll::Pending;
+                    }
+                    Started::Retired(buf) => {
+                        // A shared ring closed since this task looked it up
+                        // (only a future that has not started can see
+                        // this): take this thread's ring and poll again.
+                        this.st = St::Idle(buf, token);
+                        drop(st);
+                        this.ring = None;
+                        d.run();
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
                     }
                 }
             }
+            St::InFlight(idx) => idx,
+            St::Finished => panic!("ReadAt polled after it completed"),
         };
+        // Filed by another poll's reap already: collect it without a system
+        // call (and without the state lock, wherever the ring's thread is).
+        let done = ring.table().is_done(idx);
+        let reaped = if done {
+            Ok(())
+        } else {
+            // Submits what is queued (this read, if its first poll deferred
+            // it) and collects what is done; if another thread holds the
+            // queue, it does so when it unlocks.
+            ring.reap_soon(&mut d)
+        };
+        let out = Self::collect(ring, idx, reaped, cx, &mut this.st, &mut d);
         d.run();
         out
+    }
+}
+
+impl ReadAt {
+    /// Collect op `idx` if it is done, else leave the waker with it; a
+    /// failed reap abandons it and is reported.
+    fn collect(
+        ring: &Ring,
+        idx: u32,
+        reaped: crate::error::Result<()>,
+        cx: &Context<'_>,
+        st: &mut St,
+        d: &mut Deferred,
+    ) -> Poll<(io::Result<usize>, Buf)> {
+        let mut t = ring.table();
+        match t.collect(idx, Some(cx.waker()), d) {
+            Some((r, buf)) => {
+                if !ring.owned_by(thread_key()) {
+                    t.count_foreign();
+                }
+                *st = St::Finished;
+                Poll::Ready((r.map_err(io::Error::from), buf))
+            }
+            None => match reaped {
+                Ok(()) => {
+                    *st = St::InFlight(idx);
+                    Poll::Pending
+                }
+                // The backend failed (a failed io_uring_enter): report it,
+                // abandon the op (its buffer is reclaimed when the kernel is
+                // done) and hand back an empty buffer rather than one the
+                // kernel may still write to.
+                Err(e) => {
+                    t.abandon(idx, d);
+                    *st = St::Finished;
+                    Poll::Ready((Err(e.into()), Buf::new(0)))
+                }
+            },
+        }
     }
 }
 
@@ -249,16 +302,13 @@ impl Drop for ReadAt {
         let mut d = Deferred::take();
         match std::mem::replace(&mut self.st, St::Finished) {
             St::InFlight(idx) => {
-                let mut st = ring.lock();
-                st.abandon(idx, &mut d);
-                if st.unsubmitted() > 0 {
-                    // The read may still be queued (its first poll defers
-                    // submission): hand it to the kernel now so it completes
-                    // and is reclaimed, rather than at the next read.
-                    let _ = st.reap(&mut d);
-                }
+                ring.table().abandon(idx, &mut d);
+                // The read may still be queued (its first poll defers
+                // submission): hand it to the kernel now so it completes
+                // and is reclaimed, rather than at the next read.
+                let _ = ring.reap_soon(&mut d);
             }
-            St::Idle(_, Some(token)) => ring.lock().leave_line(token, &mut d),
+            St::Idle(_, Some(token)) => ring.table().leave_line(token, &mut d),
             St::Idle(_, None) | St::Finished => return,
         }
         d.run();
@@ -385,22 +435,38 @@ impl ReadMany {
                 }
             },
         };
+        if ring.table().retired() {
+            // A shared ring closed since this batch looked it up (nothing of
+            // it can be in flight there): take this thread's ring.
+            self.ring = None;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         let mut d = Deferred::take();
         {
             let mut st = ring.lock();
-            if st.retired() {
-                drop(st);
-                self.ring = None;
-                cx.waker().wake_by_ref();
-                return Poll::Pending;
-            }
-            let was_idle = st.in_use() == 0;
+            let mut was_idle = false;
+            let mut started = false;
             let file = &self.file.file;
             // Start as many as there are ops for: one submit for all of them.
             while let Some((index, offset, buf)) = self.pending.pop_front() {
                 let len = buf.capacity();
-                match st.start(file, offset, len, buf, cx.waker(), self.token, true, &mut d) {
-                    Started::Op(idx) => {
+                match st.start(
+                    ring.table_mutex(),
+                    file,
+                    offset,
+                    len,
+                    buf,
+                    cx.waker(),
+                    self.token,
+                    true,
+                    &mut d,
+                ) {
+                    Started::Op { idx, was_idle: w } => {
+                        if !started {
+                            was_idle = w;
+                            started = true;
+                        }
                         self.token = None;
                         self.ops.push((idx, index, offset));
                     }
@@ -418,16 +484,24 @@ impl ReadMany {
                         self.pending.push_front((index, offset, buf));
                         break;
                     }
+                    Started::Retired(buf) => {
+                        // Checked above; closing needs nothing in use, so
+                        // only reachable with nothing of ours in flight.
+                        self.pending.push_front((index, offset, buf));
+                        break;
+                    }
                 }
             }
-            if !self.ops.is_empty() {
+            if started {
                 ring.kick(was_idle);
             }
-            let reaped = st.reap(&mut d);
+            let reaped = st.reap(ring.table_mutex(), &mut d);
+            drop(st);
+            let mut t = ring.table();
             let mut i = 0;
             while i < self.ops.len() {
                 let (idx, index, offset) = self.ops[i];
-                match st.collect(idx, Some(cx.waker()), &mut d) {
+                match t.collect(idx, Some(cx.waker()), &mut d) {
                     Some((r, buf)) => {
                         self.ops.swap_remove(i);
                         self.ready.push_back(ManyItem {
@@ -445,7 +519,7 @@ impl ReadMany {
                 // flight, abandoned so its buffer is reclaimed when the
                 // kernel is done; the rest stay in flight.
                 if let Some((idx, index, offset)) = self.ops.pop() {
-                    st.abandon(idx, &mut d);
+                    t.abandon(idx, &mut d);
                     self.ready.push_back(ManyItem {
                         index,
                         offset,
@@ -470,14 +544,20 @@ impl Drop for ReadMany {
             return;
         }
         let mut d = Deferred::take();
+        let had_ops = !self.ops.is_empty();
         {
-            let mut st = ring.lock();
+            let mut t = ring.table();
             for (idx, _, _) in self.ops.drain(..) {
-                st.abandon(idx, &mut d);
+                t.abandon(idx, &mut d);
             }
-            if let Some(t) = self.token.take() {
-                st.leave_line(t, &mut d);
+            if let Some(token) = self.token.take() {
+                t.leave_line(token, &mut d);
             }
+        }
+        if had_ops {
+            // Reads of a batch are submitted at once, but a re-issued rest
+            // may be queued: hand it over so it completes and is reclaimed.
+            let _ = ring.reap_soon(&mut d);
         }
         d.run();
     }

@@ -1,10 +1,17 @@
 //! One ring's op table: a state per read the ring owns (the op index is the
 //! read's `user_data`), the wait line for a free op, and how results are
-//! filed, collected and abandoned — all under the ring's lock, with wakers
-//! run only after it is released ([`Deferred`]).
+//! filed, collected and abandoned, with wakers run only after every lock is
+//! released ([`Deferred`]).
+//!
+//! A ring has two locks: [`State`] (its queue: held
+//! across system calls by whoever submits or reaps) and [`Table`] (the ops:
+//! held only for a few loads and stores, never across a system call). Lock
+//! order: `State` before `Table`. A task that collects its result, wherever
+//! it runs, takes only the table; so does registering a waker.
 
 use std::cell::Cell;
 use std::collections::VecDeque;
+use std::sync::Mutex;
 use std::task::Waker;
 
 use crate::buf::Buf;
@@ -24,19 +31,8 @@ enum Op {
     Abandoned,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-struct Counters {
-    reclaimed: u64,
-    delivered: u64,
-    poller_wakeups: u64,
-    watchdog_reaps: u64,
-    op_waits: u64,
-    foreign_reaps: u64,
-}
-
-/// A ring's queue and op table, behind the ring's lock.
-pub(crate) struct State {
-    queue: Queue,
+/// A ring's ops, behind the ring's table lock.
+pub(crate) struct Table {
     ops: Vec<Op>,
     free: Vec<u32>,
     /// Tasks waiting for a free op, oldest first, by token.
@@ -44,6 +40,18 @@ pub(crate) struct State {
     /// Ops released to a waiter that has not polled yet: (token, op).
     grants: Vec<(u64, u32)>,
     next_token: u64,
+    /// The ring was closed (its thread exited, nothing was in flight): a
+    /// future that finds this takes its thread's ring instead.
+    retired: bool,
+    reclaimed: u64,
+    delivered: u64,
+    op_waits: u64,
+    foreign_reaps: u64,
+}
+
+/// A ring's queue, behind the ring's state lock.
+pub(crate) struct State {
+    queue: Queue,
     /// Reads pushed since the last reap: queued, not yet handed to the
     /// backend. Their futures rescheduled themselves and submit them on
     /// their next poll (or whoever reaps first does).
@@ -51,66 +59,38 @@ pub(crate) struct State {
     out: Vec<Completion>,
     /// Calls of [`State::reap`] so far (the watchdog's sign of life).
     reaps: u64,
-    /// The ring was closed (its thread exited, nothing was in flight): a
-    /// future that finds this takes its thread's ring instead.
-    retired: bool,
-    stats: Counters,
+    watchdog_reaps: u64,
 }
 
 /// What a future asked the ring to start.
 pub(crate) enum Started {
-    /// In flight as this op.
-    Op(u32),
+    /// In flight as this op; `was_idle` if the ring had nothing in use.
+    Op { idx: u32, was_idle: bool },
     /// Refused before reaching the kernel; the buffer comes back.
     Refused(Error, Buf),
     /// Every op is in use; the caller is queued under this token.
     Wait(Buf, u64),
+    /// The ring was closed (see [`Table::retire`]); the buffer comes back.
+    Retired(Buf),
 }
 
-impl State {
-    /// The op table for `queue`: one op per queue slot, all free.
-    pub(crate) fn new(queue: Queue) -> State {
-        let depth = queue.depth();
+impl Table {
+    /// The op table for a queue of `depth` slots, all free.
+    pub(crate) fn new(depth: usize) -> Table {
         let mut ops = Vec::with_capacity(depth);
         ops.resize_with(depth, || Op::Free);
-        State {
-            queue,
+        Table {
             ops,
             free: (0..depth as u32).rev().collect(),
             slot_waiters: VecDeque::new(),
             grants: Vec::new(),
             next_token: 0,
-            unsubmitted: 0,
-            out: Vec::with_capacity(depth),
-            reaps: 0,
             retired: false,
-            stats: Counters::default(),
+            reclaimed: 0,
+            delivered: 0,
+            op_waits: 0,
+            foreign_reaps: 0,
         }
-    }
-
-    /// Calls of [`State::reap`] so far (the watchdog's sign of life).
-    pub(crate) fn reaps(&self) -> u64 {
-        self.reaps
-    }
-
-    /// The watchdog reaped (nobody else had for a whole tick).
-    pub(crate) fn count_watchdog_reap(&mut self) {
-        self.stats.watchdog_reaps += 1;
-    }
-
-    /// A reactor task or the poller thread woke up to reap.
-    pub(crate) fn count_poller_wakeup(&mut self) {
-        self.stats.poller_wakeups += 1;
-    }
-
-    /// A buffer from the queue's registered pool, if it has a free one.
-    pub(crate) fn take_buf(&mut self) -> Option<Buf> {
-        self.queue.take_buf()
-    }
-
-    /// Return a buffer to the queue's pool (dropped if it does not fit).
-    pub(crate) fn give_buf(&mut self, buf: Buf) {
-        self.queue.give_buf(buf);
     }
 
     /// Ops in use: in flight, done but not collected, or abandoned.
@@ -118,7 +98,7 @@ impl State {
         self.ops.len() - self.free.len() - self.grants.len()
     }
 
-    /// Whether the ring was closed (see [`State::retire`]).
+    /// Whether the ring was closed (see [`Table::retire`]).
     pub(crate) fn retired(&self) -> bool {
         self.retired
     }
@@ -132,47 +112,35 @@ impl State {
         self.retired
     }
 
-    /// This ring's counters (`rings` is 1).
-    pub(crate) fn stats(&self) -> EngineStats {
-        EngineStats {
-            in_flight: self.in_use(),
-            abandoned: self
-                .ops
-                .iter()
-                .filter(|o| matches!(o, Op::Abandoned))
-                .count(),
-            reclaimed: self.stats.reclaimed,
-            delivered: self.stats.delivered,
-            poller_wakeups: self.stats.poller_wakeups,
-            watchdog_reaps: self.stats.watchdog_reaps,
-            op_waits: self.stats.op_waits,
-            rings: 1,
-            rings_reclaimed: 0,
-            foreign_reaps: self.stats.foreign_reaps,
-            queue: self.queue.stats(),
-        }
-    }
-
     /// Count a read collected on a thread other than its ring's.
     pub(crate) fn count_foreign(&mut self) {
-        self.stats.foreign_reaps += 1;
+        self.foreign_reaps += 1;
     }
 
-    /// Start a read of `len` bytes at `offset` into `buf`, whose completion
-    /// wakes `waker`. `token` is the caller's place in the wait line, if it
-    /// has one.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn start(
+    /// Add this table's counters to `s`.
+    fn add_to(&self, s: &mut EngineStats) {
+        s.in_flight = self.in_use();
+        s.abandoned = self
+            .ops
+            .iter()
+            .filter(|o| matches!(o, Op::Abandoned))
+            .count();
+        s.reclaimed = self.reclaimed;
+        s.delivered = self.delivered;
+        s.op_waits = self.op_waits;
+        s.foreign_reaps = self.foreign_reaps;
+    }
+
+    /// Take an op for a new read (or a granted one, for a caller waiting
+    /// under `token`), marked in flight with `waker` if `wake_on_done`.
+    /// `Err(token)`: every op is in use; the caller waits under `token`.
+    fn take_op(
         &mut self,
-        file: &File,
-        offset: u64,
-        len: usize,
-        buf: Buf,
         waker: &Waker,
         token: Option<u64>,
         wake_on_done: bool,
         d: &mut Deferred,
-    ) -> Started {
+    ) -> std::result::Result<u32, u64> {
         let idx = match token {
             // Waiting in line: go ahead only once an op has been granted.
             Some(t) => match self.grants.iter().position(|(gt, _)| *gt == t) {
@@ -187,7 +155,7 @@ impl State {
             let t = match token {
                 Some(t) => t,
                 None => {
-                    self.stats.op_waits += 1;
+                    self.op_waits += 1;
                     self.next_token += 1;
                     self.next_token
                 }
@@ -200,25 +168,12 @@ impl State {
                 }
                 None => self.slot_waiters.push_back((t, waker.clone())),
             }
-            return Started::Wait(buf, t);
+            return Err(t);
         };
-        match self.queue.push(Read {
-            file,
-            offset,
-            len,
-            buf,
-            user_data: idx as u64,
-        }) {
-            Ok(()) => {
-                self.unsubmitted += 1;
-                self.ops[idx as usize] = Op::InFlight(wake_on_done.then(|| waker.clone()));
-                Started::Op(idx)
-            }
-            Err(rejected) => {
-                self.release(idx, d);
-                Started::Refused(rejected.error, rejected.buf)
-            }
-        }
+        // Marked before the read is pushed: its completion can be filed
+        // only by a reap, which needs the state lock the caller holds.
+        self.ops[idx as usize] = Op::InFlight(wake_on_done.then(|| waker.clone()));
+        Ok(idx)
     }
 
     /// A future waiting in line under `token` was dropped: leave the line,
@@ -234,36 +189,6 @@ impl State {
         }
     }
 
-    /// Submit what is queued and collect what is done, without waiting;
-    /// file every result in its op and queue the wakers to run.
-    pub(crate) fn reap(&mut self, d: &mut Deferred) -> Result<()> {
-        let mut out = std::mem::take(&mut self.out);
-        let mut r = Ok(());
-        self.unsubmitted = 0;
-        self.reaps += 1;
-        loop {
-            // Processing results may re-issue reads (the rest of a short
-            // read, an EINTR/EAGAIN retry); the queue pushes them but hands
-            // them to the backend only at its next submit or reap. Reap
-            // again until nothing was re-issued, or a re-issued read could
-            // sit unsubmitted while every task is parked (regression:
-            // short_read_at_eof_and_read_exact_at_eof_error hung on `pool`).
-            let before = retries(&self.queue);
-            if let Err(e) = self.queue.reap(0, None, &mut out) {
-                r = Err(e);
-                break;
-            }
-            if retries(&self.queue) == before {
-                break;
-            }
-        }
-        for c in out.drain(..) {
-            self.file_result(c, d);
-        }
-        self.out = out;
-        r
-    }
-
     fn file_result(&mut self, c: Completion, d: &mut Deferred) {
         let idx = c.user_data as usize;
         match std::mem::replace(&mut self.ops[idx], Op::Free) {
@@ -276,18 +201,13 @@ impl State {
             Op::Abandoned => {
                 // The kernel is done with the buffer: only now may it go.
                 drop(c.buf);
-                self.stats.reclaimed += 1;
+                self.reclaimed += 1;
                 self.release(idx as u32, d);
             }
             Op::Free | Op::Done(..) => {
                 unreachable!("completion for op {idx} that is not in flight")
             }
         }
-    }
-
-    /// Reads pushed and not yet handed to the backend (see [`State::reap`]).
-    pub(crate) fn unsubmitted(&self) -> usize {
-        self.unsubmitted
     }
 
     /// Whether op `idx` has finished and waits to be collected.
@@ -309,7 +229,7 @@ impl State {
                 let Op::Done(r, buf) = std::mem::replace(op, Op::Free) else {
                     unreachable!()
                 };
-                self.stats.delivered += 1;
+                self.delivered += 1;
                 self.release(idx, d);
                 Some((r, buf))
             }
@@ -361,6 +281,145 @@ impl State {
             }
             None => self.free.push(idx),
         }
+    }
+}
+
+/// Lock a ring's table (a panic under it cannot leave a buffer handed out
+/// early: buffers only leave through `collect`, so keep going).
+pub(crate) fn lock_table(t: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
+    t.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl State {
+    /// The queue's state (its op table is a separate [`Table`]).
+    pub(crate) fn new(queue: Queue) -> State {
+        let depth = queue.depth();
+        State {
+            queue,
+            unsubmitted: 0,
+            out: Vec::with_capacity(depth),
+            reaps: 0,
+            watchdog_reaps: 0,
+        }
+    }
+
+    /// Calls of [`State::reap`] so far (the watchdog's sign of life).
+    pub(crate) fn reaps(&self) -> u64 {
+        self.reaps
+    }
+
+    /// The watchdog reaped (nobody else had for a whole tick).
+    pub(crate) fn count_watchdog_reap(&mut self) {
+        self.watchdog_reaps += 1;
+    }
+
+    /// A buffer from the queue's registered pool, if it has a free one.
+    pub(crate) fn take_buf(&mut self) -> Option<Buf> {
+        self.queue.take_buf()
+    }
+
+    /// Return a buffer to the queue's pool (dropped if it does not fit).
+    pub(crate) fn give_buf(&mut self, buf: Buf) {
+        self.queue.give_buf(buf);
+    }
+
+    /// This ring's counters (`rings` is 1), with its table's.
+    pub(crate) fn stats(&self, table: &Table) -> EngineStats {
+        let mut s = EngineStats {
+            watchdog_reaps: self.watchdog_reaps,
+            rings: 1,
+            rings_reclaimed: 0,
+            queue: self.queue.stats(),
+            ..EngineStats::default()
+        };
+        table.add_to(&mut s);
+        s
+    }
+
+    /// Start a read of `len` bytes at `offset` into `buf`, whose completion
+    /// wakes `waker` if `wake_on_done`. `token` is the caller's place in the
+    /// wait line, if it has one.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn start(
+        &mut self,
+        table: &Mutex<Table>,
+        file: &File,
+        offset: u64,
+        len: usize,
+        buf: Buf,
+        waker: &Waker,
+        token: Option<u64>,
+        wake_on_done: bool,
+        d: &mut Deferred,
+    ) -> Started {
+        let (taken, was_idle) = {
+            let mut t = lock_table(table);
+            if t.retired {
+                return Started::Retired(buf);
+            }
+            let was_idle = t.in_use() == 0;
+            (t.take_op(waker, token, wake_on_done, d), was_idle)
+        };
+        let idx = match taken {
+            Ok(idx) => idx,
+            Err(t) => return Started::Wait(buf, t),
+        };
+        match self.queue.push(Read {
+            file,
+            offset,
+            len,
+            buf,
+            user_data: idx as u64,
+        }) {
+            Ok(()) => {
+                self.unsubmitted += 1;
+                Started::Op { idx, was_idle }
+            }
+            Err(rejected) => {
+                let mut t = lock_table(table);
+                t.ops[idx as usize] = Op::Free;
+                t.release(idx, d);
+                Started::Refused(rejected.error, rejected.buf)
+            }
+        }
+    }
+
+    /// Submit what is queued and collect what is done, without waiting;
+    /// file every result in its op and queue the wakers to run.
+    pub(crate) fn reap(&mut self, table: &Mutex<Table>, d: &mut Deferred) -> Result<()> {
+        let mut out = std::mem::take(&mut self.out);
+        let mut r = Ok(());
+        self.unsubmitted = 0;
+        self.reaps += 1;
+        loop {
+            // Processing results may re-issue reads (the rest of a short
+            // read, an EINTR/EAGAIN retry); the queue pushes them but hands
+            // them to the backend only at its next submit or reap. Reap
+            // again until nothing was re-issued, or a re-issued read could
+            // sit unsubmitted while every task is parked (regression:
+            // short_read_at_eof_and_read_exact_at_eof_error hung on `pool`).
+            let before = retries(&self.queue);
+            if let Err(e) = self.queue.reap(0, None, &mut out) {
+                r = Err(e);
+                break;
+            }
+            if retries(&self.queue) == before {
+                break;
+            }
+        }
+        if !out.is_empty() {
+            let mut t = lock_table(table);
+            for c in out.drain(..) {
+                t.file_result(c, d);
+            }
+        }
+        self.out = out;
+        r
+    }
+
+    /// Reads pushed and not yet handed to the backend (see [`State::reap`]).
+    pub(crate) fn unsubmitted(&self) -> usize {
+        self.unsubmitted
     }
 }
 

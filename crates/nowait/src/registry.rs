@@ -213,7 +213,7 @@ impl Registry {
                 let r = &rings.live[i];
                 if r.owner_gone() && r.retire() {
                     // Closed: nothing can change its counters any more.
-                    let mut s = r.lock().stats();
+                    let mut s = r.stats();
                     s.rings = 0;
                     s.rings_reclaimed = 1;
                     rings.gone.add(&s);
@@ -234,7 +234,7 @@ impl Registry {
             (r.live.clone(), r.gone)
         };
         for ring in live {
-            let s = ring.lock().stats();
+            let s = ring.stats();
             total.add(&s);
         }
         total

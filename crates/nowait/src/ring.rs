@@ -3,22 +3,33 @@
 //! noticed while every task is parked (its own eventfd, watched by the tokio
 //! reactor or the engine's poller thread).
 //!
-//! A ring is locked by its own [`Mutex`], not the engine's: the thread that
-//! owns it is the only one that takes the lock on the common path (its tasks'
-//! polls), so the lock is uncontended; other threads take it only for a task
-//! that migrated while its read was in flight, a dropped future, the reactor
-//! task (which tokio may run on any worker) or the poller thread. Rings are
-//! built without `SINGLE_ISSUER` for exactly those cases: see docs/ASYNC.md.
+//! A ring has two locks of its own, not the engine's (see [`crate::ops`]):
+//! the state lock around its queue, held across system calls by whoever
+//! submits or reaps, and the table lock around its ops, held only for a few
+//! loads and stores. Collecting a result or registering a waker takes only
+//! the table, so a task that migrated while its read was in flight never
+//! waits for a system call on another thread. Nobody waits for the state
+//! lock to reap, either: a thread that wants the ring reaped and finds the
+//! lock held leaves a request ([`Ring::reap_soon`]) that the holder serves
+//! when it unlocks ([`StateGuard`]). A worker that slept on the lock instead
+//! was half of the multi-thread engine's context switches (docs/ASYNC.md).
+//! The ring's own thread takes the state lock on the common path; others
+//! take it for a dropped future, the reactor task (which tokio may run on
+//! any worker) or the poller thread. Rings are built without `SINGLE_ISSUER`
+//! for exactly those cases: see docs/ASYNC.md.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crate::backend::ladder::BackendReport;
 use crate::backend::BackendKind;
+use crate::error::Result as NwResult;
 use crate::error::{Error, Result};
 use crate::notify::{Notifier, Poke, PollerMode, TICK};
-use crate::ops::{Deferred, State};
+use crate::ops::{lock_table, Deferred, State, Table};
 use crate::queue::QueueBuilder;
+use crate::stats::EngineStats;
 use crate::stats::RingReport;
 use crate::sys::eventfd::EventFd;
 
@@ -37,6 +48,12 @@ pub(crate) struct RingConfig {
 /// One thread's ring.
 pub(crate) struct Ring {
     state: Mutex<State>,
+    table: Mutex<Table>,
+    /// Somebody wants the ring reaped and found the state lock held: the
+    /// holder reaps when it unlocks.
+    reap_wanted: AtomicBool,
+    /// Times the reactor task or the poller thread woke up to reap.
+    wakeups: AtomicU64,
     report: BackendReport,
     depth: usize,
     mode: PollerMode,
@@ -128,6 +145,9 @@ impl Ring {
         let state = State::new(queue);
         let ring = Arc::new(Ring {
             state: Mutex::new(state),
+            table: Mutex::new(Table::new(depth)),
+            reap_wanted: AtomicBool::new(false),
+            wakeups: AtomicU64::new(0),
             report,
             depth,
             mode,
@@ -148,10 +168,54 @@ impl Ring {
         Ok(ring)
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+    /// The queue's lock; waits for the holder. Unlocking serves reap
+    /// requests left meanwhile.
+    pub(crate) fn lock(&self) -> StateGuard<'_> {
         // A panic under the lock cannot leave a buffer handed out early
         // (buffers only leave the queue through `take`), so keep going.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        StateGuard {
+            ring: self,
+            g: Some(self.state.lock().unwrap_or_else(|e| e.into_inner())),
+        }
+    }
+
+    /// The op table's lock (held briefly by everyone; never take the state
+    /// lock while holding it).
+    pub(crate) fn table(&self) -> MutexGuard<'_, Table> {
+        lock_table(&self.table)
+    }
+
+    pub(crate) fn table_mutex(&self) -> &Mutex<Table> {
+        &self.table
+    }
+
+    /// Reap the ring now if its state lock is free; otherwise leave a
+    /// request that the holder serves when it unlocks. Never waits.
+    pub(crate) fn reap_soon(&self, d: &mut Deferred) -> NwResult<()> {
+        self.reap_wanted.store(true, Ordering::SeqCst);
+        // Pairs with the fence in `StateGuard::drop`: either this try_lock
+        // sees the lock free, or the holder sees the request.
+        fence(Ordering::SeqCst);
+        let g = match self.state.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return Ok(()),
+        };
+        self.reap_wanted.store(false, Ordering::SeqCst);
+        let mut g = StateGuard {
+            ring: self,
+            g: Some(g),
+        };
+        g.reap(&self.table, d)
+    }
+
+    /// Counters of this ring.
+    pub(crate) fn stats(&self) -> EngineStats {
+        let st = self.lock();
+        let t = self.table();
+        let mut s = st.stats(&t);
+        s.poller_wakeups = self.wakeups.load(Ordering::Relaxed);
+        s
     }
 
     pub(crate) fn report(&self) -> &BackendReport {
@@ -225,8 +289,8 @@ impl Ring {
     /// Close the ring for new reads if nothing of it is in use; says
     /// whether it is closed.
     pub(crate) fn retire(&self) -> bool {
-        let mut st = self.lock();
-        if st.retire() {
+        let mut t = self.table();
+        if t.retire() {
             self.retired.store(true, Ordering::SeqCst);
             true
         } else {
@@ -261,16 +325,17 @@ impl Ring {
     /// The watchdog's look at a ring with a live reactor: reap if nobody
     /// has since the last look.
     pub(crate) fn busy(&self) -> bool {
-        self.lock().in_use() > 0
+        self.table().in_use() > 0
     }
 
     pub(crate) fn watch(&self) {
         let mut d = Deferred::take();
         {
             let mut st = self.lock();
-            if st.in_use() > 0 && st.reaps() == self.watch_mark.load(Ordering::Relaxed) {
+            let busy = self.table().in_use() > 0;
+            if busy && st.reaps() == self.watch_mark.load(Ordering::Relaxed) {
                 st.count_watchdog_reap();
-                let _ = st.reap(&mut d);
+                let _ = st.reap(&self.table, &mut d);
             }
             self.watch_mark.store(st.reaps(), Ordering::Relaxed);
         }
@@ -279,15 +344,13 @@ impl Ring {
 
     /// Reap everything ready and wake its tasks: what the poller thread and
     /// the reactor task do when the eventfd fires.
+    /// Without waiting for the state lock: a holder serves the request.
     pub(crate) fn drive_now(&self) {
+        self.wakeups.fetch_add(1, Ordering::Relaxed);
         let mut d = Deferred::take();
-        {
-            let mut st = self.lock();
-            st.count_poller_wakeup();
-            // A failed io_uring_enter consumes nothing; the next wake-up (or
-            // a future's own poll) tries again.
-            let _ = st.reap(&mut d);
-        }
+        // A failed io_uring_enter consumes nothing; the next wake-up (or
+        // a future's own poll) tries again.
+        let _ = self.reap_soon(&mut d);
         d.run();
     }
 }
@@ -301,6 +364,54 @@ impl crate::reactor::Drive for Ring {
     fn reactor_lost(&self) {
         self.reactor_alive.store(false, Ordering::SeqCst);
         self.poke.signal();
+    }
+}
+
+/// The state lock of a ring, held. Dropping it unlocks and then serves any
+/// reap request left while it was held ([`Ring::reap_soon`]), so a request
+/// is never lost: the requester stores its flag before trying the lock, the
+/// holder unlocks before reading the flag, with a fence on each side.
+pub(crate) struct StateGuard<'a> {
+    ring: &'a Ring,
+    g: Option<MutexGuard<'a, State>>,
+}
+
+impl Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        self.g.as_ref().expect("held until dropped")
+    }
+}
+
+impl DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.g.as_mut().expect("held until dropped")
+    }
+}
+
+impl Drop for StateGuard<'_> {
+    fn drop(&mut self) {
+        drop(self.g.take());
+        let ring = self.ring;
+        loop {
+            fence(Ordering::SeqCst);
+            if !ring.reap_wanted.load(Ordering::SeqCst) {
+                return;
+            }
+            let mut g = match ring.state.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                // The new holder serves it when it unlocks.
+                Err(TryLockError::WouldBlock) => return,
+            };
+            ring.reap_wanted.store(false, Ordering::SeqCst);
+            // Wakers run only with every lock released; this runs under
+            // no table lock (the lock order forbids holding one here).
+            let mut d = Deferred::take();
+            let _ = g.reap(&ring.table, &mut d);
+            drop(g);
+            d.run();
+        }
     }
 }
 
