@@ -18,7 +18,7 @@ use crate::buf::Buf;
 use crate::engine::{Engine, EngineFile};
 use crate::error::Result;
 use crate::file::{Direct, File};
-use crate::future::{ManyItem, ReadMany};
+use crate::future::{with_plain_wakes, ManyItem, ReadMany};
 
 struct ThreadWaker(Thread);
 
@@ -48,7 +48,8 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         .unwrap_or_else(|_| Waker::from(Arc::new(ThreadWaker(thread::current()))));
     let mut cx = Context::from_waker(&waker);
     loop {
-        match fut.as_mut().poll(&mut cx) {
+        // Reschedules wake this thread directly, even inside a tokio task.
+        match with_plain_wakes(|| fut.as_mut().poll(&mut cx)) {
             Poll::Ready(v) => return v,
             // A spurious unpark only costs another poll.
             Poll::Pending => thread::park(),

@@ -8,6 +8,7 @@
 //! **cancel-safe**: dropping it at any point never frees or hands out a
 //! buffer the kernel may still write to (see [`crate::engine`]).
 
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
@@ -90,9 +91,15 @@ const RESCHEDULE_KEEPS_WAKER: bool = cfg!(feature = "tokio");
 /// A future polled by another executor nested inside a tokio task would
 /// have its wake-up deferred until that worker parks; the op therefore
 /// keeps the waker ([`RESCHEDULE_KEEPS_WAKER`]) and the engine's watchdog
-/// submits a queued read nobody reaped, so such a read still finishes.
+/// submits a queued read nobody reaped, so such a read still finishes (a
+/// tick later). The crate's own [`crate::block_on`] polls with plain
+/// self-wakes ([`with_plain_wakes`]) and never waits for the watchdog.
 #[cfg(feature = "tokio")]
 fn reschedule(cx: &mut Context<'_>) {
+    if PLAIN_WAKES.with(Cell::get) {
+        cx.waker().wake_by_ref();
+        return;
+    }
     let mut y = std::pin::pin!(tokio::task::yield_now());
     if y.as_mut().poll(cx).is_ready() {
         cx.waker().wake_by_ref();
@@ -102,6 +109,25 @@ fn reschedule(cx: &mut Context<'_>) {
 #[cfg(not(feature = "tokio"))]
 fn reschedule(cx: &mut Context<'_>) {
     cx.waker().wake_by_ref();
+}
+
+thread_local! {
+    /// Set while nowait's own executor ([`crate::block_on`]) polls.
+    static PLAIN_WAKES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Run `poll` with reschedules as plain self-wakes: for an executor of the
+/// crate's own, whose thread tokio's defer list would never wake if it
+/// blocks inside a tokio task.
+pub(crate) fn with_plain_wakes<R>(poll: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            PLAIN_WAKES.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(PLAIN_WAKES.with(|c| c.replace(true)));
+    poll()
 }
 
 enum St {

@@ -560,3 +560,80 @@ fn every_ring_gets_its_registered_buffers() {
     assert_eq!(s.queue.backend.fixed_reads, 100, "{s:?}");
     assert!(s.rings + s.rings_reclaimed as usize >= 2, "{s:?}");
 }
+
+/// The first poll of a read reschedules its task through tokio's defer list
+/// (one unpark of an idle worker per batch, not one per read). nowait's own
+/// `block_on`, called inside a tokio runtime, blocks the thread that list
+/// belongs to: it must wake itself, not wait for the engine's watchdog to
+/// submit the read (a tick per read). Cached reads: none needs the watchdog.
+#[test]
+fn block_on_inside_a_tokio_runtime_wakes_itself() {
+    let dir = disk_dir();
+    let path = dir.path().join("small");
+    nowait::pattern::write_file(&path, 1 << 20, |_| {}).unwrap();
+    watchdog(Duration::from_secs(60), move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let engine = rt.block_on(async { Engine::builder().depth(8).build().unwrap() });
+        let file = engine.open(&path, Direct::Off).unwrap();
+        rt.block_on(async {
+            for i in 0..64u64 {
+                let off = (i * 7 % 256) * 4096;
+                let (r, buf) = nowait::block_on(file.read_at(Buf::new(4096), off));
+                verify(off, r, &buf);
+            }
+        });
+        let s = engine.stats();
+        println!("{s:?}");
+        assert_eq!(s.watchdog_reaps, 0, "reads waited for the watchdog: {s:?}");
+    });
+}
+
+/// A read polled by some other executor nested inside a tokio task: its
+/// reschedule lands in the blocked worker's defer list, which nobody runs
+/// until the task returns; the op keeps the waker and the watchdog submits
+/// the read, so it still finishes (bytes checked).
+#[test]
+fn a_read_polled_by_an_executor_nested_in_a_tokio_task_finishes() {
+    let (_dir, path) = fixture();
+    watchdog(Duration::from_secs(60), move || {
+        struct Unpark(std::thread::Thread);
+        impl Wake for Unpark {
+            fn wake(self: Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+        fn nested_block_on<F: Future>(fut: F) -> F::Output {
+            let mut fut = std::pin::pin!(fut);
+            let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+            let mut cx = Context::from_waker(&waker);
+            loop {
+                match fut.as_mut().poll(&mut cx) {
+                    Poll::Ready(v) => return v,
+                    Poll::Pending => std::thread::park(),
+                }
+            }
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let engine = rt.block_on(async { Engine::builder().depth(8).build().unwrap() });
+        let file = engine.open(&path, Direct::Off).unwrap();
+        rt.block_on(async move {
+            tokio::spawn(async move {
+                for i in 0..4u64 {
+                    let off = offset(i);
+                    let (r, buf) = nested_block_on(file.read_at(Buf::new(4096), off));
+                    verify(off, r, &buf);
+                }
+            })
+            .await
+            .unwrap();
+        });
+        println!("{:?}", engine.stats());
+    });
+}
