@@ -417,6 +417,12 @@ impl State {
         r
     }
 
+    /// Whether the queue submits a few reads per system call right now
+    /// (they wait on a device): a batch would buy nothing.
+    pub(crate) fn paced(&self) -> bool {
+        self.queue.paced()
+    }
+
     /// Reads pushed and not yet handed to the backend (see [`State::reap`]).
     pub(crate) fn unsubmitted(&self) -> usize {
         self.unsubmitted

@@ -244,6 +244,12 @@ pub(crate) trait Backend: Send {
         None
     }
 
+    /// Whether queued reads are handed over a few per system call right now
+    /// (they wait on a device: batching them buys nothing).
+    fn paced(&self) -> bool {
+        false
+    }
+
     /// True if completions wait as deferred task work until the owner
     /// enters the ring (io_uring's `DEFER_TASKRUN`): such a backend cannot
     /// promise an eventfd signal for every result (see

@@ -230,6 +230,12 @@ impl Queue {
         self.backend.submission_note()
     }
 
+    /// Whether the backend hands reads over a few per system call right now
+    /// (the adaptive policy saw them wait on a device).
+    pub(crate) fn paced(&self) -> bool {
+        self.backend.paced()
+    }
+
     /// The backend in use and why it was chosen.
     pub fn backend(&self) -> &BackendReport {
         &self.report

@@ -463,6 +463,10 @@ impl Backend for UringBackend {
         Some(self.pacer.note())
     }
 
+    fn paced(&self) -> bool {
+        self.pacer.paced()
+    }
+
     fn defers_taskrun(&self) -> bool {
         self.flags.contains("DEFER_TASKRUN")
     }
