@@ -74,35 +74,30 @@ impl EngineFile {
 /// poll that would queue more submits at once (bounds the batch's latency).
 const SUBMIT_BATCH: usize = 32;
 
-/// Whether a deferred read's op keeps its waker (see [`reschedule`]).
-const RESCHEDULE_KEEPS_WAKER: bool = cfg!(feature = "tokio");
-
-/// Poll the task again once the executor has run its other ready tasks.
+/// Poll the task again once tokio's multi-thread scheduler has run its
+/// other ready tasks: the scheduler's defer list (what
+/// `tokio::task::yield_now` does), woken after the worker has run out of
+/// ready tasks and polled its driver without blocking.
 ///
-/// On a tokio runtime this hands the waker to the scheduler's defer list
-/// (what `tokio::task::yield_now` does), woken after the worker has run out
-/// of ready tasks and polled its driver without blocking: on the
-/// multi-thread runtime a plain self-wake is a yield, and every yield
-/// unparks an idle worker (`schedule_local`'s notify), so that each read's
-/// first poll woke the other worker. The deferred wakes come back as one
-/// batch: at most one unpark per batch. Elsewhere (no tokio scheduler on
-/// this thread) tokio wakes the task at once, as a self-wake does.
-///
-/// Used while the ring's queue batches (reads served from the page cache):
-/// CPU per cached read on the multi-thread runtime 0.248 µs against 0.27
-/// with self-wakes (docs/BENCHMARKS.md). While it is paced (reads wait on
-/// the device) the poll wakes itself instead: the defer list holds the
-/// batch's second polls until the worker idles, by which time the other
+/// A plain self-wake is a yield on that runtime, and every yield calls the
+/// scheduler's unpark check (a shared atomic, and an unpark of the idle
+/// worker when there is one): per read, with cached reads. The deferred
+/// wakes come back as one batch. Used only while the ring's queue batches
+/// (reads served from the page cache); while it is paced (reads wait on
+/// the device) the poll wakes itself as before: the defer list would hold
+/// the batch's second polls until the worker idles, by which time the other
 /// worker has gone back to sleep and must be woken again, whereas the
 /// self-wakes unpark it while it is still up for the same burst of
-/// completions (0.085 against 0.110 voluntary switches per uncached read).
+/// completions (0.110 against 0.085 voluntary switches per uncached read,
+/// docs/ASYNC.md). On the current-thread runtime and other executors a
+/// self-wake costs nothing extra, and is what they get.
 ///
 /// A future polled by another executor nested inside a tokio task would
 /// have its wake-up deferred until that worker parks; the op therefore
-/// keeps the waker ([`RESCHEDULE_KEEPS_WAKER`]) and the engine's watchdog
-/// submits a queued read nobody reaped, so such a read still finishes (a
-/// tick later). The crate's own [`crate::block_on`] polls with plain
-/// self-wakes ([`with_plain_wakes`]) and never waits for the watchdog.
+/// keeps the waker and the engine's watchdog submits a queued read nobody
+/// reaped, so such a read still finishes (a tick later). The crate's own
+/// [`crate::block_on`] polls with plain self-wakes ([`with_plain_wakes`])
+/// and never waits for the watchdog.
 #[cfg(feature = "tokio")]
 fn reschedule(cx: &mut Context<'_>) {
     if PLAIN_WAKES.with(Cell::get) {
@@ -214,6 +209,8 @@ impl Future for ReadAt {
             St::Idle(buf, token) => {
                 let defer = ring.defers();
                 let mut st = ring.lock();
+                // How the task comes back to submit (see `reschedule`).
+                let via_tokio = defer && ring.tokio_multi() && !st.paced();
                 match st.start(
                     ring.table_mutex(),
                     &this.file.file,
@@ -222,7 +219,9 @@ impl Future for ReadAt {
                     buf,
                     cx.waker(),
                     token,
-                    !defer || RESCHEDULE_KEEPS_WAKER,
+                    // The op keeps the waker unless the task is rescheduled
+                    // by a self-wake, which needs none.
+                    !defer || via_tokio,
                     &mut d,
                 ) {
                     Started::Op { idx, was_idle } => {
@@ -234,13 +233,12 @@ impl Future for ReadAt {
                             // their reads join the batch, and the next poll
                             // (ours or theirs) submits them all in one
                             // system call.
-                            let paced = st.paced();
                             drop(st);
                             d.run();
-                            if paced {
-                                cx.waker().wake_by_ref();
-                            } else {
+                            if via_tokio {
                                 reschedule(cx);
+                            } else {
+                                cx.waker().wake_by_ref();
                             }
                             return Poll::Pending;
                         }

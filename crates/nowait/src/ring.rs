@@ -54,6 +54,9 @@ pub(crate) struct Ring {
     reap_wanted: AtomicBool,
     /// Times the reactor task or the poller thread woke up to reap.
     wakeups: AtomicU64,
+    /// Built on a worker of tokio's multi-thread runtime: a deferred
+    /// submit reschedules through the scheduler's defer list (`future.rs`).
+    tokio_multi: bool,
     report: BackendReport,
     depth: usize,
     mode: PollerMode,
@@ -148,6 +151,7 @@ impl Ring {
             table: Mutex::new(Table::new(depth)),
             reap_wanted: AtomicBool::new(false),
             wakeups: AtomicU64::new(0),
+            tokio_multi: on_tokio_multi_thread(),
             report,
             depth,
             mode,
@@ -246,6 +250,12 @@ impl Ring {
             poller_reason: self.reason.clone(),
             owner_gone: self.owner_gone(),
         }
+    }
+
+    /// Whether the ring was built on a worker of tokio's multi-thread
+    /// runtime.
+    pub(crate) fn tokio_multi(&self) -> bool {
+        self.tokio_multi
     }
 
     pub(crate) fn set_thread(&self, name: String) {
@@ -365,6 +375,17 @@ impl crate::reactor::Drive for Ring {
         self.reactor_alive.store(false, Ordering::SeqCst);
         self.poke.signal();
     }
+}
+
+#[cfg(feature = "tokio")]
+fn on_tokio_multi_thread() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+#[cfg(not(feature = "tokio"))]
+fn on_tokio_multi_thread() -> bool {
+    false
 }
 
 /// The state lock of a ring, held. Dropping it unlocks and then serves any

@@ -561,29 +561,35 @@ fn every_ring_gets_its_registered_buffers() {
     assert!(s.rings + s.rings_reclaimed as usize >= 2, "{s:?}");
 }
 
-/// The first poll of a read reschedules its task through tokio's defer list
-/// (one unpark of an idle worker per batch, not one per read). nowait's own
-/// `block_on`, called inside a tokio runtime, blocks the thread that list
-/// belongs to: it must wake itself, not wait for the engine's watchdog to
-/// submit the read (a tick per read). Cached reads: none needs the watchdog.
+/// On tokio's multi-thread runtime the first poll of a cached read
+/// reschedules its task through the scheduler's defer list (no unpark check
+/// per read). nowait's own `block_on`, called inside a tokio task, blocks
+/// the worker that list belongs to: it must wake itself, not wait for the
+/// engine's watchdog to submit the read (a tick per read). Cached reads:
+/// none needs the watchdog.
 #[test]
-fn block_on_inside_a_tokio_runtime_wakes_itself() {
+fn block_on_inside_a_tokio_task_wakes_itself() {
     let dir = disk_dir();
     let path = dir.path().join("small");
     nowait::pattern::write_file(&path, 1 << 20, |_| {}).unwrap();
     watchdog(Duration::from_secs(60), move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
             .enable_all()
             .build()
             .unwrap();
         let engine = rt.block_on(async { Engine::builder().depth(8).build().unwrap() });
         let file = engine.open(&path, Direct::Off).unwrap();
-        rt.block_on(async {
-            for i in 0..64u64 {
-                let off = (i * 7 % 256) * 4096;
-                let (r, buf) = nowait::block_on(file.read_at(Buf::new(4096), off));
-                verify(off, r, &buf);
-            }
+        rt.block_on(async move {
+            tokio::spawn(async move {
+                for i in 0..64u64 {
+                    let off = (i * 7 % 256) * 4096;
+                    let (r, buf) = nowait::block_on(file.read_at(Buf::new(4096), off));
+                    verify(off, r, &buf);
+                }
+            })
+            .await
+            .unwrap();
         });
         let s = engine.stats();
         println!("{s:?}");
