@@ -54,12 +54,14 @@ class _LoopRing:
     out on it; its completion eventfd is registered with ``loop.add_reader``
     so the loop learns of completions without a thread."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._ring = _nowait._Ring()
+    def __init__(self, loop: asyncio.AbstractEventLoop, submit: str = "adaptive") -> None:
+        self._ring = _nowait._Ring(submit=submit)
         self._pid = os.getpid()
         self._futures: Dict[int, asyncio.Future] = {}
         self._fd = self._ring.fileno()
         self._submit_scheduled = False
+        # Weak: the ring is the value of a WeakKeyDictionary keyed by the loop.
+        self._loop = weakref.ref(loop)
         loop.add_reader(self._fd, self._on_readable)
 
     def _fail_all(self, exc: BaseException) -> None:
@@ -83,8 +85,10 @@ class _LoopRing:
         except BaseException as exc:
             self._fail_all(exc)
             return
+        futures = self._futures
+        woke = False
         for op, ok, value in finished:
-            fut = self._futures.pop(op, None)
+            fut = futures.pop(op, None)
             # A cancelled waiter left its read to finish here: its buffer was
             # held by the engine until now and is released with this result.
             if fut is None or fut.done():
@@ -93,16 +97,26 @@ class _LoopRing:
                 fut.set_result(value)
             else:
                 fut.set_exception(value)
+            woke = True
+        if woke and not self._submit_scheduled:
+            # The waiters' tasks run in the next iteration, most of them
+            # starting their next read; a submit scheduled now runs right
+            # after them, in that same iteration, instead of one later.
+            loop = self._loop()
+            if loop is not None:
+                self._submit_scheduled = True
+                loop.call_soon(self._submit)
 
     def start(self, loop: asyncio.AbstractEventLoop, file: "File", kind: str,
               offsets: Any, size: Any, buffer: Any = None) -> "asyncio.Future[Any]":
         """Start a call; returns the future its result is set on."""
-        op = self._ring.start(file, kind, offsets, size, buffer)
+        op, queued = self._ring.start(file, kind, offsets, size, buffer)
         fut = loop.create_future()
         self._futures[op] = fut
-        if not self._submit_scheduled:
-            # One submit per loop iteration for the reads of every task
-            # that ran in it.
+        if queued and not self._submit_scheduled:
+            # Reads left queued (the engine submits at once only while it
+            # paces, see Queue::submit_chunk): one submit per loop iteration
+            # for the reads of every task that ran in it.
             self._submit_scheduled = True
             loop.call_soon(self._submit)
         return fut
@@ -113,14 +127,23 @@ _rings: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopRing]" = (
 )
 
 
-# The ring of the loop used last: skips the dictionary on the hot path.
+# The ring of the loop used last: skips the dictionary (and the fork check)
+# on the hot path. Forgotten in a forked child, whose rings are the parent's.
 _last: "tuple[Any, Optional[_LoopRing]]" = (lambda: None, None)
+
+
+def _forget_last() -> None:
+    global _last
+    _last = (lambda: None, None)
+
+
+os.register_at_fork(after_in_child=_forget_last)
 
 
 def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:
     global _last
     ref, ring = _last
-    if ring is not None and ref() is loop and ring._pid == os.getpid():
+    if ring is not None and ref() is loop:
         return ring
     ring = _rings.get(loop)
     if ring is None or ring._pid != os.getpid():
