@@ -39,6 +39,7 @@ if not sys.platform.startswith("linux"):
 import asyncio
 import os
 import weakref
+from threading import get_ident as _get_ident
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _nowait
@@ -57,7 +58,6 @@ class _LoopRing:
     def __init__(self, loop: asyncio.AbstractEventLoop, submit: str = "adaptive") -> None:
         self._ring = _nowait._Ring(submit=submit)
         self._pid = os.getpid()
-        self._futures: Dict[int, asyncio.Future] = {}
         self._fd = self._ring.fileno()
         self._submit_scheduled = False
         # Weak: the ring is the value of a WeakKeyDictionary keyed by the loop.
@@ -66,11 +66,7 @@ class _LoopRing:
 
     def _fail_all(self, exc: BaseException) -> None:
         """The engine failed: fail every waiter rather than leave it hanging."""
-        waiting = list(self._futures.values())
-        self._futures.clear()
-        for fut in waiting:
-            if not fut.done():
-                fut.set_exception(exc)
+        self._ring.fail_all(exc)
 
     def _submit(self) -> None:
         self._submit_scheduled = False
@@ -80,24 +76,14 @@ class _LoopRing:
             self._fail_all(exc)
 
     def _on_readable(self) -> None:
+        # Reaps and sets each finished call's result on its future. A
+        # cancelled waiter left its read to finish here: its buffer was held
+        # by the engine until now and is released with this result.
         try:
-            finished = self._ring.poll()
+            woke = self._ring.resolve()
         except BaseException as exc:
             self._fail_all(exc)
             return
-        futures = self._futures
-        woke = False
-        for op, ok, value in finished:
-            fut = futures.pop(op, None)
-            # A cancelled waiter left its read to finish here: its buffer was
-            # held by the engine until now and is released with this result.
-            if fut is None or fut.done():
-                continue
-            if ok:
-                fut.set_result(value)
-            else:
-                fut.set_exception(value)
-            woke = True
         if woke and not self._submit_scheduled:
             # The waiters' tasks run in the next iteration, most of them
             # starting their next read; a submit scheduled now runs right
@@ -110,9 +96,7 @@ class _LoopRing:
     def start(self, loop: asyncio.AbstractEventLoop, file: "File", kind: str,
               offsets: Any, size: Any, buffer: Any = None) -> "asyncio.Future[Any]":
         """Start a call; returns the future its result is set on."""
-        op, queued = self._ring.start(file, kind, offsets, size, buffer)
-        fut = loop.create_future()
-        self._futures[op] = fut
+        fut, queued = self._ring.start_waiter(loop, file, kind, offsets, size, buffer)
         if queued and not self._submit_scheduled:
             # Reads left queued (the engine submits at once only while it
             # paces, see Queue::submit_chunk): one submit per loop iteration
@@ -138,6 +122,22 @@ def _forget_last() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_last)
+
+
+def _running_ring() -> "tuple[asyncio.AbstractEventLoop, _LoopRing]":
+    """The running loop and its ring.
+
+    Before Python 3.12, ``asyncio.get_running_loop()`` makes a ``getpid()``
+    system call per call (its fork check), one per read here. The loop used
+    last, if it is running in this thread (asyncio's ``BaseEventLoop`` keeps
+    ``_thread_id`` while it runs), is the running loop: a thread runs one
+    loop at a time. Other loops (uvloop) take ``get_running_loop``."""
+    ref, ring = _last
+    loop = ref()
+    if ring is not None and getattr(loop, "_thread_id", None) == _get_ident():
+        return loop, ring
+    loop = asyncio.get_running_loop()
+    return loop, _ring_for(loop)
 
 
 def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:
@@ -179,14 +179,14 @@ class File(_nowait.File):
         Returns fewer bytes only at end of file. Cancelling the awaiting
         task is safe: the read finishes in the background.
         """
-        loop = asyncio.get_running_loop()
-        return await _ring_for(loop).start(loop, self, "one", offset, size)
+        loop, ring = _running_ring()
+        return await ring.start(loop, self, "one", offset, size)
 
     async def aread_many(self, offsets: Sequence[int], size: _Size) -> List[bytes]:
         """Read one record per offset (all submitted at once) on the running
         loop; ``size`` is one int for every record or one per offset."""
-        loop = asyncio.get_running_loop()
-        return await _ring_for(loop).start(loop, self, "many", offsets, size)
+        loop, ring = _running_ring()
+        return await ring.start(loop, self, "many", offsets, size)
 
     async def aread_into(self, buffer: Any, offsets: Sequence[int], size: int) -> List[int]:
         """Fill ``buffer`` with ``size``-byte records read at ``offsets``,
@@ -195,8 +195,8 @@ class File(_nowait.File):
         The buffer stays exported (a ``bytearray`` cannot be resized) until
         every read is done, even if the awaiting task is cancelled.
         """
-        loop = asyncio.get_running_loop()
-        return await _ring_for(loop).start(loop, self, "into", offsets, size, buffer)
+        loop, ring = _running_ring()
+        return await ring.start(loop, self, "into", offsets, size, buffer)
 
 
 def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],

@@ -11,6 +11,7 @@ import os
 import random
 import select
 import signal
+import threading
 
 import nowait
 from conftest import drop_cache
@@ -97,9 +98,9 @@ class _Recording(nowait._LoopRing):
         self.after_wake = []
 
     def _on_readable(self):
-        waiting = len(self._futures)
+        waiting = self._ring.waiting()
         super()._on_readable()
-        if len(self._futures) < waiting:
+        if self._ring.waiting() < waiting:
             self.after_wake.append(self._submit_scheduled)
 
 
@@ -225,3 +226,43 @@ def test_ring_of_the_parent_loop_not_used_in_a_forked_child(data):
         f.close()
     finally:
         loop.close()
+
+
+def test_reads_go_to_the_running_loop_not_the_last_used_one(data):
+    """aread_* skip asyncio.get_running_loop() (a getpid() per call before
+    Python 3.12) when the loop used last runs in this thread; a loop that is
+    alive but not running, or runs in another thread, must not be taken."""
+    path, blob, _ = data
+    first = asyncio.new_event_loop()
+    try:
+        with nowait.open(path, direct="off") as f:
+            assert first.run_until_complete(f.aread_at(0, 10)) == blob[:10]
+            # `first` stays alive (and last used) while another loop runs here.
+            assert run(f.aread_at(20, 10)) == blob[20:30]
+            assert first.run_until_complete(f.aread_many([1, 2], 2)) == [blob[1:3], blob[2:4]]
+
+            # `first` running in another thread while this thread runs its own.
+            started = threading.Event()
+            stop = first.create_future()
+
+            def serve():
+                async def main():
+                    assert await f.aread_at(5, 5) == blob[5:10]
+                    started.set()
+                    await stop
+                first.run_until_complete(main())
+
+            t = threading.Thread(target=serve)
+            t.start()
+            try:
+                assert started.wait(30)
+
+                async def here():
+                    return await asyncio.gather(*(f.aread_at(o, 7) for o in range(0, 700, 7)))
+                assert run(here()) == [blob[o:o + 7] for o in range(0, 700, 7)]
+            finally:
+                first.call_soon_threadsafe(stop.set_result, None)
+                t.join(30)
+            assert not t.is_alive()
+    finally:
+        first.close()
