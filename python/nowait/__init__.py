@@ -53,7 +53,15 @@ _Size = Union[int, Sequence[int]]
 class _LoopRing:
     """The queue of one event loop: reads started by tasks of that loop go
     out on it; its completion eventfd is registered with ``loop.add_reader``
-    so the loop learns of completions without a thread."""
+    so the loop learns of completions without a thread.
+
+    When reads reach the kernel: while the engine paces (reads wait on a
+    device, at most two per system call) the call that starts a read
+    submits it as soon as two are queued, so the device is fed while the
+    other tasks woken by the same completions still run; while it batches
+    (page-cache hits complete inside the submit) the reads of every task
+    that ran in a loop iteration go out in one submit at its end, scheduled
+    by the completion callback right behind the tasks it wakes."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, submit: str = "adaptive") -> None:
         self._ring = _nowait._Ring(submit=submit)
