@@ -200,32 +200,38 @@ def test_paced_many_tasks_with_cancellation_match_pread(data):
         os.close(fd)
 
 
-def test_ring_of_the_parent_loop_not_used_in_a_forked_child(data):
-    """The hot path skips the fork check; a forked child that keeps using
-    the parent's loop object must still get a ring of its own."""
+def test_child_forked_inside_a_coroutine_gets_its_own_ring(data):
+    """The hot path skips the fork check. A child forked inside a running
+    coroutine (multiprocessing's fork start method from an asyncio service)
+    that runs asyncio.run() must read through a ring of its own: the parent's
+    loop still looks like it runs in this thread there."""
     path, blob, _ = data
-    loop = asyncio.new_event_loop()
-    try:
-        f = nowait.open(path, direct="off")
-        assert loop.run_until_complete(f.aread_at(10, 20)) == blob[10:30]
-        parent_ring = nowait._rings[loop]
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                signal.alarm(30)
-                got = loop.run_until_complete(f.aread_at(100, 50))
-                mine = nowait._rings[loop]
-                code = 0 if got == blob[100:150] and mine is not parent_ring else 2
-            finally:
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
-        assert loop.run_until_complete(f.aread_at(7, 3)) == blob[7:10]
-        assert nowait._rings[loop] is parent_ring
-        f.close()
-    finally:
-        loop.close()
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        with nowait.open(path, direct="off") as f:
+            assert await f.aread_at(10, 20) == blob[10:30]
+            parent_ring = nowait._rings[loop]
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    signal.alarm(30)
+
+                    async def child():
+                        got = await f.aread_many([100, 5000], 50)
+                        mine = nowait._rings[asyncio.get_running_loop()]
+                        return got == [blob[100:150], blob[5000:5050]] and mine is not parent_ring
+                    code = 0 if asyncio.run(child()) else 2
+                except BaseException:
+                    code = 3
+                finally:
+                    os._exit(code)
+            _, status = os.waitpid(pid, 0)
+            assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+            assert await f.aread_at(7, 3) == blob[7:10]
+            assert nowait._rings[loop] is parent_ring
+    run(main())
 
 
 def test_reads_go_to_the_running_loop_not_the_last_used_one(data):
