@@ -143,7 +143,7 @@ impl Future for ReadAt {
                 }
             }
         };
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         let out = {
             let mut st = ring.lock();
             if st.retired() {
@@ -246,7 +246,7 @@ impl Drop for ReadAt {
         let Some(ring) = self.ring.as_ref() else {
             return;
         };
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         match std::mem::replace(&mut self.st, St::Finished) {
             St::InFlight(idx) => {
                 let mut st = ring.lock();
@@ -385,7 +385,7 @@ impl ReadMany {
                 }
             },
         };
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         {
             let mut st = ring.lock();
             if st.retired() {
@@ -469,7 +469,7 @@ impl Drop for ReadMany {
         if self.ops.is_empty() && self.token.is_none() {
             return;
         }
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         {
             let mut st = ring.lock();
             for (idx, _, _) in self.ops.drain(..) {
