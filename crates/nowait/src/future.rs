@@ -246,8 +246,12 @@ impl Drop for ReadAt {
         let Some(ring) = self.ring.as_ref() else {
             return;
         };
+        let st = std::mem::replace(&mut self.st, St::Finished);
+        if matches!(st, St::Idle(_, None) | St::Finished) {
+            return;
+        }
         let mut d = Deferred::new();
-        match std::mem::replace(&mut self.st, St::Finished) {
+        match st {
             St::InFlight(idx) => {
                 let mut st = ring.lock();
                 st.abandon(idx, &mut d);
