@@ -173,7 +173,7 @@ fn queue_run(
         iops: completed as f64 / el,
         cpu_us_per_io: (ru.user_us + ru.sys_us) as f64 / completed as f64,
         detail: format!(
-            "syscalls/io {:.2}; {}",
+            "{completed} reads; syscalls/io {:.2}; {}",
             st.backend.syscalls as f64 / completed as f64,
             st.backend.nowait
         ),
