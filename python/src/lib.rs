@@ -10,11 +10,13 @@
 //!
 //! Nothing here panics on user input: every failure is a Python exception.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -57,7 +59,7 @@ fn take_core() -> nowait::Result<Core> {
             drop(c);
         }
     }
-    let c = Core::new(SYNC_DEPTH, false)?;
+    let c = Core::new(SYNC_DEPTH, false, nowait::SubmitPolicy::Adaptive)?;
     remember_backend(&c);
     Ok(c)
 }
@@ -452,14 +454,40 @@ impl PyFile {
 pub struct Ring {
     core: Mutex<Core>,
     fd: i32,
+    /// The future of each call started with `start_waiter`, by call id;
+    /// `resolve` sets its result when the call finishes.
+    waiters: Mutex<HashMap<u64, Py<PyAny>>>,
+}
+
+/// Set a finished call's outcome on its future, unless it is done already
+/// (its task was cancelled: the call ran on to keep its buffer alive, and
+/// its result is dropped here). True if the future was resolved.
+fn settle(py: Python<'_>, fut: &Bound<'_, PyAny>, ok: bool, value: Py<PyAny>) -> PyResult<bool> {
+    if fut.call_method0(intern!(py, "done"))?.is_truthy()? {
+        return Ok(false);
+    }
+    let how = if ok {
+        intern!(py, "set_result")
+    } else {
+        intern!(py, "set_exception")
+    };
+    fut.call_method1(how, (value,))?;
+    Ok(true)
 }
 
 #[pymethods]
 impl Ring {
+    /// `submit`: the queue's submission policy, "adaptive" (the default),
+    /// "batch" or "paced" (see `nowait::SubmitPolicy`; the tests pin it).
     #[new]
-    #[pyo3(signature = (depth = 256))]
-    fn new(depth: usize) -> PyResult<Self> {
-        let core = Core::new(depth, true).map_err(to_py)?;
+    #[pyo3(signature = (depth = 256, submit = "adaptive"))]
+    fn new(depth: usize, submit: &str) -> PyResult<Self> {
+        let policy = nowait::SubmitPolicy::parse(submit).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "submit={submit:?} is not a policy; use \"adaptive\", \"batch\" or \"paced\""
+            ))
+        })?;
+        let core = Core::new(depth, true, policy).map_err(to_py)?;
         remember_backend(&core);
         let fd = core
             .fd()
@@ -467,7 +495,78 @@ impl Ring {
         Ok(Ring {
             core: Mutex::new(core),
             fd,
+            waiters: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// Calls started with `start_waiter` whose future was not resolved yet.
+    fn waiting(&self) -> usize {
+        lock(&self.waiters).len()
+    }
+
+    /// `start` for asyncio: creates the call's future on `event_loop`
+    /// (resolved by `resolve`); returns it and whether reads wait for
+    /// `submit`.
+    #[pyo3(signature = (event_loop, file, kind, offsets, size, buffer = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn start_waiter<'py>(
+        &self,
+        py: Python<'py>,
+        event_loop: &Bound<'py, PyAny>,
+        file: &Bound<'py, PyFile>,
+        kind: &str,
+        offsets: &Bound<'py, PyAny>,
+        size: &Bound<'py, PyAny>,
+        buffer: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Bound<'py, PyAny>, bool)> {
+        let fut = event_loop.call_method0(intern!(py, "create_future"))?;
+        let (id, queued) = self.start(file, kind, offsets, size, buffer)?;
+        lock(&self.waiters).insert(id, fut.clone().unbind());
+        Ok((fut, queued))
+    }
+
+    /// Clear the eventfd, reap what is done, and set every finished call's
+    /// result (or exception) on its future. Returns true if a future was
+    /// resolved (a task will run). Every finished future is settled even
+    /// if one of them raises; the first such error is raised afterwards.
+    fn resolve(&self, py: Python<'_>) -> PyResult<bool> {
+        let finished = self.poll(py)?;
+        if finished.is_empty() {
+            return Ok(false);
+        }
+        // Out of the map first: resolving runs Python code (call_soon),
+        // which must not find the lock held.
+        let settled: Vec<_> = {
+            let mut w = lock(&self.waiters);
+            finished
+                .into_iter()
+                .filter_map(|(id, ok, v)| w.remove(&id).map(|f| (f, ok, v)))
+                .collect()
+        };
+        let mut woke = false;
+        let mut first_err = None;
+        for (fut, ok, value) in settled {
+            match settle(py, fut.bind(py), ok, value) {
+                Ok(w) => woke |= w,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        match first_err {
+            Some(e) => Err(e),
+            None => Ok(woke),
+        }
+    }
+
+    /// Fail every waiting future with `exc` (the engine failed: no waiter
+    /// is left hanging).
+    fn fail_all(&self, py: Python<'_>, exc: &Bound<'_, PyAny>) {
+        let waiting: Vec<_> = lock(&self.waiters).drain().map(|(_, f)| f).collect();
+        for fut in waiting {
+            // A future that cannot take the exception is done already.
+            let _ = settle(py, fut.bind(py), false, exc.clone().unbind());
+        }
     }
 
     /// The eventfd to watch for readability.
@@ -490,10 +589,18 @@ impl Ring {
         d.set_item("bounced", s.bounced)?;
         d.set_item("syscalls", s.backend.syscalls)?;
         d.set_item("inline", s.inline)?;
+        d.set_item("paced_submits", s.backend.paced_submits)?;
         Ok(d)
     }
 
-    /// Start a call; returns its id. `kind` is "one", "many" or "into".
+    /// The most reads one submit hands to the kernel per system call right
+    /// now (`nowait::Queue::submit_chunk`): 2 while paced, else a huge number.
+    fn submit_chunk(&self) -> usize {
+        lock(&self.core).submit_chunk()
+    }
+
+    /// Start a call; returns its id and whether reads it pushed wait for
+    /// `submit`. `kind` is "one", "many" or "into".
     #[pyo3(signature = (file, kind, offsets, size, buffer = None))]
     fn start(
         &self,
@@ -502,7 +609,7 @@ impl Ring {
         offsets: &Bound<'_, PyAny>,
         size: &Bound<'_, PyAny>,
         buffer: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<u64> {
+    ) -> PyResult<(u64, bool)> {
         let pf = file.get();
         let f = pf.file()?;
         let (kind, reqs, plan) = match kind {
@@ -536,17 +643,21 @@ impl Ring {
         pf.async_calls.fetch_add(1, Relaxed);
         let mut core = lock(&self.core);
         let id = core.start(f, kind, &reqs, plan);
-        // Nothing waits here: submit and return; the eventfd says when.
-        // Pushed, not submitted: the loop calls `submit` once per iteration,
-        // so the reads of every task that ran in it share one system call.
-        let fed = core.feed_with(false);
+        // Nothing waits here; the eventfd says when the reads are done.
+        // While the queue batches (cached reads), pushed and not submitted:
+        // the loop calls `submit` at the end of the iteration, so the reads
+        // of every task that ran in it share one system call. While it
+        // paces (reads wait on the device), submitted as soon as a system
+        // call's worth is queued: waiting for the end of the iteration
+        // would save no system call and keep the device idle meanwhile.
+        let fed = core.feed_chunked();
         if core.has_done() {
             // An op can finish inside `feed` without the kernel (every part
             // refused, zero records): wake the loop for it.
             core.signal();
         }
-        fed.map_err(to_py)?;
-        Ok(id)
+        let queued = fed.map_err(to_py)?;
+        Ok((id, queued))
     }
 
     /// Submit the reads pushed by `start` since the last submit.

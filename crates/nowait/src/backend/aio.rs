@@ -499,6 +499,10 @@ impl Backend for AioBackend {
         Some(self.pacer.note())
     }
 
+    fn submit_chunk(&self) -> usize {
+        self.pacer.chunk()
+    }
+
     fn describe(&self) -> String {
         format!(
             "Linux native AIO (io_submit/io_getevents by raw syscalls), {} slots, {}",

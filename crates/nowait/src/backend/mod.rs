@@ -244,6 +244,13 @@ pub(crate) trait Backend: Send {
         None
     }
 
+    /// The most queued reads the next `submit` hands to the kernel in one
+    /// system call: the pacer's chunk while it paces, `usize::MAX` while it
+    /// batches or for a backend that does not pace.
+    fn submit_chunk(&self) -> usize {
+        usize::MAX
+    }
+
     /// True if completions wait as deferred task work until the owner
     /// enters the ring (io_uring's `DEFER_TASKRUN`): such a backend cannot
     /// promise an eventfd signal for every result (see

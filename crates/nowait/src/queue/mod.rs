@@ -230,6 +230,22 @@ impl Queue {
         self.backend.submission_note()
     }
 
+    /// The most queued reads one system call of [`Queue::submit`] hands to
+    /// the kernel right now: 2 while the adaptive pacer paces (reads wait on
+    /// a device; see [`SubmitPolicy`](crate::SubmitPolicy)), `usize::MAX` while it
+    /// batches, and for backends that do not pace (`pool`, `sync`,
+    /// `aio+pool`).
+    ///
+    /// A caller that gathers pushes so that they share one submit (an event
+    /// loop submitting once per iteration) gains nothing by gathering more
+    /// than this many: the submit would split them into system calls of
+    /// this size anyway, and every read would reach the device later.
+    /// Submitting whenever this many are queued costs the same system calls
+    /// and gets each read out as soon as its chunk is complete.
+    pub fn submit_chunk(&self) -> usize {
+        self.backend.submit_chunk()
+    }
+
     /// The backend in use and why it was chosen.
     pub fn backend(&self) -> &BackendReport {
         &self.report

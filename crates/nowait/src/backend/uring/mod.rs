@@ -465,6 +465,10 @@ impl Backend for UringBackend {
         Some(self.pacer.note())
     }
 
+    fn submit_chunk(&self) -> usize {
+        self.pacer.chunk()
+    }
+
     fn defers_taskrun(&self) -> bool {
         self.flags.contains("DEFER_TASKRUN")
     }
