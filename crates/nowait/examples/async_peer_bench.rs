@@ -18,6 +18,8 @@
 //! before the run; the file is large enough that a short run stays mostly
 //! uncached. Every read's data is checked against the pattern.
 //!
+//! `NOWAIT_BENCH_FILES=cached` (or `uncached`) runs only that half.
+//!
 //! ```text
 //! cargo run --release -p nowait --features tokio --example async_peer_bench
 //! NOWAIT_BENCH_SECS=3 NOWAIT_BENCH_SIZE_MB=2048 NOWAIT_BENCH_DIR=/data \
@@ -306,10 +308,14 @@ fn main() {
         "{:<9} {:<15} {:>10} {:>16} {:>13}",
         "file", "peer", "IOPS", "CPU s/100k", "ctxsw/read"
     );
+    let files = std::env::var("NOWAIT_BENCH_FILES").unwrap_or_default();
     for (label, path, size) in [
         ("cached", &cached, cached_mb << 20),
         ("uncached", &uncached, uncached_mb << 20),
     ] {
+        if !files.is_empty() && files != label {
+            continue;
+        }
         for peer in peers {
             if !only.is_empty() && !only.iter().any(|o| o == peer) {
                 continue;

@@ -143,7 +143,7 @@ impl Future for ReadAt {
                 }
             }
         };
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         let out = {
             let mut st = ring.lock();
             if st.retired() {
@@ -246,8 +246,12 @@ impl Drop for ReadAt {
         let Some(ring) = self.ring.as_ref() else {
             return;
         };
-        let mut d = Deferred::take();
-        match std::mem::replace(&mut self.st, St::Finished) {
+        let st = std::mem::replace(&mut self.st, St::Finished);
+        if matches!(st, St::Idle(_, None) | St::Finished) {
+            return;
+        }
+        let mut d = Deferred::new();
+        match st {
             St::InFlight(idx) => {
                 let mut st = ring.lock();
                 st.abandon(idx, &mut d);
@@ -385,7 +389,7 @@ impl ReadMany {
                 }
             },
         };
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         {
             let mut st = ring.lock();
             if st.retired() {
@@ -469,7 +473,7 @@ impl Drop for ReadMany {
         if self.ops.is_empty() && self.token.is_none() {
             return;
         }
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         {
             let mut st = ring.lock();
             for (idx, _, _) in self.ops.drain(..) {

@@ -265,7 +265,7 @@ impl Ring {
     }
 
     pub(crate) fn watch(&self) {
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         {
             let mut st = self.lock();
             if st.in_use() > 0 && st.reaps() == self.watch_mark.load(Ordering::Relaxed) {
@@ -280,7 +280,7 @@ impl Ring {
     /// Reap everything ready and wake its tasks: what the poller thread and
     /// the reactor task do when the eventfd fires.
     pub(crate) fn drive_now(&self) {
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         {
             let mut st = self.lock();
             st.count_poller_wakeup();

@@ -264,6 +264,12 @@ impl Queue {
         self.backend.stats()
     }
 
+    /// Reads re-issued so far (the rest of a short read, an EINTR/EAGAIN
+    /// retry): the queue's own counters only, cheap enough for every reap.
+    pub(crate) fn reissued(&self) -> u64 {
+        self.stats.short_retries + self.stats.eintr_retries
+    }
+
     /// Counters so far, the backend's among them.
     pub fn stats(&self) -> QueueStats {
         QueueStats {
