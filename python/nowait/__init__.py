@@ -66,6 +66,7 @@ class _LoopRing:
     def __init__(self, loop: asyncio.AbstractEventLoop, submit: str = "adaptive") -> None:
         self._ring = _nowait._Ring(submit=submit)
         self._pid = os.getpid()
+        self._futures: Dict[int, asyncio.Future] = {}
         self._fd = self._ring.fileno()
         self._submit_scheduled = False
         # Weak: the ring is the value of a WeakKeyDictionary keyed by the loop.
@@ -74,7 +75,11 @@ class _LoopRing:
 
     def _fail_all(self, exc: BaseException) -> None:
         """The engine failed: fail every waiter rather than leave it hanging."""
-        self._ring.fail_all(exc)
+        waiting = list(self._futures.values())
+        self._futures.clear()
+        for fut in waiting:
+            if not fut.done():
+                fut.set_exception(exc)
 
     def _submit(self) -> None:
         self._submit_scheduled = False
@@ -84,14 +89,24 @@ class _LoopRing:
             self._fail_all(exc)
 
     def _on_readable(self) -> None:
-        # Reaps and sets each finished call's result on its future. A
-        # cancelled waiter left its read to finish here: its buffer was held
-        # by the engine until now and is released with this result.
         try:
-            woke = self._ring.resolve()
+            finished = self._ring.poll()
         except BaseException as exc:
             self._fail_all(exc)
             return
+        futures = self._futures
+        woke = False
+        for op, ok, value in finished:
+            fut = futures.pop(op, None)
+            # A cancelled waiter left its read to finish here: its buffer was
+            # held by the engine until now and is released with this result.
+            if fut is None or fut.done():
+                continue
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+            woke = True
         if woke and not self._submit_scheduled:
             # The waiters' tasks run in the next iteration, most of them
             # starting their next read; a submit scheduled now runs right
@@ -104,7 +119,9 @@ class _LoopRing:
     def start(self, loop: asyncio.AbstractEventLoop, file: "File", kind: str,
               offsets: Any, size: Any, buffer: Any = None) -> "asyncio.Future[Any]":
         """Start a call; returns the future its result is set on."""
-        fut, queued = self._ring.start_waiter(loop, file, kind, offsets, size, buffer)
+        op, queued = self._ring.start(file, kind, offsets, size, buffer)
+        fut = loop.create_future()
+        self._futures[op] = fut
         if queued and not self._submit_scheduled:
             # Reads left queued (the engine submits at once only while it
             # paces, see Queue::submit_chunk): one submit per loop iteration

@@ -10,13 +10,11 @@
 //!
 //! Nothing here panics on user input: every failure is a Python exception.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -454,25 +452,6 @@ impl PyFile {
 pub struct Ring {
     core: Mutex<Core>,
     fd: i32,
-    /// The future of each call started with `start_waiter`, by call id;
-    /// `resolve` sets its result when the call finishes.
-    waiters: Mutex<HashMap<u64, Py<PyAny>>>,
-}
-
-/// Set a finished call's outcome on its future, unless it is done already
-/// (its task was cancelled: the call ran on to keep its buffer alive, and
-/// its result is dropped here). True if the future was resolved.
-fn settle(py: Python<'_>, fut: &Bound<'_, PyAny>, ok: bool, value: Py<PyAny>) -> PyResult<bool> {
-    if fut.call_method0(intern!(py, "done"))?.is_truthy()? {
-        return Ok(false);
-    }
-    let how = if ok {
-        intern!(py, "set_result")
-    } else {
-        intern!(py, "set_exception")
-    };
-    fut.call_method1(how, (value,))?;
-    Ok(true)
 }
 
 #[pymethods]
@@ -495,78 +474,7 @@ impl Ring {
         Ok(Ring {
             core: Mutex::new(core),
             fd,
-            waiters: Mutex::new(HashMap::new()),
         })
-    }
-
-    /// Calls started with `start_waiter` whose future was not resolved yet.
-    fn waiting(&self) -> usize {
-        lock(&self.waiters).len()
-    }
-
-    /// `start` for asyncio: creates the call's future on `event_loop`
-    /// (resolved by `resolve`); returns it and whether reads wait for
-    /// `submit`.
-    #[pyo3(signature = (event_loop, file, kind, offsets, size, buffer = None))]
-    #[allow(clippy::too_many_arguments)]
-    fn start_waiter<'py>(
-        &self,
-        py: Python<'py>,
-        event_loop: &Bound<'py, PyAny>,
-        file: &Bound<'py, PyFile>,
-        kind: &str,
-        offsets: &Bound<'py, PyAny>,
-        size: &Bound<'py, PyAny>,
-        buffer: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyAny>, bool)> {
-        let fut = event_loop.call_method0(intern!(py, "create_future"))?;
-        let (id, queued) = self.start(file, kind, offsets, size, buffer)?;
-        lock(&self.waiters).insert(id, fut.clone().unbind());
-        Ok((fut, queued))
-    }
-
-    /// Clear the eventfd, reap what is done, and set every finished call's
-    /// result (or exception) on its future. Returns true if a future was
-    /// resolved (a task will run). Every finished future is settled even
-    /// if one of them raises; the first such error is raised afterwards.
-    fn resolve(&self, py: Python<'_>) -> PyResult<bool> {
-        let finished = self.poll(py)?;
-        if finished.is_empty() {
-            return Ok(false);
-        }
-        // Out of the map first: resolving runs Python code (call_soon),
-        // which must not find the lock held.
-        let settled: Vec<_> = {
-            let mut w = lock(&self.waiters);
-            finished
-                .into_iter()
-                .filter_map(|(id, ok, v)| w.remove(&id).map(|f| (f, ok, v)))
-                .collect()
-        };
-        let mut woke = false;
-        let mut first_err = None;
-        for (fut, ok, value) in settled {
-            match settle(py, fut.bind(py), ok, value) {
-                Ok(w) => woke |= w,
-                Err(e) => {
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-        match first_err {
-            Some(e) => Err(e),
-            None => Ok(woke),
-        }
-    }
-
-    /// Fail every waiting future with `exc` (the engine failed: no waiter
-    /// is left hanging).
-    fn fail_all(&self, py: Python<'_>, exc: &Bound<'_, PyAny>) {
-        let waiting: Vec<_> = lock(&self.waiters).drain().map(|(_, f)| f).collect();
-        for fut in waiting {
-            // A future that cannot take the exception is done already.
-            let _ = settle(py, fut.bind(py), false, exc.clone().unbind());
-        }
     }
 
     /// The eventfd to watch for readability.

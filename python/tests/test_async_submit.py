@@ -98,9 +98,9 @@ class _Recording(nowait._LoopRing):
         self.after_wake = []
 
     def _on_readable(self):
-        waiting = self._ring.waiting()
+        waiting = len(self._futures)
         super()._on_readable()
-        if self._ring.waiting() < waiting:
+        if len(self._futures) < waiting:
             self.after_wake.append(self._submit_scheduled)
 
 
