@@ -290,8 +290,12 @@ impl Core {
             }
         }
         self.unsubmitted += pushed;
-        if submit && std::mem::take(&mut self.unsubmitted) > 0 {
+        if submit && self.unsubmitted > 0 {
+            // Cleared only once the kernel has them: after a failed submit
+            // the reads are still queued, and the next submit (the loop's,
+            // whose failure fails every waiter) must still see them.
             self.queue.submit()?;
+            self.unsubmitted = 0;
         }
         Ok(())
     }
@@ -307,8 +311,8 @@ impl Core {
     pub fn feed_chunked(&mut self) -> nowait::Result<bool> {
         self.feed_with(false)?;
         if self.unsubmitted > 0 && self.unsubmitted >= self.queue.submit_chunk() {
-            self.unsubmitted = 0;
             self.queue.submit()?;
+            self.unsubmitted = 0;
         }
         Ok(self.unsubmitted > 0)
     }
@@ -318,9 +322,12 @@ impl Core {
     pub fn reap(&mut self, min: usize) -> nowait::Result<usize> {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
-        // `Queue::reap` submits queued reads first.
-        self.unsubmitted = 0;
+        // `Queue::reap` submits queued reads first (if it fails they may
+        // still be queued: keep counting them for the next submit).
         let r = self.queue.reap(min, None, &mut out);
+        if r.is_ok() {
+            self.unsubmitted = 0;
+        }
         let n = out.len();
         for c in out.drain(..) {
             let op_id = c.user_data >> 24;
