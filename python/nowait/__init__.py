@@ -138,6 +138,9 @@ _rings: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopRing]" = (
 
 # The ring of the loop used last: skips the dictionary (and the fork check)
 # on the hot path. Forgotten in a forked child, whose rings are the parent's.
+# That relies on CPython's at-fork hooks: a process forked by a raw fork(2)
+# from C (no PyOS_AfterFork_Child) and then running asyncio would reuse the
+# parent's ring; os.fork, multiprocessing and subprocess all run the hooks.
 _last: "tuple[Any, Optional[_LoopRing]]" = (lambda: None, None)
 
 
