@@ -131,14 +131,18 @@ def _split(offs):
     return [offs[k::QD] for k in range(QD)]
 
 
-def m_nowait_asyncio(path, offs):
+def m_nowait_asyncio(path, offs, direct="off"):
     async def main():
-        with nowait.open(path, direct="off") as f:
+        with nowait.open(path, direct=direct) as f:
             async def worker(part):
                 for o in part:
                     await f.aread_at(o, BS)
             await asyncio.gather(*(worker(p) for p in _split(offs)))
     asyncio.run(main())
+
+
+def m_nowait_asyncio_direct(path, offs):
+    m_nowait_asyncio(path, offs, direct="auto")
 
 
 def m_aiofiles(path, offs):
@@ -180,7 +184,9 @@ METHODS = {
     "aiofiles": m_aiofiles,
     "caio": m_caio,
 }
-UNCACHED_ONLY = {"nowait read_into O_DIRECT": m_nowait_into_direct}
+# direct="auto" (nowait.open's default): O_DIRECT on this filesystem.
+UNCACHED_ONLY = {"nowait read_into O_DIRECT": m_nowait_into_direct,
+                 "nowait asyncio O_DIRECT": m_nowait_asyncio_direct}
 
 
 def available(name):
@@ -243,6 +249,8 @@ def main() -> int:
     ap.add_argument("--only", default="", help="comma list of methods to run")
     ap.add_argument("--cases", default="cached,uncached")
     ap.add_argument("--rust-cli", default=None, help="path of the nowait CLI binary")
+    ap.add_argument("--seed", type=int, default=42,
+                    help="seed of the random offsets (the same seed reads the same offsets)")
     args = ap.parse_args()
 
     size = parse_size(args.size)
@@ -253,7 +261,7 @@ def main() -> int:
     for case in args.cases.split(","):
         cached = case == "cached"
         n = args.cached_reads if cached else args.reads
-        rng = random.Random(42)
+        rng = random.Random(args.seed)
         methods = dict(METHODS)
         if not cached:
             methods.update(UNCACHED_ONLY)

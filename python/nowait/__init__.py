@@ -39,6 +39,7 @@ if not sys.platform.startswith("linux"):
 import asyncio
 import os
 import weakref
+from threading import get_ident as _get_ident
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _nowait
@@ -52,14 +53,24 @@ _Size = Union[int, Sequence[int]]
 class _LoopRing:
     """The queue of one event loop: reads started by tasks of that loop go
     out on it; its completion eventfd is registered with ``loop.add_reader``
-    so the loop learns of completions without a thread."""
+    so the loop learns of completions without a thread.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._ring = _nowait._Ring()
+    When reads reach the kernel: while the engine paces (reads wait on a
+    device, at most two per system call) the call that starts a read
+    submits it as soon as two are queued, so the device is fed while the
+    other tasks woken by the same completions still run; while it batches
+    (page-cache hits complete inside the submit) the reads of every task
+    that ran in a loop iteration go out in one submit at its end, scheduled
+    by the completion callback right behind the tasks it wakes."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, submit: str = "adaptive") -> None:
+        self._ring = _nowait._Ring(submit=submit)
         self._pid = os.getpid()
         self._futures: Dict[int, asyncio.Future] = {}
         self._fd = self._ring.fileno()
         self._submit_scheduled = False
+        # Weak: the ring is the value of a WeakKeyDictionary keyed by the loop.
+        self._loop = weakref.ref(loop)
         loop.add_reader(self._fd, self._on_readable)
 
     def _fail_all(self, exc: BaseException) -> None:
@@ -83,8 +94,10 @@ class _LoopRing:
         except BaseException as exc:
             self._fail_all(exc)
             return
+        futures = self._futures
+        woke = False
         for op, ok, value in finished:
-            fut = self._futures.pop(op, None)
+            fut = futures.pop(op, None)
             # A cancelled waiter left its read to finish here: its buffer was
             # held by the engine until now and is released with this result.
             if fut is None or fut.done():
@@ -93,16 +106,26 @@ class _LoopRing:
                 fut.set_result(value)
             else:
                 fut.set_exception(value)
+            woke = True
+        if woke and not self._submit_scheduled:
+            # The waiters' tasks run in the next iteration, most of them
+            # starting their next read; a submit scheduled now runs right
+            # after them, in that same iteration, instead of one later.
+            loop = self._loop()
+            if loop is not None:
+                self._submit_scheduled = True
+                loop.call_soon(self._submit)
 
     def start(self, loop: asyncio.AbstractEventLoop, file: "File", kind: str,
               offsets: Any, size: Any, buffer: Any = None) -> "asyncio.Future[Any]":
         """Start a call; returns the future its result is set on."""
-        op = self._ring.start(file, kind, offsets, size, buffer)
+        op, queued = self._ring.start(file, kind, offsets, size, buffer)
         fut = loop.create_future()
         self._futures[op] = fut
-        if not self._submit_scheduled:
-            # One submit per loop iteration for the reads of every task
-            # that ran in it.
+        if queued and not self._submit_scheduled:
+            # Reads left queued (the engine submits at once only while it
+            # paces, see Queue::submit_chunk): one submit per loop iteration
+            # for the reads of every task that ran in it.
             self._submit_scheduled = True
             loop.call_soon(self._submit)
         return fut
@@ -113,14 +136,42 @@ _rings: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopRing]" = (
 )
 
 
-# The ring of the loop used last: skips the dictionary on the hot path.
+# The ring of the loop used last: skips the dictionary (and the fork check)
+# on the hot path. Forgotten in a forked child, whose rings are the parent's.
+# That relies on CPython's at-fork hooks: a process forked by a raw fork(2)
+# from C (no PyOS_AfterFork_Child) and then running asyncio would reuse the
+# parent's ring; os.fork, multiprocessing and subprocess all run the hooks.
 _last: "tuple[Any, Optional[_LoopRing]]" = (lambda: None, None)
+
+
+def _forget_last() -> None:
+    global _last
+    _last = (lambda: None, None)
+
+
+os.register_at_fork(after_in_child=_forget_last)
+
+
+def _running_ring() -> "tuple[asyncio.AbstractEventLoop, _LoopRing]":
+    """The running loop and its ring.
+
+    Before Python 3.12, ``asyncio.get_running_loop()`` makes a ``getpid()``
+    system call per call (its fork check), one per read here. The loop used
+    last, if it is running in this thread (asyncio's ``BaseEventLoop`` keeps
+    ``_thread_id`` while it runs), is the running loop: a thread runs one
+    loop at a time. Other loops (uvloop) take ``get_running_loop``."""
+    ref, ring = _last
+    loop = ref()
+    if ring is not None and getattr(loop, "_thread_id", None) == _get_ident():
+        return loop, ring
+    loop = asyncio.get_running_loop()
+    return loop, _ring_for(loop)
 
 
 def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:
     global _last
     ref, ring = _last
-    if ring is not None and ref() is loop and ring._pid == os.getpid():
+    if ring is not None and ref() is loop:
         return ring
     ring = _rings.get(loop)
     if ring is None or ring._pid != os.getpid():
@@ -156,14 +207,25 @@ class File(_nowait.File):
         Returns fewer bytes only at end of file. Cancelling the awaiting
         task is safe: the read finishes in the background.
         """
-        loop = asyncio.get_running_loop()
-        return await _ring_for(loop).start(loop, self, "one", offset, size)
+        # _running_ring() and _LoopRing.start inlined: this is the call a
+        # service makes per record (two Python calls less per read).
+        ref, ring = _last
+        loop = ref()
+        if ring is None or getattr(loop, "_thread_id", None) != _get_ident():
+            loop, ring = _running_ring()
+        op, queued = ring._ring.start(self, "one", offset, size)
+        fut = loop.create_future()
+        ring._futures[op] = fut
+        if queued and not ring._submit_scheduled:
+            ring._submit_scheduled = True
+            loop.call_soon(ring._submit)
+        return await fut
 
     async def aread_many(self, offsets: Sequence[int], size: _Size) -> List[bytes]:
         """Read one record per offset (all submitted at once) on the running
         loop; ``size`` is one int for every record or one per offset."""
-        loop = asyncio.get_running_loop()
-        return await _ring_for(loop).start(loop, self, "many", offsets, size)
+        loop, ring = _running_ring()
+        return await ring.start(loop, self, "many", offsets, size)
 
     async def aread_into(self, buffer: Any, offsets: Sequence[int], size: int) -> List[int]:
         """Fill ``buffer`` with ``size``-byte records read at ``offsets``,
@@ -172,8 +234,8 @@ class File(_nowait.File):
         The buffer stays exported (a ``bytearray`` cannot be resized) until
         every read is done, even if the awaiting task is cancelled.
         """
-        loop = asyncio.get_running_loop()
-        return await _ring_for(loop).start(loop, self, "into", offsets, size, buffer)
+        loop, ring = _running_ring()
+        return await ring.start(loop, self, "into", offsets, size, buffer)
 
 
 def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],

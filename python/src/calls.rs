@@ -18,7 +18,7 @@ use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use nowait::{Buf, Completion, Queue, Read};
+use nowait::{Buf, Completion, Queue, Read, SubmitPolicy};
 
 use crate::export::Export;
 
@@ -74,7 +74,7 @@ pub struct Core {
     done: Vec<u64>,
     out: Vec<Completion>,
     /// Reads pushed by `feed_with(false)` and not yet submitted.
-    unsubmitted: bool,
+    unsubmitted: usize,
 }
 
 // SAFETY: the raw pointers in the backlog point into exports owned by this
@@ -83,13 +83,18 @@ pub struct Core {
 unsafe impl Send for Core {}
 
 impl Core {
-    /// A queue of `depth` slots; with `notify`, its completion eventfd is
-    /// set up (see [`Core::fd`]).
-    pub fn new(depth: usize, notify: bool) -> nowait::Result<Core> {
+    /// A queue of `depth` slots handing reads to the kernel as `policy`
+    /// says; with `notify`, its completion eventfd is set up (see
+    /// [`Core::fd`]).
+    pub fn new(depth: usize, notify: bool, policy: SubmitPolicy) -> nowait::Result<Core> {
         // Not single-issuer: a pooled core serves whichever Python thread
         // takes it, and a ring may be dropped by the garbage collector on
         // another thread than the loop's.
-        let mut queue = Queue::builder().depth(depth).single_issuer(false).build()?;
+        let mut queue = Queue::builder()
+            .depth(depth)
+            .single_issuer(false)
+            .submit_policy(policy)
+            .build()?;
         let fd = if notify {
             Some(queue.completion_fd()?.as_raw_fd())
         } else {
@@ -107,7 +112,7 @@ impl Core {
             next_op: 1,
             done: Vec::new(),
             out: Vec::with_capacity(depth),
-            unsubmitted: false,
+            unsubmitted: 0,
         })
     }
 
@@ -123,6 +128,10 @@ impl Core {
 
     pub fn backend(&self) -> &nowait::BackendReport {
         self.queue.backend()
+    }
+
+    pub fn submit_chunk(&self) -> usize {
+        self.queue.submit_chunk()
     }
 
     pub fn queue_stats(&self) -> nowait::QueueStats {
@@ -239,7 +248,7 @@ impl Core {
     /// with `submit` (otherwise a later [`Core::feed`] or reap does, so the
     /// reads of several calls go out in one system call).
     pub fn feed_with(&mut self, submit: bool) -> nowait::Result<()> {
-        let mut pushed = false;
+        let mut pushed = 0;
         while self.queue.in_flight() < self.depth {
             let Some(p) = self.backlog.pop_front() else {
                 break;
@@ -272,7 +281,7 @@ impl Core {
                 user_data: (p.op << 24) | u64::from(p.idx),
             };
             match self.queue.push(req) {
-                Ok(()) => pushed = true,
+                Ok(()) => pushed += 1,
                 Err(r) => {
                     self.recycle(r.buf);
                     self.fail(p.op, p.idx as usize, r.error);
@@ -280,13 +289,32 @@ impl Core {
                 }
             }
         }
-        if pushed {
-            self.unsubmitted = true;
-        }
-        if submit && std::mem::take(&mut self.unsubmitted) {
+        self.unsubmitted += pushed;
+        if submit && self.unsubmitted > 0 {
+            // Cleared only once the kernel has them: after a failed submit
+            // the reads are still queued, and the next submit (the loop's,
+            // whose failure fails every waiter) must still see them.
             self.queue.submit()?;
+            self.unsubmitted = 0;
         }
         Ok(())
+    }
+
+    /// Push backlog parts and submit as soon as one system call's worth is
+    /// queued ([`nowait::Queue::submit_chunk`]): while the queue paces
+    /// (reads wait on a device) that is every second read, so each read
+    /// reaches the device as soon as its task starts it, for the same
+    /// system calls as one submit per loop iteration; while it batches
+    /// (cached reads) nothing is submitted here and the reads of a whole
+    /// loop iteration share one submit. Returns true if pushed reads are
+    /// left for [`Core::feed`].
+    pub fn feed_chunked(&mut self) -> nowait::Result<bool> {
+        self.feed_with(false)?;
+        if self.unsubmitted > 0 && self.unsubmitted >= self.queue.submit_chunk() {
+            self.queue.submit()?;
+            self.unsubmitted = 0;
+        }
+        Ok(self.unsubmitted > 0)
     }
 
     /// Reap completions (waiting for at least `min`), account them to their
@@ -294,9 +322,12 @@ impl Core {
     pub fn reap(&mut self, min: usize) -> nowait::Result<usize> {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
-        // `Queue::reap` submits queued reads first.
-        self.unsubmitted = false;
+        // `Queue::reap` submits queued reads first (if it fails they may
+        // still be queued: keep counting them for the next submit).
         let r = self.queue.reap(min, None, &mut out);
+        if r.is_ok() {
+            self.unsubmitted = 0;
+        }
         let n = out.len();
         for c in out.drain(..) {
             let op_id = c.user_data >> 24;

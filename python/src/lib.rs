@@ -57,7 +57,7 @@ fn take_core() -> nowait::Result<Core> {
             drop(c);
         }
     }
-    let c = Core::new(SYNC_DEPTH, false)?;
+    let c = Core::new(SYNC_DEPTH, false, nowait::SubmitPolicy::Adaptive)?;
     remember_backend(&c);
     Ok(c)
 }
@@ -456,10 +456,17 @@ pub struct Ring {
 
 #[pymethods]
 impl Ring {
+    /// `submit`: the queue's submission policy, "adaptive" (the default),
+    /// "batch" or "paced" (see `nowait::SubmitPolicy`; the tests pin it).
     #[new]
-    #[pyo3(signature = (depth = 256))]
-    fn new(depth: usize) -> PyResult<Self> {
-        let core = Core::new(depth, true).map_err(to_py)?;
+    #[pyo3(signature = (depth = 256, submit = "adaptive"))]
+    fn new(depth: usize, submit: &str) -> PyResult<Self> {
+        let policy = nowait::SubmitPolicy::parse(submit).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "submit={submit:?} is not a policy; use \"adaptive\", \"batch\" or \"paced\""
+            ))
+        })?;
+        let core = Core::new(depth, true, policy).map_err(to_py)?;
         remember_backend(&core);
         let fd = core
             .fd()
@@ -490,10 +497,18 @@ impl Ring {
         d.set_item("bounced", s.bounced)?;
         d.set_item("syscalls", s.backend.syscalls)?;
         d.set_item("inline", s.inline)?;
+        d.set_item("paced_submits", s.backend.paced_submits)?;
         Ok(d)
     }
 
-    /// Start a call; returns its id. `kind` is "one", "many" or "into".
+    /// The most reads one submit hands to the kernel per system call right
+    /// now (`nowait::Queue::submit_chunk`): 2 while paced, else a huge number.
+    fn submit_chunk(&self) -> usize {
+        lock(&self.core).submit_chunk()
+    }
+
+    /// Start a call; returns its id and whether reads it pushed wait for
+    /// `submit`. `kind` is "one", "many" or "into".
     #[pyo3(signature = (file, kind, offsets, size, buffer = None))]
     fn start(
         &self,
@@ -502,7 +517,7 @@ impl Ring {
         offsets: &Bound<'_, PyAny>,
         size: &Bound<'_, PyAny>,
         buffer: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<u64> {
+    ) -> PyResult<(u64, bool)> {
         let pf = file.get();
         let f = pf.file()?;
         let (kind, reqs, plan) = match kind {
@@ -536,17 +551,21 @@ impl Ring {
         pf.async_calls.fetch_add(1, Relaxed);
         let mut core = lock(&self.core);
         let id = core.start(f, kind, &reqs, plan);
-        // Nothing waits here: submit and return; the eventfd says when.
-        // Pushed, not submitted: the loop calls `submit` once per iteration,
-        // so the reads of every task that ran in it share one system call.
-        let fed = core.feed_with(false);
+        // Nothing waits here; the eventfd says when the reads are done.
+        // While the queue batches (cached reads), pushed and not submitted:
+        // the loop calls `submit` at the end of the iteration, so the reads
+        // of every task that ran in it share one system call. While it
+        // paces (reads wait on the device), submitted as soon as a system
+        // call's worth is queued: waiting for the end of the iteration
+        // would save no system call and keep the device idle meanwhile.
+        let fed = core.feed_chunked();
         if core.has_done() {
             // An op can finish inside `feed` without the kernel (every part
             // refused, zero records): wake the loop for it.
             core.signal();
         }
-        fed.map_err(to_py)?;
-        Ok(id)
+        let queued = fed.map_err(to_py)?;
+        Ok((id, queued))
     }
 
     /// Submit the reads pushed by `start` since the last submit.

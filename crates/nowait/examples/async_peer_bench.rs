@@ -17,7 +17,8 @@
 //! "Uncached" drops the file from the page cache (`POSIX_FADV_DONTNEED`)
 //! before the run; the file is large enough that a short run stays mostly
 //! uncached. Every read's data is checked against the pattern.
-//! `NOWAIT_BENCH_FILES=cached` or `=uncached` runs only that file's rounds.
+//!
+//! `NOWAIT_BENCH_FILES=cached` (or `uncached`) runs only that half.
 //!
 //! ```text
 //! cargo run --release -p nowait --features tokio --example async_peer_bench

@@ -7,8 +7,12 @@
 //! the nowait path off.
 //!
 //! ```text
-//! cargo run --release -p nowait --example peer_bench -- [--file PATH] [--size-mib 256] [--secs 3] [--rounds 3] [--cold] [--qd 32]
+//! cargo run --release -p nowait --example peer_bench -- [--file PATH] [--size-mib 256] [--secs 3] [--rounds 3] [--cold] [--qd 32] [--modes pread,uring,...]
 //! ```
+//!
+//! `--modes` runs only the named modes (for `perf record` of one of them):
+//! `pread`, `preadv2`, `sync`, `uring`, `uring-fixed`, `pool-adaptive`,
+//! `pool-always`, `pool-off`. The default is all of them.
 //!
 //! Warm (default): the whole file is read once first, so every read hits the
 //! page cache. `--cold`: the file's cache is dropped (`POSIX_FADV_DONTNEED`)
@@ -169,7 +173,7 @@ fn queue_run(
         iops: completed as f64 / el,
         cpu_us_per_io: (ru.user_us + ru.sys_us) as f64 / completed as f64,
         detail: format!(
-            "syscalls/io {:.2}; {}",
+            "{completed} reads; syscalls/io {:.2}; {}",
             st.backend.syscalls as f64 / completed as f64,
             st.backend.nowait
         ),
@@ -184,6 +188,7 @@ fn main() {
     let mut cold = false;
     let mut qd = 32usize;
     let mut rounds = 1usize;
+    let mut modes: Option<Vec<String>> = None;
     while let Some(a) = args.next() {
         match a.as_str() {
             "--file" => path = args.next().expect("--file PATH").into(),
@@ -191,6 +196,15 @@ fn main() {
             "--secs" => secs = args.next().expect("--secs S").parse().unwrap(),
             "--qd" => qd = args.next().expect("--qd N").parse().unwrap(),
             "--cold" => cold = true,
+            "--modes" => {
+                modes = Some(
+                    args.next()
+                        .expect("--modes a,b,...")
+                        .split(',')
+                        .map(str::to_owned)
+                        .collect(),
+                )
+            }
             "--rounds" => rounds = args.next().expect("--rounds N").parse().unwrap(),
             other => {
                 eprintln!("unknown argument {other}");
@@ -221,34 +235,50 @@ fn main() {
             .nowait(m)
     };
     let uring = || Queue::builder().backend(BackendChoice::Exactly(BackendKind::Uring));
+    let wanted = |key: &str| modes.as_ref().is_none_or(|m| m.iter().any(|k| k == key));
     let one_round = || {
-        let mut runs = vec![pread_loop(&file, blocks, secs, cold, false)];
-        if !cold {
+        let mut runs = Vec::new();
+        if wanted("pread") {
+            runs.push(pread_loop(&file, blocks, secs, cold, false));
+        }
+        if !cold && wanted("preadv2") {
             runs.push(pread_loop(&file, blocks, secs, cold, true));
         }
-        let sync = Queue::builder().backend(BackendChoice::Exactly(BackendKind::Sync));
-        runs.push(queue_run(
-            "sync backend",
-            sync,
-            &file,
-            blocks,
-            secs,
-            qd,
-            cold,
-        ));
-        runs.push(queue_run("uring", uring(), &file, blocks, secs, qd, cold));
-        runs.push(queue_run(
-            "uring, fixed buffers",
-            uring().fixed_buffers(qd, BS),
-            &file,
-            blocks,
-            secs,
-            qd,
-            cold,
-        ));
-        for m in [NowaitMode::Adaptive, NowaitMode::Always, NowaitMode::Off] {
-            let name = format!("pool nowait={m}");
-            runs.push(queue_run(&name, pool(m), &file, blocks, secs, qd, cold));
+        if wanted("sync") {
+            let sync = Queue::builder().backend(BackendChoice::Exactly(BackendKind::Sync));
+            runs.push(queue_run(
+                "sync backend",
+                sync,
+                &file,
+                blocks,
+                secs,
+                qd,
+                cold,
+            ));
+        }
+        if wanted("uring") {
+            runs.push(queue_run("uring", uring(), &file, blocks, secs, qd, cold));
+        }
+        if wanted("uring-fixed") {
+            runs.push(queue_run(
+                "uring, fixed buffers",
+                uring().fixed_buffers(qd, BS),
+                &file,
+                blocks,
+                secs,
+                qd,
+                cold,
+            ));
+        }
+        for (key, m) in [
+            ("pool-adaptive", NowaitMode::Adaptive),
+            ("pool-always", NowaitMode::Always),
+            ("pool-off", NowaitMode::Off),
+        ] {
+            if wanted(key) {
+                let name = format!("pool nowait={m}");
+                runs.push(queue_run(&name, pool(m), &file, blocks, secs, qd, cold));
+            }
         }
         runs
     };
@@ -267,6 +297,12 @@ fn main() {
         })
         .collect();
     println!("medians over {} round(s):", all.len());
+    if runs.is_empty() {
+        eprintln!("--modes named no mode this run has");
+        std::process::exit(2);
+    }
+    // Ratios are to the first and the last mode run (the pread loop and the
+    // pool with the nowait path off when every mode runs).
     let base = runs[0].iops;
     let off = runs.last().unwrap().iops;
     for r in &runs {

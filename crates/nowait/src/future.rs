@@ -204,7 +204,7 @@ impl Future for ReadAt {
                 }
             }
         };
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         let idx = match std::mem::replace(&mut this.st, St::Finished) {
             St::Idle(buf, token) => {
                 let defer = ring.defers();
@@ -337,8 +337,12 @@ impl Drop for ReadAt {
         let Some(ring) = self.ring.as_ref() else {
             return;
         };
-        let mut d = Deferred::take();
-        match std::mem::replace(&mut self.st, St::Finished) {
+        let st = std::mem::replace(&mut self.st, St::Finished);
+        if matches!(st, St::Idle(_, None) | St::Finished) {
+            return;
+        }
+        let mut d = Deferred::new();
+        match st {
             St::InFlight(idx) => {
                 ring.table().abandon(idx, &mut d);
                 // The read may still be queued (its first poll defers
@@ -480,7 +484,7 @@ impl ReadMany {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         {
             let mut st = ring.lock();
             let mut was_idle = false;
@@ -581,7 +585,7 @@ impl Drop for ReadMany {
         if self.ops.is_empty() && self.token.is_none() {
             return;
         }
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         let had_ops = !self.ops.is_empty();
         {
             let mut t = ring.table();

@@ -163,7 +163,7 @@ impl Table {
             match self.slot_waiters.iter_mut().find(|(wt, _)| *wt == t) {
                 Some((_, w)) => {
                     if !w.will_wake(waker) {
-                        d.discard.push(std::mem::replace(w, waker.clone()));
+                        d.discard(std::mem::replace(w, waker.clone()));
                     }
                 }
                 None => self.slot_waiters.push_back((t, waker.clone())),
@@ -184,7 +184,7 @@ impl Table {
             self.release(idx, d);
         } else if let Some(pos) = self.slot_waiters.iter().position(|(t, _)| *t == token) {
             if let Some((_, w)) = self.slot_waiters.remove(pos) {
-                d.discard.push(w);
+                d.discard(w);
             }
         }
     }
@@ -195,7 +195,7 @@ impl Table {
             Op::InFlight(w) => {
                 self.ops[idx] = Op::Done(c.result, c.buf);
                 if let Some(w) = w {
-                    d.wake.push(w);
+                    d.wake(w);
                 }
             }
             Op::Abandoned => {
@@ -239,7 +239,7 @@ impl Table {
                         Some(old) if old.will_wake(new) => {}
                         _ => {
                             if let Some(old) = w.replace(new.clone()) {
-                                d.discard.push(old);
+                                d.discard(old);
                             }
                         }
                     }
@@ -257,7 +257,7 @@ impl Table {
         match std::mem::replace(op, Op::Abandoned) {
             Op::InFlight(w) => {
                 if let Some(w) = w {
-                    d.discard.push(w);
+                    d.discard(w);
                 }
             }
             Op::Done(_, buf) => {
@@ -277,7 +277,7 @@ impl Table {
         match self.slot_waiters.pop_front() {
             Some((t, w)) => {
                 self.grants.push((t, idx));
-                d.wake.push(w);
+                d.wake(w);
             }
             None => self.free.push(idx),
         }
@@ -398,12 +398,12 @@ impl State {
             // again until nothing was re-issued, or a re-issued read could
             // sit unsubmitted while every task is parked (regression:
             // short_read_at_eof_and_read_exact_at_eof_error hung on `pool`).
-            let before = retries(&self.queue);
+            let before = self.queue.reissued();
             if let Err(e) = self.queue.reap(0, None, &mut out) {
                 r = Err(e);
                 break;
             }
-            if retries(&self.queue) == before {
+            if self.queue.reissued() == before {
                 break;
             }
         }
@@ -420,7 +420,7 @@ impl State {
     /// Whether the queue submits a few reads per system call right now
     /// (they wait on a device): a batch would buy nothing.
     pub(crate) fn paced(&self) -> bool {
-        self.queue.paced()
+        self.queue.submit_chunk() != usize::MAX
     }
 
     /// Reads pushed and not yet handed to the backend (see [`State::reap`]).
@@ -429,45 +429,80 @@ impl State {
     }
 }
 
-/// Reads the queue has re-issued so far.
-fn retries(q: &Queue) -> u64 {
-    let s = q.stats();
-    s.short_retries + s.eintr_retries
-}
-
 /// Wakers to run, and wakers to drop, once the lock is released: a waker
 /// may run arbitrary executor code (even drop a task holding one of our
 /// futures), which must never happen under a ring's lock.
+///
+/// Most polls queue no waker at all (a cached read is collected by the poll
+/// that submitted it), so a new `Deferred` is two empty vectors and `run` of
+/// an empty one does nothing; the first waker queued takes this thread's
+/// spare vector, and `run` gives it back (no allocation per read either way).
 #[derive(Default)]
 pub(crate) struct Deferred {
-    pub(crate) wake: Vec<Waker>,
-    pub(crate) discard: Vec<Waker>,
+    wake: Vec<Waker>,
+    discard: Vec<Waker>,
 }
 
 thread_local! {
-    static SCRATCH: Cell<Deferred> = Cell::new(Deferred::default());
+    /// One emptied vector kept for the next `Deferred` that needs one.
+    static SPARE: Cell<Vec<Waker>> = const { Cell::new(Vec::new()) };
+}
+
+/// This thread's spare vector (empty, possibly with capacity).
+fn spare() -> Vec<Waker> {
+    SPARE.try_with(Cell::take).unwrap_or_default()
+}
+
+/// Keep `v` (emptied) as this thread's spare if it is larger than the one kept.
+fn keep_spare(mut v: Vec<Waker>) {
+    v.clear();
+    let _ = SPARE.try_with(|c| {
+        let cur = c.take();
+        c.set(if cur.capacity() >= v.capacity() {
+            cur
+        } else {
+            v
+        });
+    });
 }
 
 impl Deferred {
-    /// This thread's scratch lists (kept between calls: no allocation per read).
-    pub(crate) fn take() -> Deferred {
-        SCRATCH.try_with(Cell::take).unwrap_or_default()
+    /// Empty lists; nothing is allocated or looked up until a waker is queued.
+    #[inline]
+    pub(crate) fn new() -> Deferred {
+        Deferred::default()
+    }
+
+    /// Wake `w` once the lock is released.
+    pub(crate) fn wake(&mut self, w: Waker) {
+        if self.wake.capacity() == 0 {
+            self.wake = spare();
+        }
+        self.wake.push(w);
+    }
+
+    /// Drop `w` once the lock is released.
+    pub(crate) fn discard(&mut self, w: Waker) {
+        if self.discard.capacity() == 0 {
+            self.discard = spare();
+        }
+        self.discard.push(w);
     }
 
     /// Run and drop everything, then keep the lists for the next call.
     /// Call only with no ring lock held.
+    #[inline]
     pub(crate) fn run(mut self) {
+        if self.wake.capacity() == 0 && self.discard.capacity() == 0 {
+            // Nothing queued and nothing allocated: there is nothing to drop.
+            std::mem::forget(self);
+            return;
+        }
         for w in self.wake.drain(..) {
             w.wake();
         }
         self.discard.clear();
-        let _ = SCRATCH.try_with(|c| {
-            let cur = c.take();
-            c.set(if cur.wake.capacity() > self.wake.capacity() {
-                cur
-            } else {
-                self
-            });
-        });
+        keep_spare(std::mem::take(&mut self.wake));
+        keep_spare(std::mem::take(&mut self.discard));
     }
 }

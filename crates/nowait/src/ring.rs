@@ -339,7 +339,7 @@ impl Ring {
     }
 
     pub(crate) fn watch(&self) {
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         {
             let mut st = self.lock();
             let busy = self.table().in_use() > 0;
@@ -357,7 +357,7 @@ impl Ring {
     /// Without waiting for the state lock: a holder serves the request.
     pub(crate) fn drive_now(&self) {
         self.wakeups.fetch_add(1, Ordering::Relaxed);
-        let mut d = Deferred::take();
+        let mut d = Deferred::new();
         // A failed io_uring_enter consumes nothing; the next wake-up (or
         // a future's own poll) tries again.
         let _ = self.reap_soon(&mut d);
@@ -428,7 +428,7 @@ impl Drop for StateGuard<'_> {
             ring.reap_wanted.store(false, Ordering::SeqCst);
             // Wakers run only with every lock released; this runs under
             // no table lock (the lock order forbids holding one here).
-            let mut d = Deferred::take();
+            let mut d = Deferred::new();
             let _ = g.reap(&ring.table, &mut d);
             drop(g);
             d.run();
@@ -474,7 +474,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         let other = ring.clone();
         std::thread::spawn(move || {
-            let mut d = Deferred::take();
+            let mut d = Deferred::new();
             let r = other.reap_soon(&mut d);
             d.run();
             let _ = tx.send(r.is_ok());

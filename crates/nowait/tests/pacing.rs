@@ -2,7 +2,9 @@
 //! byte-exact data on `uring` and `aio`, paced submission really hands at
 //! most two reads to each system call, and the adaptive policy batches reads
 //! that complete inside the submitting call (page cache) and paces direct
-//! reads, which never do on a DEFER_TASKRUN ring.
+//! reads, which never do on a DEFER_TASKRUN ring. `Queue::submit_chunk`
+//! says which: 2 while paced, `usize::MAX` while batched (and for backends
+//! that do not pace).
 
 mod common;
 
@@ -89,10 +91,23 @@ fn every_policy_reads_byte_exact_and_paced_means_two_per_call() {
             let stats = watchdog(&what, Duration::from_secs(20), move |p| {
                 let q = build(kind, policy)?;
                 let q = rounds(q, &path, Direct::On, 4, p);
-                Some((q.backend_stats(), q.submission().unwrap_or_default()))
+                Some((
+                    q.backend_stats(),
+                    q.submission().unwrap_or_default(),
+                    q.submit_chunk(),
+                ))
             });
-            let Some((s, note)) = stats else { continue };
+            let Some((s, note, chunk)) = stats else {
+                continue;
+            };
             assert!(note.contains(policy.name()), "{what}: {note}");
+            // What a caller gathering pushes for one submit is told.
+            let paced_now = note.contains("now paced") || policy == SubmitPolicy::Paced;
+            assert_eq!(
+                chunk,
+                if paced_now { 2 } else { usize::MAX },
+                "{what}: {note}"
+            );
             match policy {
                 SubmitPolicy::Batch => {
                     assert_eq!(s.paced_submits, 0, "{what}");
@@ -130,10 +145,14 @@ fn adaptive_batches_cached_reads_and_paces_direct_ones() {
             q.backend_stats(),
             q.submission().unwrap(),
             q.backend().detail.clone(),
+            q.submit_chunk(),
         ))
     });
-    let Some((s, note, _)) = cached else { return };
+    let Some((s, note, _, chunk)) = cached else {
+        return;
+    };
     assert!(note.contains("now batched"), "cached reads: {note}");
+    assert_eq!(chunk, usize::MAX, "{note}");
     assert_eq!(s.paced_submits, 0, "{note}");
     let direct = watchdog("adaptive, direct", Duration::from_secs(20), move |p| {
         let q = build(BackendKind::Uring, SubmitPolicy::Adaptive)?;
@@ -142,9 +161,10 @@ fn adaptive_batches_cached_reads_and_paces_direct_ones() {
             q.backend_stats(),
             q.submission().unwrap(),
             q.backend().detail.clone(),
+            q.submit_chunk(),
         ))
     });
-    let Some((s, note, detail)) = direct else {
+    let Some((s, note, detail, chunk)) = direct else {
         return;
     };
     if !detail.contains("DEFER_TASKRUN") {
@@ -156,8 +176,17 @@ fn adaptive_batches_cached_reads_and_paces_direct_ones() {
         );
     }
     assert!(note.contains("now paced"), "direct reads: {note}");
+    assert_eq!(chunk, 2, "{note}");
     assert!(
         s.paced_submits > 0 && s.pacing_switches == 1,
         "{note}: {s:?}"
     );
+}
+
+#[test]
+fn backends_that_do_not_pace_never_ask_for_small_submits() {
+    for kind in [BackendKind::Sync, BackendKind::Pool] {
+        let q = build(kind, SubmitPolicy::Paced).expect("sync and pool always build");
+        assert_eq!(q.submit_chunk(), usize::MAX, "{kind}");
+    }
 }

@@ -499,8 +499,8 @@ impl Backend for AioBackend {
         Some(self.pacer.note())
     }
 
-    fn paced(&self) -> bool {
-        self.pacer.paced()
+    fn submit_chunk(&self) -> usize {
+        self.pacer.chunk()
     }
 
     fn describe(&self) -> String {

@@ -244,10 +244,11 @@ pub(crate) trait Backend: Send {
         None
     }
 
-    /// Whether queued reads are handed over a few per system call right now
-    /// (they wait on a device: batching them buys nothing).
-    fn paced(&self) -> bool {
-        false
+    /// The most queued reads the next `submit` hands to the kernel in one
+    /// system call: the pacer's chunk while it paces, `usize::MAX` while it
+    /// batches or for a backend that does not pace.
+    fn submit_chunk(&self) -> usize {
+        usize::MAX
     }
 
     /// True if completions wait as deferred task work until the owner

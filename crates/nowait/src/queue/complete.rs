@@ -215,6 +215,7 @@ impl Queue {
         }
     }
     /// Record the outcome of slot `idx` and queue it for handing back.
+    #[inline]
     pub(super) fn finish(&mut self, idx: u32, outcome: Result<()>) {
         let s = &mut self.slots[idx as usize];
         let bounce = s.bounce.take();
@@ -241,6 +242,7 @@ impl Queue {
         self.ready.push_back(idx);
     }
     /// Hand slot `idx` back to the caller and free it.
+    #[inline]
     pub(super) fn take(&mut self, idx: u32) -> Completion {
         let s = &mut self.slots[idx as usize];
         let c = Completion {

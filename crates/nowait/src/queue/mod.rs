@@ -230,10 +230,20 @@ impl Queue {
         self.backend.submission_note()
     }
 
-    /// Whether the backend hands reads over a few per system call right now
-    /// (the adaptive policy saw them wait on a device).
-    pub(crate) fn paced(&self) -> bool {
-        self.backend.paced()
+    /// The most queued reads one system call of [`Queue::submit`] hands to
+    /// the kernel right now: 2 while the adaptive pacer paces (reads wait on
+    /// a device; see [`SubmitPolicy`](crate::SubmitPolicy)), `usize::MAX` while it
+    /// batches, and for backends that do not pace (`pool`, `sync`,
+    /// `aio+pool`).
+    ///
+    /// A caller that gathers pushes so that they share one submit (an event
+    /// loop submitting once per iteration) gains nothing by gathering more
+    /// than this many: the submit would split them into system calls of
+    /// this size anyway, and every read would reach the device later.
+    /// Submitting whenever this many are queued costs the same system calls
+    /// and gets each read out as soon as its chunk is complete.
+    pub fn submit_chunk(&self) -> usize {
+        self.backend.submit_chunk()
     }
 
     /// The backend in use and why it was chosen.
@@ -252,6 +262,12 @@ impl Queue {
     /// and per-backend ones such as `aio+pool`'s reads per half).
     pub fn backend_stats(&self) -> BackendStats {
         self.backend.stats()
+    }
+
+    /// Reads re-issued so far (the rest of a short read, an EINTR/EAGAIN
+    /// retry): the queue's own counters only, cheap enough for every reap.
+    pub(crate) fn reissued(&self) -> u64 {
+        self.stats.short_retries + self.stats.eintr_retries
     }
 
     /// Counters so far, the backend's among them.

@@ -281,6 +281,7 @@ impl UringBackend {
         Some(i as u32)
     }
 
+    #[inline]
     fn push_main(&mut self, sqe: &Sqe, file: &FileInner) {
         let fixed_file = self.fixed_file(sqe.fd, file);
         let fixed_buf = sqe.fixed_buf.filter(|&i| (i as usize) < self.fixed.len());
@@ -307,6 +308,7 @@ impl UringBackend {
         self.push_entry(entry.user_data(sqe.slot as u64));
     }
 
+    #[inline]
     fn push_entry(&mut self, entry: squeue::Entry) {
         loop {
             // SAFETY: the caller of `Backend::push` guarantees that the
@@ -463,8 +465,8 @@ impl Backend for UringBackend {
         Some(self.pacer.note())
     }
 
-    fn paced(&self) -> bool {
-        self.pacer.paced()
+    fn submit_chunk(&self) -> usize {
+        self.pacer.chunk()
     }
 
     fn defers_taskrun(&self) -> bool {
