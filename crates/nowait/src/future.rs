@@ -20,7 +20,7 @@ use std::task::{Context, Poll};
 use crate::buf::Buf;
 use crate::engine::{Core, EngineFile};
 use crate::error::Error;
-use crate::ops::{Deferred, Started};
+use crate::ops::{Deferred, Started, Table};
 use crate::registry::thread_key;
 use crate::ring::Ring;
 
@@ -277,17 +277,21 @@ impl Future for ReadAt {
             St::Finished => panic!("ReadAt polled after it completed"),
         };
         // Filed by another poll's reap already: collect it without a system
-        // call (and without the state lock, wherever the ring's thread is).
-        let done = ring.table().is_done(idx);
-        let reaped = if done {
-            Ok(())
-        } else {
-            // Submits what is queued (this read, if its first poll deferred
-            // it) and collects what is done; if another thread holds the
-            // queue, it does so when it unlocks.
-            ring.reap_soon(&mut d)
+        // call (and without the state lock, wherever the ring's thread is),
+        // under the one table lock that found it done.
+        let out = {
+            let mut t = ring.table();
+            if t.is_done(idx) {
+                Self::collect_locked(ring, &mut t, idx, Ok(()), cx, &mut this.st, &mut d)
+            } else {
+                drop(t);
+                // Submits what is queued (this read, if its first poll
+                // deferred it) and collects what is done; if another thread
+                // holds the queue, it does so when it unlocks.
+                let reaped = ring.reap_soon(&mut d);
+                Self::collect(ring, idx, reaped, cx, &mut this.st, &mut d)
+            }
         };
-        let out = Self::collect(ring, idx, reaped, cx, &mut this.st, &mut d);
         d.run();
         out
     }
@@ -305,6 +309,19 @@ impl ReadAt {
         d: &mut Deferred,
     ) -> Poll<(io::Result<usize>, Buf)> {
         let mut t = ring.table();
+        Self::collect_locked(ring, &mut t, idx, reaped, cx, st, d)
+    }
+
+    /// [`ReadAt::collect`] with the table already locked.
+    fn collect_locked(
+        ring: &Ring,
+        t: &mut Table,
+        idx: u32,
+        reaped: crate::error::Result<()>,
+        cx: &Context<'_>,
+        st: &mut St,
+        d: &mut Deferred,
+    ) -> Poll<(io::Result<usize>, Buf)> {
         match t.collect(idx, Some(cx.waker()), d) {
             Some((r, buf)) => {
                 if !ring.owned_by(thread_key()) {
@@ -485,6 +502,10 @@ impl ReadMany {
             return Poll::Pending;
         }
         let mut d = Deferred::new();
+        // The ring closed between the check above and `start` (its owner
+        // exited and the poller reclaimed it): nothing of this batch was
+        // started there, so take this thread's ring on the next poll.
+        let mut retired = false;
         {
             let mut st = ring.lock();
             let mut was_idle = false;
@@ -527,9 +548,10 @@ impl ReadMany {
                         break;
                     }
                     Started::Retired(buf) => {
-                        // Checked above; closing needs nothing in use, so
-                        // only reachable with nothing of ours in flight.
+                        // Closing needs nothing in use, so only reachable
+                        // with nothing of ours in flight.
                         self.pending.push_front((index, offset, buf));
+                        retired = true;
                         break;
                     }
                 }
@@ -572,6 +594,10 @@ impl ReadMany {
             }
         }
         d.run();
+        if retired {
+            self.ring = None;
+            cx.waker().wake_by_ref();
+        }
         match self.ready.pop_front() {
             Some(item) => Poll::Ready(Some(item)),
             None => Poll::Pending,

@@ -377,7 +377,12 @@ impl State {
             }
             Err(rejected) => {
                 let mut t = lock_table(table);
-                t.ops[idx as usize] = Op::Free;
+                // The op may hold a clone of the caller's waker: dropped
+                // with the other wakers, once every lock is released.
+                if let Op::InFlight(Some(w)) = std::mem::replace(&mut t.ops[idx as usize], Op::Free)
+                {
+                    d.discard(w);
+                }
                 t.release(idx, d);
                 Started::Refused(rejected.error, rejected.buf)
             }

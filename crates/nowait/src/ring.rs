@@ -196,14 +196,22 @@ impl Ring {
     /// Reap the ring now if its state lock is free; otherwise leave a
     /// request that the holder serves when it unlocks. Never waits.
     pub(crate) fn reap_soon(&self, d: &mut Deferred) -> NwResult<()> {
-        self.reap_wanted.store(true, Ordering::SeqCst);
-        // Pairs with the fence in `StateGuard::drop`: either this try_lock
-        // sees the lock free, or the holder sees the request.
-        fence(Ordering::SeqCst);
+        // The common case, the lock free: reap without a request (no store,
+        // no fence).
         let g = match self.state.try_lock() {
             Ok(g) => g,
             Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return Ok(()),
+            Err(TryLockError::WouldBlock) => {
+                self.reap_wanted.store(true, Ordering::SeqCst);
+                // Pairs with the fence in `StateGuard::drop`: either this
+                // try_lock sees the lock free, or the holder sees the request.
+                fence(Ordering::SeqCst);
+                match self.state.try_lock() {
+                    Ok(g) => g,
+                    Err(TryLockError::Poisoned(e)) => e.into_inner(),
+                    Err(TryLockError::WouldBlock) => return Ok(()),
+                }
+            }
         };
         self.reap_wanted.store(false, Ordering::SeqCst);
         let mut g = StateGuard {
