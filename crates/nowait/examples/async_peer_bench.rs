@@ -33,6 +33,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "support/runtime.rs"]
+mod runtime;
 #[path = "support/rusage.rs"]
 mod rusage;
 use nowait::{Buf, Direct, Engine, Notifier};
@@ -85,17 +87,7 @@ struct Run {
 }
 
 fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) -> Run {
-    let rt = if multi {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_io()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .build()
-    }
-    .expect("runtime");
+    let rt = runtime::tokio_runtime(multi);
     // Built inside the runtime: with the `tokio` feature the engine waits for
     // completions through the runtime's reactor (Notifier::Auto).
     let engine = {

@@ -27,6 +27,8 @@ use std::time::{Duration, Instant};
 
 use tokio::io::unix::AsyncFd;
 
+#[path = "support/runtime.rs"]
+mod runtime;
 #[path = "support/rusage.rs"]
 mod rusage;
 use rusage::Rusage;
@@ -105,17 +107,7 @@ fn run(multi: bool, tasks: usize, period: Duration, secs: u64) -> (u64, f64, f64
             device_switches.store(thread_switches() - start, Ordering::Relaxed);
         })
     };
-    let rt = if multi {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_io()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_io()
-            .build()
-    }
-    .expect("runtime");
+    let rt = runtime::tokio_runtime(multi);
     let total = Arc::new(AtomicU64::new(0));
     let before = Rusage::now();
     let t0 = Instant::now();

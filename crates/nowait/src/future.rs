@@ -245,7 +245,15 @@ impl Future for ReadAt {
                         // Submit now, under the lock already held.
                         let reaped = st.reap(ring.table_mutex(), &mut d);
                         drop(st);
-                        let out = Self::collect(ring, idx, reaped, cx, &mut this.st, &mut d);
+                        let out = Self::collect(
+                            ring,
+                            &mut ring.table(),
+                            idx,
+                            reaped,
+                            cx,
+                            &mut this.st,
+                            &mut d,
+                        );
                         d.run();
                         return out;
                     }
@@ -282,14 +290,22 @@ impl Future for ReadAt {
         let out = {
             let mut t = ring.table();
             if t.is_done(idx) {
-                Self::collect_locked(ring, &mut t, idx, Ok(()), cx, &mut this.st, &mut d)
+                Self::collect(ring, &mut t, idx, Ok(()), cx, &mut this.st, &mut d)
             } else {
                 drop(t);
                 // Submits what is queued (this read, if its first poll
                 // deferred it) and collects what is done; if another thread
                 // holds the queue, it does so when it unlocks.
                 let reaped = ring.reap_soon(&mut d);
-                Self::collect(ring, idx, reaped, cx, &mut this.st, &mut d)
+                Self::collect(
+                    ring,
+                    &mut ring.table(),
+                    idx,
+                    reaped,
+                    cx,
+                    &mut this.st,
+                    &mut d,
+                )
             }
         };
         d.run();
@@ -299,21 +315,9 @@ impl Future for ReadAt {
 
 impl ReadAt {
     /// Collect op `idx` if it is done, else leave the waker with it; a
-    /// failed reap abandons it and is reported.
+    /// failed reap abandons it and is reported. `t` is the ring's table,
+    /// locked by the caller.
     fn collect(
-        ring: &Ring,
-        idx: u32,
-        reaped: crate::error::Result<()>,
-        cx: &Context<'_>,
-        st: &mut St,
-        d: &mut Deferred,
-    ) -> Poll<(io::Result<usize>, Buf)> {
-        let mut t = ring.table();
-        Self::collect_locked(ring, &mut t, idx, reaped, cx, st, d)
-    }
-
-    /// [`ReadAt::collect`] with the table already locked.
-    fn collect_locked(
         ring: &Ring,
         t: &mut Table,
         idx: u32,

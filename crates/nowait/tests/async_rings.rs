@@ -82,6 +82,18 @@ fn wait_until(engine: &Engine, what: &str, ok: impl Fn(&nowait::EngineStats) -> 
     }
 }
 
+/// A tokio multi-thread runtime with 2 workers and an engine of `depth` ops
+/// per ring built inside it (so it waits through the runtime's reactor).
+fn two_workers_and_engine(depth: usize) -> (tokio::runtime::Runtime, Engine) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let engine = rt.block_on(async { Engine::builder().depth(depth).build().unwrap() });
+    (rt, engine)
+}
+
 fn verify(off: u64, r: std::io::Result<usize>, buf: &Buf) {
     assert_eq!(r.expect("read failed"), 4096, "offset {off}");
     nowait::pattern::check(off, buf.as_slice()).unwrap();
@@ -163,12 +175,7 @@ fn stress_on_smol_with_4_threads() {
 fn tasks_that_migrate_mid_read_get_their_results() {
     let (_dir, path) = fixture();
     watchdog(Duration::from_secs(60), move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let engine = rt.block_on(async { Engine::builder().depth(64).build().unwrap() });
+        let (rt, engine) = two_workers_and_engine(64);
         let file = engine.open(&path, Direct::Off).unwrap();
         let _ = file.file().drop_cache();
         let (tx, rx) = mpsc::channel::<(u64, ReadAt)>();
@@ -222,12 +229,7 @@ fn tasks_that_migrate_mid_read_get_their_results() {
 fn runtime_shutdown_with_reads_in_flight_loses_nothing() {
     let (_dir, path) = fixture();
     watchdog(Duration::from_secs(60), move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let engine = rt.block_on(async { Engine::builder().depth(64).build().unwrap() });
+        let (rt, engine) = two_workers_and_engine(64);
         let file = engine.open(&path, Direct::Off).unwrap();
         let _ = file.file().drop_cache();
         for t in 0..64u64 {
@@ -573,12 +575,7 @@ fn block_on_inside_a_tokio_task_wakes_itself() {
     let path = dir.path().join("small");
     nowait::pattern::write_file(&path, 1 << 20, |_| {}).unwrap();
     watchdog(Duration::from_secs(60), move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let engine = rt.block_on(async { Engine::builder().depth(8).build().unwrap() });
+        let (rt, engine) = two_workers_and_engine(8);
         let file = engine.open(&path, Direct::Off).unwrap();
         rt.block_on(async move {
             tokio::spawn(async move {
@@ -622,12 +619,7 @@ fn a_read_polled_by_an_executor_nested_in_a_tokio_task_finishes() {
                 }
             }
         }
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let engine = rt.block_on(async { Engine::builder().depth(8).build().unwrap() });
+        let (rt, engine) = two_workers_and_engine(8);
         let file = engine.open(&path, Direct::Off).unwrap();
         rt.block_on(async move {
             tokio::spawn(async move {
