@@ -5,6 +5,7 @@
 //! rings. Every read is verified byte for byte; every wait is bounded by a
 //! watchdog.
 
+mod common;
 #[path = "../examples/async_stress.rs"]
 mod stress;
 
@@ -20,20 +21,6 @@ use nowait::{BackendChoice, Buf, Direct, Engine, ReadAt};
 use stress::Exec;
 
 const SIZE: u64 = 16 << 20;
-
-fn seed() -> u64 {
-    let seed = std::env::var("NOWAIT_STRESS_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    println!("seed {seed} (replay with NOWAIT_STRESS_SEED={seed})");
-    seed
-}
 
 /// A directory on a real filesystem (page cache drops make reads wait for
 /// the device; tmpfs would serve everything from memory).
@@ -122,7 +109,7 @@ fn start<F: Future + Unpin>(fut: &mut F) -> Option<F::Output> {
 }
 
 fn stress(exec: Exec, in_runtime: bool) {
-    let seed = seed();
+    let seed = common::printed_seed("NOWAIT_STRESS_SEED", "async_rings");
     let dir = disk_dir();
     let path = dir.path().join("data");
     let r = watchdog(Duration::from_secs(300), move || {
@@ -380,79 +367,6 @@ fn every_ring_gets_the_builder_settings() {
     assert_eq!(engine.depth(), 4);
 }
 
-/// Refuse `io_uring_setup(2)` with EPERM on the calling thread only (a
-/// seccomp filter without TSYNC applies to one thread): what a sandboxed
-/// worker thread sees.
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-fn refuse_io_uring_on_this_thread() -> std::io::Result<()> {
-    #[repr(C)]
-    struct SockFilter {
-        code: u16,
-        jt: u8,
-        jf: u8,
-        k: u32,
-    }
-    #[repr(C)]
-    struct SockFprog {
-        len: u16,
-        filter: *const SockFilter,
-    }
-    const LD_W_ABS: u16 = 0x20; // BPF_LD | BPF_W | BPF_ABS
-    const JEQ_K: u16 = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
-    const RET_K: u16 = 0x06; // BPF_RET | BPF_K
-    const RET_ERRNO: u32 = 0x0005_0000; // SECCOMP_RET_ERRNO
-    const RET_ALLOW: u32 = 0x7fff_0000; // SECCOMP_RET_ALLOW
-    const IO_URING_SETUP: u32 = 425;
-    let filter = [
-        // seccomp_data.nr is the first word.
-        SockFilter {
-            code: LD_W_ABS,
-            jt: 0,
-            jf: 0,
-            k: 0,
-        },
-        SockFilter {
-            code: JEQ_K,
-            jt: 0,
-            jf: 1,
-            k: IO_URING_SETUP,
-        },
-        SockFilter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: RET_ERRNO | libc::EPERM as u32,
-        },
-        SockFilter {
-            code: RET_K,
-            jt: 0,
-            jf: 0,
-            k: RET_ALLOW,
-        },
-    ];
-    let prog = SockFprog {
-        len: filter.len() as u16,
-        filter: filter.as_ptr(),
-    };
-    // SAFETY: plain prctl(2) calls; `prog` and the filter it points to are
-    // alive for the call (the kernel copies the program).
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if libc::prctl(
-            libc::PR_SET_SECCOMP,
-            libc::SECCOMP_MODE_FILTER,
-            &prog as *const SockFprog,
-        ) != 0
-        {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
 /// One thread cannot set up io_uring (seccomp on that thread alone): its
 /// ring takes the next backend of the ladder, says so in its report, and its
 /// reads verify; the other threads keep io_uring.
@@ -475,7 +389,7 @@ fn a_thread_refused_io_uring_gets_the_next_backend() {
     let report = std::thread::Builder::new()
         .name("no-uring".into())
         .spawn(move || {
-            refuse_io_uring_on_this_thread()?;
+            common::deny_io_uring_setup_on_this_thread().map_err(std::io::Error::other)?;
             for i in 0..200 {
                 let off = offset(i * 7);
                 let (r, buf) = nowait::block_on(f.read_at(Buf::new(4096), off));

@@ -9,24 +9,9 @@ mod stress;
 
 use nowait::{BackendChoice, BackendKind, Engine};
 
-fn seed() -> u64 {
-    let seed = std::env::var("NOWAIT_STRESS_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        });
-    // Printed so a failure can be replayed (cargo test shows it on failure).
-    println!("seed {seed} (replay with NOWAIT_STRESS_SEED={seed})");
-    seed
-}
-
 #[test]
 fn dropped_futures_never_leak_or_corrupt_100k_reads() {
-    let seed = seed();
+    let seed = common::printed_seed("NOWAIT_STRESS_SEED", "async_stress");
     let dir = tempfile::tempdir().unwrap();
     let r = stress::run(
         &dir.path().join("data"),
@@ -45,7 +30,7 @@ fn dropped_futures_never_leak_or_corrupt_100k_reads() {
 
 #[test]
 fn dropped_futures_with_more_tasks_than_ops_keep_the_wait_line_moving() {
-    let seed = seed();
+    let seed = common::printed_seed("NOWAIT_STRESS_SEED", "async_stress");
     let dir = tempfile::tempdir().unwrap();
     // 32 tasks over 4 ops: most futures wait in line, and many are dropped there.
     let r = stress::run(
@@ -64,7 +49,7 @@ fn dropped_futures_with_more_tasks_than_ops_keep_the_wait_line_moving() {
 
 #[test]
 fn dropped_futures_on_every_backend() {
-    let seed = seed();
+    let seed = common::printed_seed("NOWAIT_STRESS_SEED", "async_stress");
     for kind in BackendKind::ALL {
         let choice = BackendChoice::Exactly(kind);
         if let Err(e) = Engine::builder().backend(choice).build() {
@@ -92,7 +77,7 @@ fn dropped_futures_on_every_backend() {
 /// notifier a tokio user gets by default), watched by the watchdog.
 #[test]
 fn dropped_futures_with_the_reactor_notifier() {
-    let seed = seed();
+    let seed = common::printed_seed("NOWAIT_STRESS_SEED", "async_stress");
     let dir = tempfile::tempdir().unwrap();
     let r = stress::run(
         &dir.path().join("data"),

@@ -508,19 +508,30 @@ fn differential_queue() {
     });
 }
 
+/// An engine on `case`'s backend with a random depth (1-128), or None
+/// after a loud skip if the backend is unavailable here.
+fn engine_for(case: &Case, rng: &mut Rng) -> Option<Engine> {
+    let depth = 1 + rng.below(128) as usize;
+    match Engine::builder()
+        .backend(BackendChoice::Exactly(case.kind))
+        .depth(depth)
+        .build()
+    {
+        Ok(e) => Some(e),
+        Err(e) => {
+            common::skip(&format!("backend {}", case.kind), &e.to_string());
+            None
+        }
+    }
+}
+
 /// Run `reads` through the engine's futures on `rt`: half as spawned tasks
 /// (`read_at` / `read_exact_at`), half through one `read_many`; then drop
 /// a batch and the engine with reads in flight.
 fn engine_reads(case: Case, p: &Arc<Progress>, rt: tokio::runtime::Runtime, api: &'static str) {
     let mut rng = Rng::from_seed(case.seed);
-    let depth = 1 + rng.below(128) as usize;
-    let engine = match Engine::builder()
-        .backend(BackendChoice::Exactly(case.kind))
-        .depth(depth)
-        .build()
-    {
-        Ok(e) => e,
-        Err(e) => return common::skip(&format!("backend {}", case.kind), &e.to_string()),
+    let Some(engine) = engine_for(&case, &mut rng) else {
+        return;
     };
     let file = match engine.open(&case.path, case.direct) {
         Ok(f) => f,
@@ -640,14 +651,8 @@ fn differential_engine_multi_thread() {
 fn differential_blocking() {
     each_case("differential_blocking", |case, p| {
         let mut rng = Rng::from_seed(case.seed);
-        let depth = 1 + rng.below(128) as usize;
-        let engine = match Engine::builder()
-            .backend(BackendChoice::Exactly(case.kind))
-            .depth(depth)
-            .build()
-        {
-            Ok(e) => e,
-            Err(e) => return common::skip(&format!("backend {}", case.kind), &e.to_string()),
+        let Some(engine) = engine_for(&case, &mut rng) else {
+            return;
         };
         let file = match engine.open_blocking(&case.path, case.direct) {
             Ok(f) => f,

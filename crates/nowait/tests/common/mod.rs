@@ -429,6 +429,10 @@ pub fn watchdog<T: Send + 'static>(
     }
 }
 
+mod seccomp;
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use seccomp::{deny_io_uring_setup_on_this_thread, deny_on_this_thread};
+
 // `skip` and `skip_line`: see skip.rs (shared with the CLI's tests).
 mod skip;
 #[allow(unused_imports)] // each test binary uses a different subset
