@@ -18,7 +18,9 @@
 //! before the run; the file is large enough that a short run stays mostly
 //! uncached. Every read's data is checked against the pattern.
 //!
-//! `NOWAIT_BENCH_FILES=cached` (or `uncached`) runs only that half.
+//! `NOWAIT_BENCH_FILES=cached` (or `uncached`) runs only that half;
+//! `NOWAIT_BENCH_NOWAIT=off` sends every nowait read through the rings (no
+//! first-poll `RWF_NOWAIT` read from the page cache).
 //!
 //! ```text
 //! cargo run --release -p nowait --features tokio --example async_peer_bench
@@ -37,7 +39,7 @@ use std::time::{Duration, Instant};
 mod runtime;
 #[path = "support/rusage.rs"]
 mod rusage;
-use nowait::{Buf, Direct, Engine, Notifier};
+use nowait::{Buf, Direct, Engine, Notifier, NowaitMode};
 use rusage::Rusage;
 
 const BS: usize = 4096;
@@ -45,6 +47,17 @@ const BS: usize = 4096;
 /// Concurrent tasks (`NOWAIT_BENCH_TASKS`, default 32).
 fn tasks() -> u64 {
     env_u64("NOWAIT_BENCH_TASKS", 32)
+}
+
+/// The engine's RWF_NOWAIT mode (`NOWAIT_BENCH_NOWAIT=off|always|adaptive`,
+/// default the engine's own): `off` sends every read through the rings.
+fn nowait_mode() -> NowaitMode {
+    match std::env::var("NOWAIT_BENCH_NOWAIT") {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|e| panic!("NOWAIT_BENCH_NOWAIT: {e}")),
+        Err(_) => NowaitMode::default(),
+    }
 }
 
 /// The engine's depth (per thread; `NOWAIT_BENCH_DEPTH`, default 64).
@@ -92,7 +105,7 @@ fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) 
     // completions through the runtime's reactor (Notifier::Auto).
     let engine = {
         let _in_runtime = rt.enter();
-        let b = Engine::builder().depth(depth());
+        let b = Engine::builder().depth(depth()).nowait(nowait_mode());
         let b = if thread {
             b.notifier(Notifier::Thread)
         } else {
@@ -136,8 +149,12 @@ fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) 
     let secs = start.elapsed().as_secs_f64();
     let s = engine.stats();
     eprintln!(
-        "  nowait: {} rings, {} reads collected on another thread, {} watchdog reaps, {} reactor/poller wake-ups",
+        "  nowait: {} rings, {} reads from the page cache in their first poll ({} tried), {} through the rings, \
+         {} collected on another thread, {} watchdog reaps, {} reactor/poller wake-ups",
         s.rings + s.rings_reclaimed as usize,
+        s.nowait.hits,
+        s.nowait.tries,
+        s.delivered,
         s.foreign_reaps,
         s.watchdog_reaps,
         s.poller_wakeups

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use nowait::{BackendChoice, Buf, Direct, Engine, EngineFile};
+use nowait::{BackendChoice, Buf, Direct, Engine, EngineFile, NowaitMode};
 
 /// What one stress run did.
 #[derive(Debug, Default, Clone, Copy)]
@@ -262,9 +262,12 @@ pub fn run_on(
         .expect("tokio runtime");
     let engine = {
         let _in_runtime = (in_runtime && matches!(exec, Exec::Tokio(_))).then(|| rt.enter());
+        // Every read through the ring: a first-poll page-cache read would
+        // finish most of these at once, and this is about reads in flight.
         Engine::builder()
             .depth(depth)
             .backend(backend)
+            .nowait(NowaitMode::Off)
             .build()
             .expect("build the engine")
     };

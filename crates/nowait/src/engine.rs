@@ -14,7 +14,10 @@
 //!   future takes the ring of the thread that first polls it and keeps it
 //!   until its read is collected. Rings are locked one by one, never all at
 //!   once: on the common path only the owning thread takes its ring's lock.
-//! * A future's first `poll` pushes its read, then reschedules its own task
+//! * A future's first `poll` tries a buffered read from the page cache with
+//!   `preadv2(RWF_NOWAIT)` ([`EngineBuilder::nowait`]): a hit is ready then
+//!   and there, with no op and no lock. Otherwise it pushes its read, then
+//!   reschedules its own task
 //!   and returns `Pending`, so the reads of the other tasks the executor
 //!   polls in the same tick join the ring. The next poll submits them all
 //!   and reaps without waiting: with io_uring one `io_uring_enter(2)` for
@@ -128,7 +131,16 @@ impl EngineBuilder {
         self
     }
 
-    /// The `pool` backend's `RWF_NOWAIT` mode (see [`QueueBuilder::nowait`]).
+    /// The `RWF_NOWAIT` mode (default [`NowaitMode::Adaptive`]). A future's
+    /// first poll tries its buffered read with `preadv2(RWF_NOWAIT)` on the
+    /// polling thread and, when the page cache holds it, is ready at once
+    /// (no ring, no second poll); a miss goes to the ring as usual.
+    /// `Adaptive` stops trying a file that hits less than half the time
+    /// ([`ENGINE_THRESHOLD`](crate::rwf_nowait::ENGINE_THRESHOLD)) and
+    /// re-probes now and then; `Off` sends every read through the ring. On
+    /// the `pool` backend the queue makes this try itself at push (see
+    /// [`QueueBuilder::nowait`]), so the first poll does not. Counted in
+    /// [`EngineStats::nowait`].
     pub fn nowait(mut self, mode: NowaitMode) -> Self {
         self.queue = self.queue.nowait(mode);
         self

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::rwf_nowait::{NowaitFile, NowaitState};
+use crate::rwf_nowait::{Answer, Attempt, NowaitFile, NowaitMode, NowaitState, Outcome};
 use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
 use crate::sys::{self, sysfs, DioAlign};
 
@@ -169,6 +169,24 @@ pub(crate) struct FileInner {
 const FUSE_POOLED: &str = "FUSE: io_uring re-reads a short direct_io reply from the wrong offset \
      (wrong bytes, lost errors) unless the server negotiated FUSE_ASYNC_DIO, which user space \
      cannot see; reads go to a thread pool doing pread(2)";
+
+/// How a read tried from the page cache ended ([`File::read_cached`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CacheTry {
+    /// Done: this many bytes (all asked, or up to end of file).
+    Hit(usize),
+    /// Only a prefix was resident: read the whole of it the usual way.
+    Partial,
+    /// Nothing resident (or an answer only a plain read can tell apart).
+    Miss,
+    /// The file or the process has no `RWF_NOWAIT` reads: never tried again.
+    Refused,
+    /// Not tried: the file's hit ratio is below the threshold.
+    Skipped,
+    /// Not tried: the mode is off, the file is O_DIRECT, or the path is off
+    /// for the file.
+    Off,
+}
 
 /// The device does not poll (or the file is buffered).
 pub(crate) const POLL_NO: u8 = 0;
@@ -446,6 +464,51 @@ impl File {
             what: "posix_fadvise(DONTNEED)",
             source,
         })
+    }
+
+    /// Try a buffered read of `buf.len()` bytes at `offset` from the page
+    /// cache alone, with `preadv2(RWF_NOWAIT)` on the calling thread, as
+    /// `mode` and the file's hit ratio (against `threshold`) allow; the
+    /// outcome is folded into the ratio. Never waits for the device. O_DIRECT
+    /// files and empty reads are not tried; the caller keeps `buf` within
+    /// `MAX_READ` (a longer one would come back short).
+    pub(crate) fn read_cached(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        mode: NowaitMode,
+        threshold: u32,
+    ) -> CacheTry {
+        let f = &*self.inner;
+        if f.direct || buf.is_empty() {
+            return CacheTry::Off;
+        }
+        let regular = f.kind == FileKind::Regular;
+        let reprobe = match f.nowait.attempt(mode, threshold, f.fs_magic, regular) {
+            Attempt::Try => false,
+            Attempt::Reprobe => true,
+            Attempt::Skip => return CacheTry::Skipped,
+            Attempt::Off => return CacheTry::Off,
+        };
+        let len = buf.len();
+        let (outcome, out) = match Answer::of(
+            sys::preadv2_nowait(f.file.as_fd(), buf, offset),
+            offset,
+            len,
+        ) {
+            Answer::Whole(n) => (Outcome::Hit, CacheTry::Hit(n)),
+            // The prefix is read again with the rest: a second copy of a
+            // few cached pages, against bookkeeping for a split read.
+            Answer::Prefix(_) => (Outcome::Partial, CacheTry::Partial),
+            Answer::Miss => (Outcome::Miss, CacheTry::Miss),
+            Answer::Refused(e) => {
+                f.nowait.refuse(e, f.fs_magic, regular);
+                return CacheTry::Refused;
+            }
+            Answer::Failed => return CacheTry::Miss,
+        };
+        f.nowait.record(outcome, reprobe.then_some(threshold));
+        out
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {

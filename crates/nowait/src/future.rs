@@ -17,12 +17,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use crate::backend::MAX_READ;
 use crate::buf::Buf;
 use crate::engine::{Core, EngineFile};
 use crate::error::Error;
+use crate::file::CacheTry;
 use crate::ops::{Deferred, Started, Table};
 use crate::registry::thread_key;
 use crate::ring::Ring;
+use crate::rwf_nowait::{NowaitMode, ENGINE_THRESHOLD};
 
 impl EngineFile {
     /// Read up to `buf.capacity()` bytes at `offset`. Resolves to the bytes
@@ -134,6 +137,75 @@ pub(crate) fn with_plain_wakes<R>(poll: impl FnOnce() -> R) -> R {
     poll()
 }
 
+/// The engine's first try at a read: `preadv2(RWF_NOWAIT)` on the polling
+/// thread, as the ring's mode and the file's hit ratio allow
+/// ([`crate::rwf_nowait::ENGINE_THRESHOLD`]). `Some(bytes)`: done, straight
+/// from the page cache, with no op, no lock and no second poll (seed 003's
+/// cached-read path). `None`: use the ring.
+///
+/// On tokio the hit spends the task's cooperative budget like any tokio
+/// resource that is ready, and an exhausted budget sends the read to the
+/// ring (which reschedules the task), so a task reading only cached data
+/// still yields. Other executors have no budget: such a task runs until it
+/// awaits something that is not ready, as with a blocking read.
+fn read_cached(
+    ring: &Ring,
+    file: &crate::file::File,
+    buf: &mut Buf,
+    offset: u64,
+    len: usize,
+    cx: &mut Context<'_>,
+) -> Option<usize> {
+    let mode = ring.cached_first();
+    if mode == NowaitMode::Off || len > MAX_READ {
+        return None;
+    }
+    let budget = coop::proceed(cx)?;
+    let tried = file.read_cached(&mut buf.spare_mut()[..len], offset, mode, ENGINE_THRESHOLD);
+    ring.count_cached(tried);
+    match tried {
+        CacheTry::Hit(n) => {
+            budget.made_progress();
+            Some(n)
+        }
+        _ => None,
+    }
+}
+
+/// tokio's cooperative budget, or nothing on builds without tokio.
+mod coop {
+    use std::task::Context;
+
+    #[cfg(feature = "tokio")]
+    pub(super) type Budget = tokio::task::coop::RestoreOnPending;
+
+    /// Spend one unit of the task's budget (given back unless
+    /// `made_progress` is called); `None` if it is spent: yield instead.
+    #[cfg(feature = "tokio")]
+    pub(super) fn proceed(cx: &mut Context<'_>) -> Option<Budget> {
+        if !tokio::task::coop::has_budget_remaining() {
+            return None;
+        }
+        match tokio::task::coop::poll_proceed(cx) {
+            std::task::Poll::Ready(b) => Some(b),
+            std::task::Poll::Pending => None,
+        }
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    pub(super) struct Budget;
+
+    #[cfg(not(feature = "tokio"))]
+    impl Budget {
+        pub(super) fn made_progress(&self) {}
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    pub(super) fn proceed(_cx: &mut Context<'_>) -> Option<Budget> {
+        Some(Budget)
+    }
+}
+
 enum St {
     /// Not started yet, or waiting in line for a free op under a token.
     Idle(Buf, Option<u64>),
@@ -204,6 +276,17 @@ impl Future for ReadAt {
                 }
             }
         };
+        // From the page cache in this poll, if the file keeps hitting (not
+        // for a task already waiting in line for an op).
+        if let St::Idle(buf, None) = &mut this.st {
+            if let Some(n) = read_cached(ring, &this.file.file, buf, this.offset, this.len, cx) {
+                let St::Idle(mut buf, _) = std::mem::replace(&mut this.st, St::Finished) else {
+                    unreachable!("matched above")
+                };
+                buf.set_len(n);
+                return Poll::Ready((Ok(n), buf));
+            }
+        }
         let mut d = Deferred::new();
         let idx = match std::mem::replace(&mut this.st, St::Finished) {
             St::Idle(buf, token) => {

@@ -26,9 +26,11 @@ use crate::backend::ladder::BackendReport;
 use crate::backend::BackendKind;
 use crate::error::Result as NwResult;
 use crate::error::{Error, Result};
+use crate::file::CacheTry;
 use crate::notify::{Notifier, Poke, PollerMode, TICK};
 use crate::ops::{lock_table, Deferred, State, Table};
 use crate::queue::QueueBuilder;
+use crate::rwf_nowait::{NowaitMode, NowaitStats};
 use crate::stats::EngineStats;
 use crate::stats::RingReport;
 use crate::sys::eventfd::EventFd;
@@ -77,6 +79,23 @@ pub(crate) struct Ring {
     owner: AtomicU64,
     /// `State::reaps` at the poller's last look (only the poller uses it).
     watch_mark: AtomicU64,
+    /// The `RWF_NOWAIT` try in a future's first poll (`future.rs`): the
+    /// engine's mode, or off when the backend is `pool`, whose queue makes
+    /// the same try at push.
+    cached_first: NowaitMode,
+    /// How those tries ended, counted by whichever thread polled (atomic:
+    /// rings past the cap are shared; otherwise uncontended).
+    cached: CachedCounts,
+}
+
+/// How a ring's first-poll `RWF_NOWAIT` tries ended.
+#[derive(Default)]
+struct CachedCounts {
+    hits: AtomicU64,
+    partial: AtomicU64,
+    misses: AtomicU64,
+    refused: AtomicU64,
+    skipped: AtomicU64,
 }
 
 impl Ring {
@@ -145,6 +164,10 @@ impl Ring {
                 (Some(efd), mode, why)
             }
         };
+        let cached_first = match report.kind {
+            BackendKind::Pool => NowaitMode::Off,
+            _ => cfg.queue.nowait_mode(),
+        };
         let state = State::new(queue);
         let ring = Arc::new(Ring {
             state: Mutex::new(state),
@@ -164,6 +187,8 @@ impl Ring {
             thread: Mutex::new(thread),
             owner: AtomicU64::new(0),
             watch_mark: AtomicU64::new(0),
+            cached_first,
+            cached: CachedCounts::default(),
         });
         #[cfg(feature = "tokio")]
         if let Some(r) = registered {
@@ -227,7 +252,45 @@ impl Ring {
         let t = self.table();
         let mut s = st.stats(&t);
         s.poller_wakeups = self.wakeups.load(Ordering::Relaxed);
+        let c = &self.cached;
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let (hits, partial, misses, refused, skipped) = (
+            n(&c.hits),
+            n(&c.partial),
+            n(&c.misses),
+            n(&c.refused),
+            n(&c.skipped),
+        );
+        s.nowait = NowaitStats {
+            tries: hits + partial + misses + refused,
+            hits,
+            partial_hits: partial,
+            misses,
+            refused,
+            skipped,
+            offloads: partial + misses + refused + skipped,
+            ..NowaitStats::default()
+        };
         s
+    }
+
+    /// The `RWF_NOWAIT` mode of a future's first poll on this ring.
+    pub(crate) fn cached_first(&self) -> NowaitMode {
+        self.cached_first
+    }
+
+    /// Count how a first-poll `RWF_NOWAIT` try ended.
+    pub(crate) fn count_cached(&self, t: CacheTry) {
+        let c = &self.cached;
+        let counter = match t {
+            CacheTry::Hit(_) => &c.hits,
+            CacheTry::Partial => &c.partial,
+            CacheTry::Miss => &c.misses,
+            CacheTry::Refused => &c.refused,
+            CacheTry::Skipped => &c.skipped,
+            CacheTry::Off => return,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn report(&self) -> &BackendReport {

@@ -1,5 +1,5 @@
-//! The `pool` backend's `RWF_NOWAIT` path: the policy, the
-//! per-file state every queue reading a file shares, and the counters.
+//! The `RWF_NOWAIT` path: the policy, the per-file state every queue and
+//! engine reading a file shares, and the counters.
 //!
 //! Before a buffered read is handed to a worker thread, the `pool` backend
 //! tries it on the submitting thread with `preadv2(2)` and `RWF_NOWAIT` (seed
@@ -10,12 +10,17 @@
 //! stops trying below [`ADAPTIVE_THRESHOLD`], re-probing every
 //! [`REPROBE_EVERY`] skipped reads so a file that becomes cached is noticed.
 //!
+//! The async engine takes the same path one step earlier: a future's first
+//! poll tries its read with `preadv2(RWF_NOWAIT)` and, on a hit, is ready
+//! without touching its ring (`File::read_cached`, used by `future.rs`),
+//! with its own threshold, [`ENGINE_THRESHOLD`].
+//!
 //! A file whose filesystem has no `RWF_NOWAIT` reads (tmpfs and zram answer
 //! `EOPNOTSUPP`) has the nowait path turned off, and the filesystem is
 //! remembered process-wide so the next file on it never tries.
 //!
 //! Everything here is safe code; the system calls are made by
-//! `backend/pool.rs`.
+//! `backend/pool.rs` and `file.rs`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -82,6 +87,14 @@ impl FromStr for NowaitMode {
 /// pays even when only a small share of reads hit.
 pub const ADAPTIVE_THRESHOLD: u32 = SCALE / 8;
 
+/// The async engine's adaptive threshold: 1/2. There a hit saves less
+/// than in the `pool` backend: the read would otherwise have gone to the
+/// thread's io_uring, whose cached reads cost no thread hop either, only
+/// the ring's bookkeeping and a second poll of the task (about half a µs
+/// against the `preadv2` miss's few tenths of a µs). A file that hits less
+/// than half the time is read through the ring alone.
+pub const ENGINE_THRESHOLD: u32 = SCALE / 2;
+
 /// Below the threshold, every this-many-th skipped read of a file tries
 /// anyway (a re-probe): one extra `preadv2` per 32 uncached reads is well
 /// under 1% of their cost, and a file that became cached is noticed within
@@ -93,9 +106,6 @@ const SCALE: u32 = 1024;
 /// Each outcome moves the ratio 1/16 of the way to its target: the ratio
 /// forgets a stretch of misses after a few dozen hits and vice versa.
 const DECAY_SHIFT: u32 = 4;
-/// Where a re-probe hit puts the ratio: twice the threshold, so the nowait
-/// path comes back at once and needs about a dozen misses to leave again.
-const REPROBE_HIT_SCORE: u32 = 2 * ADAPTIVE_THRESHOLD;
 
 // Per-file state word: 0 = not yet checked against the process-wide
 // memory, 1 = on, otherwise `kind << 16 | errno` of why it is off.
@@ -310,6 +320,42 @@ pub(crate) enum Outcome {
     Miss,
 }
 
+/// What one `preadv2(RWF_NOWAIT)` of `len` bytes answered, read the same
+/// way by the `pool` backend and the async engine's first poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Every byte asked, or every byte up to end of file: the read is done.
+    Whole(usize),
+    /// A resident prefix of this many bytes; the rest must be read.
+    Prefix(usize),
+    /// Nothing resident (EAGAIN), or 0 bytes, which some kernels answer for
+    /// a miss: only a plain read tells a miss from end of file.
+    Miss,
+    /// No non-blocking buffered reads here (EOPNOTSUPP on tmpfs and zram),
+    /// no `preadv2` (ENOSYS), or seccomp blocks it (EPERM): stop trying
+    /// ([`NowaitFile::refuse`]).
+    Refused(i32),
+    /// Anything else (EINTR, EIO, EINVAL, EFAULT): a plain read repeats it
+    /// and the caller's usual path reports whatever it answers.
+    Failed,
+}
+
+impl Answer {
+    /// Read what `preadv2(RWF_NOWAIT)` of `len` bytes at `offset` returned.
+    pub(crate) fn of(r: Result<usize, i32>, offset: u64, len: usize) -> Answer {
+        match r {
+            Ok(n) if n == len => Answer::Whole(n),
+            Ok(0) => Answer::Miss,
+            // Stopped inside a page: only end of file does that.
+            Ok(n) if (offset + n as u64) % crate::buf::PAGE as u64 != 0 => Answer::Whole(n),
+            Ok(n) => Answer::Prefix(n),
+            Err(libc::EAGAIN) => Answer::Miss,
+            Err(e @ (libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM)) => Answer::Refused(e),
+            Err(_) => Answer::Failed,
+        }
+    }
+}
+
 /// Per-file nowait-path state, shared by every queue that reads the file.
 ///
 /// Updates are relaxed loads and stores, not read-modify-writes: two queues
@@ -336,8 +382,16 @@ impl Default for NowaitFile {
 }
 
 impl NowaitFile {
-    /// Decide whether a read of this file tries `RWF_NOWAIT`.
-    pub(crate) fn attempt(&self, mode: NowaitMode, fs_magic: i64, regular: bool) -> Attempt {
+    /// Decide whether a read of this file tries `RWF_NOWAIT`; `threshold`
+    /// is the adaptive mode's ([`ADAPTIVE_THRESHOLD`] for the `pool`
+    /// backend, [`ENGINE_THRESHOLD`] for the async engine's first poll).
+    pub(crate) fn attempt(
+        &self,
+        mode: NowaitMode,
+        threshold: u32,
+        fs_magic: i64,
+        regular: bool,
+    ) -> Attempt {
         if self.state(fs_magic, regular) != ON {
             return Attempt::Off;
         }
@@ -345,7 +399,7 @@ impl NowaitFile {
             NowaitMode::Off => Attempt::Off,
             NowaitMode::Always => Attempt::Try,
             NowaitMode::Adaptive => {
-                if self.score.load(Relaxed) >= ADAPTIVE_THRESHOLD {
+                if self.score.load(Relaxed) >= threshold {
                     return Attempt::Try;
                 }
                 let k = self.skipped.load(Relaxed) + 1;
@@ -360,8 +414,11 @@ impl NowaitFile {
         }
     }
 
-    /// Fold one try's outcome into the hit ratio.
-    pub(crate) fn record(&self, outcome: Outcome, reprobe: bool) {
+    /// Fold one try's outcome into the hit ratio. `reprobe`: the try was a
+    /// re-probe below this threshold; a hit then puts the ratio at twice the
+    /// threshold (at most all hits), so the path comes back at once and
+    /// needs about a dozen misses to leave again.
+    pub(crate) fn record(&self, outcome: Outcome, reprobe: Option<u32>) {
         let s = self.score.load(Relaxed);
         let target = match outcome {
             Outcome::Hit => SCALE,
@@ -375,8 +432,8 @@ impl NowaitFile {
             std::cmp::Ordering::Less => s - ((s - target) >> DECAY_SHIFT).max(1),
             std::cmp::Ordering::Equal => s,
         };
-        if reprobe && outcome == Outcome::Hit {
-            next = next.max(REPROBE_HIT_SCORE);
+        if let (Some(threshold), Outcome::Hit) = (reprobe, outcome) {
+            next = next.max((2 * threshold).min(SCALE));
         }
         self.score.store(next, Relaxed);
     }
@@ -477,10 +534,10 @@ mod tests {
                          // 0xEF53: ext4, never refused in this test.
         let mut tries = 0;
         for _ in 0..200 {
-            match fp.attempt(NowaitMode::Adaptive, 0xEF53, kind) {
+            match fp.attempt(NowaitMode::Adaptive, ADAPTIVE_THRESHOLD, 0xEF53, kind) {
                 Attempt::Try | Attempt::Reprobe => {
                     tries += 1;
-                    fp.record(Outcome::Miss, false);
+                    fp.record(Outcome::Miss, None);
                 }
                 Attempt::Skip => {}
                 Attempt::Off => unreachable!(),
@@ -489,18 +546,26 @@ mod tests {
         assert!(tries < 60, "a cold file stops being tried ({tries} tries)");
         assert!(fp.snapshot("ext4").adaptive_skipping);
         // Always mode ignores the ratio.
-        assert_eq!(fp.attempt(NowaitMode::Always, 0xEF53, kind), Attempt::Try);
+        assert_eq!(
+            fp.attempt(NowaitMode::Always, ADAPTIVE_THRESHOLD, 0xEF53, kind),
+            Attempt::Try
+        );
         // Within REPROBE_EVERY skipped reads one re-probe comes; a hit brings it back.
         let mut reprobed = false;
         for _ in 0..REPROBE_EVERY {
-            if fp.attempt(NowaitMode::Adaptive, 0xEF53, kind) == Attempt::Reprobe {
-                fp.record(Outcome::Hit, true);
+            if fp.attempt(NowaitMode::Adaptive, ADAPTIVE_THRESHOLD, 0xEF53, kind)
+                == Attempt::Reprobe
+            {
+                fp.record(Outcome::Hit, Some(ADAPTIVE_THRESHOLD));
                 reprobed = true;
                 break;
             }
         }
         assert!(reprobed);
-        assert_eq!(fp.attempt(NowaitMode::Adaptive, 0xEF53, kind), Attempt::Try);
+        assert_eq!(
+            fp.attempt(NowaitMode::Adaptive, ADAPTIVE_THRESHOLD, 0xEF53, kind),
+            Attempt::Try
+        );
     }
 
     #[test]
@@ -509,10 +574,16 @@ mod tests {
         // A made-up magic so the process-wide memory does not affect other tests.
         let magic = 0x7e57_0001;
         assert!(fp.refuse(libc::EOPNOTSUPP, magic, true));
-        assert_eq!(fp.attempt(NowaitMode::Always, magic, true), Attempt::Off);
+        assert_eq!(
+            fp.attempt(NowaitMode::Always, ADAPTIVE_THRESHOLD, magic, true),
+            Attempt::Off
+        );
         assert!(refused_filesystems().iter().any(|r| r.magic == magic));
         let other = NowaitFile::default();
-        assert_eq!(other.attempt(NowaitMode::Always, magic, true), Attempt::Off);
+        assert_eq!(
+            other.attempt(NowaitMode::Always, ADAPTIVE_THRESHOLD, magic, true),
+            Attempt::Off
+        );
         assert!(matches!(
             other.snapshot("x").off,
             Some(NowaitOff::Filesystem { errno, .. }) if errno == libc::EOPNOTSUPP

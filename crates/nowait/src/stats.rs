@@ -4,6 +4,7 @@
 use crate::backend::ladder::BackendReport;
 use crate::notify::PollerMode;
 use crate::queue::QueueStats;
+use crate::rwf_nowait::NowaitStats;
 
 /// Counters of an engine (summed over its rings, including reclaimed ones).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -35,6 +36,13 @@ pub struct EngineStats {
     /// submitted to (a task that migrated, a reactor task on another worker,
     /// the poller thread).
     pub foreign_reaps: u64,
+    /// The `RWF_NOWAIT` tries of futures' first polls (see
+    /// [`EngineBuilder::nowait`](crate::EngineBuilder::nowait)): a hit is a
+    /// read finished in that poll from the page cache, without the ring (not
+    /// counted in `delivered` nor in `queue`); `offloads` are the reads that
+    /// went to the ring after a miss, a partial hit, a refusal or a skip.
+    /// `worker_reads`, `wakeups` and `reprobes` stay zero here.
+    pub nowait: NowaitStats,
     /// The queues' own counters (pushes, retries, system calls).
     pub queue: QueueStats,
 }
@@ -52,6 +60,7 @@ impl EngineStats {
         self.rings += o.rings;
         self.rings_reclaimed += o.rings_reclaimed;
         self.foreign_reaps += o.foreign_reaps;
+        self.nowait += o.nowait;
         self.queue += o.queue;
     }
 }

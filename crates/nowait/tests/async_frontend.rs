@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::task::{Context, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use nowait::{BackendChoice, BackendKind, Buf, Direct, Engine, EngineFile};
+use nowait::{BackendChoice, BackendKind, Buf, Direct, Engine, EngineFile, NowaitMode};
 
 const SIZE: u64 = 4 << 20;
 
@@ -21,17 +21,22 @@ fn fixture() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-/// Every backend this machine offers, skipping the others loudly.
+/// Every backend this machine offers, skipping the others loudly; each
+/// with the first poll's page-cache read (the default) and without it, so
+/// that reads of the cached test file also travel through the ring.
 fn engines() -> Vec<Engine> {
     let mut v = Vec::new();
     for kind in BackendKind::ALL {
-        match Engine::builder()
-            .backend(BackendChoice::Exactly(kind))
-            .depth(32)
-            .build()
-        {
-            Ok(e) => v.push(e),
-            Err(e) => common::skip_line(&format!("backend {kind}: {e}")),
+        for mode in [NowaitMode::Adaptive, NowaitMode::Off] {
+            match Engine::builder()
+                .backend(BackendChoice::Exactly(kind))
+                .depth(32)
+                .nowait(mode)
+                .build()
+            {
+                Ok(e) => v.push(e),
+                Err(e) => common::skip_line(&format!("backend {kind}: {e}")),
+            }
         }
     }
     v

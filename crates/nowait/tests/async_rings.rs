@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use nowait::{BackendChoice, Buf, Direct, Engine, ReadAt};
+use nowait::{BackendChoice, Buf, Direct, Engine, NowaitMode, ReadAt};
 use stress::Exec;
 
 const SIZE: u64 = 16 << 20;
@@ -77,7 +77,15 @@ fn two_workers_and_engine(depth: usize) -> (tokio::runtime::Runtime, Engine) {
         .enable_all()
         .build()
         .unwrap();
-    let engine = rt.block_on(async { Engine::builder().depth(depth).build().unwrap() });
+    // Every read through the ring (no first-poll page-cache reads): these
+    // tests are about reads in flight.
+    let engine = rt.block_on(async {
+        Engine::builder()
+            .depth(depth)
+            .nowait(NowaitMode::Off)
+            .build()
+            .unwrap()
+    });
     (rt, engine)
 }
 
@@ -297,7 +305,12 @@ fn a_thread_exiting_with_reads_in_flight_loses_nothing() {
 fn the_ring_cap_is_kept_and_shared_rings_read_correctly() {
     let (_dir, path) = fixture();
     watchdog(Duration::from_secs(60), move || {
-        let engine = Engine::builder().max_rings(2).depth(16).build().unwrap();
+        let engine = Engine::builder()
+            .max_rings(2)
+            .depth(16)
+            .nowait(NowaitMode::Off)
+            .build()
+            .unwrap();
         let file = engine.open(&path, Direct::Off).unwrap();
         // Every thread stays alive until all have read: 6 readers, 2 rings.
         let read = Arc::new(std::sync::Barrier::new(7));
@@ -439,6 +452,7 @@ fn every_ring_gets_its_registered_buffers() {
     let engine = Engine::builder()
         .backend(BackendChoice::Exactly(nowait::BackendKind::Uring))
         .fixed_buffers(4, 4096)
+        .nowait(NowaitMode::Off)
         .build();
     let Ok(engine) = engine else {
         println!("SKIP every_ring_gets_its_registered_buffers: no io_uring here");

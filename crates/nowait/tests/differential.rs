@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{watchdog, Progress, Rng};
-use nowait::{BackendChoice, BackendKind, Buf, Direct, Engine, Error, File, Read};
+use nowait::{BackendChoice, BackendKind, Buf, Direct, Engine, Error, File, NowaitMode, Read};
 
 /// No progress for this long is a hang.
 const STALL: Duration = Duration::from_secs(5);
@@ -512,9 +512,13 @@ fn differential_queue() {
 /// after a loud skip if the backend is unavailable here.
 fn engine_for(case: &Case, rng: &mut Rng) -> Option<Engine> {
     let depth = 1 + rng.below(128) as usize;
+    // The first poll's page-cache read (RWF_NOWAIT) on or off: with it,
+    // cached reads never reach the ring.
+    let mode = NowaitMode::ALL[rng.below(3) as usize];
     match Engine::builder()
         .backend(BackendChoice::Exactly(case.kind))
         .depth(depth)
+        .nowait(mode)
         .build()
     {
         Ok(e) => Some(e),

@@ -58,7 +58,7 @@ use std::time::{Duration, Instant};
 use super::{signal, Backend, BackendStats, Cqe, Sqe};
 use crate::error::Result;
 use crate::file::FileKind;
-use crate::rwf_nowait::{Attempt, NowaitMode, Outcome, ADAPTIVE_THRESHOLD, REPROBE_EVERY};
+use crate::rwf_nowait::{Answer, Attempt, NowaitMode, Outcome, ADAPTIVE_THRESHOLD, REPROBE_EVERY};
 use crate::sys;
 
 /// Most worker threads one pool may have.
@@ -314,19 +314,20 @@ impl Backend for PoolBackend {
         if file.direct || !sqe.first || self.mode == NowaitMode::Off {
             return self.offload(job);
         }
-        let reprobe =
-            match file
-                .nowait
-                .attempt(self.mode, file.fs_magic, file.kind == FileKind::Regular)
-            {
-                Attempt::Try => false,
-                Attempt::Reprobe => true,
-                Attempt::Skip => {
-                    self.stats.nowait.skipped += 1;
-                    return self.offload(job);
-                }
-                Attempt::Off => return self.offload(job),
-            };
+        let reprobe = match file.nowait.attempt(
+            self.mode,
+            ADAPTIVE_THRESHOLD,
+            file.fs_magic,
+            file.kind == FileKind::Regular,
+        ) {
+            Attempt::Try => false,
+            Attempt::Reprobe => true,
+            Attempt::Skip => {
+                self.stats.nowait.skipped += 1;
+                return self.offload(job);
+            }
+            Attempt::Off => return self.offload(job),
+        };
         let fp = &mut self.stats.nowait;
         fp.tries += 1;
         fp.reprobes += reprobe as u64;
@@ -337,30 +338,20 @@ impl Backend for PoolBackend {
         let r = unsafe { sys::preadv2_nowait_raw(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset) };
         let fp = &mut self.stats.nowait;
         let len = sqe.len as usize;
-        match r {
-            // Every byte was in the page cache: done, no thread hop.
-            Ok(n) if n == len => {
+        match Answer::of(r, sqe.offset, len) {
+            // Every byte was in the page cache (or up to end of file): done,
+            // no thread hop.
+            Answer::Whole(n) => {
                 fp.hits += 1;
-                file.nowait.record(Outcome::Hit, reprobe);
-                self.complete_now(sqe.slot, n as i32);
-            }
-            // End of file, or a miss some kernels report as 0: a worker's
-            // plain pread tells which; never take it as end of file here.
-            Ok(0) => {
-                fp.misses += 1;
-                file.nowait.record(Outcome::Miss, reprobe);
-                self.offload(job);
-            }
-            // Stopped inside a page: only end of file does that. Done at push.
-            Ok(n) if (sqe.offset + n as u64) % crate::PAGE as u64 != 0 => {
-                fp.hits += 1;
-                file.nowait.record(Outcome::Hit, reprobe);
+                file.nowait
+                    .record(Outcome::Hit, reprobe.then_some(ADAPTIVE_THRESHOLD));
                 self.complete_now(sqe.slot, n as i32);
             }
             // A resident prefix: keep it, a worker reads the rest.
-            Ok(n) => {
+            Answer::Prefix(n) => {
                 fp.partial_hits += 1;
-                file.nowait.record(Outcome::Partial, reprobe);
+                file.nowait
+                    .record(Outcome::Partial, reprobe.then_some(ADAPTIVE_THRESHOLD));
                 self.offload(Job {
                     sqe: Sqe {
                         offset: sqe.offset + n as u64,
@@ -371,26 +362,25 @@ impl Backend for PoolBackend {
                     prefix: n as u32,
                 });
             }
-            Err(e) => {
-                match e {
-                    // Not (all) in the page cache: a worker waits for it.
-                    libc::EAGAIN => {
-                        fp.misses += 1;
-                        file.nowait.record(Outcome::Miss, reprobe);
-                    }
-                    // No non-blocking reads on this filesystem or device (tmpfs,
-                    // zram: EOPNOTSUPP), no preadv2 (ENOSYS), or seccomp (EPERM):
-                    // stop trying for this file and remember it.
-                    libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM => {
-                        fp.refused += 1;
-                        file.nowait
-                            .refuse(e, file.fs_magic, file.kind == FileKind::Regular);
-                    }
-                    // A signal arrived, or anything else (EIO, EINVAL, EBADF,
-                    // EFAULT): the worker's plain pread repeats the read and
-                    // the queue maps whatever it answers, in one place.
-                    _ => fp.misses += 1,
-                }
+            // Not in the page cache, or end of file (a worker's plain pread
+            // tells which; never take 0 as end of file here).
+            Answer::Miss => {
+                fp.misses += 1;
+                file.nowait
+                    .record(Outcome::Miss, reprobe.then_some(ADAPTIVE_THRESHOLD));
+                self.offload(job);
+            }
+            // Stop trying for this file and remember it.
+            Answer::Refused(e) => {
+                fp.refused += 1;
+                file.nowait
+                    .refuse(e, file.fs_magic, file.kind == FileKind::Regular);
+                self.offload(job);
+            }
+            // A signal, or an error the worker's pread repeats and the queue
+            // maps, in one place.
+            Answer::Failed => {
+                fp.misses += 1;
                 self.offload(job);
             }
         }

@@ -160,6 +160,11 @@ impl QueueBuilder {
         self
     }
 
+    /// The `RWF_NOWAIT` mode set with [`QueueBuilder::nowait`].
+    pub(crate) fn nowait_mode(&self) -> NowaitMode {
+        self.pool.mode
+    }
+
     /// Worker threads of the `pool` backend (1 to 1024). Default:
     /// `min(depth, max(4, 4 × CPUs))`, the bound io_uring's own worker pool
     /// uses: workers mostly sleep in `pread` waiting for the device, so

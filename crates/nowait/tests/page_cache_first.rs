@@ -1,0 +1,243 @@
+//! The async engine's first poll reads from the page cache with
+//! `preadv2(RWF_NOWAIT)` (`EngineBuilder::nowait`): hits are ready in that
+//! poll and byte-exact, misses and partly cached reads go to the ring and
+//! are just as exact, `Off` never tries, and on tokio a task that only ever
+//! hits still yields to the other tasks (the cooperative budget).
+
+#![cfg(feature = "tokio")]
+
+mod common;
+
+use std::future::Future;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use common::{watchdog, Rng};
+use nowait::{Buf, Direct, Engine, EngineFile, NowaitMode};
+
+/// Not a multiple of the page size: reads straddle and pass end of file.
+const SIZE: u64 = (8 << 20) + 1234;
+
+fn fixture() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = common::pattern_file(dir.path(), "data", SIZE);
+    (dir, path)
+}
+
+/// Read the whole file once, so the page cache holds it.
+fn warm(path: &Path) {
+    std::fs::read(path).unwrap();
+}
+
+fn engine(mode: NowaitMode) -> Engine {
+    Engine::builder().depth(64).nowait(mode).build().unwrap()
+}
+
+/// `None` (with a loud skip) where the filesystem has no RWF_NOWAIT reads.
+fn nowait_reads_or_skip(file: &EngineFile, test: &str) -> Option<()> {
+    let f = file.file();
+    match (f.inline_reason(), f.nowait_state().off) {
+        (None, None) => Some(()),
+        (memory, off) => {
+            common::skip(
+                test,
+                &format!(
+                    "no RWF_NOWAIT reads on {} here ({memory:?}, {off:?})",
+                    f.fs()
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// Random offsets and lengths (1 B to 256 KiB), some straddling or past
+/// end of file, compared byte for byte with `pread`.
+async fn random_reads(file: EngineFile, seed: u64, n: usize) {
+    let std_file = std::fs::File::open(file.file().path()).unwrap();
+    let mut rng = Rng::from_seed(seed);
+    for _ in 0..n {
+        let len = 1 + rng.below(256 << 10) as usize;
+        let off = rng.below(SIZE + 8192);
+        let (r, buf) = file.read_at(Buf::new(len), off).await;
+        let mut want = vec![0u8; len];
+        let mut got = 0;
+        while got < len {
+            match std_file
+                .read_at(&mut want[got..], off + got as u64)
+                .unwrap()
+            {
+                0 => break,
+                k => got += k,
+            }
+        }
+        assert_eq!(r.unwrap(), got, "read of {len} at {off}");
+        assert_eq!(buf.as_slice(), &want[..got], "bytes of {len} at {off}");
+    }
+}
+
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn cached_reads_finish_in_the_first_poll_and_are_exact() {
+    let (_dir, path) = fixture();
+    watchdog("page_cache_first", Duration::from_secs(60), move |_| {
+        let e = engine(NowaitMode::Adaptive);
+        let file = e.open(&path, Direct::Off).unwrap();
+        if nowait_reads_or_skip(&file, "cached_reads_finish_in_the_first_poll_and_are_exact")
+            .is_none()
+        {
+            return;
+        }
+        warm(&path);
+        // One poll with a waker that must never be needed.
+        let woken = Arc::new(Flag::default());
+        let waker = Waker::from(woken.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut fut = std::pin::pin!(file.read_at(Buf::new(4096), 12_288));
+        match fut.as_mut().poll(&mut cx) {
+            Poll::Ready((r, buf)) => {
+                assert_eq!(r.unwrap(), 4096);
+                nowait::pattern::check(12_288, buf.as_slice()).unwrap();
+            }
+            Poll::Pending => panic!("a cached read was not ready in its first poll"),
+        }
+        assert!(!woken.0.load(Ordering::SeqCst));
+        current_thread().block_on(async {
+            let hs: Vec<_> = (0..8)
+                .map(|t| tokio::spawn(random_reads(file.clone(), 11 + t, 200)))
+                .collect();
+            for h in hs {
+                h.await.unwrap();
+            }
+        });
+        let s = e.stats();
+        println!("{s:?}");
+        assert!(s.nowait.hits > 1_000, "{s:?}");
+        // The rest (reads wholly past end of file) went to the ring.
+        assert_eq!(s.delivered + s.nowait.hits, 1_601, "{s:?}");
+        assert_eq!(s.in_flight, 0, "{s:?}");
+    });
+}
+
+#[test]
+fn uncached_reads_go_to_the_ring_and_are_exact() {
+    let (_dir, path) = fixture();
+    watchdog("page_cache_first", Duration::from_secs(60), move |_| {
+        let e = engine(NowaitMode::Adaptive);
+        let file = e.open(&path, Direct::Off).unwrap();
+        if nowait_reads_or_skip(&file, "uncached_reads_go_to_the_ring_and_are_exact").is_none() {
+            return;
+        }
+        file.file().drop_cache().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let hs: Vec<_> = (0..16)
+                .map(|t| tokio::spawn(random_reads(file.clone(), 100 + t, 60)))
+                .collect();
+            for h in hs {
+                h.await.unwrap();
+            }
+        });
+        let s = e.stats();
+        println!("{s:?}");
+        assert!(s.nowait.misses + s.nowait.partial_hits > 0, "{s:?}");
+        assert!(s.delivered > 0, "nothing went through the ring: {s:?}");
+        assert_eq!(
+            s.delivered + s.nowait.hits,
+            16 * 60,
+            "every read is either a hit or delivered by the ring: {s:?}"
+        );
+    });
+}
+
+#[test]
+fn off_never_tries() {
+    let (_dir, path) = fixture();
+    warm(&path);
+    let e = engine(NowaitMode::Off);
+    let file = e.open(&path, Direct::Off).unwrap();
+    current_thread().block_on(random_reads(file, 7, 100));
+    let s = e.stats();
+    assert_eq!(s.nowait, nowait::NowaitStats::default(), "{s:?}");
+    assert_eq!(s.delivered, 100, "{s:?}");
+}
+
+/// A task whose reads all hit the page cache is never `Pending` on its own:
+/// without tokio's budget it would keep a current-thread runtime to itself
+/// and the other task below would never run (the watchdog fails the test).
+#[test]
+fn a_task_reading_only_cached_data_still_yields_on_tokio() {
+    let (_dir, path) = fixture();
+    watchdog("page_cache_first", Duration::from_secs(30), move |_| {
+        let e = engine(NowaitMode::Always);
+        let file = e.open(&path, Direct::Off).unwrap();
+        if nowait_reads_or_skip(
+            &file,
+            "a_task_reading_only_cached_data_still_yields_on_tokio",
+        )
+        .is_none()
+        {
+            return;
+        }
+        warm(&path);
+        let stop = Arc::new(AtomicBool::new(false));
+        let reads = Arc::new(AtomicU64::new(0));
+        current_thread().block_on(async {
+            let reader = {
+                let (stop, reads, file) = (stop.clone(), reads.clone(), file.clone());
+                tokio::spawn(async move {
+                    let mut off = 0u64;
+                    while !stop.load(Ordering::SeqCst) {
+                        let (r, buf) = file.read_at(Buf::new(4096), off).await;
+                        assert_eq!(r.unwrap(), 4096);
+                        nowait::pattern::check(off, buf.as_slice()).unwrap();
+                        reads.fetch_add(1, Ordering::SeqCst);
+                        off = (off + 4096) % (SIZE - 8192);
+                    }
+                })
+            };
+            // Runs only when the reader yields.
+            let stopper = {
+                let (stop, reads) = (stop.clone(), reads.clone());
+                tokio::spawn(async move {
+                    stop.store(true, Ordering::SeqCst);
+                    reads.load(Ordering::SeqCst)
+                })
+            };
+            let before_stop = stopper.await.unwrap();
+            reader.await.unwrap();
+            let s = e.stats();
+            println!("{before_stop} reads before the other task ran, {s:?}");
+            assert!(s.nowait.hits > 0, "{s:?}");
+            // tokio's budget is 128 operations per task turn; without it the
+            // reader ran until a read happened to miss (millions of reads).
+            assert!(
+                before_stop <= 1_000,
+                "the reader kept the runtime for {before_stop} reads"
+            );
+        });
+    });
+}
+
+#[derive(Default)]
+struct Flag(AtomicBool);
+
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
