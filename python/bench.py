@@ -19,6 +19,12 @@ aiofiles and caio are benchmark-only dependencies (pip install aiofiles
 caio); a missing one is reported and skipped. --rust-cli runs the Rust
 engine's own benchmark (`nowait bench`, same reads, iodepth 32) for the
 "within 10% of the engine" comparison.
+
+"nowait asyncio" reads with aread_at's page-cache-first try on (open's
+nowait="adaptive", the default); "nowait asyncio ring only" opens with
+nowait="off" so every read goes through the loop's ring, as before that
+try existed: the two rows are its before/after in one run
+(--only "nowait asyncio,nowait asyncio ring only").
 """
 
 from __future__ import annotations
@@ -131,14 +137,20 @@ def _split(offs):
     return [offs[k::QD] for k in range(QD)]
 
 
-def m_nowait_asyncio(path, offs, direct="off"):
+def m_nowait_asyncio(path, offs, direct="off", mode="adaptive"):
     async def main():
-        with nowait.open(path, direct=direct) as f:
+        with nowait.open(path, direct=direct, nowait=mode) as f:
             async def worker(part):
                 for o in part:
                     await f.aread_at(o, BS)
             await asyncio.gather(*(worker(p) for p in _split(offs)))
     asyncio.run(main())
+
+
+def m_nowait_asyncio_ring(path, offs):
+    # Every aread_at through the loop's ring, as before the page-cache-first
+    # try (issue #14): nowait="off" costs one extra call that returns None.
+    m_nowait_asyncio(path, offs, mode="off")
 
 
 def m_nowait_asyncio_direct(path, offs):
@@ -179,6 +191,7 @@ METHODS = {
     "nowait read_many": m_nowait_many,
     "nowait read_into": m_nowait_into,
     "nowait asyncio": m_nowait_asyncio,
+    "nowait asyncio ring only": m_nowait_asyncio_ring,
     "os.pread loop": m_pread_loop,
     "ThreadPool(32) pread": m_threadpool,
     "aiofiles": m_aiofiles,

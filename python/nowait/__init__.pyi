@@ -18,7 +18,9 @@ class File(_nowait.File):
     def __exit__(self, *exc: object) -> None: ...
     async def aread_at(self, offset: int, size: int) -> bytes:
         """Read up to ``size`` bytes at ``offset`` on the running event loop
-        (fewer only at end of file); cancelling the task is safe."""
+        (fewer only at end of file); cancelling the task is safe. A buffered
+        read whose bytes are all in the page cache returns at once, without
+        the ring (see ``open``'s ``nowait``)."""
         ...
     async def aread_many(
         self, offsets: Sequence[int], size: Union[int, Sequence[int]]
@@ -30,8 +32,10 @@ class File(_nowait.File):
         returns the bytes read per record."""
         ...
 
-def open(path: _Path, direct: Union[str, bool] = "auto") -> File:
-    """Open ``path`` for reading; ``direct`` is "auto", "on" or "off"."""
+def open(path: _Path, direct: Union[str, bool] = "auto", nowait: str = "adaptive") -> File:
+    """Open ``path`` for reading; ``direct`` is "auto", "on" or "off";
+    ``nowait`` ("adaptive", "always" or "off") is whether ``aread_at`` first
+    tries the page cache alone with ``preadv2(RWF_NOWAIT)``."""
     ...
 
 def probe(path: Optional[_Path] = None) -> Dict[str, Any]:

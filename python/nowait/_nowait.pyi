@@ -14,7 +14,10 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 class File:
     """An open file. Use ``nowait.open``; blocking methods release the GIL."""
 
-    def __new__(cls: type[_T], path: _Path, direct: Union[str, bool, None] = None) -> _T: ...
+    def __new__(
+        cls: type[_T], path: _Path, direct: Union[str, bool, None] = None,
+        nowait: Optional[str] = None,
+    ) -> _T: ...
     @property
     def name(self) -> str:
         """The path the file was opened with."""
@@ -30,6 +33,10 @@ class File:
     @property
     def direct(self) -> bool:
         """True if reads bypass the page cache (O_DIRECT)."""
+        ...
+    @property
+    def nowait(self) -> str:
+        """aread_at's page-cache-first mode: "adaptive", "always" or "off"."""
         ...
     @property
     def backend(self) -> str:
@@ -58,7 +65,13 @@ class File:
         ...
     def stats(self) -> Dict[str, Any]:
         """Counters of this file (calls, reads, bytes, errors), its backend
-        and why, O_DIRECT alignment, filesystem and nowait-path state."""
+        and why, O_DIRECT alignment, filesystem and nowait-path state
+        (``nowait_path_hits``, ``_misses``, ... of ``aread_at``'s page-cache
+        tries)."""
+        ...
+    def _read_cached(self, offset: int, size: int) -> Optional[bytes]:
+        """aread_at's page-cache-first try (internal): the bytes, or None
+        for the ring."""
         ...
 
 @final

@@ -10,6 +10,7 @@
 //!
 //! Nothing here panics on user input: every failure is a Python exception.
 
+use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
@@ -31,6 +32,24 @@ use crate::export::Export;
 const SYNC_DEPTH: usize = 64;
 /// Idle cores kept for reuse.
 const POOL_MAX: usize = 64;
+
+/// Longest `aread_at` tried from the page cache first (`File._read_cached`);
+/// longer ones take the ring. Bounds the per-thread scratch buffer, and
+/// past a few hundred KiB the copy, not the ring's ~10 µs, is the cost.
+const CACHED_MAX: usize = 1 << 20;
+/// Cached hits in a row on one thread before one goes through the ring
+/// anyway (tokio's per-task budget is 128 too): a task reading only cached
+/// data awaits nothing that suspends, so without this it would keep the
+/// event loop from every other task until it stopped reading.
+const CACHED_BUDGET: u32 = 128;
+
+thread_local! {
+    /// Where `_read_cached` reads before copying into a `bytes`: reused, so
+    /// a miss costs no allocation.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Cached hits on this thread since a read last went through the ring.
+    static HITS_IN_A_ROW: Cell<u32> = const { Cell::new(0) };
+}
 
 static POOL: Mutex<Vec<Core>> = Mutex::new(Vec::new());
 static BACKEND: OnceLock<(String, String, String)> = OnceLock::new();
@@ -87,6 +106,19 @@ fn parse_direct(direct: &Bound<'_, PyAny>) -> PyResult<nowait::Direct> {
         other => Err(PyValueError::new_err(format!(
             "direct={other:?} is not a mode; use \"auto\" (O_DIRECT where the filesystem allows \
              it, unaligned reads bounced), \"on\" (O_DIRECT or an error) or \"off\" (page cache)"
+        ))),
+    }
+}
+
+fn parse_nowait(mode: &str) -> PyResult<nowait::NowaitMode> {
+    match mode {
+        "adaptive" => Ok(nowait::NowaitMode::Adaptive),
+        "always" => Ok(nowait::NowaitMode::Always),
+        "off" => Ok(nowait::NowaitMode::Off),
+        other => Err(PyValueError::new_err(format!(
+            "nowait={other:?} is not a mode; use \"adaptive\" (aread_at tries the page cache \
+             first while the file mostly hits), \"always\" or \"off\" (every aread_at goes \
+             through the ring)"
         ))),
     }
 }
@@ -178,6 +210,21 @@ pub struct PyFile {
     bytes: AtomicU64,
     errors: AtomicU64,
     async_calls: AtomicU64,
+    /// `aread_at`'s page-cache-first mode (`nowait.open(..., nowait=)`).
+    nowait: nowait::NowaitMode,
+    cached: CachedCounts,
+}
+
+/// How `aread_at`'s page-cache-first tries ended (`File.stats()`).
+#[derive(Default)]
+struct CachedCounts {
+    hits: AtomicU64,
+    partial: AtomicU64,
+    misses: AtomicU64,
+    refused: AtomicU64,
+    skipped: AtomicU64,
+    /// Hits sent to the ring to let the loop run ([`CACHED_BUDGET`]).
+    yields: AtomicU64,
 }
 
 impl PyFile {
@@ -278,12 +325,18 @@ fn finish(py: Python<'_>, core: &mut Core, mut op: Op) -> PyResult<Py<PyAny>> {
 #[pymethods]
 impl PyFile {
     #[new]
-    #[pyo3(signature = (path, direct = None))]
-    fn new(py: Python<'_>, path: PathBuf, direct: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    #[pyo3(signature = (path, direct = None, nowait = None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        direct: Option<&Bound<'_, PyAny>>,
+        nowait: Option<&str>,
+    ) -> PyResult<Self> {
         let mode = match direct {
             Some(d) => parse_direct(d)?,
             None => nowait::Direct::Auto,
         };
+        let nowait = parse_nowait(nowait.unwrap_or("adaptive"))?;
         let p = path.clone();
         let file = py
             .detach(move || nowait::File::open(&p, mode))
@@ -301,7 +354,77 @@ impl PyFile {
             bytes: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             async_calls: AtomicU64::new(0),
+            nowait,
+            cached: CachedCounts::default(),
         })
+    }
+
+    /// The page-cache-first mode of aread_at: "adaptive", "always" or "off".
+    #[getter]
+    fn nowait(&self) -> &'static str {
+        self.nowait.as_str()
+    }
+
+    /// _read_cached(offset, size) -> bytes | None
+    ///
+    /// `aread_at`'s first try: the read from the page cache alone,
+    /// `preadv2(RWF_NOWAIT)` on this thread (`nowait::File::try_read_cached`,
+    /// the engine's per-file adaptive policy). The bytes if every one asked
+    /// (or up to end of file) was cached; None means "take the ring": a
+    /// miss, a partly cached range, end of file, a direct file, the mode or
+    /// the policy says no, and also any bad argument or a closed file, so
+    /// that `_Ring.start` raises exactly what it always raised.
+    ///
+    /// The GIL stays held: a cached 4 KiB read is ~1 µs, and giving the GIL
+    /// up costs more than that (two state switches, and getting it back may
+    /// wait up to the 5 ms switch interval behind another Python thread,
+    /// stalling the event loop). The ring path holds it for the same copy
+    /// too: io_uring copies cached reads inside the loop's submit.
+    #[pyo3(name = "_read_cached")]
+    fn read_cached_first(&self, py: Python<'_>, offset: i64, size: i64) -> Option<Py<PyBytes>> {
+        if self.nowait == nowait::NowaitMode::Off {
+            return None;
+        }
+        let (Ok(offset), Ok(len)) = (u64::try_from(offset), usize::try_from(size)) else {
+            return None;
+        };
+        if len == 0 || len > CACHED_MAX {
+            return None;
+        }
+        if HITS_IN_A_ROW.get() >= CACHED_BUDGET {
+            HITS_IN_A_ROW.set(0);
+            self.cached.yields.fetch_add(1, Relaxed);
+            return None;
+        }
+        let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        let file = guard.as_ref()?;
+        let tried = SCRATCH.with(|s| {
+            let mut s = s.try_borrow_mut().ok()?;
+            if s.len() < len {
+                s.resize(len, 0);
+            }
+            match file.try_read_cached(&mut s[..len], offset, self.nowait) {
+                nowait::CacheTry::Hit(n) => Some(Ok(PyBytes::new(py, &s[..n]).unbind())),
+                other => Some(Err(other)),
+            }
+        });
+        let c = &self.cached;
+        let counter = match tried? {
+            Ok(bytes) => {
+                HITS_IN_A_ROW.set(HITS_IN_A_ROW.get() + 1);
+                c.hits.fetch_add(1, Relaxed);
+                self.async_calls.fetch_add(1, Relaxed);
+                return Some(bytes);
+            }
+            Err(nowait::CacheTry::Hit(_)) => return None,
+            Err(nowait::CacheTry::Partial) => &c.partial,
+            Err(nowait::CacheTry::Miss) => &c.misses,
+            Err(nowait::CacheTry::Refused) => &c.refused,
+            Err(nowait::CacheTry::Skipped) => &c.skipped,
+            Err(nowait::CacheTry::Off) => return None,
+        };
+        counter.fetch_add(1, Relaxed);
+        None
     }
 
     /// The path the file was opened with.
@@ -412,7 +535,12 @@ impl PyFile {
     ///
     /// This file's counters (calls, async_calls, reads, bytes, errors), the
     /// backend and why, whether it is open with O_DIRECT and its alignment,
-    /// the filesystem and the RWF_NOWAIT nowait-path state.
+    /// the filesystem and the RWF_NOWAIT nowait-path state: its hit ratio,
+    /// why it is off, `aread_at`'s mode (`nowait`) and how its page-cache
+    /// tries ended (`nowait_path_hits`, `_partial`, `_misses`, `_refused`,
+    /// `_skipped` below the hit-ratio threshold, `_yields`: hits sent to the
+    /// ring so the loop could run other tasks). A hit counts as an
+    /// async call.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("path", self.name())?;
@@ -442,6 +570,15 @@ impl PyFile {
             d.set_item("nowait_path_hit_ratio", fp.hit_ratio)?;
             d.set_item("nowait_path_off", fp.off.map(|o| o.to_string()))?;
         }
+        drop(guard);
+        d.set_item("nowait", self.nowait.as_str())?;
+        let c = &self.cached;
+        d.set_item("nowait_path_hits", c.hits.load(Relaxed))?;
+        d.set_item("nowait_path_partial", c.partial.load(Relaxed))?;
+        d.set_item("nowait_path_misses", c.misses.load(Relaxed))?;
+        d.set_item("nowait_path_refused", c.refused.load(Relaxed))?;
+        d.set_item("nowait_path_skipped", c.skipped.load(Relaxed))?;
+        d.set_item("nowait_path_yields", c.yields.load(Relaxed))?;
         Ok(d)
     }
 }
@@ -519,6 +656,8 @@ impl Ring {
         buffer: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(u64, bool)> {
         let pf = file.get();
+        // This thread's task suspends for this read: the loop runs the others.
+        HITS_IN_A_ROW.set(0);
         let f = pf.file()?;
         let (kind, reqs, plan) = match kind {
             "one" => {

@@ -110,7 +110,8 @@ def test_completion_schedules_the_submit_for_the_woken_tasks(data):
     async def main():
         loop = asyncio.get_running_loop()
         ring = use_ring(loop, _Recording(loop, "batch"))
-        with nowait.open(path, direct="off") as f:
+        # nowait="off": every read through the ring (cached ones would not be).
+        with nowait.open(path, direct="off", nowait="off") as f:
             async def chain(start):
                 out = []
                 for k in range(20):
@@ -209,7 +210,8 @@ def test_child_forked_inside_a_coroutine_gets_its_own_ring(data):
 
     async def main():
         loop = asyncio.get_running_loop()
-        with nowait.open(path, direct="off") as f:
+        # nowait="off": the first read goes through (and makes) the loop's ring.
+        with nowait.open(path, direct="off", nowait="off") as f:
             assert await f.aread_at(10, 20) == blob[10:30]
             parent_ring = nowait._rings[loop]
             pid = os.fork()

@@ -170,9 +170,16 @@ const FUSE_POOLED: &str = "FUSE: io_uring re-reads a short direct_io reply from 
      (wrong bytes, lost errors) unless the server negotiated FUSE_ASYNC_DIO, which user space \
      cannot see; reads go to a thread pool doing pread(2)";
 
-/// How a read tried from the page cache ended ([`File::read_cached`]).
+/// The most bytes one `preadv2(2)` transfers (the kernel's `MAX_RW_COUNT`,
+/// `INT_MAX` rounded down to a page): [`MAX_READ`](crate::MAX_READ), which
+/// lives a layer up (lib.rs checks they agree). A longer read comes back
+/// short at this length, which [`File::try_read_cached`] would take for
+/// end of file.
+pub(crate) const RW_MAX: usize = i32::MAX as usize & !(crate::buf::PAGE - 1);
+
+/// How a read tried from the page cache ended ([`File::try_read_cached`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CacheTry {
+pub enum CacheTry {
     /// Done: this many bytes (all asked, or up to end of file).
     Hit(usize),
     /// Only a prefix was resident: read the whole of it the usual way.
@@ -183,8 +190,9 @@ pub(crate) enum CacheTry {
     Refused,
     /// Not tried: the file's hit ratio is below the threshold.
     Skipped,
-    /// Not tried: the mode is off, the file is O_DIRECT, or the path is off
-    /// for the file.
+    /// Not tried: the mode is off, the file is O_DIRECT, the read is empty
+    /// (or longer than [`MAX_READ`](crate::MAX_READ) through
+    /// [`File::try_read_cached`]), or the path is off for the file.
     Off,
 }
 
@@ -509,6 +517,33 @@ impl File {
         };
         f.nowait.record(outcome, reprobe.then_some(threshold));
         out
+    }
+
+    /// Try a buffered read of `buf.len()` bytes at `offset` from the page
+    /// cache alone: `preadv2(RWF_NOWAIT)` on the calling thread, as `mode`
+    /// and the file's hit ratio allow, the outcome folded into that ratio
+    /// (shared with every queue and engine reading this file). For a front
+    /// end that completes reads its own way and wants a cached read done
+    /// at once, as the async engine's first poll does (the Python package's
+    /// `aread_at` uses it).
+    ///
+    /// Only [`CacheTry::Hit`] means `buf` holds the bytes (as many as it
+    /// says: all asked, or up to end of file); anything else means "read it
+    /// the usual way", which also tells end of file from a miss. Never
+    /// waits for the device and never fails. Not tried: O_DIRECT files,
+    /// empty reads, reads longer than [`MAX_READ`](crate::MAX_READ), and
+    /// the adaptive mode below [`ADAPTIVE_THRESHOLD`] (the `pool`
+    /// backend's threshold: a hit there saves a trip through a completion
+    /// path that costs as much as a thread hop; re-probed every
+    /// [`REPROBE_EVERY`] skipped reads).
+    ///
+    /// [`ADAPTIVE_THRESHOLD`]: crate::rwf_nowait::ADAPTIVE_THRESHOLD
+    /// [`REPROBE_EVERY`]: crate::rwf_nowait::REPROBE_EVERY
+    pub fn try_read_cached(&self, buf: &mut [u8], offset: u64, mode: NowaitMode) -> CacheTry {
+        if buf.len() > RW_MAX {
+            return CacheTry::Off;
+        }
+        self.read_cached(buf, offset, mode, crate::rwf_nowait::ADAPTIVE_THRESHOLD)
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {

@@ -1,0 +1,253 @@
+"""aread_at from the page cache first (issue #14): a buffered read whose
+bytes are all cached is done at once with preadv2(RWF_NOWAIT) on the
+loop's thread, with no future and no ring; anything else (a miss, a partly
+cached range, end of file, O_DIRECT, nowait="off") takes the ring as before.
+Results are byte-exact against os.pread either way."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+
+import pytest
+
+import nowait
+from conftest import drop_cache, modes, pread
+
+
+def run(coro, timeout=90):
+    async def guarded():
+        return await asyncio.wait_for(coro, timeout)
+    return asyncio.run(guarded())
+
+
+def warm(path: str) -> None:
+    with open(path, "rb") as f:
+        while f.read(1 << 20):
+            pass
+
+
+def tries(st: dict) -> int:
+    return sum(st[f"nowait_path_{k}"] for k in ("hits", "partial", "misses", "refused"))
+
+
+def skip_if_refused(st: dict, name: str) -> None:
+    if st["nowait_path_off"] is not None:
+        pytest.skip(f"SKIP {name}: no RWF_NOWAIT reads on this filesystem "
+                    f"({st['fs']}: {st['nowait_path_off']})")
+
+
+@pytest.mark.parametrize("mode", ["always", "adaptive"])
+def test_cached_reads_match_pread_without_the_ring(data, mode):
+    path, blob, _ = data
+    warm(path)
+    rng = random.Random(15)
+    n = len(blob)
+    # Inside the file (hits), straddling end of file (a hit of the bytes up
+    # to it: the size is not a multiple of 4096), past it (b"", via the ring).
+    inside = [(rng.randrange(0, n - 70000), rng.choice([1, 100, 4096, 5000, 65536]))
+              for _ in range(100)]
+    straddle = [(n - 10, 4096), (n - 5000, 8192), (n - 1, 1 << 20)]
+    past = [(n, 4096), (n + 8192, 10)]
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        with nowait.open(path, direct="off", nowait=mode) as f:
+            assert f.nowait == mode
+            for o, s in inside + straddle:
+                assert await f.aread_at(o, s) == blob[o:o + s] == pread(path, o, s), (o, s)
+            st = f.stats()
+            skip_if_refused(st, "test_cached_reads_match_pread_without_the_ring")
+            # Every one of them answered from the page cache, with no ring,
+            # but for one in 128 hits in a row on this thread (counted since
+            # this thread's last ring read, maybe in an earlier test).
+            yields = st["nowait_path_yields"]
+            assert yields <= 1, st
+            assert st["nowait_path_hits"] + yields == len(inside) + len(straddle), st
+            ring = nowait._rings.get(loop)
+            assert (ring._ring.queue_stats()["completed"] if ring else 0) == yields
+            assert st["async_calls"] == len(inside) + len(straddle)
+            ring_before = yields
+            for o, s in past:
+                assert await f.aread_at(o, s) == b"" == pread(path, o, s)
+            # End of file: 0 bytes, which only the ring's plain read tells
+            # from a miss.
+            st = f.stats()
+            assert st["nowait_path_misses"] == len(past), st
+            completed = nowait._rings[loop]._ring.queue_stats()["completed"]
+            assert completed == ring_before + len(past)
+            # Many tasks at once: still exact.
+            reqs = inside[:60]
+            got = await asyncio.gather(*(f.aread_at(o, s) for o, s in reqs))
+            assert got == [blob[o:o + s] for o, s in reqs]
+    run(main())
+
+
+def test_cold_file_is_read_through_the_ring(data):
+    path, blob, _ = data
+    rng = random.Random(16)
+    n = len(blob)
+    reqs = [(rng.randrange(0, n + 8192), rng.choice([1, 4096, 5000, 65536]))
+            for _ in range(150)]
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        with nowait.open(path, direct="off", nowait="always") as f:
+            drop_cache(path)
+            for o, s in reqs:
+                assert await f.aread_at(o, s) == blob[o:o + s] == pread(path, o, s), (o, s)
+            st = f.stats()
+            skip_if_refused(st, "test_cold_file_is_read_through_the_ring")
+            yields = st["nowait_path_yields"]
+            assert tries(st) + yields == len(reqs), st
+            # Some reads found their pages missing (the first one at least);
+            # each of those went through the ring and came back exact.
+            went_to_ring = st["nowait_path_misses"] + st["nowait_path_partial"]
+            assert went_to_ring > 0, st
+            completed = nowait._rings[loop]._ring.queue_stats()["completed"]
+            assert completed == went_to_ring + yields
+    run(main())
+
+
+def test_adaptive_stops_trying_a_cold_file(data, datadir):
+    d, _ = datadir
+    path = os.path.join(d, "cold-big.bin")
+    size = 16 << 20
+    with open(path, "wb") as out:
+        out.write(random.Random(17).randbytes(size))
+    rng = random.Random(18)
+    # Far apart, so readahead of one read rarely brings in the next one.
+    reqs = [rng.randrange(0, size // 65536) * 65536 + 512 for _ in range(300)]
+
+    async def main():
+        with nowait.open(path, direct="off") as f:
+            drop_cache(path)
+            for o in reqs:
+                assert await f.aread_at(o, 4096) == pread(path, o, 4096)
+            st = f.stats()
+            skip_if_refused(st, "test_adaptive_stops_trying_a_cold_file")
+            assert st["nowait_path_skipped"] > 0, st
+            assert (tries(st) + st["nowait_path_skipped"] + st["nowait_path_yields"]
+                    == len(reqs)), st
+    try:
+        run(main())
+    finally:
+        os.unlink(path)
+
+
+def test_direct_and_off_never_try(data):
+    path, blob, direct_ok = data
+    warm(path)
+    cases = [("off", "off")] + ([("on", "always")] if direct_ok else [])
+    if "auto" in modes(direct_ok) and direct_ok:
+        cases.append(("auto", "always"))
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        for direct, mode in cases:
+            with nowait.open(path, direct=direct, nowait=mode) as f:
+                assert f.direct == (direct != "off")
+                ring = nowait._rings.get(loop)
+                before = ring._ring.queue_stats()["completed"] if ring else 0
+                for i in range(20):
+                    assert await f.aread_at(i * 4096, 4096) == blob[i * 4096:(i + 1) * 4096]
+                st = f.stats()
+                assert tries(st) == st["nowait_path_skipped"] == 0, (direct, mode, st)
+                after = nowait._rings[loop]._ring.queue_stats()["completed"]
+                assert after - before == 20
+    run(main())
+
+
+def test_cancelling_a_mix_of_cached_and_ring_reads(data):
+    path, blob, _ = data
+    rng = random.Random(19)
+    n = len(blob)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        with nowait.open(path, direct="off", nowait="always") as f:
+            for round_ in range(6):
+                # Cold half of the rounds: most reads go to the ring.
+                if round_ % 2:
+                    drop_cache(path)
+                else:
+                    warm(path)
+                offs = [rng.randrange(0, n) for _ in range(200)]
+                tasks = [asyncio.ensure_future(f.aread_at(o, 4096)) for o in offs]
+                # Half are cancelled before they run, half after their first step.
+                for t in tasks[::4]:
+                    t.cancel()
+                await asyncio.sleep(0)
+                for t in tasks[1::4]:
+                    t.cancel()
+                results = await asyncio.gather(*tasks, return_exceptions=True)
+                for o, r in zip(offs, results):
+                    if isinstance(r, asyncio.CancelledError):
+                        continue
+                    assert r == blob[o:o + 4096]
+                ring = nowait._rings.get(loop)
+                if ring is not None:
+                    for _ in range(2000):
+                        if ring._ring.outstanding() == 0:
+                            break
+                        await asyncio.sleep(0.005)
+                    assert ring._ring.outstanding() == 0
+            st = f.stats()
+            skip_if_refused(st, "test_cancelling_a_mix_of_cached_and_ring_reads")
+            assert st["nowait_path_hits"] > 0 and st["nowait_path_misses"] > 0, st
+            assert await f.aread_at(10, 10) == blob[10:20]
+    run(main())
+
+
+def test_a_task_reading_cached_data_lets_the_others_run(data):
+    """Cached hits return without suspending; after 128 in a row one goes
+    through the ring, so the loop gets to run the other tasks."""
+    path, blob, _ = data
+    warm(path)
+
+    async def main():
+        seen = []
+
+        async def other():
+            seen.append("other")
+
+        with nowait.open(path, direct="off", nowait="always") as f:
+            t = asyncio.ensure_future(other())
+            for i in range(400):
+                o = (i * 4099) % (len(blob) - 100)
+                assert await f.aread_at(o, 100) == blob[o:o + 100]
+                seen.append(i)
+            await t
+            st = f.stats()
+            skip_if_refused(st, "test_a_task_reading_cached_data_lets_the_others_run")
+            assert st["nowait_path_yields"] >= 2, st
+        # The other task ran before the reader's 129th read.
+        assert "other" in seen[:130], seen.index("other")
+    run(main())
+
+
+def test_bad_nowait_mode(data):
+    path, _, _ = data
+    with pytest.raises(ValueError, match="not a mode"):
+        nowait.open(path, nowait="sometimes")
+    with nowait.open(path) as f:
+        assert f.nowait == "adaptive" and f.stats()["nowait"] == "adaptive"
+
+
+def test_errors_unchanged_with_the_cached_path(data):
+    path, blob, _ = data
+    warm(path)
+
+    async def main():
+        f = nowait.open(path, direct="off", nowait="always")
+        with pytest.raises(ValueError, match="negative"):
+            await f.aread_at(-1, 10)
+        with pytest.raises(ValueError, match="negative"):
+            await f.aread_at(0, -10)
+        assert await f.aread_at(0, 0) == b""
+        assert await f.aread_at(5, 7) == blob[5:12]
+        f.close()
+        with pytest.raises(ValueError, match="closed"):
+            await f.aread_at(0, 1)
+    run(main())
