@@ -17,7 +17,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use common::{watchdog, Rng};
-use nowait::{Buf, Direct, Engine, EngineFile, NowaitMode};
+use nowait::{Buf, CacheTry, Direct, Engine, EngineFile, NowaitMode};
 
 /// Not a multiple of the page size: reads straddle and pass end of file.
 const SIZE: u64 = (8 << 20) + 1234;
@@ -239,5 +239,56 @@ struct Flag(AtomicBool);
 impl Wake for Flag {
     fn wake(self: Arc<Self>) {
         self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// `File::try_read_cached`, the first poll's try for other front ends (the
+/// Python package's `aread_at`): a cached read is a `Hit` holding the bytes,
+/// up to end of file; past end of file and on a cold file the answer sends
+/// the read the usual way; `Off`, empty reads and O_DIRECT never try.
+#[test]
+fn try_read_cached_answers() {
+    let (_dir, path) = fixture();
+    warm(&path);
+    let want = std::fs::read(&path).unwrap();
+    let f = nowait::File::open(&path, Direct::Off).unwrap();
+    if f.inline_reason().is_some() || f.nowait_state().off.is_some() {
+        common::skip(
+            "try_read_cached_answers",
+            &format!("no RWF_NOWAIT reads on {} here", f.fs()),
+        );
+        return;
+    }
+    let always = NowaitMode::Always;
+    let mut buf = vec![0u8; 5000];
+    assert_eq!(
+        f.try_read_cached(&mut buf, 4097, always),
+        CacheTry::Hit(5000)
+    );
+    assert_eq!(&buf[..], &want[4097..9097]);
+    // Straddling end of file: the bytes up to it.
+    let off = SIZE - 10;
+    assert_eq!(f.try_read_cached(&mut buf, off, always), CacheTry::Hit(10));
+    assert_eq!(&buf[..10], &want[off as usize..]);
+    // Past it: 0 bytes, which only a plain read tells from a miss.
+    assert_eq!(
+        f.try_read_cached(&mut buf, SIZE + 4096, always),
+        CacheTry::Miss
+    );
+    assert_eq!(
+        f.try_read_cached(&mut buf, 0, NowaitMode::Off),
+        CacheTry::Off
+    );
+    assert_eq!(f.try_read_cached(&mut [], 0, always), CacheTry::Off);
+    // Cold: nothing resident (written back first: DONTNEED keeps dirty pages).
+    std::fs::File::open(&path).unwrap().sync_all().unwrap();
+    f.drop_cache().unwrap();
+    let r = f.try_read_cached(&mut buf, 1 << 20, always);
+    assert!(matches!(r, CacheTry::Miss | CacheTry::Partial), "{r:?}");
+    if let Ok(d) = nowait::File::open(&path, Direct::On) {
+        assert_eq!(
+            d.try_read_cached(&mut buf[..4096], 0, always),
+            CacheTry::Off
+        );
     }
 }
