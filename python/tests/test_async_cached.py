@@ -113,12 +113,13 @@ def test_cold_file_is_read_through_the_ring(data):
 def test_adaptive_stops_trying_a_cold_file(data, datadir):
     d, _ = datadir
     path = os.path.join(d, "cold-big.bin")
-    size = 16 << 20
+    size = 32 << 20
     with open(path, "wb") as out:
         out.write(random.Random(17).randbytes(size))
     rng = random.Random(18)
-    # Far apart, so readahead of one read rarely brings in the next one.
-    reqs = [rng.randrange(0, size // 65536) * 65536 + 512 for _ in range(300)]
+    # Each 128 KiB slot once, so a read never finds what an earlier one (or
+    # its readahead) brought in; the file's hit ratio falls below 1/8.
+    reqs = [k * (128 << 10) + 512 for k in rng.sample(range(size // (128 << 10)), 200)]
 
     async def main():
         with nowait.open(path, direct="off") as f:
