@@ -381,14 +381,23 @@ impl PyFile {
     /// stalling the event loop). The ring path holds it for the same copy
     /// too: io_uring copies cached reads inside the loop's submit.
     #[pyo3(name = "_read_cached")]
-    fn read_cached_first(&self, py: Python<'_>, offset: i64, size: i64) -> Option<Py<PyBytes>> {
+    fn read_cached_first(
+        &self,
+        py: Python<'_>,
+        offset: &Bound<'_, PyAny>,
+        size: &Bound<'_, PyAny>,
+    ) -> Option<Py<PyBytes>> {
         if self.nowait == nowait::NowaitMode::Off {
             return None;
         }
-        let (Ok(offset), Ok(len)) = (u64::try_from(offset), usize::try_from(size)) else {
-            return None;
-        };
+        let offset = u64::try_from(offset.extract::<i64>().ok()?).ok()?;
+        let len = usize::try_from(size.extract::<i64>().ok()?).ok()?;
         if len == 0 || len > CACHED_MAX {
+            return None;
+        }
+        let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        let file = guard.as_ref()?;
+        if file.is_direct() {
             return None;
         }
         if HITS_IN_A_ROW.get() >= CACHED_BUDGET {
@@ -396,8 +405,6 @@ impl PyFile {
             self.cached.yields.fetch_add(1, Relaxed);
             return None;
         }
-        let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        let file = guard.as_ref()?;
         let tried = SCRATCH.with(|s| {
             let mut s = s.try_borrow_mut().ok()?;
             if s.len() < len {

@@ -154,7 +154,8 @@ def test_direct_and_off_never_try(data):
                 for i in range(20):
                     assert await f.aread_at(i * 4096, 4096) == blob[i * 4096:(i + 1) * 4096]
                 st = f.stats()
-                assert tries(st) == st["nowait_path_skipped"] == 0, (direct, mode, st)
+                assert tries(st) == st["nowait_path_skipped"] == st["nowait_path_yields"] == 0, \
+                    (direct, mode, st)
                 after = nowait._rings[loop]._ring.queue_stats()["completed"]
                 assert after - before == 20
     run(main())
@@ -246,6 +247,10 @@ def test_errors_unchanged_with_the_cached_path(data):
             await f.aread_at(-1, 10)
         with pytest.raises(ValueError, match="negative"):
             await f.aread_at(0, -10)
+        with pytest.raises(TypeError):
+            await f.aread_at(1.5, 10)
+        with pytest.raises(OverflowError):
+            await f.aread_at(1 << 70, 10)
         assert await f.aread_at(0, 0) == b""
         assert await f.aread_at(5, 7) == blob[5:12]
         f.close()
