@@ -31,10 +31,12 @@ impl EngineFile {
     /// Read up to `buf.capacity()` bytes at `offset`. Resolves to the bytes
     /// read (fewer only at end of file) and the buffer, its length set.
     ///
-    /// The first poll queues the read and reschedules the task; the next
-    /// poll of any task submits the queued batch and collects whatever is
-    /// done — with io_uring one `io_uring_enter(2)` for the batch. A read
-    /// served from the page cache usually resolves on its second poll.
+    /// The first poll tries the read from the page cache
+    /// (`preadv2(RWF_NOWAIT)`, see [`crate::EngineBuilder::nowait`]) and
+    /// resolves at once when it is all there. Otherwise it queues the read
+    /// and reschedules the task; the next poll of any task submits the
+    /// queued batch and collects whatever is done — with io_uring one
+    /// `io_uring_enter(2)` for the batch.
     pub fn read_at(&self, buf: Buf, offset: u64) -> ReadAt {
         let len = buf.capacity();
         ReadAt::new(self, buf, offset, len)

@@ -90,9 +90,11 @@ pub const ADAPTIVE_THRESHOLD: u32 = SCALE / 8;
 /// The async engine's adaptive threshold: 1/2. There a hit saves less
 /// than in the `pool` backend: the read would otherwise have gone to the
 /// thread's io_uring, whose cached reads cost no thread hop either, only
-/// the ring's bookkeeping and a second poll of the task (about half a µs
-/// against the `preadv2` miss's few tenths of a µs). A file that hits less
-/// than half the time is read through the ring alone.
+/// the ring's bookkeeping and a second poll of the task. A miss costs a
+/// system call and a page-cache lookup (the kernel starts the read on a
+/// miss, and the ring's read waits for that I/O rather than issuing its
+/// own). A file that hits less than half the time is read through the ring
+/// alone.
 pub const ENGINE_THRESHOLD: u32 = SCALE / 2;
 
 /// Below the threshold, every this-many-th skipped read of a file tries
