@@ -561,5 +561,37 @@ fn a_read_polled_by_an_executor_nested_in_a_tokio_task_finishes() {
             .unwrap();
         });
         println!("{:?}", engine.stats());
+        // With the first poll's page-cache reads, past tokio's budget (128
+        // per task turn, which the nested executor never ends): those reads
+        // go to the ring and still finish (tokio's own `Pending` would have
+        // deferred the wake-up to this blocked worker forever).
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let engine = rt.block_on(async {
+            Engine::builder()
+                .depth(8)
+                .nowait(NowaitMode::Always)
+                .build()
+                .unwrap()
+        });
+        let file = engine.open(&path, Direct::Off).unwrap();
+        std::fs::read(&path).unwrap();
+        rt.block_on(async move {
+            tokio::spawn(async move {
+                for i in 0..200u64 {
+                    let off = offset(i);
+                    let (r, buf) = nested_block_on(file.read_at(Buf::new(4096), off));
+                    verify(off, r, &buf);
+                }
+            })
+            .await
+            .unwrap();
+        });
+        let s = engine.stats();
+        println!("{s:?}");
+        assert!(s.nowait.hits >= 100 && s.delivered > 0, "{s:?}");
     });
 }

@@ -233,6 +233,61 @@ fn a_task_reading_only_cached_data_still_yields_on_tokio() {
     });
 }
 
+/// The same on smol, which has no budget: the engine's own streak limit
+/// makes the reader yield.
+#[test]
+fn a_task_reading_only_cached_data_still_yields_on_smol() {
+    let (_dir, path) = fixture();
+    watchdog("page_cache_first", Duration::from_secs(30), move |_| {
+        let e = engine(NowaitMode::Always);
+        let file = e.open(&path, Direct::Off).unwrap();
+        if nowait_reads_or_skip(
+            &file,
+            "a_task_reading_only_cached_data_still_yields_on_smol",
+        )
+        .is_none()
+        {
+            return;
+        }
+        warm(&path);
+        let stop = Arc::new(AtomicBool::new(false));
+        let reads = Arc::new(AtomicU64::new(0));
+        let ex = smol::LocalExecutor::new();
+        let before_stop = smol::block_on(ex.run(async {
+            let reader = {
+                let (stop, reads, file) = (stop.clone(), reads.clone(), file.clone());
+                ex.spawn(async move {
+                    let mut off = 0u64;
+                    while !stop.load(Ordering::SeqCst) {
+                        let (r, buf) = file.read_at(Buf::new(4096), off).await;
+                        assert_eq!(r.unwrap(), 4096);
+                        nowait::pattern::check(off, buf.as_slice()).unwrap();
+                        reads.fetch_add(1, Ordering::SeqCst);
+                        off = (off + 4096) % (SIZE - 8192);
+                    }
+                })
+            };
+            let stopper = {
+                let (stop, reads) = (stop.clone(), reads.clone());
+                ex.spawn(async move {
+                    stop.store(true, Ordering::SeqCst);
+                    reads.load(Ordering::SeqCst)
+                })
+            };
+            let n = stopper.await;
+            reader.await;
+            n
+        }));
+        let s = e.stats();
+        println!("{before_stop} reads before the other task ran, {s:?}");
+        assert!(s.nowait.hits > 0, "{s:?}");
+        assert!(
+            before_stop <= 1_000,
+            "the reader kept the executor for {before_stop} reads"
+        );
+    });
+}
+
 #[derive(Default)]
 struct Flag(AtomicBool);
 
