@@ -10,6 +10,9 @@
 //! * `spawn_blocking`: what `tokio::fs` does — every read is a `pread(2)` on
 //!   tokio's blocking pool (multi-thread runtime, 2 workers);
 //! * `tokio-uring`: tokio-uring 0.5 in its own runtime;
+//! * `monoio`: monoio 0.2 in its own runtime with its io_uring driver
+//!   (`RuntimeBuilder::<IoUringDriver>`, its default 1024-entry ring), every
+//!   read a `monoio::fs::File::read_at`;
 //! * `pread-loop`: one thread, one `pread(2)` after another (queue depth 1).
 //!
 //! Reported per run: IOPS, CPU seconds (user + system, whole process) per
@@ -246,6 +249,44 @@ fn tokio_uring_run(path: &Path, size: u64, dur: Duration) -> Run {
     })
 }
 
+fn monoio_run(path: &Path, size: u64, dur: Duration) -> Run {
+    let path = path.to_path_buf();
+    let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+        .build()
+        .expect("monoio runtime with the io_uring driver");
+    rt.block_on(async move {
+        let file = Rc::new(monoio::fs::File::open(&path).await.expect("open"));
+        let total = Rc::new(std::cell::Cell::new(0u64));
+        let start = Instant::now();
+        let hs: Vec<_> = (0..tasks())
+            .map(|t| {
+                let file = file.clone();
+                let total = total.clone();
+                monoio::spawn(async move {
+                    let mut r = rng(t);
+                    let mut buf = Vec::with_capacity(BS);
+                    while start.elapsed() < dur {
+                        let off = r.next_block(size / BS as u64) * BS as u64;
+                        buf.clear();
+                        let (res, b) = file.read_at(buf, off).await;
+                        res.expect("read");
+                        check(off, &b);
+                        buf = b;
+                        total.set(total.get() + 1);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.await;
+        }
+        Run {
+            reads: total.get(),
+            secs: start.elapsed().as_secs_f64(),
+        }
+    })
+}
+
 fn pread_loop_run(path: &Path, size: u64, dur: Duration) -> Run {
     let file = std::fs::File::open(path).expect("open");
     let mut r = rng(1);
@@ -295,6 +336,7 @@ fn main() {
         "nowait-mt",
         "spawn_blocking",
         "tokio-uring",
+        "monoio",
         "pread-loop",
     ];
     let dur = Duration::from_secs(secs);
@@ -341,6 +383,7 @@ fn main() {
                 "nowait-mt" => nowait_run(path, size, dur, true, false),
                 "spawn_blocking" => spawn_blocking_run(path, size, dur),
                 "tokio-uring" => tokio_uring_run(path, size, dur),
+                "monoio" => monoio_run(path, size, dur),
                 _ => pread_loop_run(path, size, dur),
             };
             let ru = Rusage::now().since(&before);
