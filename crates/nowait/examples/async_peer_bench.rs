@@ -94,6 +94,9 @@ fn rng(task: u64) -> Rng {
     Rng(task.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
 }
 
+/// Never inlined: docs/bench/instructions_per_read.py counts reads by the
+/// calls of this function.
+#[inline(never)]
 fn check(offset: u64, data: &[u8]) {
     assert_eq!(data.len(), BS, "short read at {offset}");
     if nowait::pattern::check(offset, data).is_err() {
