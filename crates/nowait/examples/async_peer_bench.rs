@@ -10,6 +10,13 @@
 //! * `spawn_blocking`: what `tokio::fs` does — every read is a `pread(2)` on
 //!   tokio's blocking pool (multi-thread runtime, 2 workers);
 //! * `tokio-uring`: tokio-uring 0.5 in its own runtime;
+//! * `monoio`: monoio 0.2 in its own runtime with its io_uring driver
+//!   (`RuntimeBuilder::<IoUringDriver>`, its default 1024-entry ring), every
+//!   read a `monoio::fs::File::read_at`;
+//! * `queue`: nowait's `Queue` on one thread with as many reads in flight as
+//!   there are tasks (push, submit, reap at least one, refill): the engine
+//!   without the async front end (#12 asks the current-thread engine for
+//!   ≥ 0.95× this);
 //! * `pread-loop`: one thread, one `pread(2)` after another (queue depth 1).
 //!
 //! Reported per run: IOPS, CPU seconds (user + system, whole process) per
@@ -87,6 +94,9 @@ fn rng(task: u64) -> Rng {
     Rng(task.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
 }
 
+/// Never inlined: docs/bench/instructions_per_read.py counts reads by the
+/// calls of this function.
+#[inline(never)]
 fn check(offset: u64, data: &[u8]) {
     assert_eq!(data.len(), BS, "short read at {offset}");
     if nowait::pattern::check(offset, data).is_err() {
@@ -246,6 +256,94 @@ fn tokio_uring_run(path: &Path, size: u64, dur: Duration) -> Run {
     })
 }
 
+fn monoio_run(path: &Path, size: u64, dur: Duration) -> Run {
+    let path = path.to_path_buf();
+    let mut rt = monoio::RuntimeBuilder::<monoio::IoUringDriver>::new()
+        .build()
+        .expect("monoio runtime with the io_uring driver");
+    rt.block_on(async move {
+        let file = Rc::new(monoio::fs::File::open(&path).await.expect("open"));
+        let total = Rc::new(std::cell::Cell::new(0u64));
+        let start = Instant::now();
+        let hs: Vec<_> = (0..tasks())
+            .map(|t| {
+                let file = file.clone();
+                let total = total.clone();
+                monoio::spawn(async move {
+                    let mut r = rng(t);
+                    let mut buf = Vec::with_capacity(BS);
+                    while start.elapsed() < dur {
+                        let off = r.next_block(size / BS as u64) * BS as u64;
+                        buf.clear();
+                        let (res, b) = file.read_at(buf, off).await;
+                        res.expect("read");
+                        check(off, &b);
+                        buf = b;
+                        total.set(total.get() + 1);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.await;
+        }
+        Run {
+            reads: total.get(),
+            secs: start.elapsed().as_secs_f64(),
+        }
+    })
+}
+
+fn queue_run(path: &Path, size: u64, dur: Duration) -> Run {
+    let file = nowait::File::open(path, Direct::Off).expect("open");
+    let depth = tasks() as usize;
+    let mut q = nowait::Queue::builder()
+        .depth(depth)
+        .build()
+        .expect("queue");
+    eprintln!("  queue backend: {}", q.backend().kind);
+    let blocks = size / BS as u64;
+    let mut r = rng(1);
+    let mut done = Vec::with_capacity(depth);
+    let mut n = 0;
+    let start = Instant::now();
+    let mut bufs: Vec<Buf> = (0..depth).map(|_| Buf::new(BS)).collect();
+    loop {
+        let more = start.elapsed() < dur;
+        if more {
+            // Refill every free slot with a new read, then one submit.
+            while let Some(buf) = bufs.pop() {
+                let off = r.next_block(blocks) * BS as u64;
+                let req = nowait::Read {
+                    file: &file,
+                    offset: off,
+                    len: BS,
+                    buf,
+                    user_data: off,
+                };
+                if let Err(e) = q.push(req) {
+                    panic!("push: {}", e.error);
+                }
+            }
+            q.submit().expect("submit");
+        }
+        if q.in_flight() == 0 {
+            break;
+        }
+        q.reap(1, None, &mut done).expect("reap");
+        for c in done.drain(..) {
+            let got = c.result.expect("read");
+            check(c.user_data, &c.buf.as_slice()[..got]);
+            n += 1;
+            bufs.push(c.buf);
+        }
+    }
+    Run {
+        reads: n,
+        secs: start.elapsed().as_secs_f64(),
+    }
+}
+
 fn pread_loop_run(path: &Path, size: u64, dur: Duration) -> Run {
     let file = std::fs::File::open(path).expect("open");
     let mut r = rng(1);
@@ -295,6 +393,8 @@ fn main() {
         "nowait-mt",
         "spawn_blocking",
         "tokio-uring",
+        "monoio",
+        "queue",
         "pread-loop",
     ];
     let dur = Duration::from_secs(secs);
@@ -341,6 +441,8 @@ fn main() {
                 "nowait-mt" => nowait_run(path, size, dur, true, false),
                 "spawn_blocking" => spawn_blocking_run(path, size, dur),
                 "tokio-uring" => tokio_uring_run(path, size, dur),
+                "monoio" => monoio_run(path, size, dur),
+                "queue" => queue_run(path, size, dur),
                 _ => pread_loop_run(path, size, dur),
             };
             let ru = Rusage::now().since(&before);

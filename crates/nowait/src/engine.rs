@@ -21,8 +21,9 @@
 //!   and returns `Pending`, so the reads of the other tasks the executor
 //!   polls in the same tick join the ring. The next poll submits them all
 //!   and reaps without waiting: with io_uring one `io_uring_enter(2)` for
-//!   the batch. Reads served from the page cache complete inside that call;
-//!   their futures collect them on their second poll without a system call.
+//!   the batch. Reads served from the page cache complete inside that call
+//!   (when the first poll did not already find them there); their futures
+//!   collect them on their second poll without a system call.
 //! * Every reap stores other ops' results in their op state and wakes their
 //!   wakers *after the ring's lock is dropped*. A task that migrated to
 //!   another thread collects from its read's ring all the same.
@@ -137,10 +138,11 @@ impl EngineBuilder {
     /// (no ring, no second poll); a miss goes to the ring as usual.
     /// `Adaptive` stops trying a file that hits less than half the time
     /// ([`ENGINE_THRESHOLD`](crate::rwf_nowait::ENGINE_THRESHOLD)) and
-    /// re-probes now and then; `Off` sends every read through the ring. On
-    /// the `pool` backend the queue makes this try itself at push (see
-    /// [`QueueBuilder::nowait`]), so the first poll does not. Counted in
-    /// [`EngineStats::nowait`].
+    /// re-probes now and then; `Off` sends every read through the ring. Only
+    /// rings on `uring` and `aio` try in the first poll: on `pool` and
+    /// `aio+pool` the queue makes this try itself at push (see
+    /// [`QueueBuilder::nowait`]), and `sync` reads in the poll anyway.
+    /// Counted in [`EngineStats::nowait`].
     pub fn nowait(mut self, mode: NowaitMode) -> Self {
         self.queue = self.queue.nowait(mode);
         self

@@ -135,8 +135,8 @@ pub(crate) struct FileInner {
     pub(crate) fs: &'static str,
     pub(crate) fs_magic: i64,
     pub(crate) buffered_reason: Option<String>,
-    /// The `pool` backend's RWF_NOWAIT hit ratio and on/off state, shared
-    /// by every queue reading this file.
+    /// The RWF_NOWAIT hit ratio and on/off state, shared by every queue
+    /// (`pool` backend) and engine ring (first polls) reading this file.
     pub(crate) nowait: NowaitFile,
     /// Unique for the life of the process (descriptor numbers are reused;
     /// this is not): keys io_uring's registered-file table.
@@ -417,9 +417,9 @@ impl File {
         self.inner.buffered_reason.as_deref()
     }
 
-    /// The `pool` backend's `RWF_NOWAIT` path state for this file:
-    /// its decaying hit ratio and, if the path is off, why (shared by
-    /// every queue reading the file).
+    /// The `RWF_NOWAIT` path state for this file: its decaying hit ratio
+    /// and, if the path is off, why (shared by every `pool` queue and every
+    /// async engine reading the file).
     pub fn nowait_state(&self) -> NowaitState {
         self.inner.nowait.snapshot(self.inner.fs)
     }
@@ -505,9 +505,12 @@ impl File {
             len,
         ) {
             Answer::Whole(n) => (Outcome::Hit, CacheTry::Hit(n)),
-            // The prefix is read again with the rest: a second copy of a
-            // few cached pages, against bookkeeping for a split read.
-            Answer::Prefix(_) => (Outcome::Partial, CacheTry::Partial),
+            // The prefix is read again with the rest (a second copy of a
+            // few cached pages, against bookkeeping for a split read), so
+            // the try saved nothing: it counts as a miss. (The `pool` keeps
+            // the prefix, and counts half.) A read across a page-aligned
+            // end of file lands here too.
+            Answer::Prefix(_) => (Outcome::Miss, CacheTry::Partial),
             Answer::Miss => (Outcome::Miss, CacheTry::Miss),
             Answer::Refused(e) => {
                 f.nowait.refuse(e, f.fs_magic, regular);

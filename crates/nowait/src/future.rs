@@ -31,10 +31,12 @@ impl EngineFile {
     /// Read up to `buf.capacity()` bytes at `offset`. Resolves to the bytes
     /// read (fewer only at end of file) and the buffer, its length set.
     ///
-    /// The first poll queues the read and reschedules the task; the next
-    /// poll of any task submits the queued batch and collects whatever is
-    /// done — with io_uring one `io_uring_enter(2)` for the batch. A read
-    /// served from the page cache usually resolves on its second poll.
+    /// The first poll tries the read from the page cache
+    /// (`preadv2(RWF_NOWAIT)`, see [`crate::EngineBuilder::nowait`]) and
+    /// resolves at once when it is all there. Otherwise it queues the read
+    /// and reschedules the task; the next poll of any task submits the
+    /// queued batch and collects whatever is done — with io_uring one
+    /// `io_uring_enter(2)` for the batch.
     pub fn read_at(&self, buf: Buf, offset: u64) -> ReadAt {
         let len = buf.capacity();
         ReadAt::new(self, buf, offset, len)
@@ -137,17 +139,28 @@ pub(crate) fn with_plain_wakes<R>(poll: impl FnOnce() -> R) -> R {
     poll()
 }
 
+/// What a read's first try from the page cache came to ([`read_cached`]).
+enum First {
+    /// Done, straight from the page cache: this many bytes.
+    Done(usize),
+    /// Not tried: the task must yield first (its wake-up is arranged).
+    Yield,
+    /// Use the ring.
+    Ring,
+}
+
 /// The engine's first try at a read: `preadv2(RWF_NOWAIT)` on the polling
 /// thread, as the ring's mode and the file's hit ratio allow
-/// ([`crate::rwf_nowait::ENGINE_THRESHOLD`]). `Some(bytes)`: done, straight
-/// from the page cache, with no op, no lock and no second poll (seed 003's
-/// cached-read path). `None`: use the ring.
+/// ([`crate::rwf_nowait::ENGINE_THRESHOLD`]). A hit needs no op, no lock
+/// and no second poll (seed 003's cached-read path).
 ///
-/// On tokio the hit spends the task's cooperative budget like any tokio
-/// resource that is ready, and an exhausted budget sends the read to the
-/// ring (which reschedules the task), so a task reading only cached data
-/// still yields. Other executors have no budget: such a task runs until it
-/// awaits something that is not ready, as with a blocking read.
+/// A task whose reads all hit never returns `Pending` on its own, so this
+/// is also a yield point. On tokio a hit spends one unit of the task's
+/// cooperative budget, like any tokio resource that is ready; with the
+/// budget spent the read goes to the ring, whose first poll reschedules
+/// the task. Other executors have no budget: there the
+/// [`streak::LONGEST`]-th first-poll read in a row on a thread yields
+/// (a self-wake).
 fn read_cached(
     ring: &Ring,
     file: &crate::file::File,
@@ -155,43 +168,100 @@ fn read_cached(
     offset: u64,
     len: usize,
     cx: &mut Context<'_>,
-) -> Option<usize> {
+) -> First {
     let mode = ring.cached_first();
     if mode == NowaitMode::Off || len > MAX_READ {
-        return None;
+        return First::Ring;
     }
-    let budget = coop::proceed(cx)?;
+    // A spent budget: the ring's first poll reschedules the task the way
+    // that also works for an executor nested inside a tokio task (tokio's
+    // own `Pending` here would defer the wake-up to a worker that is
+    // blocked in that executor).
+    let Some(budget) = coop::proceed(cx) else {
+        streak::end();
+        return First::Ring;
+    };
+    if !streak::extend() {
+        cx.waker().wake_by_ref();
+        return First::Yield;
+    }
     let tried = file.read_cached(&mut buf.spare_mut()[..len], offset, mode, ENGINE_THRESHOLD);
     ring.count_cached(tried);
     match tried {
         CacheTry::Hit(n) => {
             budget.made_progress();
-            Some(n)
+            First::Done(n)
         }
-        _ => None,
+        _ => {
+            // The ring's first poll yields.
+            streak::end();
+            First::Ring
+        }
     }
 }
 
-/// tokio's cooperative budget, or nothing on builds without tokio.
+/// A yield point for executors without tokio's budget: at most
+/// [`streak::LONGEST`] reads in a row on one thread finish in their first
+/// poll, then one yields. Per thread, not per task (no state in the future,
+/// one thread-local counter); a read that goes to the ring, whose first
+/// poll yields, starts a new streak.
+mod streak {
+    use std::cell::Cell;
+
+    /// First-poll reads in a row on one thread (tokio's own budget is 128
+    /// operations per task turn).
+    pub(super) const LONGEST: u32 = 128;
+
+    thread_local! {
+        static STREAK: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Count one more first-poll read; `false` (and a new streak) when the
+    /// streak is long enough and this read must yield first.
+    #[inline]
+    pub(super) fn extend() -> bool {
+        STREAK
+            .try_with(|s| {
+                let n = s.get() + 1;
+                if n > LONGEST {
+                    s.set(0);
+                    false
+                } else {
+                    s.set(n);
+                    true
+                }
+            })
+            .unwrap_or(false)
+    }
+
+    /// The task yields (or its read went to the ring, which yields).
+    #[inline]
+    pub(super) fn end() {
+        let _ = STREAK.try_with(|s| s.set(0));
+    }
+}
+
+/// tokio's cooperative budget, or an unlimited one on builds without tokio.
 mod coop {
     use std::task::Context;
 
+    /// Spend one unit of the task's budget (given back when the returned
+    /// value drops, unless `made_progress` is called first); `None` if it
+    /// is spent (nothing is registered: the caller arranges the yield).
     #[cfg(feature = "tokio")]
-    pub(super) type Budget = tokio::task::coop::RestoreOnPending;
-
-    /// Spend one unit of the task's budget (given back unless
-    /// `made_progress` is called); `None` if it is spent: yield instead.
-    #[cfg(feature = "tokio")]
-    pub(super) fn proceed(cx: &mut Context<'_>) -> Option<Budget> {
+    #[inline]
+    pub(super) fn proceed(cx: &mut Context<'_>) -> Option<tokio::task::coop::RestoreOnPending> {
         if !tokio::task::coop::has_budget_remaining() {
             return None;
         }
         match tokio::task::coop::poll_proceed(cx) {
             std::task::Poll::Ready(b) => Some(b),
+            // Not reached: the budget was checked just above on this thread.
             std::task::Poll::Pending => None,
         }
     }
 
+    /// Without tokio: always granted.
     #[cfg(not(feature = "tokio"))]
     pub(super) struct Budget;
 
@@ -201,6 +271,7 @@ mod coop {
     }
 
     #[cfg(not(feature = "tokio"))]
+    #[inline]
     pub(super) fn proceed(_cx: &mut Context<'_>) -> Option<Budget> {
         Some(Budget)
     }
@@ -279,12 +350,16 @@ impl Future for ReadAt {
         // From the page cache in this poll, if the file keeps hitting (not
         // for a task already waiting in line for an op).
         if let St::Idle(buf, None) = &mut this.st {
-            if let Some(n) = read_cached(ring, &this.file.file, buf, this.offset, this.len, cx) {
-                let St::Idle(mut buf, _) = std::mem::replace(&mut this.st, St::Finished) else {
-                    unreachable!("matched above")
-                };
-                buf.set_len(n);
-                return Poll::Ready((Ok(n), buf));
+            match read_cached(ring, &this.file.file, buf, this.offset, this.len, cx) {
+                First::Done(n) => {
+                    let St::Idle(mut buf, _) = std::mem::replace(&mut this.st, St::Finished) else {
+                        unreachable!("matched above")
+                    };
+                    buf.set_len(n);
+                    return Poll::Ready((Ok(n), buf));
+                }
+                First::Yield => return Poll::Pending,
+                First::Ring => {}
             }
         }
         let mut d = Deferred::new();

@@ -63,7 +63,8 @@
 //! [`BufPool`] (owned aligned buffers), [`Queue`] (slots, submit and reap,
 //! short-read completion, errno mapping), [`backend`] (the written contract
 //! and one file per backend, and the ladder of fallbacks), [`rwf_nowait`]
-//! (the `pool` backend's `RWF_NOWAIT` policy, per-file state and counters),
+//! (the `RWF_NOWAIT` policy, per-file state and counters of the `pool`
+//! backend and the async engine's first polls),
 //! [`pattern`] (the verifiable data pattern). Under them a private system
 //! layer makes every system call. The layers and why they point one way:
 //! docs/ARCHITECTURE.md.

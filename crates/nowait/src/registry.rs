@@ -212,7 +212,10 @@ impl Registry {
             while i < rings.live.len() {
                 let r = &rings.live[i];
                 if r.owner_gone() && r.retire() {
-                    // Closed: nothing can change its counters any more.
+                    // Closed: no read can start on it any more. (A first-poll
+                    // page-cache read that looked it up just before may
+                    // still add one to its `nowait` counts, which are then
+                    // lost: statistics only, never a read.)
                     let mut s = r.stats();
                     s.rings = 0;
                     s.rings_reclaimed = 1;

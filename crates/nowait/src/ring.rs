@@ -80,8 +80,8 @@ pub(crate) struct Ring {
     /// `State::reaps` at the poller's last look (only the poller uses it).
     watch_mark: AtomicU64,
     /// The `RWF_NOWAIT` try in a future's first poll (`future.rs`): the
-    /// engine's mode, or off when the backend is `pool`, whose queue makes
-    /// the same try at push.
+    /// engine's mode on `uring` and `aio`; off on `pool` and `aio+pool`,
+    /// whose queue makes the same try at push, and on `sync`.
     cached_first: NowaitMode,
     /// How those tries ended, counted by whichever thread polled (atomic:
     /// rings past the cap are shared; otherwise uncontended).
@@ -164,9 +164,12 @@ impl Ring {
                 (Some(efd), mode, why)
             }
         };
+        // `pool` and `aio+pool` make the same try at push (twice would
+        // waste a system call per miss and count each miss twice); `sync`
+        // reads in the poll anyway, so the ring path cannot yield there.
         let cached_first = match report.kind {
-            BackendKind::Pool => NowaitMode::Off,
-            _ => cfg.queue.nowait_mode(),
+            BackendKind::Uring | BackendKind::Aio => cfg.queue.nowait_mode(),
+            BackendKind::Pool | BackendKind::AioPool | BackendKind::Sync => NowaitMode::Off,
         };
         let state = State::new(queue);
         let ring = Arc::new(Ring {

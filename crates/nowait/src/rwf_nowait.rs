@@ -29,16 +29,20 @@ use std::sync::Mutex;
 
 use crate::sys::names::{errno_name, fs_name};
 
-/// Whether the `pool` backend tries `preadv2(RWF_NOWAIT)` before handing a
-/// buffered read to a worker thread.
+/// Whether a buffered read is first tried from the page cache with
+/// `preadv2(RWF_NOWAIT)`: by the `pool` backend before handing it to a
+/// worker thread, and by the async engine in a future's first poll (on
+/// `uring` and `aio` rings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum NowaitMode {
-    /// Never: every read goes to a worker (a plain thread pool, tokio::fs style).
+    /// Never: every read goes to a worker (a plain thread pool, tokio::fs
+    /// style), or through the engine's ring.
     Off,
     /// Always try with `RWF_NOWAIT` first, whatever the file's hit ratio.
     Always,
     /// Try while the file's decaying hit ratio stays at or above
-    /// [`ADAPTIVE_THRESHOLD`]; below it, skip the try and re-probe every
+    /// [`ADAPTIVE_THRESHOLD`] (the `pool` backend) or [`ENGINE_THRESHOLD`]
+    /// (the async engine); below it, skip the try and re-probe every
     /// [`REPROBE_EVERY`] skipped reads.
     #[default]
     Adaptive,
@@ -90,9 +94,11 @@ pub const ADAPTIVE_THRESHOLD: u32 = SCALE / 8;
 /// The async engine's adaptive threshold: 1/2. There a hit saves less
 /// than in the `pool` backend: the read would otherwise have gone to the
 /// thread's io_uring, whose cached reads cost no thread hop either, only
-/// the ring's bookkeeping and a second poll of the task (about half a µs
-/// against the `preadv2` miss's few tenths of a µs). A file that hits less
-/// than half the time is read through the ring alone.
+/// the ring's bookkeeping and a second poll of the task. A miss costs a
+/// system call and a page-cache lookup (the kernel starts the read on a
+/// miss, and the ring's read waits for that I/O rather than issuing its
+/// own). A file that hits less than half the time is read through the ring
+/// alone.
 pub const ENGINE_THRESHOLD: u32 = SCALE / 2;
 
 /// Below the threshold, every this-many-th skipped read of a file tries
@@ -176,15 +182,21 @@ impl fmt::Display for NowaitOff {
 pub struct NowaitState {
     /// The decaying share of tries that hit, 0.0 to 1.0 (starts at 1.0).
     pub hit_ratio: f64,
-    /// True if [`NowaitMode::Adaptive`] currently skips the nowait try.
+    /// True if the `pool` backend's [`NowaitMode::Adaptive`] currently skips
+    /// the nowait try (ratio below [`ADAPTIVE_THRESHOLD`]).
     pub adaptive_skipping: bool,
+    /// True if the async engine's first poll currently skips it (ratio below
+    /// [`ENGINE_THRESHOLD`]).
+    pub engine_skipping: bool,
     /// Why the nowait path is off for this file, if it is.
     pub off: Option<NowaitOff>,
 }
 
-/// Counters of the `pool` backend (all zero for other backends).
+/// Counters of an `RWF_NOWAIT` path: the `pool` backend's
+/// ([`crate::BackendStats::nowait`], zero for other backends) or the async
+/// engine's first polls ([`crate::EngineStats::nowait`]).
 ///
-/// Every buffered read pushed to a pool queue is counted once in `tries` or
+/// In the pool: every buffered read pushed to a pool queue is counted once in `tries` or
 /// `skipped` (or neither when the mode is off, the file's nowait path is off,
 /// or it is the re-issue of a short read); every try ends in exactly one of
 /// `hits`, `partial_hits`, `misses`, `refused`.
@@ -435,7 +447,11 @@ impl NowaitFile {
         if let (Some(threshold), Outcome::Hit) = (reprobe, outcome) {
             next = next.max((2 * threshold).min(SCALE));
         }
-        self.score.store(next, Relaxed);
+        // Unchanged (a file that always hits sits at SCALE): no store, so
+        // threads reading the same file do not bounce its cache line.
+        if next != s {
+            self.score.store(next, Relaxed);
+        }
     }
 
     /// Turn the nowait path off after `errno` (EOPNOTSUPP, ENOSYS, EPERM), and
@@ -508,6 +524,7 @@ impl NowaitFile {
         NowaitState {
             hit_ratio: score as f64 / SCALE as f64,
             adaptive_skipping: score < ADAPTIVE_THRESHOLD,
+            engine_skipping: score < ENGINE_THRESHOLD,
             off,
         }
     }

@@ -17,7 +17,8 @@ pub struct EngineStats {
     /// Reads whose future was dropped while in flight and whose buffer was
     /// reclaimed when the completion arrived.
     pub reclaimed: u64,
-    /// Reads handed to their futures.
+    /// Reads handed to their futures by the rings (reads the page cache
+    /// answered in their first poll are in `nowait.hits` instead).
     pub delivered: u64,
     /// Times the poller thread (or, with [`PollerMode::Reactor`], a reactor
     /// task) woke up and reaped a ring.

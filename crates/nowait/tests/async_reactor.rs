@@ -11,7 +11,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nowait::{BackendChoice, BackendKind, Buf, Direct, Engine, EngineFile, Notifier, PollerMode};
+use nowait::{
+    BackendChoice, BackendKind, Buf, Direct, Engine, EngineFile, Notifier, NowaitMode, PollerMode,
+};
 
 const SIZE: u64 = 8 << 20;
 
@@ -200,7 +202,14 @@ fn runtime_shutdown_hands_over_to_the_poller_thread() {
         return;
     };
     let rt = current_thread();
-    let engine = rt.block_on(async { Engine::builder().backend(backend).build().unwrap() });
+    // Every read through the ring (the test is about who delivers them).
+    let engine = rt.block_on(async {
+        Engine::builder()
+            .backend(backend)
+            .nowait(NowaitMode::Off)
+            .build()
+            .unwrap()
+    });
     assert_eq!(engine.poller(), PollerMode::Reactor);
     let file = engine.open(&path, Direct::Auto).unwrap();
     // Some reads through the reactor first.
@@ -286,7 +295,12 @@ fn runtime_without_io_driver_falls_back_to_the_poller_thread() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let engine = Engine::builder().backend(backend).build().unwrap();
+        // Every read through the ring, so the poller thread delivers them.
+        let engine = Engine::builder()
+            .backend(backend)
+            .nowait(NowaitMode::Off)
+            .build()
+            .unwrap();
         assert_eq!(engine.poller(), PollerMode::Notified);
         assert!(
             engine.poller_reason().contains("enable_io"),

@@ -17,7 +17,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use common::{watchdog, Rng};
-use nowait::{Buf, CacheTry, Direct, Engine, EngineFile, NowaitMode};
+use nowait::{BackendChoice, BackendKind, Buf, CacheTry, Direct, Engine, EngineFile, NowaitMode};
 
 /// Not a multiple of the page size: reads straddle and pass end of file.
 const SIZE: u64 = (8 << 20) + 1234;
@@ -231,6 +231,130 @@ fn a_task_reading_only_cached_data_still_yields_on_tokio() {
             );
         });
     });
+}
+
+/// The same on smol, which has no budget: the engine's own streak limit
+/// makes the reader yield.
+#[test]
+fn a_task_reading_only_cached_data_still_yields_on_smol() {
+    let (_dir, path) = fixture();
+    watchdog("page_cache_first", Duration::from_secs(30), move |_| {
+        let e = engine(NowaitMode::Always);
+        let file = e.open(&path, Direct::Off).unwrap();
+        if nowait_reads_or_skip(
+            &file,
+            "a_task_reading_only_cached_data_still_yields_on_smol",
+        )
+        .is_none()
+        {
+            return;
+        }
+        warm(&path);
+        let stop = Arc::new(AtomicBool::new(false));
+        let reads = Arc::new(AtomicU64::new(0));
+        let ex = smol::LocalExecutor::new();
+        let before_stop = smol::block_on(ex.run(async {
+            let reader = {
+                let (stop, reads, file) = (stop.clone(), reads.clone(), file.clone());
+                ex.spawn(async move {
+                    let mut off = 0u64;
+                    while !stop.load(Ordering::SeqCst) {
+                        let (r, buf) = file.read_at(Buf::new(4096), off).await;
+                        assert_eq!(r.unwrap(), 4096);
+                        nowait::pattern::check(off, buf.as_slice()).unwrap();
+                        reads.fetch_add(1, Ordering::SeqCst);
+                        off = (off + 4096) % (SIZE - 8192);
+                    }
+                })
+            };
+            let stopper = {
+                let (stop, reads) = (stop.clone(), reads.clone());
+                ex.spawn(async move {
+                    stop.store(true, Ordering::SeqCst);
+                    reads.load(Ordering::SeqCst)
+                })
+            };
+            let n = stopper.await;
+            reader.await;
+            n
+        }));
+        let s = e.stats();
+        println!("{before_stop} reads before the other task ran, {s:?}");
+        assert!(s.nowait.hits > 0, "{s:?}");
+        assert!(
+            before_stop <= 1_000,
+            "the reader kept the executor for {before_stop} reads"
+        );
+    });
+}
+
+/// `pool` and `aio+pool` make the try at push and `sync` reads in the poll:
+/// their rings never try in the first poll (a miss would cost two system
+/// calls and count twice); `uring` and `aio` rings do.
+#[test]
+fn only_uring_and_aio_rings_try_in_the_first_poll() {
+    let (_dir, path) = fixture();
+    warm(&path);
+    for kind in [
+        BackendKind::Uring,
+        BackendKind::Aio,
+        BackendKind::AioPool,
+        BackendKind::Pool,
+        BackendKind::Sync,
+    ] {
+        let e = match Engine::builder()
+            .backend(BackendChoice::Exactly(kind))
+            .nowait(NowaitMode::Always)
+            .build()
+        {
+            Ok(e) => e,
+            Err(err) => {
+                common::skip_line(&format!("backend {kind}: {err}"));
+                continue;
+            }
+        };
+        let file = e.open(&path, Direct::Off).unwrap();
+        if nowait_reads_or_skip(&file, "only_uring_and_aio_rings_try_in_the_first_poll").is_none() {
+            return;
+        }
+        current_thread().block_on(random_reads(file, 3, 50));
+        let s = e.stats();
+        println!("{kind}: {s:?}");
+        let tries = matches!(kind, BackendKind::Uring | BackendKind::Aio);
+        assert_eq!(s.nowait.tries > 0, tries, "{kind}: {s:?}");
+        assert_eq!(s.delivered + s.nowait.hits, 50, "{kind}: {s:?}");
+    }
+}
+
+/// A read across the end of a file whose size is a multiple of the page:
+/// `RWF_NOWAIT` answers the resident part only, a page-aligned prefix that
+/// cannot be told from a partly cached read. The ring reads it whole, and
+/// since the prefix is read twice, the file soon stops being tried.
+#[test]
+fn reads_across_a_page_aligned_end_of_file_are_exact_and_stop_being_tried() {
+    let dir = tempfile::tempdir().unwrap();
+    let size = 1u64 << 20;
+    let path = common::pattern_file(dir.path(), "aligned", size);
+    warm(&path);
+    let e = engine(NowaitMode::Adaptive);
+    let file = e.open(&path, Direct::Off).unwrap();
+    if nowait_reads_or_skip(&file, "reads_across_a_page_aligned_end_of_file").is_none() {
+        return;
+    }
+    current_thread().block_on(async {
+        for i in 0..200u64 {
+            let off = size - 4096 + (i % 8) * 512;
+            let (r, buf) = file.read_at(Buf::new(8192), off).await;
+            assert_eq!(r.unwrap() as u64, size - off, "at {off}");
+            nowait::pattern::check(off, buf.as_slice()).unwrap();
+        }
+    });
+    let s = e.stats();
+    println!("{s:?} {:?}", file.file().nowait_state());
+    assert_eq!(s.nowait.hits, 0, "{s:?}");
+    assert!(s.nowait.partial_hits > 0, "{s:?}");
+    assert!(s.nowait.skipped > 100, "a prefix counts as a miss: {s:?}");
+    assert!(file.file().nowait_state().engine_skipping);
 }
 
 #[derive(Default)]

@@ -154,7 +154,9 @@ impl QueueBuilder {
 
     /// The `pool` backend's `RWF_NOWAIT` path: try a buffered read
     /// on the submitting thread with `preadv2(RWF_NOWAIT)` before handing it to a worker
-    /// (default [`NowaitMode::Adaptive`]). No effect on other backends.
+    /// (default [`NowaitMode::Adaptive`]). No effect on a queue's other
+    /// backends; the async engine also uses it for its first polls
+    /// ([`crate::EngineBuilder::nowait`]).
     pub fn nowait(mut self, mode: NowaitMode) -> Self {
         self.pool.mode = mode;
         self
