@@ -19,7 +19,7 @@ use std::task::{Context, Poll};
 
 use crate::backend::MAX_READ;
 use crate::buf::Buf;
-use crate::engine::{Core, EngineFile};
+use crate::engine::{closed_error, Core, EngineFile};
 use crate::error::Error;
 use crate::file::CacheTry;
 use crate::ops::{Deferred, Started, Table};
@@ -293,7 +293,9 @@ pub struct ReadAt {
     /// The ring of the thread that first polled it, kept until the read is
     /// collected (wherever the task runs by then).
     ring: Option<Arc<Ring>>,
-    file: EngineFile,
+    /// The file alone, not its `EngineFile` (whose engine handle is only
+    /// needed to take `core` above): one reference count fewer per read.
+    file: crate::file::File,
     offset: u64,
     len: usize,
     st: St,
@@ -302,7 +304,7 @@ pub struct ReadAt {
 impl fmt::Debug for ReadAt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReadAt")
-            .field("path", &self.file.file.path())
+            .field("path", &self.file.path())
             .field("offset", &self.offset)
             .field("len", &self.len)
             .finish()
@@ -314,7 +316,7 @@ impl ReadAt {
         ReadAt {
             core: file.core().ok(),
             ring: None,
-            file: file.clone(),
+            file: file.file.clone(),
             offset,
             len,
             st: St::Idle(buf, None),
@@ -329,7 +331,7 @@ impl Future for ReadAt {
         let this = self.get_mut();
         let Some(core) = this.core.as_ref() else {
             return match std::mem::replace(&mut this.st, St::Finished) {
-                St::Idle(buf, _) => Poll::Ready((Err(this.file.closed().into()), buf)),
+                St::Idle(buf, _) => Poll::Ready((Err(closed_error(&this.file).into()), buf)),
                 _ => panic!("ReadAt polled after it completed"),
             };
         };
@@ -350,7 +352,7 @@ impl Future for ReadAt {
         // From the page cache in this poll, if the file keeps hitting (not
         // for a task already waiting in line for an op).
         if let St::Idle(buf, None) = &mut this.st {
-            match read_cached(ring, &this.file.file, buf, this.offset, this.len, cx) {
+            match read_cached(ring, &this.file, buf, this.offset, this.len, cx) {
                 First::Done(n) => {
                     let St::Idle(mut buf, _) = std::mem::replace(&mut this.st, St::Finished) else {
                         unreachable!("matched above")
@@ -371,7 +373,7 @@ impl Future for ReadAt {
                 let via_tokio = defer && ring.tokio_multi() && !st.paced();
                 match st.start(
                     ring.table_mutex(),
-                    &this.file.file,
+                    &this.file,
                     this.offset,
                     this.len,
                     buf,
@@ -551,7 +553,7 @@ impl Future for ReadExactAt {
         let r = match r {
             Ok(n) if n == self.inner.len => Ok(()),
             Ok(got) => Err(Error::UnexpectedEof {
-                path: self.inner.file.file.path().into(),
+                path: self.inner.file.path().into(),
                 offset: self.inner.offset,
                 len: self.inner.len,
                 got,
