@@ -402,8 +402,7 @@ pub(crate) fn closed_error(file: &File) -> Error {
     ))
 }
 
-impl EngineFile {
-}
+impl EngineFile {}
 
 /// The engine's core: shared by every handle, file and future.
 pub(crate) struct Core {
