@@ -262,12 +262,14 @@ def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
     ``ValueError`` naming the offset, size and alignment; ``"off"`` reads
     through the page cache.
 
-    ``nowait``: whether :meth:`File.aread_at` first tries a buffered read
-    from the page cache alone (``preadv2`` with ``RWF_NOWAIT``, on the
-    loop's thread) and returns it at once when every byte is cached.
+    ``nowait``: whether :meth:`File.aread_at` and :meth:`File.read_at` first
+    try a buffered read from the page cache alone (``preadv2`` with
+    ``RWF_NOWAIT``, on the calling thread, the GIL held for the copy) and
+    return it at once when every byte is cached.
     ``"adaptive"`` (default) tries while the file's hit ratio stays at or
     above 1/8 and re-probes every 32 skipped reads; ``"always"`` tries every
-    read; ``"off"`` sends every read through the loop's ring. Files opened
+    read; ``"off"`` sends every read through the loop's ring (or the
+    queue, for ``read_at``). Files opened
     with ``O_DIRECT`` never try. ``File.stats()`` counts the outcomes
     (``nowait_path_*``).
 

@@ -34,8 +34,8 @@ class File(_nowait.File):
 
 def open(path: _Path, direct: Union[str, bool] = "auto", nowait: str = "adaptive") -> File:
     """Open ``path`` for reading; ``direct`` is "auto", "on" or "off";
-    ``nowait`` ("adaptive", "always" or "off") is whether ``aread_at`` first
-    tries the page cache alone with ``preadv2(RWF_NOWAIT)``."""
+    ``nowait`` ("adaptive", "always" or "off") is whether ``aread_at`` and
+    ``read_at`` first try the page cache alone with ``preadv2(RWF_NOWAIT)``."""
     ...
 
 def probe(path: Optional[_Path] = None) -> Dict[str, Any]:

@@ -36,7 +36,8 @@ class File:
         ...
     @property
     def nowait(self) -> str:
-        """aread_at's page-cache-first mode: "adaptive", "always" or "off"."""
+        """The page-cache-first mode of aread_at and read_at: "adaptive",
+        "always" or "off"."""
         ...
     @property
     def backend(self) -> str:
@@ -50,7 +51,8 @@ class File:
         """Close the file (idempotent); reads in flight finish first."""
         ...
     def read_at(self, offset: int, size: int) -> bytes:
-        """Read up to ``size`` bytes at ``offset``; fewer only at end of file."""
+        """Read up to ``size`` bytes at ``offset``; fewer only at end of file.
+        Tried from the page cache first on a buffered file (see ``nowait``)."""
         ...
     def read_many(
         self, offsets: Sequence[int], size: Union[int, Sequence[int]]
@@ -66,8 +68,8 @@ class File:
     def stats(self) -> Dict[str, Any]:
         """Counters of this file (calls, reads, bytes, errors), its backend
         and why, O_DIRECT alignment, filesystem and nowait-path state
-        (``nowait_path_hits``, ``_misses``, ... of ``aread_at``'s page-cache
-        tries)."""
+        (``nowait_path_hits``, ``_misses``, ... of the page-cache tries of
+        ``aread_at`` and ``read_at``)."""
         ...
     def _read_cached(self, offset: int, size: int) -> Optional[bytes]:
         """aread_at's page-cache-first try (internal): the bytes, or None

@@ -392,7 +392,21 @@ impl PyFile {
         }
         let offset = u64::try_from(offset.extract::<i64>().ok()?).ok()?;
         let len = usize::try_from(size.extract::<i64>().ok()?).ok()?;
-        if len == 0 || len > CACHED_MAX {
+        self.cached_bytes(py, offset, len, true)
+    }
+
+    /// The page-cache try shared by `_read_cached` (asyncio, `budget`: at
+    /// most CACHED_BUDGET hits in a row on a thread) and the blocking
+    /// `read_at` (no budget: it never suspends anyway). `None`: read it the
+    /// usual way.
+    fn cached_bytes(
+        &self,
+        py: Python<'_>,
+        offset: u64,
+        len: usize,
+        budget: bool,
+    ) -> Option<Py<PyBytes>> {
+        if self.nowait == nowait::NowaitMode::Off || len == 0 || len > CACHED_MAX {
             return None;
         }
         let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
@@ -400,7 +414,7 @@ impl PyFile {
         if file.is_direct() {
             return None;
         }
-        if HITS_IN_A_ROW.get() >= CACHED_BUDGET {
+        if budget && HITS_IN_A_ROW.get() >= CACHED_BUDGET {
             HITS_IN_A_ROW.set(0);
             self.cached.yields.fetch_add(1, Relaxed);
             return None;
@@ -418,9 +432,17 @@ impl PyFile {
         let c = &self.cached;
         let counter = match tried? {
             Ok(bytes) => {
-                HITS_IN_A_ROW.set(HITS_IN_A_ROW.get() + 1);
                 c.hits.fetch_add(1, Relaxed);
-                self.async_calls.fetch_add(1, Relaxed);
+                // Counted as its method's other reads are.
+                if budget {
+                    HITS_IN_A_ROW.set(HITS_IN_A_ROW.get() + 1);
+                    self.async_calls.fetch_add(1, Relaxed);
+                } else {
+                    self.calls.fetch_add(1, Relaxed);
+                    self.reads.fetch_add(1, Relaxed);
+                    self.bytes
+                        .fetch_add(bytes.bind(py).as_bytes().len() as u64, Relaxed);
+                }
                 return Some(bytes);
             }
             Err(nowait::CacheTry::Hit(_)) => return None,
@@ -493,6 +515,11 @@ impl PyFile {
             PyValueError::new_err(format!("offset {offset} is negative; offsets count from 0"))
         })?;
         let size = check_size(size)?;
+        // From the page cache first, like aread_at (the GIL held for the
+        // copy, as there); a miss goes to the queue, GIL released.
+        if let Some(bytes) = self.cached_bytes(py, offset, size, false) {
+            return Ok(bytes.into_any());
+        }
         self.run_sync(py, Kind::One, vec![(offset, size)], None)
     }
 
@@ -546,8 +573,9 @@ impl PyFile {
     /// why it is off, `aread_at`'s mode (`nowait`) and how its page-cache
     /// tries ended (`nowait_path_hits`, `_partial`, `_misses`, `_refused`,
     /// `_skipped` below the hit-ratio threshold, `_yields`: hits sent to the
-    /// ring so the loop could run other tasks). A hit counts as an
-    /// async call.
+    /// ring so the loop could run other tasks), for `aread_at` and
+    /// `read_at`. A hit counts as its method's other reads do (`read_at`:
+    /// `calls`, `reads`, `bytes`; `aread_at`: `async_calls`).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("path", self.name())?;

@@ -257,3 +257,32 @@ def test_errors_unchanged_with_the_cached_path(data):
         with pytest.raises(ValueError, match="closed"):
             await f.aread_at(0, 1)
     run(main())
+
+
+def test_blocking_read_at_tries_the_page_cache_first(data):
+    """read_at takes the same first try: cached reads are hits (byte-exact,
+    counted as calls, reads and bytes); past end of file and with
+    nowait="off" the queue reads them."""
+    path, blob, _ = data
+    warm(path)
+    rng = random.Random(16)
+    n = len(blob)
+    reads = [(rng.randrange(0, n - 70000), rng.choice([1, 4096, 5000, 65536]))
+             for _ in range(200)] + [(n - 10, 4096), (n + 4096, 10)]
+    with nowait.open(path, direct="off", nowait="always") as f:
+        for o, s in reads:
+            assert f.read_at(o, s) == blob[o:o + s] == pread(path, o, s), (o, s)
+        st = f.stats()
+        skip_if_refused(st, "test_blocking_read_at_tries_the_page_cache_first")
+        # Every read inside the file hits; the one past end of file is a
+        # miss (0 bytes: only the queue's plain read tells it from a miss).
+        assert st["nowait_path_hits"] == len(reads) - 1, st
+        assert st["calls"] == len(reads) and st["reads"] == len(reads), st
+        assert st["bytes"] == sum(len(blob[o:o + s]) for o, s in reads), st
+        assert st["async_calls"] == 0, st
+    with nowait.open(path, direct="off", nowait="off") as f:
+        for o, s in reads[:50]:
+            assert f.read_at(o, s) == blob[o:o + s], (o, s)
+        st = f.stats()
+        assert tries(st) == 0 and st["nowait_path_hits"] == 0, st
+        assert st["reads"] == 50, st
