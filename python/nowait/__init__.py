@@ -39,6 +39,7 @@ if not sys.platform.startswith("linux"):
 import asyncio
 import os
 import weakref
+from asyncio import _get_running_loop
 from threading import get_ident as _get_ident
 from typing import Any, Dict, List, Optional, Sequence, Union
 
@@ -218,6 +219,10 @@ class File(_nowait.File):
         # Page cache first: bytes, or None for the ring (a miss, a partly
         # cached range, end of file, O_DIRECT, the mode or the file's hit
         # ratio says no, a bad argument: start() raises as before).
+        # Only inside a running loop, hit or miss alike: code that works on
+        # a warm cache must not fail on a cold one.
+        if _get_running_loop() is None:
+            raise RuntimeError("no running event loop: await File.aread_at inside asyncio")
         data = self._read_cached(offset, size)
         if data is not None:
             return data

@@ -32,9 +32,11 @@ pub fn to_py(e: nowait::Error) -> PyErr {
         E::DirectUnsupported { path, .. } => os_error(libc::EINVAL, msg, Some(path)),
         E::Kernel { source, .. } => os_error(source.raw_os_error().unwrap_or(libc::EIO), msg, None),
         E::BackendUnavailable { .. } => os_error(libc::ENOSYS, msg, None),
-        E::Misaligned { .. } | E::BufferTooSmall { .. } | E::TooLarge { .. } | E::Config(_) => {
-            PyValueError::new_err(msg)
-        }
+        E::Misaligned { .. }
+        | E::BufferTooSmall { .. }
+        | E::TooLarge { .. }
+        | E::OffsetTooLarge { .. }
+        | E::Config(_) => PyValueError::new_err(msg),
         E::UnexpectedEof { .. } => pyo3::exceptions::PyEOFError::new_err(msg),
         E::Closed(_) => PyValueError::new_err(msg),
         E::QueueFull { .. } => PyRuntimeError::new_err(format!(

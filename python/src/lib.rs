@@ -450,7 +450,8 @@ impl PyFile {
             Err(nowait::CacheTry::Miss) => &c.misses,
             Err(nowait::CacheTry::Refused) => &c.refused,
             Err(nowait::CacheTry::Skipped) => &c.skipped,
-            Err(nowait::CacheTry::Off) => return None,
+            // Off, and any outcome a later nowait adds: nothing to count.
+            Err(_) => return None,
         };
         counter.fetch_add(1, Relaxed);
         None

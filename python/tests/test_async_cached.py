@@ -62,19 +62,28 @@ def test_cached_reads_match_pread_without_the_ring(data, mode):
             # Every one of them answered from the page cache, with no ring,
             # but for one in 128 hits in a row on this thread (counted since
             # this thread's last ring read, maybe in an earlier test).
+            # (A cached page can answer EAGAIN now and then, its folio
+            # locked for a moment by someone else: a miss or two, which the
+            # ring then reads.)
             yields = st["nowait_path_yields"]
-            assert yields <= 1, st
-            assert st["nowait_path_hits"] + yields == len(inside) + len(straddle), st
+            misses = st["nowait_path_misses"]
+            missed = misses + st["nowait_path_partial"]
+            assert yields <= 1 and missed <= 2, st
+            assert st["nowait_path_hits"] + yields + missed == len(inside) + len(straddle), st
             ring = nowait._rings.get(loop)
-            assert (ring._ring.queue_stats()["completed"] if ring else 0) == yields
+            ring_before = ring._ring.queue_stats()["completed"] if ring else 0
+            assert ring_before == yields + missed, st
             assert st["async_calls"] == len(inside) + len(straddle)
-            ring_before = yields
             for o, s in past:
                 assert await f.aread_at(o, s) == b"" == pread(path, o, s)
             # End of file: 0 bytes, which only the ring's plain read tells
-            # from a miss.
+            # from a miss. (Or, for the read that ends a run of 128 hits on
+            # this thread, a yield: the run may have started in an earlier
+            # test.)
             st = f.stats()
-            assert st["nowait_path_misses"] == len(past), st
+            new_yields = st["nowait_path_yields"] - yields
+            assert new_yields <= 1, st
+            assert st["nowait_path_misses"] - misses + new_yields == len(past), st
             completed = nowait._rings[loop]._ring.queue_stats()["completed"]
             assert completed == ring_before + len(past)
             # Many tasks at once: still exact.
@@ -276,7 +285,11 @@ def test_blocking_read_at_tries_the_page_cache_first(data):
         skip_if_refused(st, "test_blocking_read_at_tries_the_page_cache_first")
         # Every read inside the file hits; the one past end of file is a
         # miss (0 bytes: only the queue's plain read tells it from a miss).
-        assert st["nowait_path_hits"] == len(reads) - 1, st
+        # (Or a miss or two more: a cached page can answer EAGAIN now and
+        # then, its folio locked for a moment by someone else.)
+        assert len(reads) - 3 <= st["nowait_path_hits"] <= len(reads) - 1, st
+        assert st["nowait_path_hits"] + st["nowait_path_misses"] \
+            + st["nowait_path_partial"] == len(reads), st
         assert st["calls"] == len(reads) and st["reads"] == len(reads), st
         assert st["bytes"] == sum(len(blob[o:o + s]) for o, s in reads), st
         assert st["async_calls"] == 0, st
@@ -286,3 +299,17 @@ def test_blocking_read_at_tries_the_page_cache_first(data):
         st = f.stats()
         assert tries(st) == 0 and st["nowait_path_hits"] == 0, st
         assert st["reads"] == 50, st
+
+
+def test_aread_at_needs_a_running_loop_even_on_a_hit(data):
+    """Driven outside asyncio, a cached read fails as a cold one does
+    (rather than working only while the data happens to be cached)."""
+    path, _, _ = data
+    warm(path)
+    with nowait.open(path, direct="off", nowait="always") as f:
+        for off in (0, 1 << 40):
+            coro = f.aread_at(off, 100)
+            with pytest.raises(RuntimeError, match="running event loop"):
+                coro.send(None)
+            coro.close()
+        assert f.stats()["nowait_path_hits"] == 0

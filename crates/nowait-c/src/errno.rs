@@ -22,7 +22,10 @@ pub fn of(e: &Error) -> c_int {
         // What the kernel answers for a misaligned O_DIRECT read.
         Error::Misaligned { .. } => libc::EINVAL,
         // A request whose shape is wrong: the caller must change it.
-        Error::BufferTooSmall { .. } | Error::TooLarge { .. } | Error::Config(_) => libc::EINVAL,
+        Error::BufferTooSmall { .. }
+        | Error::TooLarge { .. }
+        | Error::OffsetTooLarge { .. }
+        | Error::Config(_) => libc::EINVAL,
         // Every slot is in flight: reap before pushing more. EBUSY as
         // io_uring_enter(2) answers when completions must be reaped before
         // more is submitted; EAGAIN would suggest simply retrying the push.

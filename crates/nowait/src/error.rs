@@ -88,6 +88,21 @@ pub enum Error {
         max: usize,
     },
 
+    /// A read that would end past the largest file position the kernel
+    /// takes (`i64::MAX`). Refused rather than sent: `preadv2(2)` and
+    /// io_uring read an offset of -1 (`u64::MAX`) as "the file's current
+    /// position", which would return the wrong bytes.
+    #[error(
+        "read of {len} bytes at offset {offset} ends past the largest file offset ({max}); offsets and lengths must fit a signed 64-bit file position",
+        max = i64::MAX
+    )]
+    OffsetTooLarge {
+        /// Offset asked for.
+        offset: u64,
+        /// Length asked for.
+        len: usize,
+    },
+
     /// Every slot of the queue holds a request in flight.
     #[error("all {depth} slots of the queue are in flight; reap completions before pushing more, or build the queue deeper")]
     QueueFull {
@@ -198,9 +213,10 @@ impl Error {
             Error::Unsupported { .. }
             | Error::DirectUnsupported { .. }
             | Error::BackendUnavailable { .. } => io::ErrorKind::Unsupported,
-            Error::Misaligned { .. } | Error::BufferTooSmall { .. } | Error::TooLarge { .. } => {
-                io::ErrorKind::InvalidInput
-            }
+            Error::Misaligned { .. }
+            | Error::BufferTooSmall { .. }
+            | Error::TooLarge { .. }
+            | Error::OffsetTooLarge { .. } => io::ErrorKind::InvalidInput,
             Error::QueueFull { .. } => io::ErrorKind::WouldBlock,
             Error::Config(_) => io::ErrorKind::InvalidInput,
             Error::UnexpectedEof { .. } => io::ErrorKind::UnexpectedEof,

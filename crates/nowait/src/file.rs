@@ -177,8 +177,20 @@ const FUSE_POOLED: &str = "FUSE: io_uring re-reads a short direct_io reply from 
 /// end of file.
 pub(crate) const RW_MAX: usize = i32::MAX as usize & !(crate::buf::PAGE - 1);
 
+/// Whether a read of `len` bytes at `offset` ends within the largest file
+/// position the kernel takes (`i64::MAX`). Past it `preadv2(2)` and
+/// io_uring answer EINVAL, or, for an offset of exactly `u64::MAX` (-1),
+/// read at the file's current position: such reads are refused before any
+/// system call ([`Error::OffsetTooLarge`]).
+pub(crate) fn offset_fits(offset: u64, len: usize) -> bool {
+    offset
+        .checked_add(len as u64)
+        .is_some_and(|end| end <= i64::MAX as u64)
+}
+
 /// How a read tried from the page cache ended ([`File::try_read_cached`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CacheTry {
     /// Done: this many bytes (all asked, or up to end of file).
     Hit(usize),
@@ -488,7 +500,7 @@ impl File {
         threshold: u32,
     ) -> CacheTry {
         let f = &*self.inner;
-        if f.direct || buf.is_empty() {
+        if f.direct || buf.is_empty() || !offset_fits(offset, buf.len()) {
             return CacheTry::Off;
         }
         let regular = f.kind == FileKind::Regular;

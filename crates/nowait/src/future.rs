@@ -158,9 +158,10 @@ enum First {
 /// is also a yield point. On tokio a hit spends one unit of the task's
 /// cooperative budget, like any tokio resource that is ready; with the
 /// budget spent the read goes to the ring, whose first poll reschedules
-/// the task. Other executors have no budget: there the
-/// [`streak::LONGEST`]-th first-poll read in a row on a thread yields
-/// (a self-wake).
+/// the task. Other executors have no budget: for them the
+/// [`streak::LONGEST`]-th first-poll read in a row on a thread yields (a
+/// self-wake). The streak counts under tokio too (per thread, across
+/// tasks), where it only adds a yield now and then.
 fn read_cached(
     ring: &Ring,
     file: &crate::file::File,

@@ -359,7 +359,10 @@ impl Answer {
             Ok(n) if n == len => Answer::Whole(n),
             Ok(0) => Answer::Miss,
             // Stopped inside a page: only end of file does that.
-            Ok(n) if (offset + n as u64) % crate::buf::PAGE as u64 != 0 => Answer::Whole(n),
+            // (The caller keeps `offset + len` within i64::MAX.)
+            Ok(n) if offset.wrapping_add(n as u64) % crate::buf::PAGE as u64 != 0 => {
+                Answer::Whole(n)
+            }
             Ok(n) => Answer::Prefix(n),
             Err(libc::EAGAIN) => Answer::Miss,
             Err(e @ (libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM)) => Answer::Refused(e),

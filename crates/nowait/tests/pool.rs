@@ -543,7 +543,9 @@ fn adaptive_switches_off_then_reprobes() {
         d.hits > warm_reads - 2 * nowait::rwf_nowait::REPROBE_EVERY as u64,
         "{d}"
     );
-    assert_eq!(d.misses, 0, "{d}");
+    // A cached page can still answer EAGAIN now and then (its folio locked
+    // for a moment by someone else: seen once in 175 tries under CI's load).
+    assert!(d.misses <= 2, "{d}");
     assert!(
         !file.nowait_state().adaptive_skipping,
         "{:?}",

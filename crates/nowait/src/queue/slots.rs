@@ -53,6 +53,12 @@ impl Queue {
             buf,
             user_data,
         } = req;
+        if !crate::file::offset_fits(offset, len) {
+            return Err(Rejected {
+                error: Error::OffsetTooLarge { offset, len },
+                buf,
+            });
+        }
         self.harvest_if_due();
         if let Some(index) = self.small_direct_index(file, offset, len, &buf) {
             if let Some(idx) = self.free.pop() {
