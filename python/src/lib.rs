@@ -215,14 +215,11 @@ pub struct PyFile {
     cached: CachedCounts,
 }
 
-/// How `aread_at`'s page-cache-first tries ended (`File.stats()`).
+/// How the page-cache-first tries of `aread_at` and `read_at` ended
+/// (`File.stats()`).
 #[derive(Default)]
 struct CachedCounts {
-    hits: AtomicU64,
-    partial: AtomicU64,
-    misses: AtomicU64,
-    refused: AtomicU64,
-    skipped: AtomicU64,
+    tries: nowait::CacheTryCounts,
     /// Hits sent to the ring to let the loop run ([`CACHED_BUDGET`]).
     yields: AtomicU64,
 }
@@ -429,10 +426,9 @@ impl PyFile {
                 other => Some(Err(other)),
             }
         });
-        let c = &self.cached;
-        let counter = match tried? {
+        match tried? {
             Ok(bytes) => {
-                c.hits.fetch_add(1, Relaxed);
+                self.cached.tries.count(nowait::CacheTry::Hit(0));
                 // Counted as its method's other reads are.
                 if budget {
                     HITS_IN_A_ROW.set(HITS_IN_A_ROW.get() + 1);
@@ -443,18 +439,13 @@ impl PyFile {
                     self.bytes
                         .fetch_add(bytes.bind(py).as_bytes().len() as u64, Relaxed);
                 }
-                return Some(bytes);
+                Some(bytes)
             }
-            Err(nowait::CacheTry::Hit(_)) => return None,
-            Err(nowait::CacheTry::Partial) => &c.partial,
-            Err(nowait::CacheTry::Miss) => &c.misses,
-            Err(nowait::CacheTry::Refused) => &c.refused,
-            Err(nowait::CacheTry::Skipped) => &c.skipped,
-            // Off, and any outcome a later nowait adds: nothing to count.
-            Err(_) => return None,
-        };
-        counter.fetch_add(1, Relaxed);
-        None
+            Err(other) => {
+                self.cached.tries.count(other);
+                None
+            }
+        }
     }
 
     /// The path the file was opened with.
@@ -608,13 +599,13 @@ impl PyFile {
         }
         drop(guard);
         d.set_item("nowait", self.nowait.as_str())?;
-        let c = &self.cached;
-        d.set_item("nowait_path_hits", c.hits.load(Relaxed))?;
-        d.set_item("nowait_path_partial", c.partial.load(Relaxed))?;
-        d.set_item("nowait_path_misses", c.misses.load(Relaxed))?;
-        d.set_item("nowait_path_refused", c.refused.load(Relaxed))?;
-        d.set_item("nowait_path_skipped", c.skipped.load(Relaxed))?;
-        d.set_item("nowait_path_yields", c.yields.load(Relaxed))?;
+        let c = self.cached.tries.stats();
+        d.set_item("nowait_path_hits", c.hits)?;
+        d.set_item("nowait_path_partial", c.partial_hits)?;
+        d.set_item("nowait_path_misses", c.misses)?;
+        d.set_item("nowait_path_refused", c.refused)?;
+        d.set_item("nowait_path_skipped", c.skipped)?;
+        d.set_item("nowait_path_yields", self.cached.yields.load(Relaxed))?;
         Ok(d)
     }
 }

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::rwf_nowait::{Answer, Attempt, NowaitFile, NowaitMode, NowaitState, Outcome};
+use crate::rwf_nowait::{Answer, Attempt, CacheTry, NowaitFile, NowaitMode, NowaitState, Outcome};
 use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
 use crate::sys::{self, sysfs, DioAlign};
 
@@ -186,26 +186,6 @@ pub(crate) fn offset_fits(offset: u64, len: usize) -> bool {
     offset
         .checked_add(len as u64)
         .is_some_and(|end| end <= i64::MAX as u64)
-}
-
-/// How a read tried from the page cache ended ([`File::try_read_cached`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum CacheTry {
-    /// Done: this many bytes (all asked, or up to end of file).
-    Hit(usize),
-    /// Only a prefix was resident: read the whole of it the usual way.
-    Partial,
-    /// Nothing resident (or an answer only a plain read can tell apart).
-    Miss,
-    /// The file or the process has no `RWF_NOWAIT` reads: never tried again.
-    Refused,
-    /// Not tried: the file's hit ratio is below the threshold.
-    Skipped,
-    /// Not tried: the mode is off, the file is O_DIRECT, the read is empty
-    /// (or longer than [`MAX_READ`](crate::MAX_READ) through
-    /// [`File::try_read_cached`]), or the path is off for the file.
-    Off,
 }
 
 /// The device does not poll (or the file is buffered).

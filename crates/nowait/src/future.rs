@@ -21,11 +21,10 @@ use crate::backend::MAX_READ;
 use crate::buf::Buf;
 use crate::engine::{closed_error, Core, EngineFile};
 use crate::error::Error;
-use crate::file::CacheTry;
 use crate::ops::{Deferred, Started, Table};
 use crate::registry::thread_key;
 use crate::ring::Ring;
-use crate::rwf_nowait::{NowaitMode, ENGINE_THRESHOLD};
+use crate::rwf_nowait::{CacheTry, NowaitMode, ENGINE_THRESHOLD};
 
 impl EngineFile {
     /// Read up to `buf.capacity()` bytes at `offset`. Resolves to the bytes

@@ -101,12 +101,12 @@ pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
 };
 pub use error::{ConfigError, Error, Result};
-pub use file::{AlignSource, CacheTry, DioAlignment, Direct, File, FileKind, MemoryBacking};
+pub use file::{AlignSource, DioAlignment, Direct, File, FileKind, MemoryBacking};
 pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 pub use queue::{
     Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH, SMALL_READ_MAX,
 };
-pub use rwf_nowait::{NowaitMode, NowaitOff, NowaitState, NowaitStats};
+pub use rwf_nowait::{CacheTry, CacheTryCounts, NowaitMode, NowaitOff, NowaitState, NowaitStats};
 
 // `File::try_read_cached` (file.rs, below the backends) bounds its reads
 // with its own copy of the backends' limit.

@@ -26,11 +26,10 @@ use crate::backend::ladder::BackendReport;
 use crate::backend::BackendKind;
 use crate::error::Result as NwResult;
 use crate::error::{Error, Result};
-use crate::file::CacheTry;
 use crate::notify::{Notifier, Poke, PollerMode, TICK};
 use crate::ops::{lock_table, Deferred, State, Table};
 use crate::queue::QueueBuilder;
-use crate::rwf_nowait::{NowaitMode, NowaitStats};
+use crate::rwf_nowait::{CacheTry, CacheTryCounts, NowaitMode};
 use crate::stats::EngineStats;
 use crate::stats::RingReport;
 use crate::sys::eventfd::EventFd;
@@ -85,17 +84,7 @@ pub(crate) struct Ring {
     cached_first: NowaitMode,
     /// How those tries ended, counted by whichever thread polled (atomic:
     /// rings past the cap are shared; otherwise uncontended).
-    cached: CachedCounts,
-}
-
-/// How a ring's first-poll `RWF_NOWAIT` tries ended.
-#[derive(Default)]
-struct CachedCounts {
-    hits: AtomicU64,
-    partial: AtomicU64,
-    misses: AtomicU64,
-    refused: AtomicU64,
-    skipped: AtomicU64,
+    cached: CacheTryCounts,
 }
 
 impl Ring {
@@ -191,7 +180,7 @@ impl Ring {
             owner: AtomicU64::new(0),
             watch_mark: AtomicU64::new(0),
             cached_first,
-            cached: CachedCounts::default(),
+            cached: CacheTryCounts::default(),
         });
         #[cfg(feature = "tokio")]
         if let Some(r) = registered {
@@ -255,25 +244,7 @@ impl Ring {
         let t = self.table();
         let mut s = st.stats(&t);
         s.poller_wakeups = self.wakeups.load(Ordering::Relaxed);
-        let c = &self.cached;
-        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let (hits, partial, misses, refused, skipped) = (
-            n(&c.hits),
-            n(&c.partial),
-            n(&c.misses),
-            n(&c.refused),
-            n(&c.skipped),
-        );
-        s.nowait = NowaitStats {
-            tries: hits + partial + misses + refused,
-            hits,
-            partial_hits: partial,
-            misses,
-            refused,
-            skipped,
-            offloads: partial + misses + refused + skipped,
-            ..NowaitStats::default()
-        };
+        s.nowait = self.cached.stats();
         s
     }
 
@@ -284,16 +255,7 @@ impl Ring {
 
     /// Count how a first-poll `RWF_NOWAIT` try ended.
     pub(crate) fn count_cached(&self, t: CacheTry) {
-        let c = &self.cached;
-        let counter = match t {
-            CacheTry::Hit(_) => &c.hits,
-            CacheTry::Partial => &c.partial,
-            CacheTry::Miss => &c.misses,
-            CacheTry::Refused => &c.refused,
-            CacheTry::Skipped => &c.skipped,
-            CacheTry::Off => return,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
+        self.cached.count(t);
     }
 
     pub(crate) fn report(&self) -> &BackendReport {

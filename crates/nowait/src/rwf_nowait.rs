@@ -24,7 +24,7 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use crate::sys::names::{errno_name, fs_name};
@@ -367,6 +367,77 @@ impl Answer {
             Err(libc::EAGAIN) => Answer::Miss,
             Err(e @ (libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM)) => Answer::Refused(e),
             Err(_) => Answer::Failed,
+        }
+    }
+}
+
+/// How a read tried from the page cache ended ([`crate::File::try_read_cached`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheTry {
+    /// Done: this many bytes (all asked, or up to end of file).
+    Hit(usize),
+    /// Only a prefix was resident: read the whole of it the usual way.
+    Partial,
+    /// Nothing resident (or an answer only a plain read can tell apart).
+    Miss,
+    /// The file or the process has no `RWF_NOWAIT` reads: never tried again.
+    Refused,
+    /// Not tried: the file's hit ratio is below the threshold.
+    Skipped,
+    /// Not tried: the mode is off, the file is O_DIRECT, the read is empty
+    /// (or longer than [`MAX_READ`](crate::MAX_READ) through
+    /// [`crate::File::try_read_cached`]), or the path is off for the file.
+    Off,
+}
+
+/// How many page-cache tries ended which way, counted with relaxed atomics
+/// by whichever thread tried (the async engine's rings and the Python
+/// package's files keep one each).
+#[derive(Debug, Default)]
+pub struct CacheTryCounts {
+    hits: AtomicU64,
+    partial: AtomicU64,
+    misses: AtomicU64,
+    refused: AtomicU64,
+    skipped: AtomicU64,
+}
+
+impl CacheTryCounts {
+    /// Count one outcome ([`CacheTry::Off`] is not counted).
+    pub fn count(&self, t: CacheTry) {
+        let c = match t {
+            CacheTry::Hit(_) => &self.hits,
+            CacheTry::Partial => &self.partial,
+            CacheTry::Miss => &self.misses,
+            CacheTry::Refused => &self.refused,
+            CacheTry::Skipped => &self.skipped,
+            CacheTry::Off => return,
+        };
+        c.fetch_add(1, Relaxed);
+    }
+
+    /// The counts so far, as [`NowaitStats`]: `tries` are the calls that
+    /// reached `preadv2`, `offloads` every read sent on to the usual path
+    /// (a partial hit, a miss, a refusal or a skip).
+    pub fn stats(&self) -> NowaitStats {
+        let n = |a: &AtomicU64| a.load(Relaxed);
+        let (hits, partial, misses, refused, skipped) = (
+            n(&self.hits),
+            n(&self.partial),
+            n(&self.misses),
+            n(&self.refused),
+            n(&self.skipped),
+        );
+        NowaitStats {
+            tries: hits + partial + misses + refused,
+            hits,
+            partial_hits: partial,
+            misses,
+            refused,
+            skipped,
+            offloads: partial + misses + refused + skipped,
+            ..NowaitStats::default()
         }
     }
 }

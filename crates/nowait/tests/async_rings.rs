@@ -548,19 +548,22 @@ fn a_read_polled_by_an_executor_nested_in_a_tokio_task_finishes() {
                 }
             }
         }
+        // `n` reads in one tokio task, each polled by the nested executor.
+        fn nested_reads(rt: &tokio::runtime::Runtime, file: nowait::EngineFile, n: u64) {
+            rt.block_on(async move {
+                tokio::spawn(async move {
+                    for i in 0..n {
+                        let off = offset(i);
+                        let (r, buf) = nested_block_on(file.read_at(Buf::new(4096), off));
+                        verify(off, r, &buf);
+                    }
+                })
+                .await
+                .unwrap();
+            });
+        }
         let (rt, engine) = two_workers_and_engine(8);
-        let file = engine.open(&path, Direct::Off).unwrap();
-        rt.block_on(async move {
-            tokio::spawn(async move {
-                for i in 0..4u64 {
-                    let off = offset(i);
-                    let (r, buf) = nested_block_on(file.read_at(Buf::new(4096), off));
-                    verify(off, r, &buf);
-                }
-            })
-            .await
-            .unwrap();
-        });
+        nested_reads(&rt, engine.open(&path, Direct::Off).unwrap(), 4);
         println!("{:?}", engine.stats());
         // With the first poll's page-cache reads, past tokio's budget (128
         // per task turn, which the nested executor never ends): those reads
@@ -578,19 +581,8 @@ fn a_read_polled_by_an_executor_nested_in_a_tokio_task_finishes() {
                 .build()
                 .unwrap()
         });
-        let file = engine.open(&path, Direct::Off).unwrap();
         std::fs::read(&path).unwrap();
-        rt.block_on(async move {
-            tokio::spawn(async move {
-                for i in 0..200u64 {
-                    let off = offset(i);
-                    let (r, buf) = nested_block_on(file.read_at(Buf::new(4096), off));
-                    verify(off, r, &buf);
-                }
-            })
-            .await
-            .unwrap();
-        });
+        nested_reads(&rt, engine.open(&path, Direct::Off).unwrap(), 200);
         let s = engine.stats();
         println!("{s:?}");
         assert!(s.nowait.hits >= 100 && s.delivered > 0, "{s:?}");

@@ -196,60 +196,83 @@ fn off_never_tries() {
     assert_eq!(s.delivered, 100, "{s:?}");
 }
 
+/// Two tasks on one thread: `reader` reads cached data until `stopper`
+/// runs, which can only happen once the reader yields. Returns how many
+/// reads the reader did before that. `spawn` is the executor's.
+async fn reads_before_the_other_task_runs<S, J>(file: EngineFile, spawn: S) -> u64
+where
+    S: Fn(std::pin::Pin<Box<dyn std::future::Future<Output = u64>>>) -> J,
+    J: std::future::Future<Output = u64>,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let reads = Arc::new(AtomicU64::new(0));
+    let reader = {
+        let (stop, reads) = (stop.clone(), reads.clone());
+        spawn(Box::pin(async move {
+            let mut off = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let (r, buf) = file.read_at(Buf::new(4096), off).await;
+                assert_eq!(r.unwrap(), 4096);
+                nowait::pattern::check(off, buf.as_slice()).unwrap();
+                reads.fetch_add(1, Ordering::SeqCst);
+                off = (off + 4096) % (SIZE - 8192);
+            }
+            0
+        }))
+    };
+    let stopper = spawn(Box::pin(async move {
+        stop.store(true, Ordering::SeqCst);
+        reads.load(Ordering::SeqCst)
+    }));
+    let before_stop = stopper.await;
+    reader.await;
+    before_stop
+}
+
+/// The yield tests' engine and file, warm; `None` (skipped loudly) where
+/// the filesystem has no RWF_NOWAIT reads.
+fn warm_engine_file(path: &Path, test: &str) -> Option<(Engine, EngineFile)> {
+    let e = engine(NowaitMode::Always);
+    let file = e.open(path, Direct::Off).unwrap();
+    nowait_reads_or_skip(&file, test)?;
+    warm(path);
+    Some((e, file))
+}
+
+fn assert_yielded(e: &Engine, before_stop: u64) {
+    let s = e.stats();
+    println!("{before_stop} reads before the other task ran, {s:?}");
+    assert!(s.nowait.hits > 0, "{s:?}");
+    // 128 reads in a row at most (tokio's budget, the engine's streak);
+    // without them the reader ran until a read happened to miss (millions
+    // of reads).
+    assert!(
+        before_stop <= 1_000,
+        "the reader kept the executor for {before_stop} reads"
+    );
+}
+
 /// A task whose reads all hit the page cache is never `Pending` on its own:
 /// without tokio's budget it would keep a current-thread runtime to itself
-/// and the other task below would never run (the watchdog fails the test).
+/// and the other task would never run (the watchdog fails the test).
 #[test]
 fn a_task_reading_only_cached_data_still_yields_on_tokio() {
     let (_dir, path) = fixture();
     watchdog("page_cache_first", Duration::from_secs(30), move |_| {
-        let e = engine(NowaitMode::Always);
-        let file = e.open(&path, Direct::Off).unwrap();
-        if nowait_reads_or_skip(
-            &file,
-            "a_task_reading_only_cached_data_still_yields_on_tokio",
-        )
-        .is_none()
-        {
+        let test = "a_task_reading_only_cached_data_still_yields_on_tokio";
+        let Some((e, file)) = warm_engine_file(&path, test) else {
             return;
-        }
-        warm(&path);
-        let stop = Arc::new(AtomicBool::new(false));
-        let reads = Arc::new(AtomicU64::new(0));
-        current_thread().block_on(async {
-            let reader = {
-                let (stop, reads, file) = (stop.clone(), reads.clone(), file.clone());
-                tokio::spawn(async move {
-                    let mut off = 0u64;
-                    while !stop.load(Ordering::SeqCst) {
-                        let (r, buf) = file.read_at(Buf::new(4096), off).await;
-                        assert_eq!(r.unwrap(), 4096);
-                        nowait::pattern::check(off, buf.as_slice()).unwrap();
-                        reads.fetch_add(1, Ordering::SeqCst);
-                        off = (off + 4096) % (SIZE - 8192);
-                    }
-                })
-            };
-            // Runs only when the reader yields.
-            let stopper = {
-                let (stop, reads) = (stop.clone(), reads.clone());
-                tokio::spawn(async move {
-                    stop.store(true, Ordering::SeqCst);
-                    reads.load(Ordering::SeqCst)
-                })
-            };
-            let before_stop = stopper.await.unwrap();
-            reader.await.unwrap();
-            let s = e.stats();
-            println!("{before_stop} reads before the other task ran, {s:?}");
-            assert!(s.nowait.hits > 0, "{s:?}");
-            // tokio's budget is 128 operations per task turn; without it the
-            // reader ran until a read happened to miss (millions of reads).
-            assert!(
-                before_stop <= 1_000,
-                "the reader kept the runtime for {before_stop} reads"
-            );
-        });
+        };
+        let rt = current_thread();
+        let local = tokio::task::LocalSet::new();
+        let n = local.block_on(
+            &rt,
+            reads_before_the_other_task_runs(file, |f| {
+                let h = tokio::task::spawn_local(f);
+                async move { h.await.unwrap() }
+            }),
+        );
+        assert_yielded(&e, n);
     });
 }
 
@@ -259,52 +282,13 @@ fn a_task_reading_only_cached_data_still_yields_on_tokio() {
 fn a_task_reading_only_cached_data_still_yields_on_smol() {
     let (_dir, path) = fixture();
     watchdog("page_cache_first", Duration::from_secs(30), move |_| {
-        let e = engine(NowaitMode::Always);
-        let file = e.open(&path, Direct::Off).unwrap();
-        if nowait_reads_or_skip(
-            &file,
-            "a_task_reading_only_cached_data_still_yields_on_smol",
-        )
-        .is_none()
-        {
+        let test = "a_task_reading_only_cached_data_still_yields_on_smol";
+        let Some((e, file)) = warm_engine_file(&path, test) else {
             return;
-        }
-        warm(&path);
-        let stop = Arc::new(AtomicBool::new(false));
-        let reads = Arc::new(AtomicU64::new(0));
+        };
         let ex = smol::LocalExecutor::new();
-        let before_stop = smol::block_on(ex.run(async {
-            let reader = {
-                let (stop, reads, file) = (stop.clone(), reads.clone(), file.clone());
-                ex.spawn(async move {
-                    let mut off = 0u64;
-                    while !stop.load(Ordering::SeqCst) {
-                        let (r, buf) = file.read_at(Buf::new(4096), off).await;
-                        assert_eq!(r.unwrap(), 4096);
-                        nowait::pattern::check(off, buf.as_slice()).unwrap();
-                        reads.fetch_add(1, Ordering::SeqCst);
-                        off = (off + 4096) % (SIZE - 8192);
-                    }
-                })
-            };
-            let stopper = {
-                let (stop, reads) = (stop.clone(), reads.clone());
-                ex.spawn(async move {
-                    stop.store(true, Ordering::SeqCst);
-                    reads.load(Ordering::SeqCst)
-                })
-            };
-            let n = stopper.await;
-            reader.await;
-            n
-        }));
-        let s = e.stats();
-        println!("{before_stop} reads before the other task ran, {s:?}");
-        assert!(s.nowait.hits > 0, "{s:?}");
-        assert!(
-            before_stop <= 1_000,
-            "the reader kept the executor for {before_stop} reads"
-        );
+        let n = smol::block_on(ex.run(reads_before_the_other_task_runs(file, |f| ex.spawn(f))));
+        assert_yielded(&e, n);
     });
 }
 
