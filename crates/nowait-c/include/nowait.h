@@ -425,8 +425,9 @@ int nowait_queue_in_flight(const struct nowait_queue *q);
  *
  * Returns 0, or a negative errno and the read is not queued: -EBUSY when
  * every slot is in flight (reap, then push again), -EINVAL for a
- * misaligned read on a direct file, a NULL `buf` with `len > 0` or a read
- * over the per-request limit, -EBADF/-EINVAL for a bad handle.
+ * misaligned read on a direct file, a NULL `buf` with `len > 0`, a read
+ * over the per-request limit or one ending past the largest file offset
+ * (2^63 - 1), -EBADF/-EINVAL for a bad handle.
  *
  * # Safety
  * `q` must be a live queue used by this thread only, `file` a live file,

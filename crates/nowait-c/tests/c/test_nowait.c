@@ -323,6 +323,14 @@ static void test_errors(void)
     while (got == 0) got = nowait_reap(q, cqes, 4, 1, 10000);
     CHECK(got == 1 && cqes[0].user_data == 9 && cqes[0].res == 4096, "read after full");
     CHECK(nowait_reap(q, cqes, 4, 1, 0) == 0, "nothing in flight, timeout 0");
+    /* A read ending past the largest file offset (2^63 - 1) is refused: the
+     * kernel would take UINT64_MAX (-1) as "the file's current position". */
+    CHECK(nowait_push(q, f, mem, 4096, UINT64_MAX, 10) == -EINVAL, "offset UINT64_MAX");
+    CHECK(strstr(nowait_last_error(), "largest file offset") != NULL, "message: %s",
+          nowait_last_error());
+    CHECK(nowait_push(q, f, mem, 4096, (uint64_t)INT64_MAX - 100, 11) == -EINVAL,
+          "read ending past INT64_MAX");
+    CHECK(nowait_reap(q, cqes, 4, 1, 0) == 0, "the refused reads were not queued");
     nowait_queue_destroy(q);
     nowait_free(mem);
     nowait_file_close(f);
