@@ -128,6 +128,12 @@ fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) 
         engine.poller(),
         engine.poller_reason()
     );
+    if let Some(r) = engine.rings().first() {
+        eprintln!(
+            "  nowait page cache first: {} ({})",
+            r.page_cache_first, r.page_cache_first_reason
+        );
+    }
     let file = engine.open(path, Direct::Off).expect("open");
     let total = Arc::new(AtomicU64::new(0));
     let start = Instant::now();

@@ -82,6 +82,7 @@ pub(crate) struct Ring {
     /// engine's mode on `uring` and `aio`; off on `pool` and `aio+pool`,
     /// whose queue makes the same try at push, and on `sync`.
     cached_first: NowaitMode,
+    cached_first_reason: &'static str,
     /// How those tries ended, counted by whichever thread polled (atomic:
     /// rings past the cap are shared; otherwise uncontended).
     cached: CacheTryCounts,
@@ -156,9 +157,22 @@ impl Ring {
         // `pool` and `aio+pool` make the same try at push (twice would
         // waste a system call per miss and count each miss twice); `sync`
         // reads in the poll anyway, so the ring path cannot yield there.
-        let cached_first = match report.kind {
-            BackendKind::Uring | BackendKind::Aio => cfg.queue.nowait_mode(),
-            BackendKind::Pool | BackendKind::AioPool | BackendKind::Sync => NowaitMode::Off,
+        let (cached_first, cached_first_reason) = match report.kind {
+            BackendKind::Uring | BackendKind::Aio => match cfg.queue.nowait_mode() {
+                NowaitMode::Off => (NowaitMode::Off, "off, as asked (EngineBuilder::nowait)"),
+                m => (
+                    m,
+                    "a buffered read's first poll tries preadv2(RWF_NOWAIT); a hit needs no ring",
+                ),
+            },
+            BackendKind::Pool | BackendKind::AioPool => (
+                NowaitMode::Off,
+                "off in the first poll: the pool backend makes the same try when the read is pushed",
+            ),
+            BackendKind::Sync => (
+                NowaitMode::Off,
+                "off: the sync backend reads in the first poll anyway",
+            ),
         };
         let state = State::new(queue);
         let ring = Arc::new(Ring {
@@ -180,6 +194,7 @@ impl Ring {
             owner: AtomicU64::new(0),
             watch_mark: AtomicU64::new(0),
             cached_first,
+            cached_first_reason,
             cached: CacheTryCounts::default(),
         });
         #[cfg(feature = "tokio")]
@@ -284,6 +299,8 @@ impl Ring {
             backend: self.report.clone(),
             poller: self.mode,
             poller_reason: self.reason.clone(),
+            page_cache_first: self.cached_first,
+            page_cache_first_reason: self.cached_first_reason,
             owner_gone: self.owner_gone(),
         }
     }

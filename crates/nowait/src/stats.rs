@@ -78,6 +78,12 @@ pub struct RingReport {
     pub poller: PollerMode,
     /// Why.
     pub poller_reason: String,
+    /// Whether a future's first poll on this ring tries its buffered read
+    /// from the page cache (`preadv2(RWF_NOWAIT)`, see
+    /// [`EngineBuilder::nowait`](crate::EngineBuilder::nowait)).
+    pub page_cache_first: crate::NowaitMode,
+    /// Why it does or does not.
+    pub page_cache_first_reason: &'static str,
     /// The thread has exited; the ring is closed once its reads are done.
     pub owner_gone: bool,
 }

@@ -326,6 +326,16 @@ fn only_uring_and_aio_rings_try_in_the_first_poll() {
         println!("{kind}: {s:?}");
         let tries = matches!(kind, BackendKind::Uring | BackendKind::Aio);
         assert_eq!(s.nowait.tries > 0, tries, "{kind}: {s:?}");
+        // And the ring's report says so, and why.
+        for r in e.rings() {
+            let want = if tries {
+                NowaitMode::Always
+            } else {
+                NowaitMode::Off
+            };
+            assert_eq!(r.page_cache_first, want, "{kind}: {r:?}");
+            assert!(!r.page_cache_first_reason.is_empty(), "{r:?}");
+        }
         assert_eq!(s.delivered + s.nowait.hits, 50, "{kind}: {s:?}");
     }
 }
