@@ -72,20 +72,23 @@ fn wait_until(engine: &Engine, what: &str, ok: impl Fn(&nowait::EngineStats) -> 
 /// A tokio multi-thread runtime with 2 workers and an engine of `depth` ops
 /// per ring built inside it (so it waits through the runtime's reactor).
 fn two_workers_and_engine(depth: usize) -> (tokio::runtime::Runtime, Engine) {
+    // Every read through the ring (no first-poll page-cache reads): these
+    // tests are about reads in flight.
+    two_workers_and_engine_with(depth, NowaitMode::Off)
+}
+
+/// The same with the engine's first polls in `mode`.
+fn two_workers_and_engine_with(
+    depth: usize,
+    mode: NowaitMode,
+) -> (tokio::runtime::Runtime, Engine) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    // Every read through the ring (no first-poll page-cache reads): these
-    // tests are about reads in flight.
-    let engine = rt.block_on(async {
-        Engine::builder()
-            .depth(depth)
-            .nowait(NowaitMode::Off)
-            .build()
-            .unwrap()
-    });
+    let engine =
+        rt.block_on(async { Engine::builder().depth(depth).nowait(mode).build().unwrap() });
     (rt, engine)
 }
 
@@ -569,18 +572,7 @@ fn a_read_polled_by_an_executor_nested_in_a_tokio_task_finishes() {
         // per task turn, which the nested executor never ends): those reads
         // go to the ring and still finish (tokio's own `Pending` would have
         // deferred the wake-up to this blocked worker forever).
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let engine = rt.block_on(async {
-            Engine::builder()
-                .depth(8)
-                .nowait(NowaitMode::Always)
-                .build()
-                .unwrap()
-        });
+        let (rt, engine) = two_workers_and_engine_with(8, NowaitMode::Always);
         std::fs::read(&path).unwrap();
         nested_reads(&rt, engine.open(&path, Direct::Off).unwrap(), 200);
         let s = engine.stats();
