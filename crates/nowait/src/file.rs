@@ -469,9 +469,10 @@ impl File {
     /// Try a buffered read of `buf.len()` bytes at `offset` from the page
     /// cache alone, with `preadv2(RWF_NOWAIT)` on the calling thread, as
     /// `mode` and the file's hit ratio (against `threshold`) allow; the
-    /// outcome is folded into the ratio. Never waits for the device. O_DIRECT
-    /// files and empty reads are not tried; the caller keeps `buf` within
-    /// `MAX_READ` (a longer one would come back short).
+    /// outcome is folded into the ratio. Never waits for the device. Not
+    /// tried: O_DIRECT files, empty reads, reads longer than
+    /// [`RW_MAX`] (they would come back short, as if at end of file), and
+    /// reads ending past `i64::MAX`.
     pub(crate) fn read_cached(
         &self,
         buf: &mut [u8],
@@ -480,7 +481,7 @@ impl File {
         threshold: u32,
     ) -> CacheTry {
         let f = &*self.inner;
-        if f.direct || buf.is_empty() || !offset_fits(offset, buf.len()) {
+        if f.direct || buf.is_empty() || buf.len() > RW_MAX || !offset_fits(offset, buf.len()) {
             return CacheTry::Off;
         }
         let regular = f.kind == FileKind::Regular;
@@ -535,9 +536,6 @@ impl File {
     /// [`ADAPTIVE_THRESHOLD`]: crate::rwf_nowait::ADAPTIVE_THRESHOLD
     /// [`REPROBE_EVERY`]: crate::rwf_nowait::REPROBE_EVERY
     pub fn try_read_cached(&self, buf: &mut [u8], offset: u64, mode: NowaitMode) -> CacheTry {
-        if buf.len() > RW_MAX {
-            return CacheTry::Off;
-        }
         self.read_cached(buf, offset, mode, crate::rwf_nowait::ADAPTIVE_THRESHOLD)
     }
 

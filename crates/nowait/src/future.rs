@@ -17,7 +17,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use crate::backend::MAX_READ;
 use crate::buf::Buf;
 use crate::engine::{closed_error, Core, EngineFile};
 use crate::error::Error;
@@ -170,7 +169,7 @@ fn read_cached(
     cx: &mut Context<'_>,
 ) -> First {
     let mode = ring.cached_first();
-    if mode == NowaitMode::Off || len > MAX_READ {
+    if mode == NowaitMode::Off {
         return First::Ring;
     }
     // A spent budget: the ring's first poll reschedules the task the way
