@@ -297,9 +297,11 @@ fn nowait_hit_completes_inline() {
         let fp = q.stats().backend.nowait;
         eprintln!("{mode}: {fp}");
         assert_eq!(fp.tries, 32, "{mode}: {fp}");
-        assert_eq!(fp.hits, 32, "{mode}: {fp}");
-        assert_eq!(fp.offloads, 0, "{mode}: {fp}");
-        assert_eq!(fp.worker_reads, 0, "{mode}: {fp}");
+        // A cached page can answer RWF_NOWAIT with EAGAIN now and then
+        // (seen under CI load): allow two such misses, no more.
+        assert!(fp.hits >= 30, "{mode}: {fp}");
+        assert_eq!(fp.hits + fp.offloads, 32, "{mode}: {fp}");
+        assert_eq!(fp.worker_reads, fp.offloads, "{mode}: {fp}");
         assert_eq!(q.stats().short_retries, 0);
     }
     let st = file.nowait_state();
