@@ -169,6 +169,27 @@ def _running_ring() -> "tuple[asyncio.AbstractEventLoop, _LoopRing]":
     return loop, _ring_for(loop)
 
 
+def _forget_closed_loops() -> None:
+    """Drop the rings of event loops that were closed.
+
+    A read still in flight when its loop closed (a task cancelled by a
+    timeout just before ``asyncio.run`` returned) keeps a future, and the
+    future keeps the loop: the weak key would never die, and each such loop
+    would keep its ring's file descriptors and the buffers it reads into.
+    Nothing can be delivered to a closed loop, so its waiters are dropped;
+    dropping the ring waits for the kernel to finish with their buffers
+    (reads of cached data are done already; others take a device's time)
+    and then releases them."""
+    closed = [loop for loop in list(_rings.keys()) if loop.is_closed()]
+    for loop in closed:
+        ring = _rings.pop(loop, None)
+        if ring is None:
+            continue
+        ring._futures.clear()
+        if _last[1] is ring:
+            _forget_last()
+
+
 def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:
     global _last
     ref, ring = _last
@@ -177,6 +198,9 @@ def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:
     ring = _rings.get(loop)
     if ring is None or ring._pid != os.getpid():
         # None yet, or inherited through fork: the parent's ring is not ours.
+        # A new loop: the good time to let go of the rings of closed ones
+        # (asyncio.run makes a loop per call).
+        _forget_closed_loops()
         ring = _LoopRing(loop)
         _rings[loop] = ring
     _last = (weakref.ref(loop), ring)
@@ -285,7 +309,8 @@ def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
     return File(path, direct, nowait)
 
 
-def probe(path: Optional[Union[str, "os.PathLike[str]"]] = None) -> Dict[str, Any]:
+def probe(path: Optional[Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]] = None
+          ) -> Dict[str, Any]:
     """What this machine (and ``path``, if given) can do: io_uring and its
     setup flags, AIO, the backend reads take and why, and for a file its
     filesystem, size, O_DIRECT alignment, ``RWF_NOWAIT`` support and the path

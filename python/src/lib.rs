@@ -325,10 +325,11 @@ impl PyFile {
     #[pyo3(signature = (path, direct = None, nowait = None))]
     fn new(
         py: Python<'_>,
-        path: PathBuf,
+        path: &Bound<'_, PyAny>,
         direct: Option<&Bound<'_, PyAny>>,
         nowait: Option<&str>,
     ) -> PyResult<Self> {
+        let path = fs_path(path)?;
         let mode = match direct {
             Some(d) => parse_direct(d)?,
             None => nowait::Direct::Auto,
@@ -392,66 +393,12 @@ impl PyFile {
         self.cached_bytes(py, offset, len, true)
     }
 
-    /// The page-cache try shared by `_read_cached` (asyncio, `budget`: at
-    /// most CACHED_BUDGET hits in a row on a thread) and the blocking
-    /// `read_at` (no budget: it never suspends anyway). `None`: read it the
-    /// usual way.
-    fn cached_bytes(
-        &self,
-        py: Python<'_>,
-        offset: u64,
-        len: usize,
-        budget: bool,
-    ) -> Option<Py<PyBytes>> {
-        if self.nowait == nowait::NowaitMode::Off || len == 0 || len > CACHED_MAX {
-            return None;
-        }
-        let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
-        let file = guard.as_ref()?;
-        if file.is_direct() {
-            return None;
-        }
-        if budget && HITS_IN_A_ROW.get() >= CACHED_BUDGET {
-            HITS_IN_A_ROW.set(0);
-            self.cached.yields.fetch_add(1, Relaxed);
-            return None;
-        }
-        let tried = SCRATCH.with(|s| {
-            let mut s = s.try_borrow_mut().ok()?;
-            if s.len() < len {
-                s.resize(len, 0);
-            }
-            match file.try_read_cached(&mut s[..len], offset, self.nowait) {
-                nowait::CacheTry::Hit(n) => Some(Ok(PyBytes::new(py, &s[..n]).unbind())),
-                other => Some(Err(other)),
-            }
-        });
-        match tried? {
-            Ok(bytes) => {
-                self.cached.tries.count(nowait::CacheTry::Hit(0));
-                // Counted as its method's other reads are.
-                if budget {
-                    HITS_IN_A_ROW.set(HITS_IN_A_ROW.get() + 1);
-                    self.async_calls.fetch_add(1, Relaxed);
-                } else {
-                    self.calls.fetch_add(1, Relaxed);
-                    self.reads.fetch_add(1, Relaxed);
-                    self.bytes
-                        .fetch_add(bytes.bind(py).as_bytes().len() as u64, Relaxed);
-                }
-                Some(bytes)
-            }
-            Err(other) => {
-                self.cached.tries.count(other);
-                None
-            }
-        }
-    }
-
     /// The path the file was opened with.
     #[getter]
-    fn name(&self) -> String {
-        self.path.to_string_lossy().into_owned()
+    fn name(&self) -> std::ffi::OsString {
+        // As os.fsdecode gives it: a name that is not UTF-8 comes back with
+        // surrogate escapes and opens the same file again.
+        self.path.clone().into_os_string()
     }
 
     /// The direct mode asked for: "auto", "on" or "off".
@@ -610,6 +557,64 @@ impl PyFile {
     }
 }
 
+impl PyFile {
+    /// The page-cache try shared by `_read_cached` (asyncio, `budget`: at
+    /// most CACHED_BUDGET hits in a row on a thread) and the blocking
+    /// `read_at` (no budget: it never suspends anyway). `None`: read it the
+    /// usual way.
+    fn cached_bytes(
+        &self,
+        py: Python<'_>,
+        offset: u64,
+        len: usize,
+        budget: bool,
+    ) -> Option<Py<PyBytes>> {
+        if self.nowait == nowait::NowaitMode::Off || len == 0 || len > CACHED_MAX {
+            return None;
+        }
+        let guard = self.inner.read().unwrap_or_else(|e| e.into_inner());
+        let file = guard.as_ref()?;
+        if file.is_direct() {
+            return None;
+        }
+        if budget && HITS_IN_A_ROW.get() >= CACHED_BUDGET {
+            HITS_IN_A_ROW.set(0);
+            self.cached.yields.fetch_add(1, Relaxed);
+            return None;
+        }
+        let tried = SCRATCH.with(|s| {
+            let mut s = s.try_borrow_mut().ok()?;
+            if s.len() < len {
+                s.resize(len, 0);
+            }
+            match file.try_read_cached(&mut s[..len], offset, self.nowait) {
+                nowait::CacheTry::Hit(n) => Some(Ok(PyBytes::new(py, &s[..n]).unbind())),
+                other => Some(Err(other)),
+            }
+        });
+        match tried? {
+            Ok(bytes) => {
+                self.cached.tries.count(nowait::CacheTry::Hit(0));
+                // Counted as its method's other reads are.
+                if budget {
+                    HITS_IN_A_ROW.set(HITS_IN_A_ROW.get() + 1);
+                    self.async_calls.fetch_add(1, Relaxed);
+                } else {
+                    self.calls.fetch_add(1, Relaxed);
+                    self.reads.fetch_add(1, Relaxed);
+                    self.bytes
+                        .fetch_add(bytes.bind(py).as_bytes().len() as u64, Relaxed);
+                }
+                Some(bytes)
+            }
+            Err(other) => {
+                self.cached.tries.count(other);
+                None
+            }
+        }
+    }
+}
+
 /// The asyncio side: one queue per event loop, its completion eventfd
 /// watched by the loop. Used by python/nowait/__init__.py.
 #[pyclass(name = "_Ring", module = "nowait._nowait", frozen)]
@@ -764,8 +769,30 @@ impl Ring {
 /// `nowait.probe(path=None) -> dict`: what `nowait probe [PATH]` prints.
 #[pyfunction]
 #[pyo3(signature = (path = None))]
-fn probe<'py>(py: Python<'py>, path: Option<PathBuf>) -> PyResult<Bound<'py, PyDict>> {
+fn probe<'py>(py: Python<'py>, path: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    let path = path.map(fs_path).transpose()?;
     probe_dict::probe(py, path)
+}
+
+/// A path as Python's `open` takes it: `str`, `bytes` or an
+/// `os.PathLike` of either (`os.fspath`), bytes kept as they are. A NUL
+/// byte is a `ValueError`, as in `open`, not an error from the system.
+fn fs_path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    let py = obj.py();
+    let p = py.import("os")?.getattr("fspath")?.call1((obj,))?;
+    let path = if let Ok(b) = p.cast::<pyo3::types::PyBytes>() {
+        PathBuf::from(std::ffi::OsStr::from_bytes(b.as_bytes()))
+    } else {
+        p.extract::<PathBuf>()?
+    };
+    if path.as_os_str().as_bytes().contains(&0) {
+        return Err(PyValueError::new_err(format!(
+            "path {:?} contains a NUL byte, which no file name can hold",
+            path
+        )));
+    }
+    Ok(path)
 }
 
 #[pymodule]

@@ -212,6 +212,54 @@ def test_new_loop_after_old_one_closed(data):
             assert run(f.aread_at(100, 10)) == blob[100:110]
 
 
+def test_loops_closed_with_reads_in_flight_are_let_go(data):
+    """A read still in flight when asyncio.run returns (a wait_for timeout)
+    must not keep its loop, its ring's file descriptors or the caller's
+    buffer for ever: the next loop's first read lets go of closed loops."""
+    import os
+    import weakref
+    path, blob, _ = data
+    loops = []
+    buffers = []
+
+    def nfds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    async def main(i, f):
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        drop_cache(path)
+        ba = bytearray(256 * 1024)
+        buffers.append(ba)
+        try:
+            await asyncio.wait_for(f.aread_into(ba, [(i * 7) % 8 * 4096], 256 * 1024), 1e-6)
+        except asyncio.TimeoutError:
+            pass
+
+    with nowait.open(path, direct="off", nowait="off") as f:
+        asyncio.run(main(0, f))
+        before = nfds()
+        for i in range(1, 40):
+            asyncio.run(main(i, f))
+        # One more loop's first read lets go of the last closed one too.
+        assert asyncio.run(_read_one(f)) == blob[100:110]
+        gc.collect()
+        assert nfds() <= before + 2, (before, nfds())
+        alive = sum(r() is not None for r in loops)
+        assert alive == 0, f"{alive} of {len(loops)} closed loops are still alive"
+        for i, ba in enumerate(buffers):
+            ba.extend(b"x")  # no BufferError: the read's export was released
+            o = (i * 7) % 8 * 4096
+            n = min(256 * 1024, len(blob) - o)
+            # The read either finished before the loop closed or was reaped
+            # when its ring was dropped: its bytes are the file's or zeros.
+            got = bytes(ba[:n])
+            assert got == blob[o:o + n] or got == bytes(n), i
+
+
+async def _read_one(f):
+    return await f.aread_at(100, 10)
+
+
 def test_cancelled_reads_never_write_into_freed_memory(data):
     """Stress: cancel aread_into calls with reads in flight, drop every
     reference to their buffers, then allocate canaries of the same size

@@ -25,6 +25,37 @@ def test_missing_file(datadir):
     assert "cannot open" in e.value.strerror and "check the path" in e.value.strerror
 
 
+def test_paths_as_open_takes_them(data, datadir):
+    """str, bytes and os.PathLike paths open the same file; a name that is
+    not UTF-8 comes back from ``name`` as os.fsdecode gives it and opens the
+    file again; a NUL byte is a ValueError and a non-path a TypeError, as in
+    Python's own ``open``."""
+    import pathlib
+    path, blob, _ = data
+    for p in (path, os.fsencode(path), pathlib.Path(path), pathlib.PurePosixPath(path)):
+        with nowait.open(p, direct="off") as f:
+            assert f.read_at(5, 20) == blob[5:25]
+            assert f.name == path
+    d, _ = datadir
+    odd = os.path.join(os.fsencode(d), b"caf\xe9.bin")
+    with open(odd, "wb") as w:
+        w.write(b"not utf-8")
+    try:
+        with nowait.open(odd, direct="off") as f:
+            assert os.fsencode(f.name) == odd
+            with nowait.open(f.name, direct="off") as g:
+                assert g.read_at(0, 9) == b"not utf-8"
+        assert nowait.probe(odd)["file"] is not None
+    finally:
+        os.unlink(odd)
+    for bad in ("a\0b", b"a\0b"):
+        with pytest.raises(ValueError, match="NUL"):
+            nowait.open(bad)
+    for bad in (3, None, 1.5):
+        with pytest.raises(TypeError):
+            nowait.open(bad)  # type: ignore[arg-type]
+
+
 def test_directory(datadir):
     d, _ = datadir
     with pytest.raises(IsADirectoryError) as e:

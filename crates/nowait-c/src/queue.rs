@@ -194,7 +194,16 @@ fn builder(o: &NowaitQueueOptions) -> Result<engine::QueueBuilder, Fail> {
             ))
         }
     };
-    let mut b = Queue::builder().depth(depth).backend(backend).nowait(mode);
+    // The header lets a queue move between threads (one at a time). An
+    // io_uring ring set up SINGLE_ISSUER refuses every call but its
+    // creator's (EEXIST), including the waits of `nowait_queue_destroy`,
+    // which would then return while the kernel still writes into the
+    // caller's buffers: C queues never ask for it.
+    let mut b = Queue::builder()
+        .depth(depth)
+        .backend(backend)
+        .nowait(mode)
+        .single_issuer(false);
     if o.pool_workers != 0 {
         b = b.pool_workers(o.pool_workers as usize);
     }

@@ -79,11 +79,24 @@ impl Buf {
     /// If `align` is not a power of two or the size overflows `isize`, like
     /// any allocation of an impossible layout; aborts on out-of-memory.
     pub fn with_align(cap: usize, align: usize) -> Buf {
+        match Buf::try_with_align(cap, align) {
+            Some(b) => b,
+            None => alloc::handle_alloc_error(
+                Layout::from_size_align(cap, align.max(1))
+                    .expect("buffer size and alignment form a valid layout"),
+            ),
+        }
+    }
+
+    /// [`Buf::with_align`], or `None` when the memory cannot be had (the
+    /// engine's own bounce buffers, whose size the caller chose: an error
+    /// for that request, not an abort of the process).
+    pub(crate) fn try_with_align(cap: usize, align: usize) -> Option<Buf> {
         let align = align.max(1);
         if cap == 0 {
             // A dangling, aligned pointer for the empty buffer: never dereferenced.
             let ptr = NonNull::new(align as *mut u8).expect("align is non-zero");
-            return Buf {
+            return Some(Buf {
                 ptr,
                 cap: 0,
                 len: 0,
@@ -91,24 +104,21 @@ impl Buf {
                 fixed: None,
                 foreign: false,
                 region: None,
-            };
+            });
         }
         let layout = Layout::from_size_align(cap, align)
             .expect("buffer size and alignment form a valid layout");
         // SAFETY: the layout has a non-zero size (checked above).
         let raw = unsafe { alloc::alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(raw) else {
-            alloc::handle_alloc_error(layout)
-        };
-        Buf {
-            ptr,
+        Some(Buf {
+            ptr: NonNull::new(raw)?,
             cap,
             len: 0,
             align,
             fixed: None,
             foreign: false,
             region: None,
-        }
+        })
     }
 
     /// A buffer over memory the caller owns — a C program's `malloc`, a

@@ -20,11 +20,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -331,6 +334,24 @@ static void test_errors(void)
     CHECK(nowait_push(q, f, mem, 4096, (uint64_t)INT64_MAX - 100, 11) == -EINVAL,
           "read ending past INT64_MAX");
     CHECK(nowait_reap(q, cqes, 4, 1, 0) == 0, "the refused reads were not queued");
+    /* One ending exactly at INT64_MAX is end of file (0), in every direct
+     * mode: an unaligned one on an O_DIRECT file is not bounced past it. */
+    for (int dm = 0; dm < 3; dm++) {
+        struct nowait_file *g;
+        int d = dm == 0 ? NOWAIT_DIRECT_OFF : dm == 1 ? NOWAIT_DIRECT_AUTO : NOWAIT_DIRECT_ON;
+        if (nowait_file_open(path, d, &g) != 0) continue;
+        int rc = nowait_push(q, g, mem, 100, (uint64_t)INT64_MAX - 100, 12);
+        if (d == NOWAIT_DIRECT_ON && nowait_file_is_direct(g)) {
+            CHECK(rc == -EINVAL, "unaligned read on direct=on: %d", rc);
+        } else {
+            CHECK(rc == 0, "read ending at INT64_MAX, direct mode %d: %d", d, rc);
+            got = 0;
+            while (rc == 0 && got == 0) got = nowait_reap(q, cqes, 4, 1, 10000);
+            CHECK(rc != 0 || (got == 1 && cqes[0].res == 0),
+                  "read ending at INT64_MAX, direct mode %d: res %" PRId64, d, cqes[0].res);
+        }
+        nowait_file_close(g);
+    }
     nowait_queue_destroy(q);
     nowait_free(mem);
     nowait_file_close(f);
@@ -455,6 +476,147 @@ static void test_destroy_in_flight(void)
     printf("ok   destroy with reads in flight\n");
 }
 
+/* A queue moves between threads (one at a time), as the header allows:
+ * created and submitted on this thread, reaped on a second, destroyed with
+ * reads in flight on a third. Each read's buffer is filled with a marker
+ * first: when destroy returns, every read must be complete (its bytes the
+ * file's) and nothing may be written afterwards. An io_uring ring set up
+ * SINGLE_ISSUER would refuse the other threads' calls, and destroy would
+ * return while the kernel still writes (found by an outside review). */
+#define MOVE_READS 32
+#define MOVE_LEN 65536
+struct moving {
+    struct nowait_queue *q;
+    struct nowait_file *f;
+    unsigned char *mem;
+    uint64_t off[MOVE_READS];
+    int reaped[MOVE_READS];
+    int nreaped;
+};
+
+static void *move_reap(void *arg)
+{
+    struct moving *m = arg;
+    struct nowait_cqe cqes[MOVE_READS];
+    int n = nowait_reap(m->q, cqes, MOVE_READS, 8, -1);
+    CHECK(n >= 8, "reap on another thread: %d", n);
+    for (int i = 0; i < n; i++) {
+        uint64_t k = cqes[i].user_data;
+        CHECK(k < MOVE_READS && cqes[i].res == MOVE_LEN, "read %" PRIu64 ": res %" PRId64, k,
+              (int64_t)cqes[i].res);
+        if (k >= MOVE_READS) continue;
+        CHECK(memcmp(m->mem + k * MOVE_LEN, content + m->off[k], MOVE_LEN) == 0,
+              "read %" PRIu64 " reaped on another thread: bytes differ from the file", k);
+        m->reaped[k] = 1;
+        m->nreaped++;
+    }
+    return NULL;
+}
+
+static void *move_destroy(void *arg)
+{
+    struct moving *m = arg;
+    nowait_queue_destroy(m->q);
+    m->q = NULL;
+    return NULL;
+}
+
+static void test_queue_moves_between_threads(void)
+{
+    for (int round = 0; round < 3; round++) {
+        struct moving m = {0};
+        REQUIRE(nowait_queue_create(NULL, &m.q) == 0, "create");
+        REQUIRE(nowait_file_open(path, NOWAIT_DIRECT_OFF, &m.f) == 0, "open");
+        m.mem = nowait_alloc(MOVE_READS * MOVE_LEN, 0);
+        REQUIRE(m.mem != NULL, "alloc");
+        memset(m.mem, 0xA5, MOVE_READS * MOVE_LEN);
+        /* Not cached: the reads take the device's time. */
+        posix_fadvise(ref_fd, 0, 0, POSIX_FADV_DONTNEED);
+        for (int i = 0; i < MOVE_READS; i++) {
+            m.off[i] = (rnd() % (uint64_t)(file_size / 4096 - 16)) * 4096;
+            REQUIRE(nowait_push(m.q, m.f, m.mem + i * MOVE_LEN, MOVE_LEN, m.off[i],
+                                (uint64_t)i) == 0,
+                    "push");
+        }
+        CHECK(nowait_submit(m.q) >= 0, "submit");
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, move_reap, &m) == 0, "thread");
+        pthread_join(t, NULL);
+        REQUIRE(pthread_create(&t, NULL, move_destroy, &m) == 0, "thread");
+        pthread_join(t, NULL);
+        /* Every read is done: reaped ones were checked; the others' bytes
+         * must be the file's too, and stay so. */
+        unsigned char *snap = malloc(MOVE_READS * MOVE_LEN);
+        REQUIRE(snap != NULL, "malloc");
+        memcpy(snap, m.mem, MOVE_READS * MOVE_LEN);
+        for (int i = 0; i < MOVE_READS; i++) {
+            if (m.reaped[i]) continue;
+            CHECK(memcmp(m.mem + i * MOVE_LEN, content + m.off[i], MOVE_LEN) == 0,
+                  "read %d (of %d, %d reaped) was not complete when destroy returned on "
+                  "another thread",
+                  i, MOVE_READS, m.nreaped);
+        }
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        CHECK(memcmp(snap, m.mem, MOVE_READS * MOVE_LEN) == 0,
+              "buffers written after nowait_queue_destroy returned");
+        free(snap);
+        nowait_file_close(m.f);
+        nowait_free(m.mem);
+    }
+    printf("ok   a queue moved between threads: reaped on one, destroyed on another\n");
+}
+
+/* A bounce buffer that cannot be allocated is -ENOMEM for that read, not
+ * an abort of the process: a child limits its address space to 256 MiB and
+ * asks for an unaligned 512 MiB read of an O_DIRECT file. Not under
+ * AddressSanitizer or valgrind (their own memory needs the address space). */
+static void test_bounce_out_of_memory(int quick)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    (void)quick;
+    printf("ok   bounce out of memory: not run under AddressSanitizer\n");
+#else
+    if (quick) {
+        printf("ok   bounce out of memory: not run in quick (valgrind) mode\n");
+        return;
+    }
+    struct nowait_file *f;
+    REQUIRE(nowait_file_open(path, NOWAIT_DIRECT_AUTO, &f) == 0, "open");
+    int direct = nowait_file_is_direct(f);
+    if (!direct) {
+        nowait_file_close(f);
+        printf("ok   bounce out of memory: the file is not O_DIRECT here, nothing to bounce\n");
+        return;
+    }
+    struct nowait_queue *q;
+    REQUIRE(nowait_queue_create(NULL, &q) == 0, "create");
+    fflush(stdout);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0, "fork");
+    if (pid == 0) {
+        struct rlimit r = {256UL << 20, 256UL << 20};
+        if (setrlimit(RLIMIT_AS, &r) != 0) _exit(3);
+        size_t len = 512UL << 20;
+        /* The caller's buffer is not touched before the bounce is planned:
+         * any address will do for a request refused at push. */
+        static unsigned char small[4096];
+        int rc = nowait_push(q, f, small, len, 1, 7);
+        _exit(rc == -ENOMEM ? 0 : rc == 0 ? 4 : 5);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "push of an unaligned 512 MiB read under a 256 MiB address space: %s %d "
+          "(0: -ENOMEM as it should; 4: accepted; 5: another error; a signal: the process died)",
+          WIFEXITED(status) ? "exit" : "signal",
+          WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    nowait_queue_destroy(q);
+    nowait_file_close(f);
+    printf("ok   bounce out of memory: -ENOMEM, the process lives\n");
+#endif
+}
+
 static void test_probe(void)
 {
     char *s = NULL;
@@ -504,6 +666,8 @@ int main(int argc, char **argv)
     test_errors();
     test_completion_fd();
     test_destroy_in_flight();
+    test_queue_moves_between_threads();
+    test_bounce_out_of_memory(quick);
     test_probe();
 
     /* The fallback: io_uring disabled as seccomp or the sysctl would. */

@@ -38,13 +38,27 @@ impl Bounce {
         }
         let a = align.offset as u64;
         let start = offset - offset % a;
-        let end = (offset + len as u64).div_ceil(a) * a;
+        // No file reaches past the largest file position (i64::MAX): a read
+        // ending near it is covered up to the last aligned offset below it,
+        // not rounded past it (which the kernel would refuse).
+        let end = (offset + len as u64)
+            .div_ceil(a)
+            .saturating_mul(a)
+            .min(i64::MAX as u64 / a * a)
+            .max(start);
         if (end - start) as usize > MAX_READ {
             return Err(Error::TooLarge { len, max: MAX_READ });
         }
         let bounce_align = (align.mem as usize).max(PAGE);
+        let size = (end - start) as usize;
+        let Some(buf) = Buf::try_with_align(size, bounce_align) else {
+            return Err(Error::Kernel {
+                what: "allocating the aligned bounce buffer of an unaligned O_DIRECT read (align the read, or read it in smaller pieces)",
+                source: std::io::Error::from_raw_os_error(libc::ENOMEM),
+            });
+        };
         Ok(Bounce {
-            buf: Buf::with_align((end - start) as usize, bounce_align),
+            buf,
             skip: (offset - start) as usize,
         })
     }
@@ -54,8 +68,13 @@ impl Bounce {
     pub(super) fn copy_out(&self, done: usize, len: usize, buf: &mut Buf) -> usize {
         let n = done.saturating_sub(self.skip).min(len);
         buf.set_len(n);
-        buf.as_mut_slice()
-            .copy_from_slice(&self.buf.full()[self.skip..self.skip + n]);
+        if n > 0 {
+            // `skip + n <= done <= the bounce's size`; with nothing read
+            // past `skip` (end of file, or a read that starts past the last
+            // aligned offset below i64::MAX) there is nothing to copy.
+            buf.as_mut_slice()
+                .copy_from_slice(&self.buf.full()[self.skip..self.skip + n]);
+        }
         n
     }
 }
