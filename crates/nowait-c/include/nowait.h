@@ -32,9 +32,23 @@
  * destroyed is refused with -EBADF where it can still be recognised.
  *
  * THREADS. A queue belongs to one thread at a time: it may move between
- * threads, but calls on one queue must not overlap. Files may be shared
- * between queues and threads freely. nowait_last_error() is per thread;
- * nowait_strerror(), nowait_probe(), nowait_alloc() are thread-safe.
+ * threads (created on one, reaped on another, destroyed on a third), but
+ * calls on one queue must not overlap. Files may be shared between queues
+ * and threads freely; nowait_file_close() must not race with another
+ * thread's nowait_push() of the same file (after it returns, the handle is
+ * gone; reads already pushed keep the file open). nowait_last_error() is
+ * per thread; nowait_strerror(), nowait_probe(), nowait_alloc() are
+ * thread-safe.
+ *
+ * BLOCKING. nowait_push() never waits. nowait_submit() does not wait for
+ * the device, except on the sync backend, which reads inside it (that is
+ * what it is), and with native AIO (O_DIRECT files on the aio backends),
+ * whose io_submit can block while the device's own queue is full.
+ * nowait_reap() waits as its min_complete and timeout say.
+ * nowait_queue_destroy() waits for the reads still in flight.
+ * nowait_file_open(), nowait_probe() and nowait_queue_create() make
+ * ordinary system calls (open, statx, sysfs reads, io_uring_setup): call
+ * them at start-up or off the event loop's hot path.
  *
  * MEMORY. Reads land in the caller's memory: the memory given to
  * nowait_push must stay valid, and untouched, until the read's completion
@@ -166,7 +180,11 @@ struct nowait_queue_options {
    */
   uint32_t size;
   /**
-   * Reads in flight at most: 1 to `NOWAIT_MAX_DEPTH` (0: 32).
+   * Reads in flight at most: 1 to `NOWAIT_MAX_DEPTH` (0: 32). Counts
+   * what the kernel or a worker holds; completions already collected
+   * but not yet handed to the caller (a `nowait_reap` with a small
+   * `max`) do not count, so `nowait_queue_in_flight` can exceed it by
+   * those.
    */
   uint32_t depth;
   /**

@@ -47,7 +47,11 @@ pub const NOWAIT_MAX_DEPTH: u32 = 16384;
 pub struct NowaitQueueOptions {
     /// `sizeof(struct nowait_queue_options)` as the caller was compiled.
     pub size: u32,
-    /// Reads in flight at most: 1 to `NOWAIT_MAX_DEPTH` (0: 32).
+    /// Reads in flight at most: 1 to `NOWAIT_MAX_DEPTH` (0: 32). Counts
+    /// what the kernel or a worker holds; completions already collected
+    /// but not yet handed to the caller (a `nowait_reap` with a small
+    /// `max`) do not count, so `nowait_queue_in_flight` can exceed it by
+    /// those.
     pub depth: u32,
     /// One of `NOWAIT_BACKEND_*` (default `NOWAIT_BACKEND_AUTO`).
     pub backend: u32,

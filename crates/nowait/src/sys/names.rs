@@ -55,6 +55,40 @@ pub fn errno_name(e: i32) -> String {
         libc::EOPNOTSUPP => "EOPNOTSUPP",
         libc::ECANCELED => "ECANCELED",
         libc::ETIME => "ETIME",
+        // The others a file's open, read or probe can answer.
+        libc::ESRCH => "ESRCH",
+        libc::ENXIO => "ENXIO",
+        libc::E2BIG => "E2BIG",
+        libc::ENOTBLK => "ENOTBLK",
+        libc::EXDEV => "EXDEV",
+        libc::ENODEV => "ENODEV",
+        libc::ENOTDIR => "ENOTDIR",
+        libc::ENOTTY => "ENOTTY",
+        libc::ETXTBSY => "ETXTBSY",
+        libc::EFBIG => "EFBIG",
+        libc::ENOSPC => "ENOSPC",
+        libc::ESPIPE => "ESPIPE",
+        libc::EROFS => "EROFS",
+        libc::EPIPE => "EPIPE",
+        libc::ERANGE => "ERANGE",
+        libc::EDEADLK => "EDEADLK",
+        libc::ENAMETOOLONG => "ENAMETOOLONG",
+        libc::ENOLCK => "ENOLCK",
+        libc::ELOOP => "ELOOP",
+        libc::ENODATA => "ENODATA",
+        libc::EOVERFLOW => "EOVERFLOW",
+        libc::ENOBUFS => "ENOBUFS",
+        libc::ETIMEDOUT => "ETIMEDOUT",
+        libc::ENOTCONN => "ENOTCONN",
+        libc::ECONNRESET => "ECONNRESET",
+        libc::ESTALE => "ESTALE",
+        libc::EUCLEAN => "EUCLEAN",
+        libc::EREMOTEIO => "EREMOTEIO",
+        libc::EDQUOT => "EDQUOT",
+        libc::ENOMEDIUM => "ENOMEDIUM",
+        libc::EMEDIUMTYPE => "EMEDIUMTYPE",
+        libc::EKEYREVOKED => "EKEYREVOKED",
+        libc::EHWPOISON => "EHWPOISON",
         _ => return format!("errno {e}"),
     };
     name.to_string()
@@ -76,6 +110,8 @@ mod tests {
     #[test]
     fn errno_names_are_symbolic() {
         assert_eq!(errno_name(libc::EOPNOTSUPP), "EOPNOTSUPP");
+        assert_eq!(errno_name(libc::ESPIPE), "ESPIPE");
+        assert_eq!(errno_name(libc::ENOTDIR), "ENOTDIR");
         assert_eq!(errno_name(9999), "errno 9999");
     }
 }
