@@ -289,9 +289,12 @@ impl Engine {
     /// Read an already open [`File`] through this engine.
     pub fn file(&self, file: File) -> EngineFile {
         EngineFile {
-            file,
-            handle: Arc::downgrade(&self.handle),
-            core: Arc::downgrade(&self.handle.core),
+            inner: Arc::new(Bound {
+                file,
+                handle: Arc::downgrade(&self.handle),
+                core: self.handle.core.clone(),
+                engine_id: self.handle.core.reg.id(),
+            }),
         }
     }
 
@@ -350,25 +353,37 @@ impl Engine {
     }
 }
 
-/// A file read through an [`Engine`]. Cheap to clone. It refers to its
-/// engine weakly: once every [`Engine`] handle is dropped its reads fail
-/// with [`Error::Closed`].
+/// A file read through an [`Engine`]. Cheap to clone (one reference
+/// count). Once every [`Engine`] handle is dropped, reads made from it fail
+/// with [`Error::Closed`]; reads made before still finish, even if first
+/// polled after. An `EngineFile` keeps the engine's rings (and its poller
+/// thread, if it has one) until it is dropped too.
 #[derive(Clone)]
 pub struct EngineFile {
+    /// Each future holds a clone: one reference count per read, taken and
+    /// given back on one cache line, where the file, the engine's core and
+    /// the thread's ring counted separately would be three.
+    pub(crate) inner: Arc<Bound>,
+}
+
+/// A file bound to an engine ([`EngineFile`]).
+pub(crate) struct Bound {
     pub(crate) file: File,
     /// Alive while any [`Engine`] clone is: only its count is read.
     handle: Weak<Handle>,
-    /// The core, upgraded by each new future: one reference count on the
-    /// core rather than three (upgrading `handle`, cloning its core,
-    /// dropping the handle) on cache lines every worker's futures share.
-    core: Weak<Core>,
+    /// The core: its rings, for reads that go to one (a read the page
+    /// cache answers in its first poll needs none).
+    pub(crate) core: Arc<Core>,
+    /// The engine's id: its rings' thread-local key
+    /// ([`crate::registry::with_first_poll`]).
+    pub(crate) engine_id: u64,
 }
 
 impl fmt::Debug for EngineFile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EngineFile")
-            .field("file", &self.file)
-            .field("engine_alive", &(self.handle.strong_count() > 0))
+            .field("file", &self.inner.file)
+            .field("engine_alive", &self.engine_alive())
             .finish()
     }
 }
@@ -376,20 +391,18 @@ impl fmt::Debug for EngineFile {
 impl EngineFile {
     /// The underlying file (path, direct or buffered, alignment, size).
     pub fn file(&self) -> &File {
-        &self.file
+        &self.inner.file
     }
 
-    /// The engine's core, or why there is none: the engine was dropped
-    /// (every [`Engine`] handle), even if futures still keep its core alive.
-    pub(crate) fn core(&self) -> std::result::Result<Arc<Core>, Error> {
-        if self.handle.strong_count() == 0 {
-            return Err(self.closed());
-        }
-        self.core.upgrade().ok_or_else(|| self.closed())
+    /// Whether an [`Engine`] handle is still alive (a load, no reference
+    /// count taken).
+    #[inline]
+    pub(crate) fn engine_alive(&self) -> bool {
+        self.inner.handle.strong_count() > 0
     }
 
     pub(crate) fn closed(&self) -> Error {
-        closed_error(&self.file)
+        closed_error(&self.inner.file)
     }
 }
 
@@ -401,8 +414,6 @@ pub(crate) fn closed_error(file: &File) -> Error {
         file.path().display()
     ))
 }
-
-impl EngineFile {}
 
 /// The engine's core: shared by every handle, file and future.
 pub(crate) struct Core {

@@ -452,6 +452,15 @@ impl File {
         }
     }
 
+    /// Whether `pos` is at or past the end of the file (a block device's
+    /// short read is its end; a failed `fstat` says no).
+    fn ends_at_eof(&self, pos: u64) -> bool {
+        match self.inner.kind {
+            FileKind::Regular => self.inner.file.metadata().is_ok_and(|m| pos >= m.len()),
+            FileKind::BlockDevice => true,
+        }
+    }
+
     /// True if the file is empty.
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
@@ -497,6 +506,15 @@ impl File {
             offset,
             len,
         ) {
+            // Short: end of file, which `Answer::of` infers from a stop
+            // inside a page. That holds for the page cache's own reads
+            // (`filemap_read` stops at end of file or a folio's end); a
+            // filesystem with a read path of its own might stop elsewhere,
+            // so the size is asked (one `fstat`, only for a read that was
+            // short: a file's tail) rather than trusted.
+            Answer::Whole(n) if n < len && !self.ends_at_eof(offset + n as u64) => {
+                (Outcome::Miss, CacheTry::Partial)
+            }
             Answer::Whole(n) => (Outcome::Hit, CacheTry::Hit(n)),
             // The prefix is read again with the rest (a second copy of a
             // few cached pages, against bookkeeping for a split read), so

@@ -18,11 +18,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::buf::Buf;
-use crate::engine::{closed_error, Core, EngineFile};
+use crate::engine::EngineFile;
 use crate::error::Error;
 use crate::ops::{Deferred, Started, Table};
 use crate::registry::thread_key;
-use crate::ring::Ring;
+use crate::ring::{FirstPoll, Ring};
 use crate::rwf_nowait::{CacheTry, NowaitMode, ENGINE_THRESHOLD};
 
 impl EngineFile {
@@ -62,7 +62,7 @@ impl EngineFile {
             .map(|(i, (off, buf))| (i, off, buf))
             .collect();
         ReadMany {
-            core: self.core().map_err(|_| ()),
+            closed: !self.engine_alive(),
             ring: None,
             file: self.clone(),
             pending,
@@ -141,7 +141,7 @@ pub(crate) fn with_plain_wakes<R>(poll: impl FnOnce() -> R) -> R {
 enum First {
     /// Done, straight from the page cache: this many bytes.
     Done(usize),
-    /// Not tried: the task must yield first (its wake-up is arranged).
+    /// Not tried: the task must yield first (the caller wakes it).
     Yield,
     /// Use the ring.
     Ring,
@@ -161,15 +161,14 @@ enum First {
 /// self-wake). The streak counts under tokio too (per thread, across
 /// tasks), where it only adds a yield now and then.
 fn read_cached(
-    ring: &Ring,
+    first: &FirstPoll,
     file: &crate::file::File,
     buf: &mut Buf,
     offset: u64,
     len: usize,
     cx: &mut Context<'_>,
 ) -> First {
-    let mode = ring.cached_first();
-    if mode == NowaitMode::Off {
+    if first.mode == NowaitMode::Off {
         return First::Ring;
     }
     // A spent budget: the ring's first poll reschedules the task the way
@@ -181,11 +180,15 @@ fn read_cached(
         return First::Ring;
     };
     if !streak::extend() {
-        cx.waker().wake_by_ref();
         return First::Yield;
     }
-    let tried = file.read_cached(&mut buf.spare_mut()[..len], offset, mode, ENGINE_THRESHOLD);
-    ring.count_cached(tried);
+    let tried = file.read_cached(
+        &mut buf.spare_mut()[..len],
+        offset,
+        first.mode,
+        ENGINE_THRESHOLD,
+    );
+    first.counts.count(tried);
     match tried {
         CacheTry::Hit(n) => {
             budget.made_progress();
@@ -230,7 +233,7 @@ mod streak {
                     true
                 }
             })
-            .unwrap_or(false)
+            .unwrap_or(true)
     }
 
     /// The task yields (or its read went to the ring, which yields).
@@ -288,13 +291,14 @@ enum St {
 /// Future of [`EngineFile::read_at`]: `(io::Result<usize>, Buf)`.
 #[must_use = "futures do nothing unless polled"]
 pub struct ReadAt {
-    core: Option<Arc<Core>>,
+    /// The file and its engine: the one reference count a read takes
+    /// until it goes to a ring.
+    file: EngineFile,
+    /// Made after the engine was dropped: fails in its first poll.
+    closed: bool,
     /// The ring of the thread that first polled it, kept until the read is
     /// collected (wherever the task runs by then).
     ring: Option<Arc<Ring>>,
-    /// The file alone, not its `EngineFile` (whose engine handle is only
-    /// needed to take `core` above): one reference count fewer per read.
-    file: crate::file::File,
     offset: u64,
     len: usize,
     st: St,
@@ -303,7 +307,7 @@ pub struct ReadAt {
 impl fmt::Debug for ReadAt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReadAt")
-            .field("path", &self.file.path())
+            .field("path", &self.file.file().path())
             .field("offset", &self.offset)
             .field("len", &self.len)
             .finish()
@@ -313,9 +317,9 @@ impl fmt::Debug for ReadAt {
 impl ReadAt {
     fn new(file: &EngineFile, buf: Buf, offset: u64, len: usize) -> ReadAt {
         ReadAt {
-            core: file.core().ok(),
+            file: file.clone(),
+            closed: !file.engine_alive(),
             ring: None,
-            file: file.file.clone(),
             offset,
             len,
             st: St::Idle(buf, None),
@@ -328,41 +332,56 @@ impl Future for ReadAt {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let Some(core) = this.core.as_ref() else {
-            return match std::mem::replace(&mut this.st, St::Finished) {
-                St::Idle(buf, _) => Poll::Ready((Err(closed_error(&this.file).into()), buf)),
-                _ => panic!("ReadAt polled after it completed"),
+        if this.ring.is_none() {
+            // Not on a ring yet: the first poll (or one after a yield).
+            // Only a read not waiting in line for an op tries the cache.
+            let mut untried = false;
+            if this.closed {
+                return this.fail(this.file.closed());
+            }
+            if let St::Idle(buf, None) = &mut this.st {
+                let (file, offset, len) = (&this.file, this.offset, this.len);
+                let first = crate::registry::with_first_poll(file.inner.engine_id, |fp| {
+                    read_cached(fp, &file.inner.file, buf, offset, len, cx)
+                });
+                match first {
+                    Some(First::Done(n)) => return Poll::Ready(this.done(n)),
+                    Some(First::Yield) => {
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
+                    Some(First::Ring) => {}
+                    // This thread has no ring of the engine yet.
+                    None => untried = true,
+                }
+            }
+            let ring = match this.file.inner.core.ring() {
+                Ok(r) => this.ring.insert(r),
+                Err(e) => return this.fail(e),
             };
-        };
-        let ring = loop {
-            if let Some(ring) = &this.ring {
-                break ring;
-            }
-            match core.ring() {
-                Ok(r) => this.ring = Some(r),
-                Err(e) => {
-                    return match std::mem::replace(&mut this.st, St::Finished) {
-                        St::Idle(buf, _) => Poll::Ready((Err(e.into()), buf)),
-                        _ => panic!("ReadAt polled after it completed"),
-                    };
+            if untried {
+                if let St::Idle(buf, None) = &mut this.st {
+                    match read_cached(
+                        ring.first_poll(),
+                        this.file.file(),
+                        buf,
+                        this.offset,
+                        this.len,
+                        cx,
+                    ) {
+                        First::Done(n) => return Poll::Ready(this.done(n)),
+                        First::Yield => {
+                            cx.waker().wake_by_ref();
+                            return Poll::Pending;
+                        }
+                        First::Ring => {}
+                    }
                 }
-            }
-        };
-        // From the page cache in this poll, if the file keeps hitting (not
-        // for a task already waiting in line for an op).
-        if let St::Idle(buf, None) = &mut this.st {
-            match read_cached(ring, &this.file, buf, this.offset, this.len, cx) {
-                First::Done(n) => {
-                    let St::Idle(mut buf, _) = std::mem::replace(&mut this.st, St::Finished) else {
-                        unreachable!("matched above")
-                    };
-                    buf.set_len(n);
-                    return Poll::Ready((Ok(n), buf));
-                }
-                First::Yield => return Poll::Pending,
-                First::Ring => {}
             }
         }
+        let Some(ring) = this.ring.as_ref() else {
+            unreachable!("taken above")
+        };
         let mut d = Deferred::new();
         let idx = match std::mem::replace(&mut this.st, St::Finished) {
             St::Idle(buf, token) => {
@@ -372,7 +391,7 @@ impl Future for ReadAt {
                 let via_tokio = defer && ring.tokio_multi() && !st.paced();
                 match st.start(
                     ring.table_mutex(),
-                    &this.file,
+                    this.file.file(),
                     this.offset,
                     this.len,
                     buf,
@@ -473,6 +492,23 @@ impl Future for ReadAt {
 }
 
 impl ReadAt {
+    /// The result of a page-cache hit of `n` bytes in the first poll.
+    fn done(&mut self, n: usize) -> (io::Result<usize>, Buf) {
+        let St::Idle(mut buf, _) = std::mem::replace(&mut self.st, St::Finished) else {
+            unreachable!("a hit is only tried for a read not started")
+        };
+        buf.set_len(n);
+        (Ok(n), buf)
+    }
+
+    /// The read fails before it started: `e`, with the buffer back.
+    fn fail(&mut self, e: Error) -> Poll<(io::Result<usize>, Buf)> {
+        match std::mem::replace(&mut self.st, St::Finished) {
+            St::Idle(buf, _) => Poll::Ready((Err(e.into()), buf)),
+            _ => panic!("ReadAt polled after it completed"),
+        }
+    }
+
     /// Collect op `idx` if it is done, else leave the waker with it; a
     /// failed reap abandons it and is reported. `t` is the ring's table,
     /// locked by the caller.
@@ -552,7 +588,7 @@ impl Future for ReadExactAt {
         let r = match r {
             Ok(n) if n == self.inner.len => Ok(()),
             Ok(got) => Err(Error::UnexpectedEof {
-                path: self.inner.file.path().into(),
+                path: self.inner.file.file().path().into(),
                 offset: self.inner.offset,
                 len: self.inner.len,
                 got,
@@ -580,7 +616,8 @@ pub struct ManyItem {
 /// A batch of reads started by [`EngineFile::read_many`]; yields each as it
 /// finishes. Dropping it abandons what is still in flight (cancel-safe).
 pub struct ReadMany {
-    core: std::result::Result<Arc<Core>, ()>,
+    /// Made after the engine was dropped: every read fails.
+    closed: bool,
     /// The ring of the thread that first polled it (see [`ReadAt`]).
     ring: Option<Arc<Ring>>,
     file: EngineFile,
@@ -596,7 +633,7 @@ pub struct ReadMany {
 impl fmt::Debug for ReadMany {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReadMany")
-            .field("path", &self.file.file.path())
+            .field("path", &self.file.file().path())
             .field("pending", &self.pending.len())
             .field("in_flight", &self.ops.len())
             .field("ready", &self.ready.len())
@@ -620,25 +657,32 @@ impl ReadMany {
     /// Poll for the next finished read (the building block of [`ReadMany::next`]
     /// and of a `Stream` adapter).
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<ManyItem>> {
+        // A batch of cached reads completes inside its submit, so a task
+        // draining it would never return `Pending` by itself: like
+        // first-poll reads, at most `streak::LONGEST` items in a row on a
+        // thread, then a yield (a self-wake: not tokio's budget, whose
+        // deferred wake-up never comes inside a nested executor).
+        if !streak::extend() {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
         if let Some(item) = self.ready.pop_front() {
             return Poll::Ready(Some(item));
         }
         if self.pending.is_empty() && self.ops.is_empty() {
             return Poll::Ready(None);
         }
-        let core = match &self.core {
-            Ok(c) => c,
-            Err(()) => {
-                let (index, offset, buf) = self.pending.pop_front().expect("checked non-empty");
-                let result = Err(self.file.closed().into());
-                return Poll::Ready(Some(ManyItem {
-                    index,
-                    offset,
-                    result,
-                    buf,
-                }));
-            }
-        };
+        if self.closed {
+            let (index, offset, buf) = self.pending.pop_front().expect("checked non-empty");
+            let result = Err(self.file.closed().into());
+            return Poll::Ready(Some(ManyItem {
+                index,
+                offset,
+                result,
+                buf,
+            }));
+        }
+        let core = &self.file.inner.core;
         let ring = match &self.ring {
             Some(r) => r.clone(),
             None => match core.ring() {
@@ -661,6 +705,7 @@ impl ReadMany {
             // A shared ring closed since this batch looked it up (nothing of
             // it can be in flight there): take this thread's ring.
             self.ring = None;
+            streak::end();
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
@@ -673,7 +718,7 @@ impl ReadMany {
             let mut st = ring.lock();
             let mut was_idle = false;
             let mut started = false;
-            let file = &self.file.file;
+            let file = self.file.file();
             // Start as many as there are ops for: one submit for all of them.
             while let Some((index, offset, buf)) = self.pending.pop_front() {
                 let len = buf.capacity();
@@ -763,7 +808,10 @@ impl ReadMany {
         }
         match self.ready.pop_front() {
             Some(item) => Poll::Ready(Some(item)),
-            None => Poll::Pending,
+            None => {
+                streak::end();
+                Poll::Pending
+            }
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::notify::Poke;
 #[cfg(feature = "tokio")]
 use crate::notify::{Notifier, PollerMode};
-use crate::ring::{Ring, RingConfig};
+use crate::ring::{FirstPoll, Ring, RingConfig};
 use crate::stats::{EngineStats, RingReport};
 
 /// Engine ids, so one thread can read through several engines.
@@ -23,6 +23,9 @@ struct Local {
     id: u64,
     reg: Weak<Registry>,
     ring: Weak<Ring>,
+    /// The ring's first-poll mode and counters, reached without the ring
+    /// ([`with_first_poll`]).
+    first: Arc<FirstPoll>,
     /// The ring was built for this thread (not shared past the cap).
     owned: bool,
 }
@@ -50,6 +53,30 @@ impl Drop for Locals {
 thread_local! {
     static LOCALS: Locals = const { Locals(RefCell::new(Vec::new())) };
     static THREAD_KEY: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Run `f` with the first-poll settings of the calling thread's ring of
+/// engine `id`: `None` if the thread has none yet, or it was closed (then
+/// the caller takes the ring the usual way, which builds a new one).
+///
+/// A future's first poll uses this for its page-cache try: a thread-local
+/// lookup with no reference count taken on the engine, the ring or the
+/// file, which on a multi-thread runtime would be atomic operations on
+/// cache lines every worker writes. `f` must not take a ring itself (the
+/// thread's entries are borrowed while it runs).
+#[inline]
+pub(crate) fn with_first_poll<R>(id: u64, f: impl FnOnce(&FirstPoll) -> R) -> Option<R> {
+    LOCALS
+        .try_with(|l| {
+            let l = l.0.borrow();
+            let e = l.iter().find(|e| e.id == id)?;
+            if e.first.is_retired() {
+                return None;
+            }
+            Some(f(&e.first))
+        })
+        .ok()
+        .flatten()
 }
 
 /// A number naming the calling thread (never reused), cheap to read.
@@ -121,6 +148,11 @@ impl Registry {
         self.rings.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The engine's id (the key of its rings' thread-local entries).
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
     /// The calling thread's ring, built on its first read.
     pub(crate) fn ring(self: &Arc<Self>) -> Result<Arc<Ring>> {
         let found = LOCALS
@@ -176,6 +208,7 @@ impl Registry {
                 id: self.id,
                 reg: Arc::downgrade(self),
                 ring: Arc::downgrade(&ring),
+                first: ring.first_poll().clone(),
                 owned,
             });
         });

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::notify::{Notifier, Poke, PollerMode, TICK};
 use crate::ops::{lock_table, Deferred, State, Table};
 use crate::queue::QueueBuilder;
-use crate::rwf_nowait::{CacheTry, CacheTryCounts, NowaitMode};
+use crate::rwf_nowait::{CacheTryCounts, NowaitMode};
 use crate::stats::EngineStats;
 use crate::stats::RingReport;
 use crate::sys::eventfd::EventFd;
@@ -47,6 +47,24 @@ pub(crate) struct RingConfig {
 }
 
 /// One thread's ring.
+/// A ring's first-poll settings and counters: the `RWF_NOWAIT` mode of a
+/// future's first poll on the ring's thread, and how its tries ended.
+pub(crate) struct FirstPoll {
+    pub(crate) mode: NowaitMode,
+    pub(crate) counts: CacheTryCounts,
+    /// The ring is closed (`Ring::retire`): its counts are no longer
+    /// summed, and reads must take the thread's new ring.
+    retired: AtomicBool,
+}
+
+impl FirstPoll {
+    /// Whether the ring was closed (its thread exited, nothing in flight).
+    #[inline]
+    pub(crate) fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::SeqCst)
+    }
+}
+
 pub(crate) struct Ring {
     state: Mutex<State>,
     table: Mutex<Table>,
@@ -70,8 +88,6 @@ pub(crate) struct Ring {
     reactor_alive: AtomicBool,
     /// The thread it was built for has exited.
     owner_gone: AtomicBool,
-    /// Mirrors `State::retired` for lock-free lookups.
-    retired: AtomicBool,
     poke: Arc<Poke>,
     thread: Mutex<String>,
     /// The key (`registry::thread_key`) of the thread it was built for.
@@ -81,11 +97,12 @@ pub(crate) struct Ring {
     /// The `RWF_NOWAIT` try in a future's first poll (`future.rs`): the
     /// engine's mode on `uring` and `aio`; off on `pool` and `aio+pool`,
     /// whose queue makes the same try at push, and on `sync`.
-    cached_first: NowaitMode,
+    /// Shared with the thread's registry entry, so a hit reaches it without
+    /// touching the ring (`registry::with_first_poll`). Its counts
+    /// are added by whichever thread polled (atomic: rings past the cap are
+    /// shared; otherwise uncontended).
+    first: Arc<FirstPoll>,
     cached_first_reason: &'static str,
-    /// How those tries ended, counted by whichever thread polled (atomic:
-    /// rings past the cap are shared; otherwise uncontended).
-    cached: CacheTryCounts,
 }
 
 impl Ring {
@@ -188,14 +205,16 @@ impl Ring {
             efd,
             reactor_alive: AtomicBool::new(mode == PollerMode::Reactor),
             owner_gone: AtomicBool::new(false),
-            retired: AtomicBool::new(false),
             poke: poke.clone(),
             thread: Mutex::new(thread),
             owner: AtomicU64::new(0),
             watch_mark: AtomicU64::new(0),
-            cached_first,
+            first: Arc::new(FirstPoll {
+                mode: cached_first,
+                counts: CacheTryCounts::default(),
+                retired: AtomicBool::new(false),
+            }),
             cached_first_reason,
-            cached: CacheTryCounts::default(),
         });
         #[cfg(feature = "tokio")]
         if let Some(r) = registered {
@@ -259,18 +278,13 @@ impl Ring {
         let t = self.table();
         let mut s = st.stats(&t);
         s.poller_wakeups = self.wakeups.load(Ordering::Relaxed);
-        s.nowait = self.cached.stats();
+        s.nowait = self.first.counts.stats();
         s
     }
 
-    /// The `RWF_NOWAIT` mode of a future's first poll on this ring.
-    pub(crate) fn cached_first(&self) -> NowaitMode {
-        self.cached_first
-    }
-
-    /// Count how a first-poll `RWF_NOWAIT` try ended.
-    pub(crate) fn count_cached(&self, t: CacheTry) {
-        self.cached.count(t);
+    /// The mode and counters of a future's first poll on this ring.
+    pub(crate) fn first_poll(&self) -> &Arc<FirstPoll> {
+        &self.first
     }
 
     pub(crate) fn report(&self) -> &BackendReport {
@@ -299,7 +313,7 @@ impl Ring {
             backend: self.report.clone(),
             poller: self.mode,
             poller_reason: self.reason.clone(),
-            page_cache_first: self.cached_first,
+            page_cache_first: self.first.mode,
             page_cache_first_reason: self.cached_first_reason,
             owner_gone: self.owner_gone(),
         }
@@ -346,7 +360,7 @@ impl Ring {
 
     /// Whether the ring was closed (its thread exited, nothing in flight).
     pub(crate) fn is_retired(&self) -> bool {
-        self.retired.load(Ordering::SeqCst)
+        self.first.is_retired()
     }
 
     /// Close the ring for new reads if nothing of it is in use; says
@@ -354,7 +368,8 @@ impl Ring {
     pub(crate) fn retire(&self) -> bool {
         let mut t = self.table();
         if t.retire() {
-            self.retired.store(true, Ordering::SeqCst);
+            // Mirrors `State::retired` for lock-free lookups.
+            self.first.retired.store(true, Ordering::SeqCst);
             true
         } else {
             false

@@ -292,6 +292,56 @@ fn a_task_reading_only_cached_data_still_yields_on_smol() {
     });
 }
 
+/// A task draining a `read_many` of cached reads yields too: each batch
+/// completes inside its submit, so without the streak limit the task would
+/// deliver all of them before the other task ran.
+#[test]
+fn a_task_draining_a_cached_read_many_still_yields() {
+    let (_dir, path) = fixture();
+    watchdog("page_cache_first", Duration::from_secs(30), move |_| {
+        let e = engine(NowaitMode::Off);
+        let file = e.open(&path, Direct::Off).unwrap();
+        warm(&path);
+        let ex = smol::LocalExecutor::new();
+        let total = 20_000u64;
+        let before_stop = smol::block_on(ex.run(async {
+            let stop = Arc::new(AtomicBool::new(false));
+            let items = Arc::new(AtomicU64::new(0));
+            let reader = {
+                let (stop, items) = (stop.clone(), items.clone());
+                ex.spawn(async move {
+                    let reads = (0..total).map(|i| {
+                        let off = (i * 4096) % (SIZE - 8192);
+                        (off, Buf::new(4096))
+                    });
+                    let mut many = file.read_many(reads);
+                    let mut n = 0;
+                    while let Some(item) = many.next().await {
+                        assert_eq!(item.result.unwrap(), 4096);
+                        nowait::pattern::check(item.offset, item.buf.as_slice()).unwrap();
+                        items.fetch_add(1, Ordering::SeqCst);
+                        n += 1;
+                    }
+                    assert!(stop.load(Ordering::SeqCst));
+                    n
+                })
+            };
+            let stopper = ex.spawn(async move {
+                stop.store(true, Ordering::SeqCst);
+                items.load(Ordering::SeqCst)
+            });
+            let before = stopper.await;
+            assert_eq!(reader.await, total);
+            before
+        }));
+        println!("{before_stop} of {total} items before the other task ran");
+        assert!(
+            before_stop <= 1_000,
+            "the task draining read_many kept the executor for {before_stop} items"
+        );
+    });
+}
+
 /// `pool` and `aio+pool` make the try at push and `sync` reads in the poll:
 /// their rings never try in the first poll (a miss would cost two system
 /// calls and count twice); `uring` and `aio` rings do.
