@@ -23,8 +23,10 @@ USAGE:
 
 Options take --name=value or --name value. JOBFILEs are fio job files
 ([global] plus one section per job; sections run one after another);
-command-line options apply on top of every job. An option nowait does not
-support is an error naming it, never ignored.
+command-line options apply on top of every job. The command line is one
+job: a second --name is an error (fio would start a second job there); put
+several jobs in a job file. An option nowait does not support is an error
+naming it, never ignored.
 
 Options marked [comma list sweeps] take lists (--iodepth 1,2,4,8,16,32
 --ioengine uring,sync): every combination runs and one table is printed.

@@ -371,7 +371,9 @@ pub static OPTIONS: &[Opt] = &[
         "name",
         "STR",
         "nowait",
-        "Job name shown in reports (a job file's section name sets it too).",
+        "Job name shown in reports (a job file's section name sets it too). Given \
+               once: nowait runs one job per command line (fio starts a new job at each \
+               --name); several jobs go in sections of a job file.",
         |j, v| j.name = nonempty(v)?.to_string()
     ),
     job_path!(
@@ -900,9 +902,34 @@ pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool
         let canonical = find(&name).expect("lexed names are known").name;
         settings.push(setting(&name, value, format!("--{canonical}"))?);
     }
+    one_name(&settings)?;
     let help = lexed.help || lexed.positional.iter().any(|p| p == "help");
     let files = lexed.positional.into_iter().map(PathBuf::from).collect();
     Ok((settings, files, help))
+}
+
+/// fio starts a new job at each `--name` and runs the jobs side by side;
+/// nowait runs one job per command line (or per job-file section), so a
+/// second `--name` is refused rather than silently merged into one job.
+fn one_name(settings: &[Setting]) -> Result<(), String> {
+    let names: Vec<String> = settings
+        .iter()
+        .filter(|s| s.name == "name")
+        .map(|s| s.value.to_string_lossy().into_owned())
+        .collect();
+    if names.len() < 2 {
+        return Ok(());
+    }
+    Err(format!(
+        "--name given {} times ({}): fio starts a new job at each --name and runs them \
+         side by side, but nowait runs one job per command line, and would have merged \
+         them into one; run nowait once per job, or write the jobs as sections of a \
+         job file ([{}] ...), which nowait runs one after another (--numjobs=N runs N \
+         threads of one job side by side)",
+        names.len(),
+        names.join(", "),
+        names.join("] ... [")
+    ))
 }
 
 /// The help text of every option, from the table.
@@ -1234,6 +1261,16 @@ mod tests {
         }
         assert!(err("--iodepth=-4").contains("negative"));
         assert!(err("--iodepth").contains("needs a value"));
+    }
+
+    #[test]
+    fn a_second_name_is_refused_not_merged() {
+        let e = err("--name=a --rw=read --name=b --rw=randread");
+        assert!(
+            e.contains("--name given 2 times (a, b)") && e.contains("job file"),
+            "{e}"
+        );
+        assert_eq!(job("--name=a --rw=read").name, "a");
     }
 
     #[test]

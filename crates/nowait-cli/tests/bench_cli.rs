@@ -288,3 +288,28 @@ fn non_utf8_filename_is_read() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// fio runs two jobs for `--name=a ... --name=b ...`; nowait refuses
+/// rather than running only the last one, and nothing is laid out.
+#[test]
+fn a_second_name_on_the_command_line_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let o = nowait(&[
+        "bench",
+        &path_arg(&file),
+        "--size=1m",
+        "--number_ios=10",
+        "--name=a",
+        "--rw=read",
+        "--name=b",
+        "--rw=randread",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("--name given 2 times (a, b)") && e.contains("job file"),
+        "{e}"
+    );
+    assert!(o.stdout.is_empty() && !file.exists());
+}
