@@ -101,9 +101,22 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
         return Err(Failure::Usage("no job to run".into()));
     }
     let jobs = applicable(jobs);
+    let dests = crate::cli::Dests::open(&[
+        ("--output", settings.output.as_deref()),
+        ("--plot", settings.plot.as_deref()),
+    ])?;
+    let r = bench(&jobs, &settings);
+    if r.is_err() {
+        dests.discard();
+    }
+    r.map(|()| false)
+}
+
+/// Run every job (with fio alternating when compared) and write the report.
+fn bench(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
     if settings.peak {
-        let rows = crate::peak::run_all(&jobs, &settings)?;
-        return output(&rows, &settings, None).map(|()| false);
+        let rows = crate::peak::run_all(jobs, settings)?;
+        return output(&rows, settings, None);
     }
     let fio_version = if settings.compare_fio {
         Some(fio::version().map_err(Failure::Runtime)?)
@@ -112,7 +125,7 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
     };
 
     let mut rows: Vec<Row> = Vec::with_capacity(jobs.len());
-    for job in &jobs {
+    for job in jobs {
         // Lay out and open once per job; fio then reads the same region.
         let data = crate::layout::prepare(job)?;
         if fio_version.is_none() {
@@ -164,7 +177,7 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
             compare: Some(Compare::new(name, &runs)),
         });
     }
-    output(&rows, &settings, fio_version.as_deref()).map(|()| false)
+    output(&rows, settings, fio_version.as_deref())
 }
 
 /// Say which engine options a job's engine does not take (never silently),

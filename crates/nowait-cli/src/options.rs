@@ -705,7 +705,9 @@ pub static OPTIONS: &[Opt] = &[
         "output",
         "FILE",
         "stdout",
-        "Write the report to FILE instead of standard output.",
+        "Write the report to FILE instead of standard output. FILE is opened (created) \
+               before anything runs, so a destination that cannot be written is an error \
+               up front, as in fio.",
         |s, v| s.output = Some(v)
     ),
     run_path!(
@@ -713,7 +715,8 @@ pub static OPTIONS: &[Opt] = &[
         "FILE.svg",
         "none",
         "Draw IOPS and p99 completion latency against queue depth, one line per \
-               engine, as an SVG (meant for --iodepth sweeps).",
+               engine, as an SVG (meant for --iodepth sweeps). Like --output, FILE is \
+               opened before anything runs.",
         |s, v| s.plot = Some(v)
     ),
     run!(

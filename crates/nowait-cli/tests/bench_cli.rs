@@ -313,3 +313,28 @@ fn a_second_name_on_the_command_line_is_refused() {
     );
     assert!(o.stdout.is_empty() && !file.exists());
 }
+
+/// An unwritable `--output` or `--plot` is an error before the benchmark
+/// runs (nothing laid out, nothing read), not after it.
+#[test]
+fn unwritable_output_or_plot_fails_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    for flag in ["--output", "--plot"] {
+        let dest = format!("{flag}={}/no/such/dir/out", dir.path().display());
+        let o = nowait(&["bench", &path_arg(&file), "--size=1m", &dest]);
+        assert_eq!(o.status.code(), Some(2), "{flag}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(&dest) && e.contains("nothing was run"), "{e}");
+        assert!(!file.exists(), "{flag}: the file was laid out: {e}");
+    }
+    // A failed run leaves no empty report behind.
+    let out = dir.path().join("out.json");
+    let o = nowait(&[
+        "bench",
+        &path_arg(&dir.path().join("missing")),
+        &format!("--output={}", out.display()),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(!out.exists());
+}
