@@ -77,7 +77,11 @@ pub struct Read {
     pub bw_bytes: u64,
     /// KiB per second.
     pub bw: u64,
-    /// Reads per second.
+    /// Reads per second; when compared with fio over several runs each
+    /// (`--abba`, `--compare-rounds`), the median of nowait's runs (the
+    /// headline, which `nowait.fio.iops_ratio` divides), with `bw` and
+    /// `bw_bytes` at that rate; the other fields are of the run shown
+    /// (`nowait.run_iops`).
     pub iops: f64,
     /// Milliseconds measured.
     pub runtime: u64,
@@ -169,6 +173,10 @@ pub struct Nowait {
     pub randseed: u64,
     pub verify: bool,
     pub verified_ios: u64,
+    /// With several compared runs: the IOPS of the run whose counts,
+    /// latencies and CPU are reported (`read.iops` is the median).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_iops: Option<f64>,
     pub clat_from: String,
     pub nowait_path: NowaitPath,
     pub inline: Inline,
@@ -216,8 +224,13 @@ pub struct SqpollCpu {
 pub enum Fio {
     /// What fio measured, and the comparison.
     Ran {
+        /// With several runs, `iops` is fio's median (`run_iops` that of
+        /// the run whose latencies and CPU are shown).
         #[serde(flatten)]
         result: Box<crate::fio::FioResult>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_iops: Option<f64>,
+        /// `read.iops / iops`: the ratio of the medians with several runs.
         iops_ratio: Option<f64>,
         compare: Option<Compare>,
     },
@@ -264,7 +277,11 @@ pub fn job(row: &Row, peak: bool) -> Job {
     let o = &row.ours;
     let (m, j, q) = (&o.measured, &o.job, &o.measured.queue);
     let clat = m.clat.summary();
-    let bw = m.bw_bytes();
+    // The headline rate: the median of several compared runs.
+    let bw = match row.repeated() {
+        Some(_) => m.bw_bytes() * row.iops() / m.iops().max(f64::MIN_POSITIVE),
+        None => m.bw_bytes(),
+    };
     let job_options = crate::fio::job_options(j, o.region)
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -305,6 +322,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
         randseed: j.randseed,
         verify: j.verify,
         verified_ios: o.verified_ios,
+        run_iops: row.repeated().map(|_| m.iops()),
         clat_from: "just before the submit call (fio's clat likewise starts before io_uring_enter)"
             .into(),
         nowait_path: NowaitPath::of(mode, &q.backend.nowait, &files),
@@ -329,7 +347,11 @@ pub fn job(row: &Row, peak: bool) -> Job {
         }),
         fio: row.fio.as_ref().map(|f| match f {
             Ok(f) => Fio::Ran {
-                result: Box::new(f.clone()),
+                result: Box::new(crate::fio::FioResult {
+                    iops: row.fio_iops().unwrap_or(f.iops),
+                    ..f.clone()
+                }),
+                run_iops: row.repeated().map(|_| f.iops),
                 iops_ratio: row.ratio(),
                 compare: row.compare.clone(),
             },
@@ -360,7 +382,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
             io_kbytes: m.bytes / 1024,
             bw_bytes: bw as u64,
             bw: (bw / 1024.0) as u64,
-            iops: m.iops(),
+            iops: row.iops(),
             runtime: m.elapsed.as_millis() as u64,
             total_ios: m.ios,
             slat_ns: Lat::of(&m.slat.summary(), false),

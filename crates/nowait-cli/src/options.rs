@@ -741,8 +741,9 @@ pub static OPTIONS: &[Opt] = &[
         "0",
         "Compare with fio (implies --compare-fio) in ABBA order: per set fio, nowait, \
                nowait, fio, so drift of a shared disk falls on both alike. Reports every run, \
-               each side's median and spread, and the ratio of the medians. Use 3 or more \
-               sets for anything disk-bound.",
+               each side's median and spread, and the ratio of the medians, which is the \
+               headline ratio (text, table, JSON iops_ratio). Use 3 or more sets for \
+               anything disk-bound.",
         |s, v| {
             s.abba = parse_in(v, 0, 100)? as usize;
             s.compare_fio |= s.abba > 0;

@@ -55,12 +55,12 @@ pub fn svg(rows: &[Row], title: &str) -> String {
                 });
             }
         };
-        add(e.clone(), false, &|r| Some((qd(r), r.ours.measured.iops())));
+        add(e.clone(), false, &|r| Some((qd(r), r.iops())));
         add(format!("{e} p99"), false, &|r| {
             Some((qd(r), r.ours.measured.clat.summary().at(99.0) as f64))
         });
         add(format!("fio {e}"), true, &|r| match &r.fio {
-            Some(Ok(f)) => Some((qd(r), f.iops)),
+            Some(Ok(_)) => r.fio_iops().map(|i| (qd(r), i)),
             _ => None,
         });
         add(format!("fio {e} p99"), true, &|r| match &r.fio {

@@ -125,10 +125,33 @@ impl Compare {
 }
 
 impl Row {
-    /// nowait IOPS / fio IOPS.
+    /// The comparison, when each side ran more than once (`--abba`,
+    /// `--compare-rounds` > 1): its medians are the headline figures.
+    pub fn repeated(&self) -> Option<&Compare> {
+        self.compare.as_ref().filter(|c| c.runs.len() > 2)
+    }
+
+    /// nowait's IOPS as the headline states it: the median of its runs
+    /// when it ran several times, else the one run's.
+    pub fn iops(&self) -> f64 {
+        self.repeated()
+            .map_or(self.ours.measured.iops(), |c| c.nowait.median)
+    }
+
+    /// fio's IOPS likewise (the median of the runs that succeeded).
+    pub fn fio_iops(&self) -> Option<f64> {
+        match (&self.fio, self.repeated()) {
+            (Some(Ok(_)), Some(c)) => c.fio.map(|f| f.median),
+            (Some(Ok(f)), None) => Some(f.iops),
+            _ => None,
+        }
+    }
+
+    /// nowait IOPS / fio IOPS: the ratio of the medians when each side ran
+    /// several times (never the ratio of two chosen runs).
     pub fn ratio(&self) -> Option<f64> {
-        match &self.fio {
-            Some(Ok(f)) if f.iops > 0.0 => Some(self.ours.measured.iops() / f.iops),
+        match self.fio_iops() {
+            Some(f) if f > 0.0 => Some(self.iops() / f),
             _ => None,
         }
     }
@@ -435,12 +458,28 @@ pub fn human(row: &Row) -> String {
             );
             let _ = writeln!(
                 s,
-                "  nowait / fio : {:.3}x IOPS   ({})",
+                "  nowait / fio : {:.3}x IOPS{}   ({})",
                 row.ratio().unwrap_or(0.0),
+                match (row.repeated(), row.fio_iops()) {
+                    (Some(_), Some(fm)) => format!(
+                        ", ratio of medians (nowait {} / fio {})",
+                        short_num(row.iops()),
+                        short_num(fm)
+                    ),
+                    _ => String::new(),
+                },
                 f.command
             );
-            if let Some(c) = row.compare.as_ref().filter(|c| c.runs.len() > 2) {
+            if let Some(c) = row.repeated() {
                 s.push_str(&c.lines());
+                let _ = writeln!(
+                    s,
+                    "  shown        : read:, latencies and cpu above are of one nowait run \
+                     ({} IOPS), fio: of one fio run ({} IOPS), the middle of each side's \
+                     runs; the ratio and the table's IOPS are the medians",
+                    short_num(o.measured.iops()),
+                    short_num(f.iops)
+                );
             }
         }
         Some(Err(e)) => {
@@ -487,7 +526,7 @@ pub fn table(rows: &[Row]) -> String {
             human_bytes(o.job.bs).replace(' ', ""),
             o.effective_iodepth,
             o.job.numjobs,
-            short_num(m.iops()),
+            short_num(r.iops()),
             m.bw_bytes() / (1 << 20) as f64,
             short_ns(c.at(50.0) as f64),
             short_ns(c.at(99.0) as f64),
@@ -502,7 +541,7 @@ pub fn table(rows: &[Row]) -> String {
                 let _ = write!(
                     s,
                     " | {:>9} {:>9} {:>5.2}x",
-                    short_num(f.iops),
+                    short_num(r.fio_iops().unwrap_or(f.iops)),
                     short_ns(f.clat_p99_ns as f64),
                     r.ratio().unwrap_or(0.0)
                 );
@@ -624,6 +663,53 @@ mod tests {
         );
         let back: Compare = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
+    }
+
+    /// With several runs a side, the headline ratio, the table and the JSON
+    /// use the medians (never the run shown in full over fio's run shown).
+    #[test]
+    fn repeated_runs_headline_the_ratio_of_medians() {
+        let mut r = row(); // its run: 10k IOPS
+        let fio = crate::fio::FioResult {
+            iops: 20_000.0,
+            bw_bytes: 0.0,
+            clat_mean_ns: 0.0,
+            clat_p50_ns: 1,
+            clat_p99_ns: 2,
+            usr_cpu: 0.0,
+            sys_cpu: 0.0,
+            ctx: 0,
+            runtime_ms: 1,
+            command: "fio".into(),
+        };
+        r.fio = Some(Ok(fio));
+        let runs = [
+            ("fio", Some(20_000.0)),
+            ("nowait", Some(10_000.0)),
+            ("nowait", Some(14_000.0)),
+            ("fio", Some(30_000.0)),
+        ];
+        r.compare = Some(Compare::new("abba", &runs));
+        let want = 12_000.0 / 25_000.0;
+        assert!((r.ratio().unwrap() - want).abs() < 1e-12);
+        let h = human(&r);
+        assert!(
+            h.contains("nowait / fio : 0.480x IOPS, ratio of medians (nowait 12.0k / fio 25.0k)"),
+            "{h}"
+        );
+        assert!(h.contains("ratio of medians 0.480x"), "{h}");
+        let t = table(std::slice::from_ref(&r));
+        assert!(t.contains(" 12.0k ") && t.contains(" 0.48x"), "{t}");
+        let v = serde_json::to_value(crate::json::doc(&[r], None, false)).unwrap();
+        let j = &v["jobs"][0];
+        assert_eq!(j["read"]["iops"].as_f64(), Some(12_000.0));
+        assert_eq!(j["read"]["bw_bytes"].as_u64(), Some(12_000 * 4096));
+        assert_eq!(j["nowait"]["run_iops"].as_f64(), Some(10_000.0));
+        let f = &j["nowait"]["fio"];
+        assert_eq!(f["iops"].as_f64(), Some(25_000.0));
+        assert_eq!(f["run_iops"].as_f64(), Some(20_000.0));
+        assert!((f["iops_ratio"].as_f64().unwrap() - want).abs() < 1e-12);
+        assert!((f["compare"]["ratio_of_medians"].as_f64().unwrap() - want).abs() < 1e-12);
     }
 
     #[test]
