@@ -100,7 +100,7 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
     if jobs.is_empty() {
         return Err(Failure::Usage("no job to run".into()));
     }
-    let jobs = applicable(jobs);
+    let jobs = applicable(jobs).map_err(Failure::Usage)?;
     let dests = crate::cli::Dests::open(&[
         ("--output", settings.output.as_deref()),
         ("--plot", settings.plot.as_deref()),
@@ -182,8 +182,19 @@ fn bench(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
 
 /// Say which engine options a job's engine does not take (never silently),
 /// and drop the duplicates a sweep makes of them (`--ioengine uring,pool
-/// --nowait off,adaptive` runs uring once).
-fn applicable(jobs: Vec<Job>) -> Vec<Job> {
+/// --nowait off,adaptive` runs uring once). `--nowait` on io_uring where no
+/// job uses the pool is an error: it is fio's io_uring option
+/// ([`uring_nowait`]).
+fn applicable(jobs: Vec<Job>) -> Result<Vec<Job>, String> {
+    if !jobs.iter().any(|j| options::uses_pool(j.ioengine)) {
+        if let Some(m) = jobs
+            .iter()
+            .find(|j| j.ioengine == nowait::BackendKind::Uring)
+            .and_then(|j| j.nowait)
+        {
+            return Err(uring_nowait(m));
+        }
+    }
     let mut out: Vec<Job> = Vec::with_capacity(jobs.len());
     let mut noted: Vec<(&'static str, nowait::BackendKind)> = Vec::new();
     for j in jobs {
@@ -201,7 +212,22 @@ fn applicable(jobs: Vec<Job>) -> Vec<Job> {
             out.push(n);
         }
     }
-    out
+    Ok(out)
+}
+
+/// Why `--nowait` with `ioengine=uring` is refused: the same words mean
+/// another workload in fio.
+fn uring_nowait(m: nowait::NowaitMode) -> String {
+    format!(
+        "--nowait={m} with --ioengine=uring: in fio, nowait=1 is an io_uring option that \
+         sets RWF_NOWAIT on every read (a read that would block fails with EAGAIN instead \
+         of waiting); in nowait, --nowait is the pool engine's mode (off, always, \
+         adaptive: try each buffered read inline with preadv2(RWF_NOWAIT) before handing \
+         it to a worker thread), and nowait's uring engine has no per-read RWF_NOWAIT, \
+         so the same command line would not be the same workload. Drop --nowait to read \
+         through io_uring as fio does by default, or use --ioengine=pool \
+         --nowait=always|adaptive for nowait's RWF_NOWAIT path"
+    )
 }
 
 /// The defaults of `--peak` (fio's t/io_uring): what the command line or a

@@ -338,3 +338,23 @@ fn unwritable_output_or_plot_fails_before_running() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(!out.exists());
 }
+
+/// fio's `--nowait=1` is io_uring's RWF_NOWAIT on every request; nowait's
+/// is the pool's mode, so with io_uring it is refused before anything runs.
+#[test]
+fn fios_nowait_on_io_uring_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    for engine in ["--ioengine=io_uring", "--ioengine=uring"] {
+        let o = nowait(&["bench", &path_arg(&file), "--size=1m", engine, "--nowait=1"]);
+        assert_eq!(o.status.code(), Some(2), "{engine}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("--nowait=always with --ioengine=uring")
+                && e.contains("RWF_NOWAIT on every read")
+                && e.contains("--ioengine=pool"),
+            "{e}"
+        );
+        assert!(!file.exists());
+    }
+}
