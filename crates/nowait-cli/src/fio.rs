@@ -71,7 +71,10 @@ pub fn job_options(j: &Job, region: u64) -> Vec<(&'static str, Option<String>)> 
         ("name", s(&j.name)),
         (
             "filename",
-            j.filename.as_ref().map(|p| p.display().to_string()),
+            // fio splits at ':'; a colon of the name is written '\:'.
+            j.filename
+                .as_ref()
+                .map(|p| p.display().to_string().replace(':', "\\:")),
         ),
         ("size", s(&region)),
         ("rw", s(&j.rw.as_str())),

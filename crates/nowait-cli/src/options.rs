@@ -381,8 +381,10 @@ pub static OPTIONS: &[Opt] = &[
         "PATH",
         "(required)",
         "File or block device to read. A missing file is laid out at `size` with \
-               nowait's verifiable pattern (each byte a function of its offset).",
-        |j, v| j.filename = Some(v)
+               nowait's verifiable pattern (each byte a function of its offset). One file \
+               per job: fio reads `a:b` as two files, so a colon is an error; a colon that \
+               is part of the name is written `\\:`, as in fio.",
+        |j, v| j.filename = Some(fio_filename(v)?)
     ),
     job!(
         "size",
@@ -976,6 +978,51 @@ fn wrap(text: &str, indent: usize, width: usize) -> String {
 
 // ---- value parsers -------------------------------------------------------
 
+/// A `filename` as fio reads it: `\:` is a colon of the name, a bare `:`
+/// separates several files, which nowait does not read (one file per job).
+fn fio_filename(v: PathBuf) -> Result<PathBuf, String> {
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let bytes = v.as_os_str().as_bytes();
+    let mut name = Vec::with_capacity(bytes.len());
+    let mut parts = vec![Vec::new()];
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'\\', Some(b':')) => {
+                name.push(b':');
+                parts
+                    .last_mut()
+                    .expect("one part")
+                    .extend_from_slice(b"\\:");
+                i += 2;
+                continue;
+            }
+            (b':', _) => parts.push(Vec::new()),
+            (b, _) => {
+                name.push(b);
+                parts.last_mut().expect("one part").push(b);
+            }
+        }
+        i += 1;
+    }
+    if parts.len() > 1 {
+        let list: Vec<String> = parts
+            .iter()
+            .map(|p| format!("'{}'", String::from_utf8_lossy(p)))
+            .collect();
+        return Err(format!(
+            "fio reads ':' as a separator of several files ({}, shared by one job), but \
+             nowait reads one file per job: run once per file (or one job-file section \
+             each); if the colon is part of the file's name, write it as '\\:' as in fio",
+            list.join(", ")
+        ));
+    }
+    if name.is_empty() {
+        return Err("needs a value".into());
+    }
+    Ok(PathBuf::from(std::ffi::OsString::from_vec(name)))
+}
+
 fn nonempty(v: &str) -> Result<&str, String> {
     if v.trim().is_empty() {
         Err("needs a value".into())
@@ -1277,6 +1324,27 @@ mod tests {
             "{e}"
         );
         assert_eq!(job("--name=a --rw=read").name, "a");
+    }
+
+    #[test]
+    fn filename_colons_are_fios_file_separators() {
+        let e = err("--filename=/tmp/fa:/tmp/fb");
+        assert!(
+            e.contains("--filename") && e.contains("'/tmp/fa', '/tmp/fb'") && e.contains("\\:"),
+            "{e}"
+        );
+        assert_eq!(
+            job(r"--filename=/dev/dsk/foo@3,0\:c").filename,
+            Some(PathBuf::from("/dev/dsk/foo@3,0:c"))
+        );
+        // fio is handed the colon escaped again.
+        let a = crate::fio::args(&job(r"--filename=/tmp/a\:b"), 4096).unwrap();
+        assert!(a.iter().any(|x| x == r"--filename=/tmp/a\:b"), "{a:?}");
+        // Other backslashes are the name's own.
+        assert_eq!(
+            job(r"--filename=/tmp/a\b").filename,
+            Some(PathBuf::from(r"/tmp/a\b"))
+        );
     }
 
     #[test]
