@@ -69,7 +69,9 @@ EXAMPLES:
 
 EXIT STATUS:
     0 success, 1 a run failed (I/O error, data mismatch, fio failed),
-    2 usage error (the message names the option at fault)
+    2 usage error (the message names the option at fault), 130 interrupted:
+    Ctrl-C (SIGINT) stops the run and prints the results so far, as fio
+    does; a second Ctrl-C stops at once
 ",
         options::help()
     )
@@ -101,12 +103,13 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
         return Err(Failure::Usage("no job to run".into()));
     }
     let jobs = applicable(jobs).map_err(Failure::Usage)?;
+    run::stop_on_sigint()?;
     let dests = crate::cli::Dests::open(&[
         ("--output", settings.output.as_deref()),
         ("--plot", settings.plot.as_deref()),
     ])?;
     let r = bench(&jobs, &settings);
-    if r.is_err() {
+    if r.is_err() && !matches!(r, Err(Failure::Interrupted(_))) {
         dests.discard();
     }
     r.map(|()| false)
@@ -116,7 +119,8 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
 fn bench(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
     if settings.peak {
         let rows = crate::peak::run_all(jobs, settings)?;
-        return output(&rows, settings, None);
+        output(&rows, settings, None)?;
+        return interrupted(rows.len(), jobs.len());
     }
     let fio_version = if settings.compare_fio {
         Some(fio::version().map_err(Failure::Runtime)?)
@@ -135,6 +139,9 @@ fn bench(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
                 fio: None,
                 compare: None,
             });
+            if run::interrupted() {
+                break;
+            }
             continue;
         }
         // fio, nowait, nowait, fio per ABBA set; else nowait, fio per round.
@@ -145,6 +152,9 @@ fn bench(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
         };
         let (mut ours, mut theirs, mut runs) = (Vec::new(), Vec::new(), Vec::new());
         for fio_turn in order {
+            if run::interrupted() && !ours.is_empty() {
+                break;
+            }
             if fio_turn {
                 let f = fio::run(job, data.region);
                 if let Err(e) = &f {
@@ -176,8 +186,28 @@ fn bench(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
             fio,
             compare: Some(Compare::new(name, &runs)),
         });
+        if run::interrupted() {
+            break;
+        }
     }
-    output(&rows, settings, fio_version.as_deref())
+    output(&rows, settings, fio_version.as_deref())?;
+    interrupted(rows.len(), jobs.len())
+}
+
+/// After the report: SIGINT stopped the runs (exit status 130).
+fn interrupted(done: usize, jobs: usize) -> Result<(), Failure> {
+    if !run::interrupted() {
+        return Ok(());
+    }
+    Err(Failure::Interrupted(format!(
+        "interrupted (SIGINT): the report is of the reads completed until then \
+         ({done} of {jobs} job(s) run{}); a second Ctrl-C stops at once",
+        if done < jobs {
+            ", the others not started"
+        } else {
+            ""
+        }
+    )))
 }
 
 /// Say which engine options a job's engine does not take (never silently),
@@ -197,7 +227,21 @@ fn applicable(jobs: Vec<Job>) -> Result<Vec<Job>, String> {
     }
     let mut out: Vec<Job> = Vec::with_capacity(jobs.len());
     let mut noted: Vec<(&'static str, nowait::BackendKind)> = Vec::new();
-    for j in jobs {
+    let mut noted_time_based = false;
+    for mut j in jobs {
+        if j.time_based && j.runtime.is_none() {
+            // fio's init.c: "fio: time_based requires a runtime/timeout
+            // setting", and it turns time_based off.
+            if !noted_time_based {
+                noted_time_based = true;
+                eprintln!(
+                    "nowait bench: note: --time_based without --runtime is ignored, as fio \
+                     ignores it (\"time_based requires a runtime\"): the job ends after \
+                     reading the region once; give --runtime=TIME to run for a time"
+                );
+            }
+            j.time_based = false;
+        }
         for flag in j.inapplicable() {
             if !noted.contains(&(flag, j.ioengine)) {
                 noted.push((flag, j.ioengine));
@@ -321,4 +365,21 @@ fn output(rows: &[Row], settings: &Settings, fio_version: Option<&str>) -> Resul
             .map_err(|e| Failure::Runtime(format!("--plot={}: cannot write: {e}", p.display())))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fio turns time_based off without a runtime (init.c), and so does
+    /// nowait: the job ends after one pass instead of running for ever.
+    #[test]
+    fn time_based_without_runtime_is_off_as_in_fio() {
+        let j = crate::options::job_of("--time_based");
+        assert!(j.time_based && j.runtime.is_none());
+        let out = applicable(vec![j]).unwrap();
+        assert!(!out[0].time_based);
+        let j = crate::options::job_of("--time_based --runtime=2");
+        assert!(applicable(vec![j]).unwrap()[0].time_based);
+    }
 }

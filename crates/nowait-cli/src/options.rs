@@ -458,7 +458,9 @@ pub static OPTIONS: &[Opt] = &[
         "",
         "0",
         "Run for the whole runtime, starting the region over when it is done \
-               (without it a job ends after reading `size` bytes).",
+               (without it a job ends after reading `size` bytes). Without --runtime it is \
+               ignored with a note, as fio ignores it. Ctrl-C stops any run early and prints \
+               the results so far.",
         |j, v| j.time_based = parse_bool(v)?
     ),
     job!(

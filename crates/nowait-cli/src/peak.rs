@@ -61,6 +61,9 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
             job.numjobs
         ));
         results.push(run::run_job(job, &data, Mode::Peak, Some(&say))?);
+        if run::interrupted() {
+            break;
+        }
     }
     Ok(results
         .into_iter()

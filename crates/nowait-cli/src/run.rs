@@ -21,7 +21,7 @@
 //! system call per round, as t/io_uring does; fio's engine makes two).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Barrier;
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 
 use nowait::{
@@ -47,13 +47,19 @@ pub enum Failure {
     /// The backend asked for cannot be set up on this machine
     /// (`nowait::Error::BackendUnavailable`; exit status 1): scenarios skip it.
     Unavailable(String),
+    /// SIGINT stopped the run after its results so far were reported
+    /// (exit status 130, as a shell reports an interrupted command).
+    Interrupted(String),
 }
 
 impl Failure {
     /// The message.
     pub fn message(&self) -> &str {
         match self {
-            Failure::Usage(m) | Failure::Runtime(m) | Failure::Unavailable(m) => m,
+            Failure::Usage(m)
+            | Failure::Runtime(m)
+            | Failure::Unavailable(m)
+            | Failure::Interrupted(m) => m,
         }
     }
 
@@ -62,8 +68,34 @@ impl Failure {
         match self {
             Failure::Usage(_) => 2,
             Failure::Runtime(_) | Failure::Unavailable(_) => 1,
+            Failure::Interrupted(_) => 130,
         }
     }
+}
+
+/// Set by SIGINT once [`stop_on_sigint`] has run.
+static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+fn interrupt_flag() -> &'static Arc<AtomicBool> {
+    INTERRUPTED.get_or_init(|| Arc::new(AtomicBool::new(false)))
+}
+
+/// SIGINT was received: every run stops at its next reap (with what it
+/// measured so far) and no further run starts.
+pub fn interrupted() -> bool {
+    interrupt_flag().load(Ordering::Relaxed)
+}
+
+/// Make SIGINT (Ctrl-C) stop the runs and report the results so far, as
+/// fio prints its statistics on Ctrl-C, instead of killing the process. A
+/// second SIGINT ends the process at once (status 130).
+pub fn stop_on_sigint() -> Result<(), Failure> {
+    use signal_hook::consts::SIGINT;
+    let flag = interrupt_flag();
+    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, Arc::clone(flag))
+        .and_then(|_| signal_hook::flag::register(SIGINT, Arc::clone(flag)))
+        .map(|_| ())
+        .map_err(|e| Failure::Runtime(format!("cannot install the SIGINT handler: {e}")))
 }
 
 /// How the loop hands reads to the kernel and what it times.
@@ -552,7 +584,11 @@ fn worker<R: Reads>(
             stats_base = q.stats();
             sq_base = os_tid.map(sqpoll::cpu_of);
         }
-        if end.is_some_and(|e| now >= e) || issued >= limit || abort.load(Ordering::Relaxed) {
+        if end.is_some_and(|e| now >= e)
+            || issued >= limit
+            || abort.load(Ordering::Relaxed)
+            || interrupted()
+        {
             stopping = true;
         }
     }

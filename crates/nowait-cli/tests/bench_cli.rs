@@ -358,3 +358,49 @@ fn fios_nowait_on_io_uring_is_refused() {
         assert!(!file.exists());
     }
 }
+
+/// Ctrl-C (SIGINT) stops a run, as in fio, and the results so far are
+/// printed (exit status 130) instead of the process dying with nothing.
+#[test]
+fn sigint_stops_the_run_and_prints_the_results_so_far() {
+    use rustix::process::{kill_process, Pid, Signal};
+    use std::process::Stdio;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let child = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .args([
+            "bench",
+            &path_arg(&file),
+            "--size=1m",
+            "--invalidate=0",
+            "--time_based",
+            "--runtime=1h",
+            "--ioengine=sync",
+            "--output-format=json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The handler is installed before the file is laid out; let some
+    // reads happen.
+    while !file.exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = Pid::from_child(&child);
+    kill_process(pid, Signal::INT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("interrupted (SIGINT)"),
+        "{}",
+        stderr(&o)
+    );
+    let v = json(&o);
+    let ios = v["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert!(ios > 0, "{v}");
+    // Every read counted is a whole block.
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"].as_u64(), Some(ios * 4096));
+}
