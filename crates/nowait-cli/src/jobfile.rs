@@ -23,12 +23,9 @@ pub struct Section {
 /// fio keys that only steer fio's own bookkeeping and change nothing nowait
 /// measures; accepted so existing job files run. Everything else unknown is
 /// an error.
-const HARMLESS: &[&str] = &[
-    "group_reporting",
-    "thread",
-    "stonewall",
-    "wait_for_previous",
-];
+/// (`group_reporting` and `thread` are options of the table, for the
+/// command line too.)
+const HARMLESS: &[&str] = &["stonewall", "wait_for_previous"];
 
 /// Read and parse a job file.
 pub fn load(path: &Path) -> Result<Vec<Section>, String> {
@@ -158,6 +155,14 @@ runtime=10s
         let b = expand(&secs[1].settings, &Job::default()).unwrap().0;
         let a = expand(&secs[0].settings, &Job::default()).unwrap().0;
         assert_eq!((a[0].bs, b[0].bs), (8192, 16384));
+    }
+
+    #[test]
+    fn group_reporting_and_thread_are_accepted_as_on_the_command_line() {
+        let secs = parse("[global]\nthread\ngroup_reporting=1\n[a]\nnumjobs=2\n", "j").unwrap();
+        let a = expand(&secs[0].settings, &Job::default()).unwrap().0;
+        assert_eq!(a[0].numjobs, 2);
+        assert!(parse("[a]\nthread=0\n", "j").unwrap_err().contains("j:2"));
     }
 
     #[test]

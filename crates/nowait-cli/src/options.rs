@@ -510,6 +510,34 @@ pub static OPTIONS: &[Opt] = &[
         |j, v| j.numjobs = parse_in(v, 1, 1024)? as usize
     ),
     job!(
+        "group_reporting",
+        "",
+        "1 (always)",
+        "fio's option, accepted with fio's meaning: a job's numjobs threads are reported \
+               together, which nowait always does (0 is refused: nowait has no per-thread report).",
+        |_j, v| {
+            if !parse_bool(v)? {
+                return Err("nowait always reports a job's threads together; \
+                            drop the option (or give 1)"
+                    .into());
+            }
+        }
+    ),
+    job!(
+        "thread",
+        "",
+        "1 (always)",
+        "fio's option, accepted with fio's meaning: numjobs are threads of one process \
+               (fio's default forks processes), which nowait's jobs always are (0 is refused).",
+        |_j, v| {
+            if !parse_bool(v)? {
+                return Err("nowait runs numjobs as threads only (no processes); \
+                            drop the option (or give 1)"
+                    .into());
+            }
+        }
+    ),
+    job!(
         "iodepth_batch_submit",
         "INT",
         "1 (fio's)",
@@ -1219,6 +1247,8 @@ mod tests {
             ("randseed", "89", |j| j.randseed == 89),
             ("invalidate", "0", |j| !j.invalidate),
             ("numjobs", "2", |j| j.numjobs == 2),
+            ("group_reporting", "1", |j| *j == Job::default()),
+            ("thread", "1", |j| *j == Job::default()),
             ("iodepth_batch_submit", "8", |j| j.iodepth_batch_submit == 8),
             ("iodepth_batch_complete_min", "4", |j| {
                 j.iodepth_batch_complete_min == 4
@@ -1347,6 +1377,14 @@ mod tests {
             job(r"--filename=/tmp/a\b").filename,
             Some(PathBuf::from(r"/tmp/a\b"))
         );
+    }
+
+    #[test]
+    fn group_reporting_and_thread_are_fios_on_the_command_line_too() {
+        let j = job("--numjobs=2 --group_reporting --thread --rw=randread");
+        assert_eq!((j.numjobs, j.rw), (2, Rw::RandRead));
+        assert!(err("--thread=0").contains("--thread"));
+        assert!(err("--group_reporting=0").contains("--group_reporting"));
     }
 
     #[test]
