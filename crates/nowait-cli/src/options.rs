@@ -1079,8 +1079,8 @@ pub fn parse_engine(v: &str) -> Result<BackendKind, String> {
 /// default `kb_base`), `KiB`/`kb` spellings too.
 pub fn parse_size(v: &str) -> Result<u64, String> {
     let v = v.trim();
-    if let Some(e) = negative(v) {
-        return Err(e);
+    if v.starts_with('-') {
+        return Err(format!("'{v}' is negative; give a size such as 4k or 1g"));
     }
     let lower = v.to_ascii_lowercase();
     let split = lower
@@ -1122,6 +1122,9 @@ pub fn parse_count(v: &str) -> Result<u64, String> {
 
 /// A count from `lo` to `hi`.
 pub fn parse_in(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+    if v.trim().starts_with('-') {
+        return Err(format!("'{}' is negative; {}", v.trim(), range(lo, hi)));
+    }
     in_range(parse_count(v)?, lo, hi)
 }
 
@@ -1129,8 +1132,16 @@ pub fn parse_in(v: &str, lo: u64, hi: u64) -> Result<u64, String> {
 pub fn in_range(n: u64, lo: u64, hi: u64) -> Result<u64, String> {
     match n {
         n if (lo..=hi).contains(&n) => Ok(n),
-        n if hi == u64::MAX => Err(format!("{n} is too small; use at least {lo}")),
-        n => Err(format!("{n} is out of range; use {lo} to {hi}")),
+        n if hi == u64::MAX => Err(format!("{n} is too small; {}", range(lo, hi))),
+        n => Err(format!("{n} is out of range; {}", range(lo, hi))),
+    }
+}
+
+/// The values from `lo` to `hi`, in words.
+fn range(lo: u64, hi: u64) -> String {
+    match hi {
+        u64::MAX => format!("use at least {lo}"),
+        _ => format!("use {lo} to {hi}"),
     }
 }
 
@@ -1182,6 +1193,12 @@ pub fn parse_time(v: &str) -> Result<Duration, String> {
 
 /// A duration of more than 0.
 pub fn parse_runtime(v: &str) -> Result<Duration, String> {
+    if v.trim().starts_with('-') {
+        return Err(format!(
+            "'{}' is negative; give a time of more than 0 (e.g. 10s)",
+            v.trim()
+        ));
+    }
     match parse_time(v)? {
         d if d.is_zero() => Err("must be more than 0 (e.g. 10s)".into()),
         d => Ok(d),
@@ -1345,6 +1362,19 @@ mod tests {
             assert!(e.contains(&format!("--{name}")), "{a}: {e}");
         }
         assert!(err("--iodepth=-4").contains("negative"));
+        // Each states the real range, not "0 or more".
+        for (a, want) in [
+            ("--iodepth=-1", "'-1' is negative; use 1 to 16384"),
+            ("--iodepth=0", "0 is out of range; use 1 to 16384"),
+            ("--numjobs=-2", "use 1 to 1024"),
+            ("--number_ios=-5", "'-5' is negative; use at least 1"),
+            ("--runtime=-1", "more than 0"),
+            ("--bs=-4k", "give a size such as 4k"),
+        ] {
+            let e = err(a);
+            assert!(e.contains(want) && !e.contains("0 or more"), "{a}: {e}");
+        }
+        assert!(err("--iodepth_batch_submit=-1").contains("0 or more"));
         assert!(err("--iodepth").contains("needs a value"));
     }
 
