@@ -55,6 +55,11 @@ pub fn human_bytes(n: u64) -> String {
 /// Lay out `path` with the pattern at `size` bytes (checking directory and
 /// free space first). Errors name `filename` or `size`.
 pub fn lay_out(path: &Path, size: u64) -> Result<(), Failure> {
+    lay_out_until(path, size, &crate::run::interrupted)
+}
+
+/// [`lay_out`], giving up (and removing the partial file) once `stop()`.
+fn lay_out_until(path: &Path, size: u64, stop: &dyn Fn() -> bool) -> Result<(), Failure> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -83,20 +88,66 @@ pub fn lay_out(path: &Path, size: u64) -> Result<(), Failure> {
         path.display(),
         human_bytes(size)
     ));
-    let t = std::time::Instant::now();
-    let r = nowait::pattern::write_file(path, size, |done| {
-        let mbs = done as f64 / t.elapsed().as_secs_f64().max(1e-3) / (1 << 20) as f64;
-        bar.update(Some(done as f64 / size as f64), &format!("{mbs:.0} MiB/s"));
-    });
+    let r = write_then_rename(path, dir, size, &mut bar, stop);
     bar.finish();
-    r.map_err(|e| {
-        let _ = std::fs::remove_file(path);
+    r
+}
+
+/// Write the pattern to a temporary file in `dir` and rename it to `path`
+/// once complete and synced, so that an interrupted or failed layout never
+/// leaves a short file under the final name (which a later run without
+/// `--size` would read as the whole file). The temporary file is removed on
+/// failure and on Ctrl-C.
+fn write_then_rename(
+    path: &Path,
+    dir: &Path,
+    size: u64,
+    bar: &mut Progress,
+    stop: &dyn Fn() -> bool,
+) -> Result<(), Failure> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let failed = |e: &dyn std::fmt::Display| {
         Failure::Runtime(format!(
             "--filename={}: laying out {} failed: {e}",
             path.display(),
             human_bytes(size)
         ))
-    })
+    };
+    let name = path
+        .file_name()
+        .map_or("nowait".into(), |n| n.to_string_lossy());
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".nowait-layout")
+        // As File::create: 0666 less the umask.
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(|e| failed(&e))?;
+    let t = std::time::Instant::now();
+    let mut chunk = vec![0u8; 1 << 20];
+    let mut off = 0u64;
+    while off < size {
+        if stop() {
+            // `tmp` is removed when dropped.
+            return Err(Failure::Interrupted(format!(
+                "interrupted (SIGINT) while laying out {} ({} of {} written): nothing was \
+                 run, and the partial file was removed",
+                path.display(),
+                human_bytes(off),
+                human_bytes(size)
+            )));
+        }
+        let n = ((size - off) as usize).min(chunk.len());
+        nowait::pattern::fill(off, &mut chunk[..n]);
+        tmp.write_all(&chunk[..n]).map_err(|e| failed(&e))?;
+        off += n as u64;
+        let mbs = off as f64 / t.elapsed().as_secs_f64().max(1e-3) / (1 << 20) as f64;
+        bar.update(Some(off as f64 / size as f64), &format!("{mbs:.0} MiB/s"));
+    }
+    tmp.as_file().sync_all().map_err(|e| failed(&e))?;
+    tmp.persist(path).map_err(|e| failed(&e.error))?;
+    Ok(())
 }
 
 /// Make sure the job's file exists (laying it out if not), open it and work
@@ -127,10 +178,11 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
     let size = match job.size {
         Some(s) if s > len => {
             return Err(Failure::Usage(format!(
-                "--size={s}: {} is larger than {} ({}); lower size, or remove the file so it is laid out anew",
+                "--size={s}: {} is larger than {} ({}); lower size{}",
                 human_bytes(s),
                 path.display(),
-                human_bytes(len)
+                human_bytes(len),
+                relayable(path, &file)
             )))
         }
         Some(s) => s,
@@ -161,6 +213,29 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
         region,
         laid_out,
     })
+}
+
+/// The advice to remove a file so that it is laid out anew: only for a
+/// regular file of a real filesystem, never a block device or a file of
+/// /proc or /sys (whose sizes are no invitation to delete them).
+fn relayable(path: &Path, file: &File) -> String {
+    const PSEUDO: &[&str] = &[
+        "proc",
+        "sysfs",
+        "debugfs",
+        "tracefs",
+        "configfs",
+        "securityfs",
+        "devtmpfs",
+    ];
+    let regular = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_file());
+    if regular && !PSEUDO.contains(&file.fs()) {
+        ", or remove the file so it is laid out anew".into()
+    } else if regular {
+        format!(" (a file of {}, not one nowait laid out)", file.fs())
+    } else {
+        " (it is not a regular file, so it cannot be laid out anew)".into()
+    }
 }
 
 #[cfg(test)]
@@ -198,6 +273,40 @@ mod tests {
         };
         match prepare(&job) {
             Err(Failure::Usage(m)) => assert!(m.contains("--size"), "{m}"),
+            other => panic!("expected a usage error, got {other:?}"),
+        }
+    }
+
+    /// The layout is written under another name and renamed when complete:
+    /// Ctrl-C during it leaves nothing under the final name (and no
+    /// temporary file either).
+    #[test]
+    fn interrupted_layout_leaves_no_file_under_the_final_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("d");
+        let r = lay_out_until(&path, 4 << 20, &|| true);
+        match r {
+            Err(Failure::Interrupted(m)) => assert!(m.contains("partial file was removed"), "{m}"),
+            other => panic!("expected an interruption, got {other:?}"),
+        }
+        assert!(!path.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn no_advice_to_remove_a_proc_file() {
+        let job = Job {
+            filename: Some("/proc/self/status".into()),
+            size: Some(1 << 30),
+            ..Job::default()
+        };
+        match prepare(&job) {
+            Err(Failure::Usage(m)) => {
+                assert!(
+                    m.contains("--size") && !m.contains("remove the file"),
+                    "{m}"
+                )
+            }
             other => panic!("expected a usage error, got {other:?}"),
         }
     }

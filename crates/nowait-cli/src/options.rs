@@ -381,7 +381,9 @@ pub static OPTIONS: &[Opt] = &[
         "PATH",
         "(required)",
         "File or block device to read. A missing file is laid out at `size` with \
-               nowait's verifiable pattern (each byte a function of its offset). One file \
+               nowait's verifiable pattern (each byte a function of its offset), written \
+               under a temporary name in the same directory and renamed when complete, so \
+               an interrupted layout leaves no short file behind. One file \
                per job: fio reads `a:b` as two files, so a colon is an error; a colon that \
                is part of the name is written `\\:`, as in fio.",
         |j, v| j.filename = Some(fio_filename(v)?)
