@@ -52,9 +52,13 @@ DEFAULTS:
     per read; fio's engine makes two).
 
 MEASURES:
-    IOPS, bandwidth, completion latency (clat: from just before the submit
-    call to the reap that returned the read; HdrHistogram, fio's
-    percentiles), submission latency (slat: the submit call), usr/sys CPU %
+    IOPS, bandwidth, completion latency (clat: from the return of the submit
+    call to the reap that returned the read, as fio's io_uring and libaio
+    engines count it; at iodepth 1, where one call submits and waits, and
+    for sync, from just before that call, so there it matches fio's lat (and
+    psync's clat); HdrHistogram, fio's percentiles), submission latency
+    (slat: the pushes and submit call), total latency (lat: from before the
+    push to the reap, fio's lat), usr/sys CPU %
     of wall time over all threads (getrusage; above 100% with several busy
     threads), voluntary and involuntary context switches, and reads per
     system call as counted by the engine.

@@ -23,6 +23,14 @@ pub struct FioResult {
     pub clat_p50_ns: u64,
     /// `jobs[0].read.clat_ns.percentile["99.000000"]`.
     pub clat_p99_ns: u64,
+    /// `jobs[0].read.lat_ns.percentile["50.000000"]` (fio is run with
+    /// `lat_percentiles=1`): from before the submission, as nowait's clat
+    /// at iodepth 1.
+    #[serde(default)]
+    pub lat_p50_ns: u64,
+    /// `jobs[0].read.lat_ns.percentile["99.000000"]`.
+    #[serde(default)]
+    pub lat_p99_ns: u64,
     /// `jobs[0].usr_cpu`.
     pub usr_cpu: f64,
     /// `jobs[0].sys_cpu`.
@@ -33,6 +41,21 @@ pub struct FioResult {
     pub runtime_ms: u64,
     /// The command that was run.
     pub command: String,
+}
+
+impl FioResult {
+    /// fio's percentile `p` (50 or 99) that matches nowait's clat: its lat
+    /// where nowait's reads rode on the reap's call (`rode`, iodepth 1:
+    /// clat from before the submission), else its clat. With the column's
+    /// name, `clat` or `lat`.
+    pub fn like_clat(&self, p: u8, rode: bool) -> (u64, &'static str) {
+        match (rode, p) {
+            (true, 50) => (self.lat_p50_ns, "lat"),
+            (true, _) => (self.lat_p99_ns, "lat"),
+            (false, 50) => (self.clat_p50_ns, "clat"),
+            (false, _) => (self.clat_p99_ns, "clat"),
+        }
+    }
 }
 
 /// fio's name for a nowait engine, if fio has one.
@@ -147,7 +170,17 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
             Some(format!("--{k}={v}"))
         })
         .collect();
-    a.extend(["--thread", "--group_reporting", "--output-format=json"].map(String::from));
+    // lat_percentiles: fio's lat (from before the submission) is what
+    // nowait's clat matches at iodepth 1; statistics only, no other effect.
+    a.extend(
+        [
+            "--thread",
+            "--group_reporting",
+            "--lat_percentiles=1",
+            "--output-format=json",
+        ]
+        .map(String::from),
+    );
     Ok(a)
 }
 
@@ -193,6 +226,8 @@ pub fn parse(text: &str) -> Result<FioResult, String> {
         clat_mean_ns: r.clat_ns.mean,
         clat_p50_ns: r.clat_ns.at(50.0),
         clat_p99_ns: r.clat_ns.at(99.0),
+        lat_p50_ns: r.lat_ns.at(50.0),
+        lat_p99_ns: r.lat_ns.at(99.0),
         usr_cpu: j.usr_cpu,
         sys_cpu: j.sys_cpu,
         ctx: j.ctx,
@@ -277,7 +312,8 @@ mod tests {
         let text = r#"note: both iodepth >= 1 and synchronous I/O engine are selected
 {"fio version":"fio-3.33","jobs":[{"jobname":"x","usr_cpu":1.5,"sys_cpu":20.25,"ctx":1234,
 "read":{"iops":50123.5,"bw_bytes":205306880,"runtime":3001,
-"clat_ns":{"mean":600.5,"percentile":{"50.000000":580,"99.000000":1200}}}}]}"#;
+"clat_ns":{"mean":600.5,"percentile":{"50.000000":580,"99.000000":1200}},
+"lat_ns":{"mean":900.5,"percentile":{"50.000000":880,"99.000000":1500}}}}]}"#;
         let r = parse(text).unwrap();
         assert_eq!(r.iops, 50123.5);
         assert_eq!(
@@ -285,5 +321,11 @@ mod tests {
             (580, 1200, 1234, 3001)
         );
         assert_eq!((r.usr_cpu, r.sys_cpu), (1.5, 20.25));
+        // nowait's clat at iodepth 1 matches fio's lat, elsewhere fio's clat.
+        assert_eq!(r.like_clat(99, true), (1500, "lat"));
+        assert_eq!(r.like_clat(50, false), (580, "clat"));
+        assert!(args(&job("--filename=/f"), 4096)
+            .unwrap()
+            .contains(&"--lat_percentiles=1".to_string()));
     }
 }

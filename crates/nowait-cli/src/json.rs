@@ -272,6 +272,25 @@ pub fn doc(rows: &[Row], fio_version: Option<&str>, peak: bool) -> Doc {
     }
 }
 
+/// Where a run's clat starts, and the fio column it matches.
+pub fn clat_from(o: &crate::run::Outcome) -> &'static str {
+    if rode(o) {
+        "just before the read's push: at iodepth 1 one system call submits the read and waits \
+         for it, so clat includes the submission, as fio's lat does (compare with fio's lat)"
+    } else if o.job.ioengine == nowait::BackendKind::Sync {
+        "just before the pread, as fio's psync clat"
+    } else {
+        "the return of the submit call, as fio's io_uring and libaio clat (fio's lat, and \
+         nowait's lat_ns, start before the submission)"
+    }
+}
+
+/// The run's reads were submitted by the call that reaped them (iodepth 1,
+/// not `sync`): its clat includes the submission, like fio's lat.
+pub fn rode(o: &crate::run::Outcome) -> bool {
+    o.effective_iodepth == 1 && o.job.ioengine != nowait::BackendKind::Sync
+}
+
 /// One `jobs[]` entry for a row.
 pub fn job(row: &Row, peak: bool) -> Job {
     let o = &row.ours;
@@ -323,8 +342,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
         verify: j.verify,
         verified_ios: o.verified_ios,
         run_iops: row.repeated().map(|_| m.iops()),
-        clat_from: "just before the submit call (fio's clat likewise starts before io_uring_enter)"
-            .into(),
+        clat_from: clat_from(o).into(),
         nowait_path: NowaitPath::of(mode, &q.backend.nowait, &files),
         inline: Inline {
             enabled: j.memory_inline,
@@ -387,7 +405,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
             total_ios: m.ios,
             slat_ns: Lat::of(&m.slat.summary(), false),
             clat_ns: Lat::of(&clat, true),
-            lat_ns: Lat::of(&clat, false),
+            lat_ns: Lat::of(&m.lat.summary(), true),
             ..Read::default()
         },
         usr_cpu: m.usr_cpu(),

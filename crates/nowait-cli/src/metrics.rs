@@ -114,10 +114,17 @@ pub struct Measured {
     pub bytes: u64,
     /// Measured wall time (after ramp).
     pub elapsed: Duration,
-    /// Completion latency: from just before the submit call to the reap that returned it.
+    /// Completion latency, as fio's io_uring and libaio engines count it:
+    /// from the return of the submit call to the reap that returned the
+    /// read. Where one call submits and waits (iodepth 1, `sync`) or for a
+    /// server's reads (`Mode::Serve`), from just before the read's push.
     pub clat: Latency,
-    /// Submission latency: the submit call, per read.
+    /// Submission latency: the batch's pushes and submit call, per read
+    /// (fio's slat: from the read's setup to the submit call's return).
     pub slat: Latency,
+    /// Total latency (fio's lat): from just before the read's push to the
+    /// reap that returned it.
+    pub lat: Latency,
     /// System calls the engine made to submit and reap.
     pub syscalls: u64,
     /// Process CPU and context switches during the measurement.
@@ -144,6 +151,7 @@ impl Measured {
         self.elapsed = self.elapsed.max(o.elapsed);
         self.clat.merge(&o.clat);
         self.slat.merge(&o.slat);
+        self.lat.merge(&o.lat);
         self.syscalls += o.syscalls;
         self.queue += o.queue;
         if let Some(c) = &o.sqpoll {

@@ -395,6 +395,7 @@ pub fn human(row: &Row) -> String {
     lat_line(&mut s, "slat", &m.slat.summary());
     let clat = m.clat.summary();
     lat_line(&mut s, "clat", &clat);
+    lat_line(&mut s, "lat", &m.lat.summary());
     let (unit, div) = unit_for(clat.mean_ns);
     let _ = writeln!(s, "     clat percentiles ({unit}):");
     for chunk in clat.percentiles_ns.chunks(4) {
@@ -448,10 +449,11 @@ pub fn human(row: &Row) -> String {
         Some(Ok(f)) => {
             let _ = writeln!(
                 s,
-                "  fio          : IOPS={}, clat p50={} p99={}, usr={:.2}%, sys={:.2}%, ctx={}",
+                "  fio          : IOPS={}, {} p50={} p99={}, usr={:.2}%, sys={:.2}%, ctx={}",
                 short_num(f.iops),
-                short_ns(f.clat_p50_ns as f64),
-                short_ns(f.clat_p99_ns as f64),
+                f.like_clat(50, crate::json::rode(o)).1,
+                short_ns(f.like_clat(50, crate::json::rode(o)).0 as f64),
+                short_ns(f.like_clat(99, crate::json::rode(o)).0 as f64),
                 f.usr_cpu,
                 f.sys_cpu,
                 f.ctx
@@ -542,7 +544,10 @@ pub fn table(rows: &[Row]) -> String {
                     s,
                     " | {:>9} {:>9} {:>5.2}x",
                     short_num(r.fio_iops().unwrap_or(f.iops)),
-                    short_ns(f.clat_p99_ns as f64),
+                    match f.like_clat(99, crate::json::rode(o)) {
+                        (ns, "lat") => format!("{}L", short_ns(ns as f64)),
+                        (ns, _) => short_ns(ns as f64),
+                    },
                     r.ratio().unwrap_or(0.0)
                 );
             }
@@ -551,6 +556,16 @@ pub fn table(rows: &[Row]) -> String {
             }
         }
         s.push('\n');
+    }
+    if rows
+        .iter()
+        .any(|r| matches!(r.fio, Some(Ok(_))) && crate::json::rode(&r.ours))
+    {
+        s.push_str(
+            "L: fio's lat p99. At iodepth 1 one system call submits each read and waits \
+             for it, so nowait's clat includes the submission, as fio's lat does; elsewhere \
+             both clats start when the submit call returns (fio's clat).\n",
+        );
     }
     s
 }
@@ -676,6 +691,8 @@ mod tests {
             clat_mean_ns: 0.0,
             clat_p50_ns: 1,
             clat_p99_ns: 2,
+            lat_p50_ns: 3_000,
+            lat_p99_ns: 4_000,
             usr_cpu: 0.0,
             sys_cpu: 0.0,
             ctx: 0,
@@ -700,6 +717,15 @@ mod tests {
         assert!(h.contains("ratio of medians 0.480x"), "{h}");
         let t = table(std::slice::from_ref(&r));
         assert!(t.contains(" 12.0k ") && t.contains(" 0.48x"), "{t}");
+        // At iodepth 1 nowait's clat is compared with fio's lat.
+        assert!(
+            t.contains("4.0usL") && t.contains("L: fio's lat p99"),
+            "{t}"
+        );
+        assert!(
+            h.contains("fio          : IOPS=20.0k, lat p50=3.0us p99=4.0us"),
+            "{h}"
+        );
         let v = serde_json::to_value(crate::json::doc(&[r], None, false)).unwrap();
         let j = &v["jobs"][0];
         assert_eq!(j["read"]["iops"].as_f64(), Some(12_000.0));

@@ -8,13 +8,19 @@
 //! completion available (fio's `iodepth_batch_complete_max` = iodepth).
 //! In [`Mode::Measure`] time is read once before each batch's first push,
 //! once after each submit and once after each reap:
-//! * completion latency (`clat`) runs from just before the batch's first
-//!   `push` to the reap that returned the read (for `sync`, whose submit *is*
-//!   the `pread`, that is the `pread`, as fio counts it);
+//! * completion latency (`clat`) runs from the return of the submit call to
+//!   the reap that returned the read, as in fio's io_uring engine (which
+//!   stamps `issue_time` in `fio_ioring_queued()`, after `io_uring_enter`
+//!   returns) and libaio engine; where no call submits apart (iodepth 1,
+//!   where the reap's call carries the read, and so `sync`, whose `pread`
+//!   is then inside clat as fio's psync counts it) and in [`Mode::Serve`],
+//!   from just before the batch's first `push`;
 //! * submission latency (`slat`) is the batch's pushes and submit call,
 //!   charged to each read of the batch: a read that completes inside `push`
 //!   (the pool's `RWF_NOWAIT` nowait path, a memory-backed file read inline)
-//!   is counted there.
+//!   is counted there;
+//! * total latency (`lat`, fio's lat) runs from just before the batch's
+//!   first `push` to the reap.
 //!
 //! At `iodepth=1`, and always in [`Mode::Peak`], the reads are not submitted
 //! on their own: the reap's `io_uring_enter` submits them and waits (one
@@ -119,7 +125,9 @@ pub trait Reads: Send {
     /// The next read: an index into the driver's files, and the offset.
     fn next(&mut self) -> (usize, u64);
 
-    /// A measured read of file `file` completed `clat` after its push.
+    /// A measured read of file `file` completed with completion latency
+    /// `clat` (from its push in [`Mode::Serve`] and at depth 1; else from
+    /// the return of its submit call).
     #[inline]
     fn done(&mut self, _file: usize, _clat: Duration) {}
 }
@@ -446,7 +454,9 @@ fn worker<R: Reads>(
     let mut m = Measured::default();
 
     let start = Instant::now();
+    // Where each slot's clat and lat start.
     let mut issued_at = vec![start; depth];
+    let mut pushed_at = vec![start; depth];
     let mut batch_start = start;
     let mut slot = vec![(0usize, 0u64); depth];
     let ramp_end = start + job.ramp_time;
@@ -464,7 +474,9 @@ fn worker<R: Reads>(
     };
     // Hand the batch to the kernel (unless the reap carries it) and account
     // for it: `slat` from the batch's start to the end of the submit call,
-    // `clat` will run from the batch's start to the reap of each read.
+    // `clat` will run from the end of that call (or, where the reap carries
+    // the batch or in Serve, from the batch's start) to the reap of each
+    // read, `lat` from the batch's start.
     macro_rules! submit {
         ($carried:expr) => {
             if !$carried {
@@ -472,8 +484,14 @@ fn worker<R: Reads>(
             }
             if timed {
                 let t1 = Instant::now();
+                let clat_from = if $carried || mode == Mode::Serve {
+                    batch_start
+                } else {
+                    t1
+                };
                 for &id in &batch {
-                    issued_at[id as usize] = batch_start;
+                    issued_at[id as usize] = clat_from;
+                    pushed_at[id as usize] = batch_start;
                 }
                 if measuring {
                     m.slat.record_n(t1 - batch_start, batch.len() as u64);
@@ -515,6 +533,7 @@ fn worker<R: Reads>(
                     if timed {
                         let clat = now - issued_at[id];
                         m.clat.record(clat);
+                        m.lat.record(now - pushed_at[id]);
                         reads.done(f, clat);
                     }
                     m.ios += 1;

@@ -404,3 +404,47 @@ fn sigint_stops_the_run_and_prints_the_results_so_far() {
     // Every read counted is a whole block.
     assert_eq!(v["jobs"][0]["read"]["io_bytes"].as_u64(), Some(ios * 4096));
 }
+
+/// clat starts when the submit call returns (fio's io_uring engine stamps
+/// issue_time after io_uring_enter), lat before the push: at depth 8 every
+/// read's lat exceeds its clat by its submission. At depth 1 one call
+/// submits and waits, so clat and lat are the same samples.
+#[test]
+fn clat_starts_after_the_submit_call_and_lat_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    for depth in ["8", "1"] {
+        let o = nowait(&[
+            "bench",
+            &path_arg(&file),
+            "--size=2m",
+            "--rw=randread",
+            "--ioengine=uring",
+            "--invalidate=0",
+            &format!("--iodepth={depth}"),
+            "--output-format=json",
+        ]);
+        if !o.status.success() && stderr(&o).contains("not available") {
+            common::skip_line(&format!("clat: {}", stderr(&o).trim()));
+            return;
+        }
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let v = json(&o);
+        let r = &v["jobs"][0]["read"];
+        let (clat, lat) = (&r["clat_ns"], &r["lat_ns"]);
+        assert_eq!(clat["N"], 512, "{r}");
+        assert_eq!(lat["N"], 512, "{r}");
+        let from = v["jobs"][0]["nowait"]["clat_from"].as_str().unwrap();
+        if depth == "8" {
+            assert!(
+                lat["mean"].as_f64().unwrap() > clat["mean"].as_f64().unwrap(),
+                "{r}"
+            );
+            assert!(lat["min"].as_u64().unwrap() >= clat["min"].as_u64().unwrap());
+            assert!(from.contains("return of the submit call"), "{from}");
+        } else {
+            assert_eq!(lat["percentile"], clat["percentile"], "{r}");
+            assert!(from.contains("fio's lat"), "{from}");
+        }
+    }
+}
