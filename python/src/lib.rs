@@ -129,9 +129,18 @@ fn parse_offsets(offsets: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
             "offsets must be a sequence of ints (for one read use read_at)",
         ));
     }
-    let v: Vec<i64> = offsets
-        .extract()
-        .map_err(|e| PyTypeError::new_err(format!("offsets must be a sequence of ints: {e}")))?;
+    let v: Vec<i64> = offsets.extract().map_err(|e: PyErr| {
+        let py = offsets.py();
+        // An int too large for a file offset is an OverflowError, as for
+        // read_at and os.pread; anything else is the wrong type.
+        if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) {
+            pyo3::exceptions::PyOverflowError::new_err(format!(
+                "an offset is too large: file offsets are below 2**63 ({e})"
+            ))
+        } else {
+            PyTypeError::new_err(format!("offsets must be a sequence of ints: {e}"))
+        }
+    })?;
     if v.len() > MAX_PARTS {
         return Err(PyValueError::new_err(format!(
             "{} offsets in one call; at most {MAX_PARTS} per call, split the batch",
