@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Medians per (mode, peer) of docs/bench/page_cache_first.sh outputs, and the
+"""Medians per (mode, peer) of docs/bench/page_cache_first.sh (modes adaptive
+and off) or engine_ab.sh (modes A and B) outputs, and the
 ratios of peers within each run (median and range over the rounds)."""
 import re, sys, statistics, collections
 for f in sys.argv[1:]:
@@ -21,7 +22,7 @@ for f in sys.argv[1:]:
     def ratio(a, b, mode):
         rs = [d[a]/d[b] for k, d in rounds.items() if k[1] == mode and a in d and b in d]
         return (statistics.median(rs), min(rs), max(rs), len(rs)) if rs else None
-    for mode in ("adaptive", "off"):
+    for mode in sorted({m for m, _ in rows}):
         for a, b in [("nowait-ct","tokio-uring"),("nowait-ct","monoio"),("nowait-ct","queue"),("nowait-mt","nowait-ct"),("nowait-mt","pread-loop"),("queue","pread-loop"),("nowait-mt","tokio-uring"),("nowait-ct","pread-loop")]:
             r = ratio(a, b, mode)
             if r: print(f"  {mode:9} {a}/{b}: median {r[0]:.3f} (range {r[1]:.2f}-{r[2]:.2f}, n={r[3]})")

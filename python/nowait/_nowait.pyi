@@ -66,10 +66,12 @@ class File:
         kernel writes into the buffer itself where alignment allows."""
         ...
     def stats(self) -> Dict[str, Any]:
-        """Counters of this file (calls, reads, bytes, errors), its backend
-        and why, O_DIRECT alignment, filesystem and nowait-path state
-        (``nowait_path_hits``, ``_misses``, ... of the page-cache tries of
-        ``aread_at`` and ``read_at``)."""
+        """Counters of this file, its backend and why, O_DIRECT alignment,
+        filesystem and nowait-path state (``nowait_path_hits``,
+        ``_misses``, ... of the page-cache tries of ``aread_at`` and
+        ``read_at``). ``calls`` counts the blocking calls and ``async_calls``
+        the asynchronous ones; ``reads``, ``bytes`` and ``errors`` count
+        both (an asynchronous call's once its result is delivered)."""
         ...
     def _read_cached(self, offset: int, size: int) -> Optional[bytes]:
         """aread_at's page-cache-first try (internal): the bytes, or None

@@ -22,7 +22,7 @@ fn os_error(errno: i32, msg: String, path: Option<&Path>) -> PyErr {
 /// The Python exception for a nowait error.
 pub fn to_py(e: nowait::Error) -> PyErr {
     use nowait::Error as E;
-    let msg = e.to_string();
+    let msg = pythonic(&e.to_string());
     match &e {
         E::Open { path, source } | E::Read { path, source, .. } => {
             os_error(source.raw_os_error().unwrap_or(libc::EIO), msg, Some(path))
@@ -46,5 +46,44 @@ pub fn to_py(e: nowait::Error) -> PyErr {
             Some(errno) => os_error(errno, msg, None),
             None => PyRuntimeError::new_err(msg),
         },
+    }
+}
+
+/// The engine's message in this package's words: its Rust names for the
+/// direct modes become `nowait.open`'s arguments, command-line hints go,
+/// and the "(os error N)" tail goes (the exception carries `errno`).
+fn pythonic(msg: &str) -> String {
+    let mut m = msg
+        .replace("Direct::Off (--direct=0)", "direct=\"off\"")
+        .replace("Direct::Auto", "direct=\"auto\"")
+        .replace("Direct::Off", "direct=\"off\"")
+        .replace("Direct::On", "direct=\"on\"")
+        .replace(
+            "; nowait bench lays out a missing file when given --size",
+            "",
+        );
+    while let Some(i) = m.find(" (os error ") {
+        match m[i..].find(')') {
+            Some(j) => m.replace_range(i..i + j + 1, ""),
+            None => break,
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pythonic;
+
+    #[test]
+    fn messages_speak_python() {
+        assert_eq!(
+            pythonic("x cannot be opened with O_DIRECT (y); open it with Direct::Auto or Direct::Off (--direct=0)"),
+            "x cannot be opened with O_DIRECT (y); open it with direct=\"auto\" or direct=\"off\""
+        );
+        assert_eq!(
+            pythonic("cannot open /a: No such file or directory (os error 2); check"),
+            "cannot open /a: No such file or directory; check"
+        );
     }
 }

@@ -20,7 +20,7 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::PyTypeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
@@ -89,19 +89,35 @@ impl Export {
                 PYBUF_WRITABLE | PYBUF_C_CONTIGUOUS,
             )
         };
+        // Like the standard library's `readinto` and `recv_into`: a buffer
+        // that cannot take the bytes is a TypeError, whatever the exporter
+        // raised (kept as the cause).
+        let refused = |why: String| {
+            let kind = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "object".into());
+            PyTypeError::new_err(format!(
+                "read_into needs a writable, C-contiguous buffer (a bytearray, a memoryview \
+                 of one, a writable contiguous NumPy array); this {kind} is not: {why}"
+            ))
+        };
         if rc != 0 {
-            let err = PyErr::take(obj.py()).unwrap_or_else(|| {
-                PyValueError::new_err("the object refused to export a writable, contiguous buffer")
-            });
+            let py = obj.py();
+            let cause = PyErr::take(py);
+            let why = cause
+                .as_ref()
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "it refused to export one".into());
+            let err = refused(why);
+            err.set_cause(py, cause);
             return Err(err);
         }
         if view.readonly != 0 || view.len < 0 || (view.buf.is_null() && view.len > 0) {
             // Release what we got before refusing.
             drop(Export { view });
-            return Err(PyValueError::new_err(
-                "read_into needs a writable buffer (bytearray, memoryview of one, NumPy array); \
-                 this one is read-only",
-            ));
+            return Err(refused("it is read-only".into()));
         }
         Ok(Export { view })
     }

@@ -129,9 +129,18 @@ fn parse_offsets(offsets: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
             "offsets must be a sequence of ints (for one read use read_at)",
         ));
     }
-    let v: Vec<i64> = offsets
-        .extract()
-        .map_err(|e| PyTypeError::new_err(format!("offsets must be a sequence of ints: {e}")))?;
+    let v: Vec<i64> = offsets.extract().map_err(|e: PyErr| {
+        let py = offsets.py();
+        // An int too large for a file offset is an OverflowError, as for
+        // read_at and os.pread; anything else is the wrong type.
+        if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) {
+            pyo3::exceptions::PyOverflowError::new_err(format!(
+                "an offset is too large: file offsets are below 2**63 ({e})"
+            ))
+        } else {
+            PyTypeError::new_err(format!("offsets must be a sequence of ints: {e}"))
+        }
+    })?;
     if v.len() > MAX_PARTS {
         return Err(PyValueError::new_err(format!(
             "{} offsets in one call; at most {MAX_PARTS} per call, split the batch",
@@ -238,6 +247,12 @@ impl PyFile {
 
     fn account(&self, op: &Op) {
         self.calls.fetch_add(1, Relaxed);
+        self.account_reads(op);
+    }
+
+    /// The reads, bytes and error of a finished call (an asynchronous one
+    /// counted its call in `async_calls` when it started).
+    fn account_reads(&self, op: &Op) {
         self.reads.fetch_add(op.counts.len() as u64, Relaxed);
         self.bytes
             .fetch_add(op.counts.iter().map(|&n| n as u64).sum(), Relaxed);
@@ -513,8 +528,10 @@ impl PyFile {
     /// tries ended (`nowait_path_hits`, `_partial`, `_misses`, `_refused`,
     /// `_skipped` below the hit-ratio threshold, `_yields`: hits sent to the
     /// ring so the loop could run other tasks), for `aread_at` and
-    /// `read_at`. A hit counts as its method's other reads do (`read_at`:
-    /// `calls`, `reads`, `bytes`; `aread_at`: `async_calls`).
+    /// `read_at`. `calls` counts the blocking calls, `async_calls` the
+    /// asynchronous ones; `reads`, `bytes` and `errors` count both, an
+    /// asynchronous call's when its result is delivered (a page-cache hit
+    /// counts as its method's other reads do).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("path", self.name())?;
@@ -601,10 +618,10 @@ impl PyFile {
                     self.async_calls.fetch_add(1, Relaxed);
                 } else {
                     self.calls.fetch_add(1, Relaxed);
-                    self.reads.fetch_add(1, Relaxed);
-                    self.bytes
-                        .fetch_add(bytes.bind(py).as_bytes().len() as u64, Relaxed);
                 }
+                self.reads.fetch_add(1, Relaxed);
+                self.bytes
+                    .fetch_add(bytes.bind(py).as_bytes().len() as u64, Relaxed);
                 Some(bytes)
             }
             Err(other) => {
@@ -621,6 +638,8 @@ impl PyFile {
 pub struct Ring {
     core: Mutex<Core>,
     fd: i32,
+    /// The file of each call in flight, whose counters its result goes to.
+    owners: Mutex<std::collections::HashMap<u64, Py<PyFile>>>,
 }
 
 #[pymethods]
@@ -643,6 +662,7 @@ impl Ring {
         Ok(Ring {
             core: Mutex::new(core),
             fd,
+            owners: Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -722,6 +742,7 @@ impl Ring {
         pf.async_calls.fetch_add(1, Relaxed);
         let mut core = lock(&self.core);
         let id = core.start(f, kind, &reqs, plan);
+        lock(&self.owners).insert(id, file.clone().unbind());
         // Nothing waits here; the eventfd says when the reads are done.
         // While the queue batches (cached reads), pushed and not submitted:
         // the loop calls `submit` at the end of the iteration, so the reads
@@ -756,7 +777,11 @@ impl Ring {
         core.clear_fd();
         while core.reap(0).map_err(to_py)? > 0 {}
         let mut v = Vec::new();
+        let mut owners = lock(&self.owners);
         for (id, op) in core.take_done() {
+            if let Some(pf) = owners.remove(&id) {
+                pf.get().account_reads(&op);
+            }
             match finish(py, &mut core, op) {
                 Ok(r) => v.push((id, true, r)),
                 Err(e) => v.push((id, false, e.into_value(py).into_any())),

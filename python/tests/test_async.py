@@ -260,6 +260,26 @@ async def _read_one(f):
     return await f.aread_at(100, 10)
 
 
+def test_stats_count_async_reads(data):
+    """reads, bytes and errors count the asynchronous calls too: page-cache
+    hits, reads through the ring, batches and failures."""
+    path, blob, _ = data
+
+    async def main():
+        for nowait_mode in ("always", "off"):
+            with nowait.open(path, direct="off", nowait=nowait_mode) as f:
+                assert await f.aread_at(0, 4096) == blob[:4096]
+                assert await f.aread_many([4096, 8192], 100) == [blob[4096:4196], blob[8192:8292]]
+                ba = bytearray(3 * 512)
+                assert await f.aread_into(ba, [0, 512, len(blob) - 12], 512) == [512, 512, 12]
+                st = f.stats()
+                assert st["async_calls"] == 3 and st["calls"] == 0, st
+                assert st["reads"] == 6, st
+                assert st["bytes"] == 4096 + 200 + 512 + 512 + 12, st
+                assert st["errors"] == 0, st
+    run(main())
+
+
 def test_cancelled_reads_never_write_into_freed_memory(data):
     """Stress: cancel aread_into calls with reads in flight, drop every
     reference to their buffers, then allocate canaries of the same size

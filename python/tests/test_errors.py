@@ -162,12 +162,28 @@ def test_direct_on_where_impossible():
     with pytest.raises(OSError) as e:
         nowait.open(path, direct="on")
     assert e.value.errno == errno.EINVAL and e.value.filename == path
-    assert "O_DIRECT" in str(e.value) and "Direct::Auto" in str(e.value)
+    assert "O_DIRECT" in str(e.value) and 'direct="auto"' in str(e.value)
+    assert "Direct::" not in str(e.value)
     with open(path, "rb") as f:
         want = f.read()
     with nowait.open(path, direct="auto") as g:
         assert not g.direct
         assert g.read_at(0, 4096)[:20] == want[:20]
+
+
+def test_offsets_too_large_are_overflow_errors(data):
+    """An offset of 2**63 or more is an OverflowError for every method, as
+    for os.pread; a non-int offset is a TypeError."""
+    path, _, _ = data
+    with nowait.open(path, direct="off") as f:
+        with pytest.raises(OverflowError):
+            f.read_at(2**63, 4)
+        with pytest.raises(OverflowError):
+            f.read_many([0, 2**63], 4)
+        with pytest.raises(OverflowError):
+            f.read_into(bytearray(8), [2**64], 4)
+        with pytest.raises(TypeError):
+            f.read_many(["0"], 4)  # type: ignore[list-item]
 
 
 def test_too_large_read(data):

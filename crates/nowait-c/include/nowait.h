@@ -79,6 +79,18 @@
 #include <stdint.h>
 
 /**
+ * An open file (opaque). Shareable: any number of queues, on any threads,
+ * may read it at once. Reads in flight keep the file open, so
+ * `nowait_file_close` may be called while reads of it are in flight.
+ */
+struct nowait_file;
+
+/**
+ * A queue of reads (opaque), owned by one thread at a time.
+ */
+struct nowait_queue;
+
+/**
  * Reads go through the page cache.
  */
 #define NOWAIT_DIRECT_OFF 0
@@ -154,18 +166,6 @@
  * The deepest queue (`depth` at most this).
  */
 #define NOWAIT_MAX_DEPTH 16384
-
-/**
- * An open file (opaque). Shareable: any number of queues, on any threads,
- * may read it at once. Reads in flight keep the file open, so
- * `nowait_file_close` may be called while reads of it are in flight.
- */
-struct nowait_file;
-
-/**
- * A queue of reads (opaque), owned by one thread at a time.
- */
-struct nowait_queue;
 
 /**
  * Options for `nowait_queue_create`. Set it up with

@@ -17,6 +17,14 @@ pub const NOWAIT_DIRECT_AUTO: c_int = 2;
 /// An open file (opaque). Shareable: any number of queues, on any threads,
 /// may read it at once. Reads in flight keep the file open, so
 /// `nowait_file_close` may be called while reads of it are in flight.
+///
+/// `repr(C)` puts the tag first, where `boundary::check_tag` reads it on
+/// any handle (a queue passed as a file reads 8 bytes inside the queue, not
+/// past the end of a smaller object); cbindgen would then print the fields,
+/// so the header declares the type opaque itself (cbindgen.toml,
+/// `after_includes`).
+/// cbindgen:ignore
+#[repr(C)]
 pub struct NowaitFile {
     tag: u64,
     pub(crate) file: engine::File,

@@ -84,7 +84,10 @@ pub struct NowaitCqe {
     pub res: i64,
 }
 
-/// A queue of reads (opaque), owned by one thread at a time.
+/// A queue of reads (opaque), owned by one thread at a time. `repr(C)`:
+/// the tag first, as for [`crate::file::NowaitFile`].
+/// cbindgen:ignore
+#[repr(C)]
 pub struct NowaitQueue {
     tag: u64,
     queue: Queue,

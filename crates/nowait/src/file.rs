@@ -151,6 +151,10 @@ pub(crate) struct FileInner {
     /// io_uring must not read this file (FUSE; why: [`File::pooled_reason`]):
     /// the `uring` backend hands its reads to a thread pool doing `pread(2)`.
     pub(crate) pooled: bool,
+    /// The end of file `fstat` last confirmed for a short page-cache read
+    /// (`File::ends_at_eof`; `u64::MAX`: none yet): the tail of a file
+    /// read again and again costs one `fstat`, not one per read.
+    eof_seen: std::sync::atomic::AtomicU64,
 }
 
 /// Why io_uring cannot be trusted with reads of a file on FUSE.
@@ -370,6 +374,7 @@ impl File {
                 }),
                 memory,
                 pooled: fs_magic == FUSE_MAGIC,
+                eof_seen: std::sync::atomic::AtomicU64::new(u64::MAX),
             }),
         })
     }
@@ -455,8 +460,21 @@ impl File {
     /// Whether `pos` is at or past the end of the file (a block device's
     /// short read is its end; a failed `fstat` says no).
     fn ends_at_eof(&self, pos: u64) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
         match self.inner.kind {
-            FileKind::Regular => self.inner.file.metadata().is_ok_and(|m| pos >= m.len()),
+            FileKind::Regular => {
+                // The same end as last time: a short read stopping exactly
+                // there is end of file again (a file that grew since is read
+                // through, not stopped mid-page, by the page cache).
+                if self.inner.eof_seen.load(Relaxed) == pos {
+                    return true;
+                }
+                let at_end = self.inner.file.metadata().is_ok_and(|m| pos >= m.len());
+                if at_end {
+                    self.inner.eof_seen.store(pos, Relaxed);
+                }
+                at_end
+            }
             FileKind::BlockDevice => true,
         }
     }

@@ -63,6 +63,7 @@ impl EngineFile {
             .collect();
         ReadMany {
             closed: !self.engine_alive(),
+            yielded: false,
             ring: None,
             file: self.clone(),
             pending,
@@ -166,6 +167,7 @@ fn read_cached(
     buf: &mut Buf,
     offset: u64,
     len: usize,
+    yielded: bool,
     cx: &mut Context<'_>,
 ) -> First {
     if first.mode == NowaitMode::Off {
@@ -179,7 +181,7 @@ fn read_cached(
         streak::end();
         return First::Ring;
     };
-    if !streak::extend() {
+    if !streak::extend(yielded) {
         return First::Yield;
     }
     let tried = file.read_cached(
@@ -219,12 +221,16 @@ mod streak {
     }
 
     /// Count one more first-poll read; `false` (and a new streak) when the
-    /// streak is long enough and this read must yield first.
+    /// streak is long enough and this read must yield first. `yielded`: the
+    /// caller yielded for the streak in its previous poll, and goes on now
+    /// whatever the count (other tasks on the thread may have brought it
+    /// back to the limit meanwhile: without this, a task could yield on
+    /// every poll and never run).
     #[inline]
-    pub(super) fn extend() -> bool {
+    pub(super) fn extend(yielded: bool) -> bool {
         STREAK
             .try_with(|s| {
-                let n = s.get() + 1;
+                let n = if yielded { 1 } else { s.get() + 1 };
                 if n > LONGEST {
                     s.set(0);
                     false
@@ -296,6 +302,8 @@ pub struct ReadAt {
     file: EngineFile,
     /// Made after the engine was dropped: fails in its first poll.
     closed: bool,
+    /// The last poll yielded for the thread's streak (`streak::extend`).
+    yielded: bool,
     /// The ring of the thread that first polled it, kept until the read is
     /// collected (wherever the task runs by then).
     ring: Option<Arc<Ring>>,
@@ -319,6 +327,7 @@ impl ReadAt {
         ReadAt {
             file: file.clone(),
             closed: !file.engine_alive(),
+            yielded: false,
             ring: None,
             offset,
             len,
@@ -341,12 +350,14 @@ impl Future for ReadAt {
             }
             if let St::Idle(buf, None) = &mut this.st {
                 let (file, offset, len) = (&this.file, this.offset, this.len);
+                let yielded = std::mem::take(&mut this.yielded);
                 let first = crate::registry::with_first_poll(file.inner.engine_id, |fp| {
-                    read_cached(fp, &file.inner.file, buf, offset, len, cx)
+                    read_cached(fp, &file.inner.file, buf, offset, len, yielded, cx)
                 });
                 match first {
                     Some(First::Done(n)) => return Poll::Ready(this.done(n)),
                     Some(First::Yield) => {
+                        this.yielded = true;
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     }
@@ -367,6 +378,7 @@ impl Future for ReadAt {
                         buf,
                         this.offset,
                         this.len,
+                        std::mem::take(&mut this.yielded),
                         cx,
                     ) {
                         First::Done(n) => return Poll::Ready(this.done(n)),
@@ -618,6 +630,8 @@ pub struct ManyItem {
 pub struct ReadMany {
     /// Made after the engine was dropped: every read fails.
     closed: bool,
+    /// The last poll yielded for the thread's streak (`streak::extend`).
+    yielded: bool,
     /// The ring of the thread that first polled it (see [`ReadAt`]).
     ring: Option<Arc<Ring>>,
     file: EngineFile,
@@ -662,7 +676,8 @@ impl ReadMany {
         // first-poll reads, at most `streak::LONGEST` items in a row on a
         // thread, then a yield (a self-wake: not tokio's budget, whose
         // deferred wake-up never comes inside a nested executor).
-        if !streak::extend() {
+        if !streak::extend(std::mem::take(&mut self.yielded)) {
+            self.yielded = true;
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }

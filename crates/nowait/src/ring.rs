@@ -46,7 +46,6 @@ pub(crate) struct RingConfig {
     pub(crate) build_rt: Option<tokio::runtime::Handle>,
 }
 
-/// One thread's ring.
 /// A ring's first-poll settings and counters: the `RWF_NOWAIT` mode of a
 /// future's first poll on the ring's thread, and how its tries ended.
 pub(crate) struct FirstPoll {
@@ -65,6 +64,7 @@ impl FirstPoll {
     }
 }
 
+/// One thread's ring.
 pub(crate) struct Ring {
     state: Mutex<State>,
     table: Mutex<Table>,

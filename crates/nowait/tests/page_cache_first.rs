@@ -342,6 +342,72 @@ fn a_task_draining_a_cached_read_many_still_yields() {
     });
 }
 
+/// The streak is per thread: a task that reads 128 cached blocks and then
+/// yields by other means leaves the count at the limit each time. Another
+/// task's read that yielded for the streak must go on at its next poll,
+/// whatever the count then, or it would yield on every poll and never run
+/// (found in review).
+#[test]
+fn a_read_that_yielded_for_the_streak_goes_on_next_time() {
+    let (_dir, path) = fixture();
+    watchdog("page_cache_first", Duration::from_secs(60), move |_| {
+        let test = "a_read_that_yielded_for_the_streak_goes_on_next_time";
+        let Some((_e, file)) = warm_engine_file(&path, test) else {
+            return;
+        };
+        for many in [false, true] {
+            let ex = smol::LocalExecutor::new();
+            let done = Arc::new(AtomicU64::new(0));
+            let rounds = smol::block_on(ex.run(async {
+                let hog = {
+                    let (file, done) = (file.clone(), done.clone());
+                    ex.spawn(async move {
+                        let mut rounds = 0u64;
+                        while done.load(Ordering::SeqCst) < 10 && rounds < 300 {
+                            for i in 0..128u64 {
+                                let off = (i * 4096) % (SIZE - 8192);
+                                let (r, buf) = file.read_at(Buf::new(4096), off).await;
+                                assert_eq!(r.unwrap(), 4096);
+                                nowait::pattern::check(off, buf.as_slice()).unwrap();
+                            }
+                            smol::future::yield_now().await;
+                            rounds += 1;
+                        }
+                        rounds
+                    })
+                };
+                let other = {
+                    let (file, done) = (file.clone(), done.clone());
+                    ex.spawn(async move {
+                        for i in 0..10u64 {
+                            let off = (i * 8192) % (SIZE - 8192);
+                            let buf = if many {
+                                let mut m = file.read_many([(off, Buf::new(4096))]);
+                                let item = m.next().await.unwrap();
+                                assert_eq!(item.result.unwrap(), 4096);
+                                item.buf
+                            } else {
+                                let (r, buf) = file.read_at(Buf::new(4096), off).await;
+                                assert_eq!(r.unwrap(), 4096);
+                                buf
+                            };
+                            nowait::pattern::check(off, buf.as_slice()).unwrap();
+                            done.fetch_add(1, Ordering::SeqCst);
+                        }
+                    })
+                };
+                other.await;
+                hog.await
+            }));
+            println!(
+                "read_many {many}: the other task's 10 reads took {rounds} of the hog's rounds"
+            );
+            assert_eq!(done.load(Ordering::SeqCst), 10);
+            assert!(rounds < 300, "read_many {many}: the other task starved");
+        }
+    });
+}
+
 /// `pool` and `aio+pool` make the try at push and `sync` reads in the poll:
 /// their rings never try in the first poll (a miss would cost two system
 /// calls and count twice); `uring` and `aio` rings do.

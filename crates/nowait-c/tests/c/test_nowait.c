@@ -309,6 +309,12 @@ static void test_errors(void)
     CHECK(nowait_reap(q, cqes, 4, 5, -1) == -EINVAL, "min > max");
     CHECK(nowait_reap(q, cqes, 4, 1, -7) == -EINVAL, "bad timeout");
     CHECK(nowait_reap(NULL, cqes, 4, 1, -1) == -EINVAL, "NULL queue");
+    /* A handle of the wrong kind is recognised by its tag, read at offset 0
+     * of either kind (valgrind and ASan see no read past the object). */
+    CHECK(nowait_reap((struct nowait_queue *)(void *)f, cqes, 4, 1, 0) == -EBADF,
+          "a file passed as the queue");
+    CHECK(nowait_file_size((struct nowait_file *)(void *)q) == -EBADF,
+          "a queue passed as the file");
     int got = 0;
     while (got < 4) {
         int n = nowait_reap(q, cqes + got, (unsigned)(4 - got), 1, 10000);
