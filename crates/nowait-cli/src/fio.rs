@@ -19,18 +19,20 @@ pub struct FioResult {
     pub bw_bytes: f64,
     /// `jobs[0].read.clat_ns.mean`.
     pub clat_mean_ns: f64,
-    /// `jobs[0].read.clat_ns.percentile["50.000000"]`.
-    pub clat_p50_ns: u64,
+    /// `jobs[0].read.clat_ns.percentile["50.000000"]` (`None`: fio printed
+    /// no clat percentiles).
+    pub clat_p50_ns: Option<u64>,
     /// `jobs[0].read.clat_ns.percentile["99.000000"]`.
-    pub clat_p99_ns: u64,
+    pub clat_p99_ns: Option<u64>,
     /// `jobs[0].read.lat_ns.percentile["50.000000"]` (fio is run with
-    /// `lat_percentiles=1`): from before the submission, as nowait's clat
-    /// at iodepth 1.
+    /// `lat_percentiles=1` where it is compared, at iodepth 1): from before
+    /// the submission, as nowait's clat at iodepth 1. `None`: fio printed
+    /// no lat percentiles.
     #[serde(default)]
-    pub lat_p50_ns: u64,
+    pub lat_p50_ns: Option<u64>,
     /// `jobs[0].read.lat_ns.percentile["99.000000"]`.
     #[serde(default)]
-    pub lat_p99_ns: u64,
+    pub lat_p99_ns: Option<u64>,
     /// `jobs[0].usr_cpu`.
     pub usr_cpu: f64,
     /// `jobs[0].sys_cpu`.
@@ -47,8 +49,9 @@ impl FioResult {
     /// fio's percentile `p` (50 or 99) that matches nowait's clat: its lat
     /// where nowait's reads rode on the reap's call (`rode`, iodepth 1:
     /// clat from before the submission), else its clat. With the column's
-    /// name, `clat` or `lat`.
-    pub fn like_clat(&self, p: u8, rode: bool) -> (u64, &'static str) {
+    /// name, `clat` or `lat`. `None`: fio's JSON has no such percentile
+    /// (never read as 0).
+    pub fn like_clat(&self, p: u8, rode: bool) -> (Option<u64>, &'static str) {
         match (rode, p) {
             (true, 50) => (self.lat_p50_ns, "lat"),
             (true, _) => (self.lat_p99_ns, "lat"),
@@ -56,6 +59,28 @@ impl FioResult {
             (false, _) => (self.clat_p99_ns, "clat"),
         }
     }
+
+    /// Why the percentiles nowait's clat is compared with are missing
+    /// from fio's JSON, if they are (shown as "–", never as 0).
+    pub fn missing_percentiles(&self, rode: bool) -> Option<String> {
+        let (p50, what) = self.like_clat(50, rode);
+        if p50.is_some() && self.like_clat(99, rode).0.is_some() {
+            return None;
+        }
+        Some(format!(
+            "fio's JSON has no {what} percentiles (jobs[0].read.{what}_ns.percentile), \
+             so fio's {what} p50/p99 are not compared (\"–\"); fio older than 3.18 prints \
+             percentiles of either clat or lat (lat_percentiles=1 turns clat's off), and \
+             clat_percentiles=0 or disable_{what}=1 in a job file turn them off"
+        ))
+    }
+}
+
+/// fio's lat, not its clat, is what nowait's clat matches: at iodepth 1 the
+/// reap's system call submits the read and waits for it (every engine but
+/// `sync`, whose pread is timed as psync's clat).
+pub fn compares_lat(job: &Job) -> bool {
+    job.effective_iodepth() == 1 && job.ioengine != nowait::BackendKind::Sync
 }
 
 /// fio's name for a nowait engine, if fio has one.
@@ -170,17 +195,15 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
             Some(format!("--{k}={v}"))
         })
         .collect();
+    a.extend(["--thread", "--group_reporting"].map(String::from));
     // lat_percentiles: fio's lat (from before the submission) is what
-    // nowait's clat matches at iodepth 1; statistics only, no other effect.
-    a.extend(
-        [
-            "--thread",
-            "--group_reporting",
-            "--lat_percentiles=1",
-            "--output-format=json",
-        ]
-        .map(String::from),
-    );
+    // nowait's clat matches at iodepth 1; statistics only. Only there: fio
+    // older than 3.18 then turns clat's percentiles off (init.c), which
+    // the comparison uses at any other depth.
+    if compares_lat(job) {
+        a.push("--lat_percentiles=1".into());
+    }
+    a.push("--output-format=json".into());
     Ok(a)
 }
 
@@ -224,10 +247,10 @@ pub fn parse(text: &str) -> Result<FioResult, String> {
         iops: r.iops,
         bw_bytes: r.bw_bytes as f64,
         clat_mean_ns: r.clat_ns.mean,
-        clat_p50_ns: r.clat_ns.at(50.0),
-        clat_p99_ns: r.clat_ns.at(99.0),
-        lat_p50_ns: r.lat_ns.at(50.0),
-        lat_p99_ns: r.lat_ns.at(99.0),
+        clat_p50_ns: r.clat_ns.get(50.0),
+        clat_p99_ns: r.clat_ns.get(99.0),
+        lat_p50_ns: r.lat_ns.get(50.0),
+        lat_p99_ns: r.lat_ns.get(99.0),
         usr_cpu: j.usr_cpu,
         sys_cpu: j.sys_cpu,
         ctx: j.ctx,
@@ -318,14 +341,43 @@ mod tests {
         assert_eq!(r.iops, 50123.5);
         assert_eq!(
             (r.clat_p50_ns, r.clat_p99_ns, r.ctx, r.runtime_ms),
-            (580, 1200, 1234, 3001)
+            (Some(580), Some(1200), 1234, 3001)
         );
         assert_eq!((r.usr_cpu, r.sys_cpu), (1.5, 20.25));
         // nowait's clat at iodepth 1 matches fio's lat, elsewhere fio's clat.
-        assert_eq!(r.like_clat(99, true), (1500, "lat"));
-        assert_eq!(r.like_clat(50, false), (580, "clat"));
-        assert!(args(&job("--filename=/f"), 4096)
-            .unwrap()
-            .contains(&"--lat_percentiles=1".to_string()));
+        assert_eq!(r.like_clat(99, true), (Some(1500), "lat"));
+        assert_eq!(r.like_clat(50, false), (Some(580), "clat"));
+        assert_eq!(r.missing_percentiles(true), None);
+    }
+
+    /// fio before 3.18 turns clat percentiles off when lat_percentiles=1 is
+    /// set (init.c), so fio gets it only at iodepth 1 (where its lat is
+    /// compared), and percentiles missing from its JSON are missing, not 0.
+    #[test]
+    fn lat_percentiles_only_where_fios_lat_is_compared() {
+        let has = |cmd: &str| {
+            args(&job(cmd), 4096)
+                .unwrap()
+                .contains(&"--lat_percentiles=1".to_string())
+        };
+        assert!(has("--filename=/f --ioengine=uring"));
+        assert!(has("--filename=/f --ioengine=aio --iodepth=1"));
+        assert!(!has("--filename=/f --ioengine=uring --iodepth=8"));
+        assert!(!has("--filename=/f --ioengine=aio --iodepth=32"));
+        assert!(!has("--filename=/f --ioengine=sync"));
+        // fio-3.16 with lat_percentiles=1: lat has percentiles, clat none.
+        let text = r#"{"fio version":"fio-3.16","jobs":[{"read":{"iops":1000,
+"clat_ns":{"mean":600.5},
+"lat_ns":{"mean":900.5,"percentile":{"50.000000":880,"99.000000":1500}}}}]}"#;
+        let r = parse(text).unwrap();
+        assert_eq!((r.clat_p50_ns, r.clat_p99_ns), (None, None));
+        assert_eq!(r.like_clat(99, false), (None, "clat"));
+        assert_eq!(r.like_clat(99, true), (Some(1500), "lat"));
+        let note = r.missing_percentiles(false).unwrap();
+        assert!(
+            note.contains("no clat percentiles") && note.contains("3.18"),
+            "{note}"
+        );
+        assert_eq!(r.missing_percentiles(true), None);
     }
 }

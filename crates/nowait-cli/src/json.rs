@@ -138,12 +138,13 @@ impl Lat {
 
     /// The value at percentile `p` (0 if fio did not print it).
     pub fn at(&self, p: f64) -> u64 {
+        self.get(p).unwrap_or(0)
+    }
+
+    /// The value at percentile `p`, `None` if the document has none.
+    pub fn get(&self, p: f64) -> Option<u64> {
         let key = format!("{p:.6}");
-        self.percentile
-            .as_ref()
-            .and_then(|m| m.get(&key))
-            .copied()
-            .unwrap_or(0)
+        self.percentile.as_ref().and_then(|m| m.get(&key)).copied()
     }
 }
 
@@ -233,6 +234,10 @@ pub enum Fio {
         /// `read.iops / iops`: the ratio of the medians with several runs.
         iops_ratio: Option<f64>,
         compare: Option<Compare>,
+        /// Why fio's percentiles nowait's clat is compared with are
+        /// missing (their fields are then `null`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
     },
     /// Why fio did not run.
     Failed { error: String },
@@ -288,7 +293,7 @@ pub fn clat_from(o: &crate::run::Outcome) -> &'static str {
 /// The run's reads were submitted by the call that reaped them (iodepth 1,
 /// not `sync`): its clat includes the submission, like fio's lat.
 pub fn rode(o: &crate::run::Outcome) -> bool {
-    o.effective_iodepth == 1 && o.job.ioengine != nowait::BackendKind::Sync
+    crate::fio::compares_lat(&o.job)
 }
 
 /// One `jobs[]` entry for a row.
@@ -372,6 +377,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
                 run_iops: row.repeated().map(|_| f.iops),
                 iops_ratio: row.ratio(),
                 compare: row.compare.clone(),
+                note: f.missing_percentiles(rode(o)),
             },
             Err(e) => Fio::Failed { error: e.clone() },
         }),

@@ -64,7 +64,10 @@ pub fn svg(rows: &[Row], title: &str) -> String {
             _ => None,
         });
         add(format!("fio {e} p99"), true, &|r| match &r.fio {
-            Some(Ok(f)) => Some((qd(r), f.like_clat(99, crate::json::rode(&r.ours)).0 as f64)),
+            Some(Ok(f)) => f
+                .like_clat(99, crate::json::rode(&r.ours))
+                .0
+                .map(|ns| (qd(r), ns as f64)),
             _ => None,
         });
     }

@@ -447,17 +447,21 @@ pub fn human(row: &Row) -> String {
     match &row.fio {
         None => {}
         Some(Ok(f)) => {
+            let rode = crate::json::rode(o);
+            let (p50, what) = f.like_clat(50, rode);
             let _ = writeln!(
                 s,
-                "  fio          : IOPS={}, {} p50={} p99={}, usr={:.2}%, sys={:.2}%, ctx={}",
+                "  fio          : IOPS={}, {what} p50={} p99={}, usr={:.2}%, sys={:.2}%, ctx={}",
                 short_num(f.iops),
-                f.like_clat(50, crate::json::rode(o)).1,
-                short_ns(f.like_clat(50, crate::json::rode(o)).0 as f64),
-                short_ns(f.like_clat(99, crate::json::rode(o)).0 as f64),
+                opt_ns(p50),
+                opt_ns(f.like_clat(99, rode).0),
                 f.usr_cpu,
                 f.sys_cpu,
                 f.ctx
             );
+            if let Some(note) = f.missing_percentiles(rode) {
+                let _ = writeln!(s, "  fio note     : {note}");
+            }
             let _ = writeln!(
                 s,
                 "  nowait / fio : {:.3}x IOPS{}   ({})",
@@ -545,8 +549,8 @@ pub fn table(rows: &[Row]) -> String {
                     " | {:>9} {:>9} {:>5.2}x",
                     short_num(r.fio_iops().unwrap_or(f.iops)),
                     match f.like_clat(99, crate::json::rode(o)) {
-                        (ns, "lat") => format!("{}L", short_ns(ns as f64)),
-                        (ns, _) => short_ns(ns as f64),
+                        (Some(ns), "lat") => format!("{}L", short_ns(ns as f64)),
+                        (ns, _) => opt_ns(ns),
                     },
                     r.ratio().unwrap_or(0.0)
                 );
@@ -567,7 +571,19 @@ pub fn table(rows: &[Row]) -> String {
              both clats start when the submit call returns (fio's clat).\n",
         );
     }
+    let missing = rows.iter().find_map(|r| match &r.fio {
+        Some(Ok(f)) => f.missing_percentiles(crate::json::rode(&r.ours)),
+        _ => None,
+    });
+    if let Some(note) = missing {
+        let _ = writeln!(s, "–: {note}.");
+    }
     s
+}
+
+/// A latency fio may not have printed: "–" when it did not (never 0).
+fn opt_ns(ns: Option<u64>) -> String {
+    ns.map_or("–".into(), |ns| short_ns(ns as f64))
 }
 
 #[cfg(test)]
@@ -689,10 +705,10 @@ mod tests {
             iops: 20_000.0,
             bw_bytes: 0.0,
             clat_mean_ns: 0.0,
-            clat_p50_ns: 1,
-            clat_p99_ns: 2,
-            lat_p50_ns: 3_000,
-            lat_p99_ns: 4_000,
+            clat_p50_ns: Some(1),
+            clat_p99_ns: Some(2),
+            lat_p50_ns: Some(3_000),
+            lat_p99_ns: Some(4_000),
             usr_cpu: 0.0,
             sys_cpu: 0.0,
             ctx: 0,
@@ -736,6 +752,45 @@ mod tests {
         assert_eq!(f["run_iops"].as_f64(), Some(20_000.0));
         assert!((f["iops_ratio"].as_f64().unwrap() - want).abs() < 1e-12);
         assert!((f["compare"]["ratio_of_medians"].as_f64().unwrap() - want).abs() < 1e-12);
+    }
+
+    /// fio older than 3.18 prints no clat percentiles with lat_percentiles=1
+    /// (and a job file may turn them off): the comparison shows "–" and
+    /// says why, never a p99 of 0.
+    #[test]
+    fn missing_fio_percentiles_are_a_dash_and_a_note_not_zero() {
+        let mut r = row();
+        r.ours.job.iodepth = 8;
+        r.ours.effective_iodepth = 8;
+        r.fio = Some(Ok(crate::fio::FioResult {
+            iops: 20_000.0,
+            bw_bytes: 0.0,
+            clat_mean_ns: 0.0,
+            clat_p50_ns: None,
+            clat_p99_ns: None,
+            lat_p50_ns: Some(3_000),
+            lat_p99_ns: Some(4_000),
+            usr_cpu: 0.0,
+            sys_cpu: 0.0,
+            ctx: 0,
+            runtime_ms: 1,
+            command: "fio".into(),
+        }));
+        let t = table(std::slice::from_ref(&r));
+        let line = t.lines().nth(1).unwrap();
+        assert!(line.contains(" 20.0k         – "), "{t}");
+        assert!(!line.contains("0ns"), "{t}");
+        assert!(t.contains("–: fio's JSON has no clat percentiles"), "{t}");
+        let h = human(&r);
+        assert!(h.contains("clat p50=– p99=–"), "{h}");
+        assert!(
+            h.contains("fio note     : fio's JSON has no clat percentiles"),
+            "{h}"
+        );
+        let v = serde_json::to_value(crate::json::doc(&[r], None, false)).unwrap();
+        let f = &v["jobs"][0]["nowait"]["fio"];
+        assert!(f["clat_p99_ns"].is_null(), "{f}");
+        assert!(f["note"].as_str().unwrap().contains("3.18"), "{f}");
     }
 
     #[test]
