@@ -216,15 +216,17 @@ fn interrupted(done: usize, jobs: usize) -> Result<(), Failure> {
 
 /// Say which engine options a job's engine does not take (never silently),
 /// and drop the duplicates a sweep makes of them (`--ioengine uring,pool
-/// --nowait off,adaptive` runs uring once). `--nowait` on io_uring where no
-/// job uses the pool is an error: it is fio's io_uring option
-/// ([`uring_nowait`]).
+/// --nowait off,adaptive` runs uring once). `--nowait` turning RWF_NOWAIT
+/// on (always, adaptive) on io_uring where no job uses the pool is an
+/// error: it is fio's io_uring option ([`uring_nowait`]); `--nowait=0`
+/// (off, fio's default) is what nowait's uring engine does.
 fn applicable(jobs: Vec<Job>) -> Result<Vec<Job>, String> {
     if !jobs.iter().any(|j| options::uses_pool(j.ioengine)) {
         if let Some(m) = jobs
             .iter()
-            .find(|j| j.ioengine == nowait::BackendKind::Uring)
-            .and_then(|j| j.nowait)
+            .filter(|j| j.ioengine == nowait::BackendKind::Uring)
+            .filter_map(|j| j.nowait)
+            .find(|m| *m != nowait::NowaitMode::Off)
         {
             return Err(uring_nowait(m));
         }
@@ -272,8 +274,8 @@ fn uring_nowait(m: nowait::NowaitMode) -> String {
          of waiting); in nowait, --nowait is the pool engine's mode (off, always, \
          adaptive: try each buffered read inline with preadv2(RWF_NOWAIT) before handing \
          it to a worker thread), and nowait's uring engine has no per-read RWF_NOWAIT, \
-         so the same command line would not be the same workload. Drop --nowait to read \
-         through io_uring as fio does by default, or use --ioengine=pool \
+         so the same command line would not be the same workload. Drop --nowait (or give \
+         --nowait=0) to read through io_uring as fio does by default, or use --ioengine=pool \
          --nowait=always|adaptive for nowait's RWF_NOWAIT path"
     )
 }
@@ -385,5 +387,27 @@ mod tests {
         assert!(!out[0].time_based);
         let j = crate::options::job_of("--time_based --runtime=2");
         assert!(applicable(vec![j]).unwrap()[0].time_based);
+    }
+
+    /// fio's `nowait=0` is its default (no RWF_NOWAIT): accepted with
+    /// io_uring; only the values that turn RWF_NOWAIT on are refused, also
+    /// when a sweep lists off first.
+    #[test]
+    fn nowait_off_with_io_uring_is_fios_default_not_an_error() {
+        for off in ["--nowait=0", "--nowait=off"] {
+            let j = crate::options::job_of(&format!("--ioengine=io_uring {off}"));
+            let out = applicable(vec![j]).unwrap();
+            assert_eq!(out[0].ioengine, nowait::BackendKind::Uring);
+        }
+        for on in ["--nowait=1", "--nowait=always", "--nowait=adaptive"] {
+            let j = crate::options::job_of(&format!("--ioengine=io_uring {on}"));
+            let e = applicable(vec![j]).unwrap_err();
+            assert!(e.contains("RWF_NOWAIT on every read"), "{on}: {e}");
+        }
+        let words = crate::cli::words("--ioengine=uring --nowait=off,always");
+        let (set, _, _) = options::parse_args(&words).unwrap();
+        let (jobs, _) = options::expand(&set, &Job::default()).unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert!(applicable(jobs).unwrap_err().contains("--nowait=always"));
     }
 }

@@ -591,8 +591,9 @@ pub static OPTIONS: &[Opt] = &[
                thread (plain thread offload); always: try each buffered read inline with \
                preadv2(RWF_NOWAIT) first, only a miss goes to a worker; adaptive: try while \
                the file's hit ratio stays high. Not fio's nowait option (RWF_NOWAIT on \
-               every io_uring request): with ioengine=uring and no pool job it is an \
-               error; other engines ignore it, with a note.",
+               every io_uring request): with ioengine=uring and no pool job, 1 (always) \
+               and adaptive are an error, while 0 (off, fio's default) is what the \
+               uring engine does; other engines ignore it, with a note.",
         |j, v| j.nowait = Some(v.trim().parse::<NowaitMode>()?)
     ),
     job!(
