@@ -112,18 +112,22 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
         ("--output", settings.output.as_deref()),
         ("--plot", settings.plot.as_deref()),
     ])?;
-    let r = bench(&jobs, &settings);
-    if r.is_err() && !matches!(r, Err(Failure::Interrupted(_))) {
+    let mut reported = false;
+    let r = bench(&jobs, &settings, &mut reported);
+    // A failure, or Ctrl-C before any result, leaves no empty file behind.
+    if r.is_err() && !reported {
         dests.discard();
     }
     r.map(|()| false)
 }
 
-/// Run every job (with fio alternating when compared) and write the report.
-fn bench(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
+/// Run every job (with fio alternating when compared) and write the report
+/// (`reported`: it was written).
+fn bench(jobs: &[Job], settings: &Settings, reported: &mut bool) -> Result<(), Failure> {
     if settings.peak {
         let rows = crate::peak::run_all(jobs, settings)?;
         output(&rows, settings, None)?;
+        *reported = true;
         return interrupted(rows.len(), jobs.len());
     }
     let fio_version = if settings.compare_fio {
@@ -135,7 +139,15 @@ fn bench(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
     let mut rows: Vec<Row> = Vec::with_capacity(jobs.len());
     for job in jobs {
         // Lay out and open once per job; fio then reads the same region.
-        let data = crate::layout::prepare(job)?;
+        let data = match crate::layout::prepare(job) {
+            Ok(d) => d,
+            // Ctrl-C while laying out a later job: report the jobs run.
+            Err(Failure::Interrupted(m)) if !rows.is_empty() => {
+                eprintln!("nowait bench: job {}: {m}", job.name);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
         if fio_version.is_none() {
             let ours = run::run_prepared(job, &data)?;
             rows.push(Row {
@@ -195,6 +207,7 @@ fn bench(jobs: &[Job], settings: &Settings) -> Result<(), Failure> {
         }
     }
     output(&rows, settings, fio_version.as_deref())?;
+    *reported = true;
     interrupted(rows.len(), jobs.len())
 }
 

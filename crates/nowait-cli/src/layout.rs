@@ -131,8 +131,8 @@ fn write_then_rename(
         if stop() {
             // `tmp` is removed when dropped.
             return Err(Failure::Interrupted(format!(
-                "interrupted (SIGINT) while laying out {} ({} of {} written): nothing was \
-                 run, and the partial file was removed",
+                "interrupted (SIGINT) while laying out {} ({} of {} written): the job was \
+                 not run, and the partial file was removed",
                 path.display(),
                 human_bytes(off),
                 human_bytes(size)

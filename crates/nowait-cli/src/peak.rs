@@ -44,7 +44,15 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
     };
     let mut results = Vec::new();
     for job in jobs {
-        let data = layout::prepare(job)?;
+        let data = match layout::prepare(job) {
+            Ok(d) => d,
+            // Ctrl-C while laying out a later job: report the jobs run.
+            Err(Failure::Interrupted(m)) if !results.is_empty() => {
+                eprintln!("nowait bench: job {}: {m}", job.name);
+                break;
+            }
+            Err(e) => return Err(e),
+        };
         say(format!(
             "peak: {} {} bs={} qd={} batch submit={} complete min={} direct={} fixedbufs={} \
              registerfiles={} small_direct={} threads={}",

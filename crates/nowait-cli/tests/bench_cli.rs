@@ -448,3 +448,93 @@ fn clat_starts_after_the_submit_call_and_lat_before_it() {
         }
     }
 }
+
+/// Run `nowait args` and send it SIGINT as soon as a layout temporary
+/// `.{name}.*.nowait-layout` appears in `dir`.
+fn interrupt_during_layout(
+    dir: &std::path::Path,
+    name: &str,
+    args: &[&str],
+) -> std::process::Output {
+    use rustix::process::{kill_process, Pid, Signal};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let child = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let prefix = format!(".{name}.");
+    let t = Instant::now();
+    loop {
+        let laying_out = std::fs::read_dir(dir).unwrap().any(|e| {
+            let n = e.unwrap().file_name().to_string_lossy().into_owned();
+            n.starts_with(&prefix) && n.ends_with(".nowait-layout")
+        });
+        if laying_out {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no layout of {name} seen in {}",
+            dir.display()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    kill_process(Pid::from_child(&child), Signal::INT).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Ctrl-C while a later job's file is laid out: the jobs that finished are
+/// reported (exit 130), not thrown away.
+#[test]
+fn sigint_during_a_later_layout_reports_the_jobs_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("j.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\nioengine=psync\ninvalidate=0\nnumber_ios=100\n\
+             [first]\nfilename={0}/a\nsize=1m\n[second]\nfilename={0}/b\nsize=64m\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let j = job.display().to_string();
+    let o = interrupt_during_layout(dir.path(), "b", &["bench", &j, "--output-format=json"]);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("job second: interrupted (SIGINT) while laying out")
+            && e.contains("1 of 2 job(s) run"),
+        "{e}"
+    );
+    let v = json(&o);
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "{v}");
+    assert_eq!(jobs[0]["jobname"], "first");
+    assert_eq!(jobs[0]["read"]["total_ios"], 100);
+    assert!(!dir.path().join("b").exists());
+}
+
+/// Ctrl-C before any result: the `--output` and `--plot` files opened up
+/// front are removed, as after any other failure, not left empty.
+#[test]
+fn sigint_before_any_result_leaves_no_empty_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, svg) = (dir.path().join("out.json"), dir.path().join("qd.svg"));
+    let (o_arg, p_arg) = (
+        format!("--output={}", out.display()),
+        format!("--plot={}", svg.display()),
+    );
+    let f = path_arg(&dir.path().join("data"));
+    let o = interrupt_during_layout(
+        dir.path(),
+        "data",
+        &["bench", &f, "--size=64m", "--number_ios=10", &o_arg, &p_arg],
+    );
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("while laying out"), "{}", stderr(&o));
+    assert!(!out.exists() && !svg.exists(), "{}", stderr(&o));
+}
