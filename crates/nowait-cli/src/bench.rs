@@ -75,7 +75,9 @@ EXIT STATUS:
     0 success, 1 a run failed (I/O error, data mismatch, fio failed),
     2 usage error (the message names the option at fault), 130 interrupted:
     Ctrl-C (SIGINT) stops the run and prints the results so far, as fio
-    does; a second Ctrl-C stops at once
+    does: the jobs finished, and the run cut short marked interrupted
+    (measured nothing, if during ramp_time) and left out of medians and
+    ratios; no run starts after it; a second Ctrl-C stops at once
 ",
         options::help()
     )
@@ -167,26 +169,52 @@ fn bench(jobs: &[Job], settings: &Settings, reported: &mut bool) -> Result<(), F
             ("alternate", [false, true].repeat(settings.compare_rounds))
         };
         let (mut ours, mut theirs, mut runs) = (Vec::new(), Vec::new(), Vec::new());
+        // Runs SIGINT cut short: left out of the medians.
+        let mut cut = Vec::new();
         for fio_turn in order {
-            if run::interrupted() && !ours.is_empty() {
+            // After Ctrl-C no run starts (it would stop at once, after a
+            // handful of reads).
+            if run::interrupted() {
                 break;
             }
             if fio_turn {
-                let f = fio::run(job, data.region);
-                if let Err(e) = &f {
+                let mut f = fio::run(job, data.region);
+                if f.is_err() && run::interrupted() {
+                    // fio had the SIGINT too: it stops and exits 128.
+                    cut.push(runs.len());
+                    f = Err("interrupted (SIGINT) during fio's run".into());
+                } else if let Err(e) = &f {
                     eprintln!("nowait bench: fio run for job {} failed: {e}", job.name);
                 }
                 runs.push(("fio", f.as_ref().ok().map(|f| f.iops)));
                 theirs.push(f);
             } else {
                 let o = run::run_prepared(job, &data)?;
+                if o.interrupted {
+                    cut.push(runs.len());
+                }
                 runs.push(("nowait", Some(o.measured.iops())));
                 ours.push(o);
             }
         }
-        // Each side's median run is the one reported in full.
-        ours.sort_by(|a, b| a.measured.iops().total_cmp(&b.measured.iops()));
-        let ours = ours.swap_remove(ours.len() / 2);
+        if ours.is_empty() {
+            eprintln!(
+                "nowait bench: job {}: interrupted (SIGINT) during fio's first run, before \
+                 any nowait run: nothing to compare, the job is not reported",
+                job.name
+            );
+            break;
+        }
+        // Each side's median run is the one reported in full (nowait's of
+        // the runs not interrupted, if there is one).
+        let (mut whole, cut_short): (Vec<_>, Vec<_>) =
+            ours.into_iter().partition(|o| !o.interrupted);
+        let ours = if whole.is_empty() {
+            cut_short.into_iter().next_back().expect("a nowait run")
+        } else {
+            whole.sort_by(|a, b| a.measured.iops().total_cmp(&b.measured.iops()));
+            whole.swap_remove(whole.len() / 2)
+        };
         let mut ok: Vec<_> = theirs
             .iter()
             .filter_map(|f| f.as_ref().ok())
@@ -194,17 +222,23 @@ fn bench(jobs: &[Job], settings: &Settings, reported: &mut bool) -> Result<(), F
             .collect();
         ok.sort_by(|a, b| a.iops.total_cmp(&b.iops));
         let fio = match ok.len() {
+            0 if theirs.is_empty() => Some(Err(
+                "not run: interrupted (SIGINT) before fio's turn".to_string()
+            )),
             0 => theirs.into_iter().find_map(|f| f.err()).map(Err),
             n => Some(Ok(ok.swap_remove(n / 2))),
         };
         rows.push(Row {
             ours,
             fio,
-            compare: Some(Compare::new(name, &runs)),
+            compare: Some(Compare::new(name, &runs, &cut)),
         });
         if run::interrupted() {
             break;
         }
+    }
+    if rows.is_empty() {
+        return interrupted(0, jobs.len());
     }
     output(&rows, settings, fio_version.as_deref())?;
     *reported = true;
@@ -216,9 +250,15 @@ fn interrupted(done: usize, jobs: usize) -> Result<(), Failure> {
     if !run::interrupted() {
         return Ok(());
     }
+    if done == 0 {
+        return Err(Failure::Interrupted(
+            "interrupted (SIGINT) before any job had a result: nothing to report".into(),
+        ));
+    }
     Err(Failure::Interrupted(format!(
         "interrupted (SIGINT): the report is of the reads completed until then \
-         ({done} of {jobs} job(s) run{}); a second Ctrl-C stops at once",
+         ({done} of {jobs} job(s) run{}); a run cut short is marked interrupted and left \
+         out of medians and ratios; a second Ctrl-C stops at once",
         if done < jobs {
             ", the others not started"
         } else {

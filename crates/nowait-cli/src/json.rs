@@ -178,6 +178,12 @@ pub struct Nowait {
     /// latencies and CPU are reported (`read.iops` is the median).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_iops: Option<f64>,
+    /// SIGINT stopped the run shown before its end: its figures are of the
+    /// reads until then, and it is left out of medians and ratios.
+    pub interrupted: bool,
+    /// SIGINT stopped it during `ramp_time`: nothing was measured (its
+    /// IOPS and latencies are zeros, not figures).
+    pub unmeasured: bool,
     pub clat_from: String,
     pub nowait_path: NowaitPath,
     pub inline: Inline,
@@ -347,6 +353,8 @@ pub fn job(row: &Row, peak: bool) -> Job {
         verify: j.verify,
         verified_ios: o.verified_ios,
         run_iops: row.repeated().map(|_| m.iops()),
+        interrupted: o.interrupted,
+        unmeasured: o.unmeasured(),
         clat_from: clat_from(o).into(),
         nowait_path: NowaitPath::of(mode, &q.backend.nowait, &files),
         inline: Inline {

@@ -33,9 +33,10 @@ pub fn svg(rows: &[Row], title: &str) -> String {
     let mut p99 = Vec::new();
     for (i, e) in engines.iter().enumerate() {
         let color = COLORS[i % COLORS.len()];
+        // A run Ctrl-C stopped during ramp_time measured nothing: no point.
         let mine: Vec<&Row> = rows
             .iter()
-            .filter(|r| r.ours.job.ioengine.as_str() == e)
+            .filter(|r| r.ours.job.ioengine.as_str() == e && !r.ours.unmeasured())
             .collect();
         let qd = |r: &Row| r.ours.job.iodepth as f64;
         let mut add = |name: String, dashed: bool, f: &dyn Fn(&Row) -> Option<(f64, f64)>| {

@@ -30,8 +30,12 @@ pub struct Compare {
     pub order: String,
     /// Each run: `nowait` or `fio`, and its IOPS (`null`: the fio run failed).
     pub runs: Vec<(String, Option<f64>)>,
-    /// nowait's IOPS over its runs.
-    pub nowait: Spread,
+    /// Indices into `runs` of the runs SIGINT cut short (nowait's: IOPS of
+    /// the reads until then; fio's: failed), left out of the medians.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interrupted: Vec<usize>,
+    /// nowait's IOPS over its runs that were not interrupted (`null`: none).
+    pub nowait: Option<Spread>,
     /// fio's IOPS over its runs that succeeded.
     pub fio: Option<Spread>,
     /// nowait's median / fio's median.
@@ -78,28 +82,28 @@ impl Spread {
 }
 
 impl Compare {
-    /// From the runs in order, each `("nowait" | "fio", IOPS)`.
-    pub fn new(order: &str, runs: &[(&str, Option<f64>)]) -> Compare {
+    /// From the runs in order, each `("nowait" | "fio", IOPS)`, and the
+    /// indices of those SIGINT cut short (left out of the medians).
+    pub fn new(order: &str, runs: &[(&str, Option<f64>)], interrupted: &[usize]) -> Compare {
         let side = |t: &str| {
             runs.iter()
-                .filter(|r| r.0 == t)
-                .filter_map(|r| r.1)
+                .enumerate()
+                .filter(|(i, r)| r.0 == t && !interrupted.contains(i))
+                .filter_map(|(_, r)| r.1)
                 .collect()
         };
-        let nowait = Spread::of(side("nowait")).unwrap_or(Spread {
-            median: 0.0,
-            min: 0.0,
-            max: 0.0,
-        });
+        let nowait = Spread::of(side("nowait"));
         let fio = Spread::of(side("fio"));
         Compare {
             order: order.into(),
             runs: runs.iter().map(|(t, i)| (t.to_string(), *i)).collect(),
+            interrupted: interrupted.to_vec(),
             nowait,
             fio,
-            ratio_of_medians: fio
-                .filter(|f| f.median > 0.0)
-                .map(|f| nowait.median / f.median),
+            ratio_of_medians: match (nowait, fio) {
+                (Some(n), Some(f)) if f.median > 0.0 => Some(n.median / f.median),
+                _ => None,
+            },
         }
     }
 
@@ -108,7 +112,16 @@ impl Compare {
         let runs: Vec<String> = self
             .runs
             .iter()
-            .map(|(t, i)| format!("{t} {}", i.map_or("failed".into(), short_num)))
+            .enumerate()
+            .map(|(n, (t, i))| {
+                let cut = self.interrupted.contains(&n);
+                match (i, cut) {
+                    (Some(i), false) => format!("{t} {}", short_num(*i)),
+                    (Some(i), true) => format!("{t} {} (interrupted, left out)", short_num(*i)),
+                    (None, false) => format!("{t} failed"),
+                    (None, true) => format!("{t} interrupted"),
+                }
+            })
             .collect();
         let order = match self.order.as_str() {
             "abba" => "ABBA: fio, nowait, nowait, fio per set",
@@ -117,7 +130,7 @@ impl Compare {
         format!(
             "  runs         : {} ({order})\n  medians      : nowait {}, fio {}; ratio of medians {}\n",
             runs.join(", "),
-            self.nowait.words(),
+            self.nowait.map_or("-".into(), |n| n.words()),
             self.fio.map_or("-".into(), |f| f.words()),
             self.ratio_of_medians.map_or("-".into(), |r| format!("{r:.3}x"))
         )
@@ -132,10 +145,21 @@ impl Row {
     }
 
     /// nowait's IOPS as the headline states it: the median of its runs
-    /// when it ran several times, else the one run's.
+    /// (those not interrupted) when it ran several times, else the one
+    /// run's (the run shown, if every run was interrupted).
     pub fn iops(&self) -> f64 {
         self.repeated()
-            .map_or(self.ours.measured.iops(), |c| c.nowait.median)
+            .and_then(|c| c.nowait)
+            .map_or(self.ours.measured.iops(), |n| n.median)
+    }
+
+    /// nowait's IOPS is a figure to compare: a median of runs not
+    /// interrupted, or the one run, not interrupted.
+    pub fn measured(&self) -> bool {
+        match self.repeated() {
+            Some(c) => c.nowait.is_some(),
+            None => !self.ours.interrupted,
+        }
     }
 
     /// fio's IOPS likewise (the median of the runs that succeeded).
@@ -148,10 +172,11 @@ impl Row {
     }
 
     /// nowait IOPS / fio IOPS: the ratio of the medians when each side ran
-    /// several times (never the ratio of two chosen runs).
+    /// several times (never the ratio of two chosen runs); `None` without
+    /// a nowait run SIGINT did not cut short.
     pub fn ratio(&self) -> Option<f64> {
         match self.fio_iops() {
-            Some(f) if f > 0.0 => Some(self.iops() / f),
+            Some(f) if f > 0.0 && self.measured() => Some(self.iops() / f),
             _ => None,
         }
     }
@@ -382,28 +407,54 @@ pub fn human(row: &Row) -> String {
             String::new()
         }
     );
-    let bw = m.bw_bytes();
-    let _ = writeln!(
-        s,
-        "  read: IOPS={}, BW={:.1}MiB/s ({:.1}MB/s)({}/{}msec)",
-        short_num(m.iops()),
-        bw / (1 << 20) as f64,
-        bw / 1e6,
-        human_bytes(m.bytes),
-        m.elapsed.as_millis()
-    );
-    lat_line(&mut s, "slat", &m.slat.summary());
-    let clat = m.clat.summary();
-    lat_line(&mut s, "clat", &clat);
-    lat_line(&mut s, "lat", &m.lat.summary());
-    let (unit, div) = unit_for(clat.mean_ns);
-    let _ = writeln!(s, "     clat percentiles ({unit}):");
-    for chunk in clat.percentiles_ns.chunks(4) {
-        let cells: Vec<String> = chunk
-            .iter()
-            .map(|(p, v)| format!("{p:6.2}th=[{:>6.0}]", *v as f64 / div))
-            .collect();
-        let _ = writeln!(s, "     | {}", cells.join(", "));
+    if o.unmeasured() {
+        let _ = writeln!(
+            s,
+            "  interrupted  : SIGINT stopped the run during ramp_time ({} ms): nothing was \
+             measured, so no IOPS and no latencies{}",
+            j.ramp_time.as_millis(),
+            if row.fio.is_some() {
+                "; left out of the medians and the ratio"
+            } else {
+                ""
+            }
+        );
+    } else {
+        if o.interrupted {
+            let _ = writeln!(
+                s,
+                "  interrupted  : SIGINT stopped the run before its end: the figures are of \
+                 the reads until then{}",
+                if row.fio.is_some() {
+                    "; left out of the medians and the ratio"
+                } else {
+                    ""
+                }
+            );
+        }
+        let bw = m.bw_bytes();
+        let _ = writeln!(
+            s,
+            "  read: IOPS={}, BW={:.1}MiB/s ({:.1}MB/s)({}/{}msec)",
+            short_num(m.iops()),
+            bw / (1 << 20) as f64,
+            bw / 1e6,
+            human_bytes(m.bytes),
+            m.elapsed.as_millis()
+        );
+        lat_line(&mut s, "slat", &m.slat.summary());
+        let clat = m.clat.summary();
+        lat_line(&mut s, "clat", &clat);
+        lat_line(&mut s, "lat", &m.lat.summary());
+        let (unit, div) = unit_for(clat.mean_ns);
+        let _ = writeln!(s, "     clat percentiles ({unit}):");
+        for chunk in clat.percentiles_ns.chunks(4) {
+            let cells: Vec<String> = chunk
+                .iter()
+                .map(|(p, v)| format!("{p:6.2}th=[{:>6.0}]", *v as f64 / div))
+                .collect();
+            let _ = writeln!(s, "     | {}", cells.join(", "));
+        }
     }
     let q = &m.queue;
     if crate::options::uses_pool(j.ioengine) {
@@ -464,8 +515,14 @@ pub fn human(row: &Row) -> String {
             }
             let _ = writeln!(
                 s,
-                "  nowait / fio : {:.3}x IOPS{}   ({})",
-                row.ratio().unwrap_or(0.0),
+                "  nowait / fio : {}{}   ({})",
+                match row.ratio() {
+                    Some(r) => format!("{r:.3}x IOPS"),
+                    None if !row.measured() => {
+                        "no ratio: every nowait run was interrupted (SIGINT)".into()
+                    }
+                    None => "no ratio: fio measured 0 IOPS".into(),
+                },
                 match (row.repeated(), row.fio_iops()) {
                     (Some(_), Some(fm)) => format!(
                         ", ratio of medians (nowait {} / fio {})",
@@ -524,18 +581,24 @@ pub fn table(rows: &[Row]) -> String {
         let o = &r.ours;
         let m = &o.measured;
         let c = m.clat.summary();
+        let none = o.unmeasured();
+        let dash = |v: String| if none { "–".to_string() } else { v };
+        let iops = match r.measured() {
+            true => short_num(r.iops()),
+            false => dash(format!("{}*", short_num(r.iops()))),
+        };
         let _ = write!(
             s,
-            "{:<13} {:<8} {:>6} {:>4} {:>4} {:>9} {:>8.1} {:>9} {:>9} {:>6.1} {:>6.1} {:>8} {:>7.2}",
+            "{:<13} {:<8} {:>6} {:>4} {:>4} {:>9} {:>8} {:>9} {:>9} {:>6.1} {:>6.1} {:>8} {:>7.2}",
             o.job.engine_label(),
             o.job.rw.as_str(),
             human_bytes(o.job.bs).replace(' ', ""),
             o.effective_iodepth,
             o.job.numjobs,
-            short_num(r.iops()),
-            m.bw_bytes() / (1 << 20) as f64,
-            short_ns(c.at(50.0) as f64),
-            short_ns(c.at(99.0) as f64),
+            iops,
+            dash(format!("{:.1}", m.bw_bytes() / (1 << 20) as f64)),
+            dash(short_ns(c.at(50.0) as f64)),
+            dash(short_ns(c.at(99.0) as f64)),
             m.usr_cpu(),
             m.sys_cpu(),
             m.ctx(),
@@ -546,13 +609,13 @@ pub fn table(rows: &[Row]) -> String {
             Some(Ok(f)) => {
                 let _ = write!(
                     s,
-                    " | {:>9} {:>9} {:>5.2}x",
+                    " | {:>9} {:>9} {:>6}",
                     short_num(r.fio_iops().unwrap_or(f.iops)),
                     match f.like_clat(99, crate::json::rode(o)) {
                         (Some(ns), "lat") => format!("{}L", short_ns(ns as f64)),
                         (ns, _) => opt_ns(ns),
                     },
-                    r.ratio().unwrap_or(0.0)
+                    r.ratio().map_or("-".into(), |x| format!("{x:.2}x"))
                 );
             }
             Some(Err(_)) => {
@@ -577,6 +640,15 @@ pub fn table(rows: &[Row]) -> String {
     });
     if let Some(note) = missing {
         let _ = writeln!(s, "–: {note}.");
+    }
+    if rows.iter().any(|r| !r.measured() && !r.ours.unmeasured()) {
+        s.push_str(
+            "*: interrupted (SIGINT) before the job's end: the figures are of the reads until \
+             then, with no ratio to fio.\n",
+        );
+    }
+    if rows.iter().any(|r| r.ours.unmeasured()) {
+        s.push_str("–: interrupted (SIGINT) during ramp_time: nothing was measured.\n");
     }
     s
 }
@@ -625,6 +697,7 @@ mod tests {
                 verified_ios: 0,
                 nowait_path: None,
                 seconds: Vec::new(),
+                interrupted: false,
             },
             fio: None,
             compare: None,
@@ -676,14 +749,14 @@ mod tests {
             ("fio", Some(62.0)),
             ("nowait", Some(52.0)),
         ];
-        let c = Compare::new("abba", &runs);
+        let c = Compare::new("abba", &runs, &[]);
         assert_eq!(
             c.nowait,
-            Spread {
+            Some(Spread {
                 median: 52.0,
                 min: 50.0,
                 max: 54.0
-            }
+            })
         );
         assert_eq!(c.fio.unwrap().median, 61.0);
         assert!((c.ratio_of_medians.unwrap() - 52.0 / 61.0).abs() < 1e-12);
@@ -722,7 +795,7 @@ mod tests {
             ("nowait", Some(14_000.0)),
             ("fio", Some(30_000.0)),
         ];
-        r.compare = Some(Compare::new("abba", &runs));
+        r.compare = Some(Compare::new("abba", &runs, &[]));
         let want = 12_000.0 / 25_000.0;
         assert!((r.ratio().unwrap() - want).abs() < 1e-12);
         let h = human(&r);
@@ -791,6 +864,86 @@ mod tests {
         let f = &v["jobs"][0]["nowait"]["fio"];
         assert!(f["clat_p99_ns"].is_null(), "{f}");
         assert!(f["note"].as_str().unwrap().contains("3.18"), "{f}");
+    }
+
+    /// A run SIGINT cut short (during ramp_time: nothing measured) is
+    /// marked, and left out of the medians and the ratio.
+    #[test]
+    fn interrupted_runs_are_marked_and_left_out_of_medians_and_ratios() {
+        let runs = [
+            ("fio", Some(20_000.0)),
+            ("nowait", Some(10_000.0)),
+            ("nowait", Some(300.0)),
+        ];
+        let c = Compare::new("abba", &runs, &[2]);
+        assert_eq!(c.nowait.unwrap().median, 10_000.0);
+        assert_eq!(c.ratio_of_medians, Some(0.5));
+        assert!(
+            c.lines().contains("nowait 300 (interrupted, left out)"),
+            "{}",
+            c.lines()
+        );
+        // Every nowait run cut short: no median, no ratio.
+        let c = Compare::new("abba", &runs[..2], &[1]);
+        assert_eq!((c.nowait, c.ratio_of_medians), (None, None));
+
+        let fio = crate::fio::FioResult {
+            iops: 20_000.0,
+            bw_bytes: 0.0,
+            clat_mean_ns: 0.0,
+            clat_p50_ns: Some(1),
+            clat_p99_ns: Some(2),
+            lat_p50_ns: Some(3_000),
+            lat_p99_ns: Some(4_000),
+            usr_cpu: 0.0,
+            sys_cpu: 0.0,
+            ctx: 0,
+            runtime_ms: 1,
+            command: "fio".into(),
+        };
+        // One run, stopped after some reads: shown, marked, no ratio.
+        let mut r = row();
+        r.ours.interrupted = true;
+        r.fio = Some(Ok(fio));
+        assert_eq!(r.ratio(), None);
+        let t = table(std::slice::from_ref(&r));
+        assert!(
+            t.contains(" 10.0k* ") && t.contains("*: interrupted (SIGINT)"),
+            "{t}"
+        );
+        assert!(!t.contains("0.50x") && !t.contains("0.00x"), "{t}");
+        let h = human(&r);
+        assert!(
+            h.contains("interrupted  : SIGINT stopped the run before its end"),
+            "{h}"
+        );
+        assert!(
+            h.contains("no ratio: every nowait run was interrupted"),
+            "{h}"
+        );
+        // Stopped during ramp_time: no figures at all.
+        r.ours.measured.ios = 0;
+        r.ours.measured.clat = crate::metrics::Latency::new();
+        let t = table(std::slice::from_ref(&r));
+        let line = t.lines().nth(1).unwrap();
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cells[5..9], ["–"; 4], "IOPS, MiB/s, clat p50, p99: {t}");
+        assert!(
+            t.contains("–: interrupted (SIGINT) during ramp_time"),
+            "{t}"
+        );
+        let h = human(&r);
+        assert!(
+            h.contains("during ramp_time") && !h.contains("read: IOPS="),
+            "{h}"
+        );
+        let v = serde_json::to_value(crate::json::doc(&[r], None, false)).unwrap();
+        let n = &v["jobs"][0]["nowait"];
+        assert_eq!(
+            (&n["interrupted"], &n["unmeasured"]),
+            (&true.into(), &true.into())
+        );
+        assert!(n["fio"]["iops_ratio"].is_null(), "{n}");
     }
 
     #[test]

@@ -163,6 +163,9 @@ pub struct Driven<R> {
     pub seconds: Vec<Second>,
     /// Each thread's hook, in thread order.
     pub reads: Vec<R>,
+    /// SIGINT stopped a thread before the job's end (its runtime, its
+    /// reads): the figures are of the reads until then.
+    pub interrupted: bool,
 }
 
 /// Counters each thread publishes after every reap, for the live lines:
@@ -295,11 +298,13 @@ pub fn drive<R: Reads>(
         ..Measured::default()
     };
     let (mut backend, mut verified, mut hooks, mut first_err) = (None, 0, Vec::new(), None);
+    let mut interrupted = false;
     for r in results {
         match r {
             Ok((t, hook)) => {
                 measured.add(&t.measured);
                 verified += t.verified;
+                interrupted |= t.interrupted;
                 backend.get_or_insert(t.backend);
                 hooks.push(hook);
             }
@@ -317,6 +322,7 @@ pub fn drive<R: Reads>(
         verified,
         seconds,
         reads: hooks,
+        interrupted,
     })
 }
 
@@ -344,6 +350,18 @@ pub struct Outcome {
     pub nowait_path: Option<NowaitState>,
     /// Per-second figures (`--peak`).
     pub seconds: Vec<Second>,
+    /// SIGINT stopped the run before its end: its figures are of the reads
+    /// until then (none during `ramp_time`: [`Outcome::unmeasured`]), and
+    /// it is left out of medians and ratios.
+    pub interrupted: bool,
+}
+
+impl Outcome {
+    /// SIGINT stopped the run before any read was measured (during
+    /// `ramp_time`): its IOPS and latencies are not figures.
+    pub fn unmeasured(&self) -> bool {
+        self.interrupted && self.measured.ios == 0
+    }
 }
 
 /// Run one job on prepared data (`--peak`'s loop with `say`).
@@ -391,6 +409,7 @@ pub fn run_job(
         verified_ios: d.verified,
         nowait_path: crate::options::uses_pool(job.ioengine).then(|| file.nowait_state()),
         seconds: d.seconds,
+        interrupted: d.interrupted,
     })
 }
 
@@ -413,6 +432,8 @@ struct ThreadOut {
     measured: Measured,
     verified: u64,
     backend: BackendReport,
+    /// SIGINT, not the job's end, stopped the loop.
+    interrupted: bool,
 }
 
 /// The loop of one thread; see the module docs and [`Mode`].
@@ -466,7 +487,7 @@ fn worker<R: Reads>(
     let mut stats_base = q.stats();
     let mut sq_base = os_tid.map(sqpoll::cpu_of);
     let (mut verified, mut issued, mut in_flight, mut completed) = (0u64, 0u64, 0usize, 0u64);
-    let mut stopping = false;
+    let (mut stopping, mut cut) = (false, false);
     let mut now = start;
 
     let fail = |what: &str, e: nowait::Error| {
@@ -603,12 +624,10 @@ fn worker<R: Reads>(
             stats_base = q.stats();
             sq_base = os_tid.map(sqpoll::cpu_of);
         }
-        if end.is_some_and(|e| now >= e)
-            || issued >= limit
-            || abort.load(Ordering::Relaxed)
-            || interrupted()
-        {
-            stopping = true;
+        if !stopping {
+            let ended = end.is_some_and(|e| now >= e) || issued >= limit;
+            cut = !ended && interrupted();
+            stopping = ended || cut || abort.load(Ordering::Relaxed);
         }
     }
     m.elapsed = now.saturating_duration_since(measure_start);
@@ -628,6 +647,7 @@ fn worker<R: Reads>(
             measured: m,
             verified,
             backend,
+            interrupted: cut,
         },
         reads,
     ))

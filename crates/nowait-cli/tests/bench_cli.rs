@@ -403,6 +403,126 @@ fn sigint_stops_the_run_and_prints_the_results_so_far() {
     assert!(ios > 0, "{v}");
     // Every read counted is a whole block.
     assert_eq!(v["jobs"][0]["read"]["io_bytes"].as_u64(), Some(ios * 4096));
+    let n = &v["jobs"][0]["nowait"];
+    assert_eq!(
+        (&n["interrupted"], &n["unmeasured"]),
+        (&true.into(), &false.into())
+    );
+}
+
+/// Ctrl-C during ramp_time: nothing was measured, and the report says so
+/// instead of an IOPS of 0.
+#[test]
+fn sigint_during_ramp_time_is_reported_unmeasured() {
+    use rustix::process::{kill_process, Pid, Signal};
+    use std::process::Stdio;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let run = |json: bool| {
+        let mut a = vec![
+            "bench".to_string(),
+            path_arg(&file),
+            "--size=1m".into(),
+            "--invalidate=0".into(),
+            "--ramp_time=1h".into(),
+            "--runtime=1s".into(),
+            "--time_based".into(),
+            "--ioengine=sync".into(),
+        ];
+        if json {
+            a.push("--output-format=json".into());
+        }
+        let child = Command::new(env!("CARGO_BIN_EXE_nowait"))
+            .args(&a)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        while !file.exists() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        kill_process(Pid::from_child(&child), Signal::INT).unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let o = run(true);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let v = json(&o);
+    let n = &v["jobs"][0]["nowait"];
+    assert_eq!(
+        (&n["interrupted"], &n["unmeasured"]),
+        (&true.into(), &true.into())
+    );
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 0);
+    let o = run(false);
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("SIGINT stopped the run during ramp_time") && !text.contains("IOPS=0"),
+        "{text}"
+    );
+}
+
+/// Ctrl-C during fio's first run of an ABBA set: no nowait run starts
+/// after it (it would stop at once and be compared as a result of a
+/// handful of reads); nothing is reported for the job.
+#[test]
+fn sigint_during_fios_run_starts_no_nowait_run() {
+    use rustix::process::{kill_process, Pid, Signal};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    if Command::new("fio").arg("--version").output().is_err() {
+        common::skip_line("sigint_during_fios_run: fio is not installed (apt-get install fio)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    let child = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .args([
+            "bench",
+            &path_arg(&file),
+            "--size=1m",
+            "--invalidate=0",
+            "--ioengine=sync",
+            "--time_based",
+            "--runtime=1s",
+            "--abba=1",
+            "--output-format=json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // fio's run (not `fio --version`) is a child of nowait's main thread.
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    let fio_runs = || {
+        let c = std::fs::read_to_string(&children).unwrap_or_default();
+        c.split_whitespace().any(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).contains("--output-format=json")
+        })
+    };
+    let t = Instant::now();
+    while !fio_runs() {
+        assert!(t.elapsed() < Duration::from_secs(20), "fio never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Only nowait gets the SIGINT: fio runs to its end.
+    kill_process(Pid::from_child(&child), Signal::INT).unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("during fio's first run, before any nowait run")
+            && e.contains("nothing to report"),
+        "{e}"
+    );
+    assert!(
+        o.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
 }
 
 /// clat starts when the submit call returns (fio's io_uring engine stamps
