@@ -57,8 +57,9 @@ MEASURES:
     engines count it; at iodepth 1, where one call submits and waits, and
     for sync, from just before that call, so there it matches fio's lat (and
     psync's clat); HdrHistogram, fio's percentiles), submission latency
-    (slat: the pushes and submit call), total latency (lat: from before the
-    push to the reap, fio's lat), usr/sys CPU %
+    (slat: the pushes and submit call; none where clat holds the
+    submission, at iodepth 1, so slat + clat = lat as in fio), total
+    latency (lat: from before the push to the reap, fio's lat), usr/sys CPU %
     of wall time over all threads (getrusage; above 100% with several busy
     threads), voluntary and involuntary context switches, and reads per
     system call as counted by the engine.

@@ -185,6 +185,9 @@ pub struct Nowait {
     /// IOPS and latencies are zeros, not figures).
     pub unmeasured: bool,
     pub clat_from: String,
+    /// The fio quantity nowait's clat is compared with: `lat` (iodepth 1,
+    /// where one call submits and waits) or `clat`.
+    pub clat_compare_with: String,
     pub nowait_path: NowaitPath,
     pub inline: Inline,
     pub uring: Uring,
@@ -356,6 +359,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
         interrupted: o.interrupted,
         unmeasured: o.unmeasured(),
         clat_from: clat_from(o).into(),
+        clat_compare_with: if rode(o) { "lat" } else { "clat" }.into(),
         nowait_path: NowaitPath::of(mode, &q.backend.nowait, &files),
         inline: Inline {
             enabled: j.memory_inline,

@@ -442,7 +442,18 @@ pub fn human(row: &Row) -> String {
             human_bytes(m.bytes),
             m.elapsed.as_millis()
         );
-        lat_line(&mut s, "slat", &m.slat.summary());
+        let slat = m.slat.summary();
+        if slat.n == 0 {
+            // slat + clat = lat: where clat starts before the push, the
+            // submission is in it.
+            let _ = writeln!(
+                s,
+                "    slat: none: the call that waits for each read submits it (iodepth 1), \
+                 so clat holds the submission"
+            );
+        } else {
+            lat_line(&mut s, "slat", &slat);
+        }
         let clat = m.clat.summary();
         lat_line(&mut s, "clat", &clat);
         lat_line(&mut s, "lat", &m.lat.summary());

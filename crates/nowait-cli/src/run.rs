@@ -18,7 +18,9 @@
 //! * submission latency (`slat`) is the batch's pushes and submit call,
 //!   charged to each read of the batch: a read that completes inside `push`
 //!   (the pool's `RWF_NOWAIT` nowait path, a memory-backed file read inline)
-//!   is counted there;
+//!   is counted there; where clat starts before the push (iodepth 1, `sync`,
+//!   [`Mode::Serve`]) the submission is inside clat and no slat is
+//!   recorded, so that slat + clat = lat for every read, as in fio;
 //! * total latency (`lat`, fio's lat) runs from just before the batch's
 //!   first `push` to the reap.
 //!
@@ -495,9 +497,10 @@ fn worker<R: Reads>(
     };
     // Hand the batch to the kernel (unless the reap carries it) and account
     // for it: `slat` from the batch's start to the end of the submit call,
-    // `clat` will run from the end of that call (or, where the reap carries
-    // the batch or in Serve, from the batch's start) to the reap of each
-    // read, `lat` from the batch's start.
+    // `clat` will run from the end of that call to the reap of each read,
+    // `lat` from the batch's start. Where the reap carries the batch, and
+    // in Serve, clat runs from the batch's start and holds the submission:
+    // no slat then (slat + clat = lat, as fio's).
     macro_rules! submit {
         ($carried:expr) => {
             if !$carried {
@@ -505,16 +508,13 @@ fn worker<R: Reads>(
             }
             if timed {
                 let t1 = Instant::now();
-                let clat_from = if $carried || mode == Mode::Serve {
-                    batch_start
-                } else {
-                    t1
-                };
+                let apart = !$carried && mode != Mode::Serve;
+                let clat_from = if apart { t1 } else { batch_start };
                 for &id in &batch {
                     issued_at[id as usize] = clat_from;
                     pushed_at[id as usize] = batch_start;
                 }
-                if measuring {
+                if measuring && apart {
                     m.slat.record_n(t1 - batch_start, batch.len() as u64);
                 }
             }

@@ -551,10 +551,18 @@ fn clat_starts_after_the_submit_call_and_lat_before_it() {
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         let v = json(&o);
         let r = &v["jobs"][0]["read"];
-        let (clat, lat) = (&r["clat_ns"], &r["lat_ns"]);
+        let (slat, clat, lat) = (&r["slat_ns"], &r["clat_ns"], &r["lat_ns"]);
         assert_eq!(clat["N"], 512, "{r}");
         assert_eq!(lat["N"], 512, "{r}");
+        // fio's invariant: slat + clat = lat for each read (means within
+        // the histograms' 3 significant digits).
+        let mean = |l: &serde_json::Value| l["mean"].as_f64().unwrap();
+        assert!(
+            mean(slat) + mean(clat) <= mean(lat) * 1.002 + 1.0,
+            "slat + clat > lat: {r}"
+        );
         let from = v["jobs"][0]["nowait"]["clat_from"].as_str().unwrap();
+        let with = &v["jobs"][0]["nowait"]["clat_compare_with"];
         if depth == "8" {
             assert!(
                 lat["mean"].as_f64().unwrap() > clat["mean"].as_f64().unwrap(),
@@ -562,9 +570,14 @@ fn clat_starts_after_the_submit_call_and_lat_before_it() {
             );
             assert!(lat["min"].as_u64().unwrap() >= clat["min"].as_u64().unwrap());
             assert!(from.contains("return of the submit call"), "{from}");
+            assert_eq!(slat["N"], 512, "{r}");
+            assert_eq!(with, "clat");
         } else {
             assert_eq!(lat["percentile"], clat["percentile"], "{r}");
             assert!(from.contains("fio's lat"), "{from}");
+            // One call submits and waits: the submission is in clat.
+            assert_eq!(slat["N"], 0, "{r}");
+            assert_eq!(with, "lat");
         }
     }
 }
