@@ -54,8 +54,8 @@ DEFAULTS:
 MEASURES:
     IOPS, bandwidth, completion latency (clat: from the return of the submit
     call to the reap that returned the read, as fio's io_uring and libaio
-    engines count it; at iodepth 1, where one call submits and waits, and
-    for sync, from just before that call, so there it matches fio's lat (and
+    engines count it; at iodepth 1, where the call that waits for the read
+    also submits it, and for sync, from just before that call, so there it matches fio's lat (and
     psync's clat); HdrHistogram, fio's percentiles), submission latency
     (slat: the pushes and submit call; none where clat holds the
     submission, at iodepth 1, so slat + clat = lat as in fio), total

@@ -288,10 +288,33 @@ pub fn doc(rows: &[Row], fio_version: Option<&str>, peak: bool) -> Doc {
 
 /// Where a run's clat starts, and the fio column it matches.
 pub fn clat_from(o: &crate::run::Outcome) -> &'static str {
+    use nowait::BackendKind::*;
     if rode(o) {
-        "just before the read's push: at iodepth 1 one system call submits the read and waits \
-         for it, so clat includes the submission, as fio's lat does (compare with fio's lat)"
-    } else if o.job.ioengine == nowait::BackendKind::Sync {
+        match o.job.ioengine {
+            Uring => {
+                "just before the read's push: at iodepth 1 one io_uring_enter submits the read \
+                 and waits for it, so clat includes the submission, as fio's lat does (compare \
+                 with fio's lat)"
+            }
+            Aio => {
+                "just before the read's push: at iodepth 1 the reap submits the read \
+                 (io_submit) and then waits for it (io_getevents), so clat includes the \
+                 submission, as fio's lat does (compare with fio's lat)"
+            }
+            Pool => {
+                "just before the read's push: at iodepth 1 the push tries the read inline \
+                 (preadv2 with RWF_NOWAIT, per --nowait) and the reap hands a miss to a worker \
+                 thread and waits for it, so clat includes the try and the hand-off, as fio's \
+                 lat would (fio has no thread-pool engine)"
+            }
+            _ => {
+                "just before the read's push: at iodepth 1 the reap submits a direct read \
+                 (io_submit, then io_getevents waits) or hands a buffered one to a worker \
+                 thread after an inline RWF_NOWAIT try (per --nowait) and waits for it, so \
+                 clat includes the submission, as fio's lat would (fio has no such engine)"
+            }
+        }
+    } else if o.job.ioengine == Sync {
         "just before the pread, as fio's psync clat"
     } else {
         "the return of the submit call, as fio's io_uring and libaio clat (fio's lat, and \
@@ -300,7 +323,8 @@ pub fn clat_from(o: &crate::run::Outcome) -> &'static str {
 }
 
 /// The run's reads were submitted by the call that reaped them (iodepth 1,
-/// not `sync`): its clat includes the submission, like fio's lat.
+/// not `sync`; io_uring_enter, io_submit then io_getevents, or the hand-off
+/// to a pool thread): its clat includes the submission, like fio's lat.
 pub fn rode(o: &crate::run::Outcome) -> bool {
     crate::fio::compares_lat(&o.job)
 }
@@ -382,8 +406,12 @@ pub fn job(row: &Row, peak: bool) -> Job {
         }),
         fio: row.fio.as_ref().map(|f| match f {
             Ok(f) => Fio::Ran {
+                // With several runs, fio's median rate, and bw at that rate
+                // (as read.bw_bytes), the rest of the run shown.
                 result: Box::new(crate::fio::FioResult {
                     iops: row.fio_iops().unwrap_or(f.iops),
+                    bw_bytes: f.bw_bytes * row.fio_iops().unwrap_or(f.iops)
+                        / f.iops.max(f64::MIN_POSITIVE),
                     ..f.clone()
                 }),
                 run_iops: row.repeated().map(|_| f.iops),

@@ -640,9 +640,10 @@ pub fn table(rows: &[Row]) -> String {
         .any(|r| matches!(r.fio, Some(Ok(_))) && crate::json::rode(&r.ours))
     {
         s.push_str(
-            "L: fio's lat p99. At iodepth 1 one system call submits each read and waits \
-             for it, so nowait's clat includes the submission, as fio's lat does; elsewhere \
-             both clats start when the submit call returns (fio's clat).\n",
+            "L: fio's lat p99. At iodepth 1 the call that waits for each read also submits \
+             it (io_uring_enter; io_submit then io_getevents with aio), so nowait's clat \
+             includes the submission, as fio's lat does; elsewhere both clats start when \
+             the submit call returns (fio's clat).\n",
         );
     }
     let missing = rows.iter().find_map(|r| match &r.fio {
@@ -787,7 +788,7 @@ mod tests {
         let mut r = row(); // its run: 10k IOPS
         let fio = crate::fio::FioResult {
             iops: 20_000.0,
-            bw_bytes: 0.0,
+            bw_bytes: 20_000.0 * 4096.0,
             clat_mean_ns: 0.0,
             clat_p50_ns: Some(1),
             clat_p99_ns: Some(2),
@@ -833,6 +834,8 @@ mod tests {
         assert_eq!(j["nowait"]["run_iops"].as_f64(), Some(10_000.0));
         let f = &j["nowait"]["fio"];
         assert_eq!(f["iops"].as_f64(), Some(25_000.0));
+        // bw at the same (median) rate, as read.bw_bytes.
+        assert_eq!(f["bw_bytes"].as_f64(), Some(25_000.0 * 4096.0));
         assert_eq!(f["run_iops"].as_f64(), Some(20_000.0));
         assert!((f["iops_ratio"].as_f64().unwrap() - want).abs() < 1e-12);
         assert!((f["compare"]["ratio_of_medians"].as_f64().unwrap() - want).abs() < 1e-12);
@@ -955,6 +958,32 @@ mod tests {
             (&true.into(), &true.into())
         );
         assert!(n["fio"]["iops_ratio"].is_null(), "{n}");
+    }
+
+    /// At iodepth 1 clat holds the submission, said per backend: one
+    /// io_uring_enter, io_submit then io_getevents, a pool thread's hand-off.
+    #[test]
+    fn clat_from_names_each_backends_submission_at_iodepth_1() {
+        use nowait::BackendKind::*;
+        let mut r = row();
+        let mut from = |k| {
+            r.ours.job.ioengine = k;
+            crate::json::clat_from(&r.ours)
+        };
+        assert!(from(Uring).contains("one io_uring_enter submits"));
+        let aio = from(Aio);
+        assert!(
+            aio.contains("(io_submit) and then waits") && !aio.contains("one "),
+            "{aio}"
+        );
+        for k in [Pool, AioPool] {
+            let p = from(k);
+            assert!(
+                p.contains("worker thread") && !p.contains("one system call"),
+                "{p}"
+            );
+        }
+        assert!(from(Sync).contains("before the pread"));
     }
 
     #[test]
