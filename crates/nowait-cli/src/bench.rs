@@ -55,11 +55,14 @@ MEASURES:
     IOPS, bandwidth, completion latency (clat: from the return of the submit
     call to the reap that returned the read, as fio's io_uring and libaio
     engines count it; at iodepth 1, where the call that waits for the read
-    also submits it, and for sync, from just before that call, so there it matches fio's lat (and
-    psync's clat); HdrHistogram, fio's percentiles), submission latency
-    (slat: the pushes and submit call; none where clat holds the
-    submission, at iodepth 1, so slat + clat = lat as in fio), total
-    latency (lat: from before the push to the reap, fio's lat), usr/sys CPU %
+    also submits it, and for sync, from just before that call, so there it
+    matches fio's lat (and psync's clat); HdrHistogram, fio's percentiles),
+    submission latency (slat: from just before the read's own push to the
+    return of the submit call, so with --iodepth_batch_submit > 1 it holds
+    the later reads' pushes of its batch, as fio's; none where clat holds
+    the submission, at iodepth 1, so slat + clat = lat as in fio), total
+    latency (lat: from just before the read's own push to the reap, fio's
+    lat, which stamps each read's start), usr/sys CPU %
     of wall time over all threads (getrusage; above 100% with several busy
     threads), voluntary and involuntary context switches, and reads per
     system call as counted by the engine.

@@ -6,8 +6,9 @@
 //! The hot loop allocates nothing: one buffer per slot is made before the
 //! start, offsets come from a seeded generator, and reaps take every
 //! completion available (fio's `iodepth_batch_complete_max` = iodepth).
-//! In [`Mode::Measure`] time is read once before each batch's first push,
-//! once after each submit and once after each reap:
+//! In [`Mode::Measure`] time is read once before each read's push (as fio
+//! stamps each io_u's `start_time`), once after each submit and once after
+//! each reap:
 //! * completion latency (`clat`) runs from the return of the submit call to
 //!   the reap that returned the read, as in fio's io_uring engine (which
 //!   stamps `issue_time` in `fio_ioring_queued()`, after `io_uring_enter`
@@ -15,14 +16,16 @@
 //!   where the reap's call carries the read, and so `sync`, whose `pread`
 //!   is then inside clat as fio's psync counts it) and in [`Mode::Serve`],
 //!   from just before the batch's first `push`;
-//! * submission latency (`slat`) is the batch's pushes and submit call,
-//!   charged to each read of the batch: a read that completes inside `push`
-//!   (the pool's `RWF_NOWAIT` nowait path, a memory-backed file read inline)
-//!   is counted there; where clat starts before the push (iodepth 1, `sync`,
-//!   [`Mode::Serve`]) the submission is inside clat and no slat is
-//!   recorded, so that slat + clat = lat for every read, as in fio;
-//! * total latency (`lat`, fio's lat) runs from just before the batch's
-//!   first `push` to the reap.
+//! * submission latency (`slat`) runs from just before the read's own
+//!   `push` to the return of the submit call that handed its batch over
+//!   (with `iodepth_batch_submit` > 1 a batch's first read waits for the
+//!   later pushes, its last one does not, as in fio): a read that completes
+//!   inside `push` (the pool's `RWF_NOWAIT` nowait path, a memory-backed
+//!   file read inline) is counted there; where clat starts before the push
+//!   (iodepth 1, `sync`, [`Mode::Serve`]) the submission is inside clat and
+//!   no slat is recorded, so that slat + clat = lat for every read, as in fio;
+//! * total latency (`lat`, fio's lat) runs from just before the read's own
+//!   `push` to the reap.
 //!
 //! At `iodepth=1`, and always in [`Mode::Peak`], the reads are not submitted
 //! on their own: the reap's `io_uring_enter` submits them and waits (one
@@ -477,10 +480,7 @@ fn worker<R: Reads>(
     let mut m = Measured::default();
 
     let start = Instant::now();
-    // Where each slot's clat and lat start.
-    let mut issued_at = vec![start; depth];
-    let mut pushed_at = vec![start; depth];
-    let mut batch_start = start;
+    let mut stamps = Stamps::new(depth, start);
     let mut slot = vec![(0usize, 0u64); depth];
     let ramp_end = start + job.ramp_time;
     let end = job.runtime.map(|r| ramp_end + r);
@@ -496,27 +496,23 @@ fn worker<R: Reads>(
         Failure::Runtime(format!("--ioengine={}: {what} failed: {e}", job.ioengine))
     };
     // Hand the batch to the kernel (unless the reap carries it) and account
-    // for it: `slat` from the batch's start to the end of the submit call,
-    // `clat` will run from the end of that call to the reap of each read,
-    // `lat` from the batch's start. Where the reap carries the batch, and
-    // in Serve, clat runs from the batch's start and holds the submission:
-    // no slat then (slat + clat = lat, as fio's).
+    // for it ([`Stamps::submitted`]): `slat` from each read's push to the
+    // end of the submit call, `clat` will run from the end of that call to
+    // the reap of each read, `lat` from its push. Where the reap carries
+    // the batch, and in Serve, clat runs from the push and holds the
+    // submission: no slat then (slat + clat = lat, as fio's).
     macro_rules! submit {
         ($carried:expr) => {
             if !$carried {
                 q.submit().map_err(|e| fail("submit", e))?;
             }
             if timed {
-                let t1 = Instant::now();
                 let apart = !$carried && mode != Mode::Serve;
-                let clat_from = if apart { t1 } else { batch_start };
-                for &id in &batch {
-                    issued_at[id as usize] = clat_from;
-                    pushed_at[id as usize] = batch_start;
-                }
-                if measuring && apart {
-                    m.slat.record_n(t1 - batch_start, batch.len() as u64);
-                }
+                stamps.submitted(&batch, Instant::now(), apart, |slat| {
+                    if measuring {
+                        m.slat.record(slat);
+                    }
+                });
             }
             m.submit_calls += 1;
             m.submitted += batch.len() as u64;
@@ -552,9 +548,9 @@ fn worker<R: Reads>(
                 }
                 if measuring {
                     if timed {
-                        let clat = now - issued_at[id];
+                        let clat = now - stamps.issued[id];
                         m.clat.record(clat);
-                        m.lat.record(now - pushed_at[id]);
+                        m.lat.record(now - stamps.pushed[id]);
                         reads.done(f, clat);
                     }
                     m.ios += 1;
@@ -576,11 +572,11 @@ fn worker<R: Reads>(
                 let buf = bufs[id as usize]
                     .take()
                     .expect("a free slot holds its buffer");
-                if timed && batch.is_empty() {
+                if timed {
                     // A read may complete inside `push` (the pool's
-                    // RWF_NOWAIT nowait path, memory-backed files): the
-                    // batch's time starts before it.
-                    batch_start = Instant::now();
+                    // RWF_NOWAIT nowait path, memory-backed files): its
+                    // time starts before it.
+                    stamps.pushed[id as usize] = Instant::now();
                 }
                 q.push(Read {
                     file: files[f],
@@ -653,6 +649,47 @@ fn worker<R: Reads>(
     ))
 }
 
+/// Where each slot's latencies start, as fio's io_u times: `pushed` just
+/// before the read's own push (fio's `start_time`: lat and slat), `issued`
+/// at the return of the submit call that handed it over (fio's
+/// `issue_time`: clat), or at its push where the call that waits for the
+/// read submits it.
+struct Stamps {
+    pushed: Vec<Instant>,
+    issued: Vec<Instant>,
+}
+
+impl Stamps {
+    fn new(depth: usize, start: Instant) -> Stamps {
+        Stamps {
+            pushed: vec![start; depth],
+            issued: vec![start; depth],
+        }
+    }
+
+    /// The submit call that handed `batch` over returned at `t1` (`apart`:
+    /// a call of its own, not the reap's): set each read's clat start, and
+    /// hand each read's slat (from its own push) to `slat`.
+    #[inline]
+    fn submitted(
+        &mut self,
+        batch: &[u32],
+        t1: Instant,
+        apart: bool,
+        mut slat: impl FnMut(Duration),
+    ) {
+        for &id in batch {
+            let id = id as usize;
+            if apart {
+                self.issued[id] = t1;
+                slat(t1 - self.pushed[id]);
+            } else {
+                self.issued[id] = self.pushed[id];
+            }
+        }
+    }
+}
+
 /// The queue a job asks for: backend, depth and every engine option.
 pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
     let n = job.normalized();
@@ -722,4 +759,32 @@ fn slot_buffers(job: &Job, q: &mut Queue, files: &[&File], depth: usize) -> Vec<
             Some(fixed.unwrap_or_else(|| Buf::with_align(job.bs as usize, align)))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With batched submission (iodepth_batch_submit > 1) each read's slat
+    /// and lat start at its own push, as fio stamps each io_u's start_time,
+    /// not at the batch's first push; clat starts at the submit's return.
+    #[test]
+    fn batched_reads_are_timed_from_their_own_push() {
+        let t0 = Instant::now();
+        let us = Duration::from_micros;
+        let mut s = Stamps::new(4, t0);
+        for (id, at) in [(2u32, 0), (0, 1), (3, 2)] {
+            s.pushed[id as usize] = t0 + us(at);
+        }
+        let mut slats = Vec::new();
+        s.submitted(&[2, 0, 3], t0 + us(5), true, |d| slats.push(d));
+        assert_eq!(slats, [us(5), us(4), us(3)]);
+        assert_eq!(s.issued[0], t0 + us(5));
+        assert_eq!(s.issued[3], t0 + us(5));
+        // Carried by the reap's call: clat from the push, no slat.
+        slats.clear();
+        s.submitted(&[3], t0 + us(9), false, |d| slats.push(d));
+        assert!(slats.is_empty());
+        assert_eq!(s.issued[3], t0 + us(2));
+    }
 }
