@@ -335,10 +335,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
     let (m, j, q) = (&o.measured, &o.job, &o.measured.queue);
     let clat = m.clat.summary();
     // The headline rate: the median of several compared runs.
-    let bw = match row.repeated() {
-        Some(_) => m.bw_bytes() * row.iops() / m.iops().max(f64::MIN_POSITIVE),
-        None => m.bw_bytes(),
-    };
+    let bw = row.bw_bytes();
     let job_options = crate::fio::job_options(j, o.region)
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))

@@ -153,6 +153,15 @@ impl Row {
             .map_or(self.ours.measured.iops(), |n| n.median)
     }
 
+    /// nowait's bytes per second at the headline rate ([`Row::iops`]).
+    pub fn bw_bytes(&self) -> f64 {
+        let m = &self.ours.measured;
+        match self.repeated() {
+            Some(_) => m.bw_bytes() * self.iops() / m.iops().max(f64::MIN_POSITIVE),
+            None => m.bw_bytes(),
+        }
+    }
+
     /// nowait's IOPS is a figure to compare: a median of runs not
     /// interrupted, or the one run, not interrupted.
     pub fn measured(&self) -> bool {
@@ -607,7 +616,7 @@ pub fn table(rows: &[Row]) -> String {
             o.effective_iodepth,
             o.job.numjobs,
             iops,
-            dash(format!("{:.1}", m.bw_bytes() / (1 << 20) as f64)),
+            dash(format!("{:.1}", r.bw_bytes() / (1 << 20) as f64)),
             dash(short_ns(c.at(50.0) as f64)),
             dash(short_ns(c.at(99.0) as f64)),
             m.usr_cpu(),
@@ -818,6 +827,8 @@ mod tests {
         assert!(h.contains("ratio of medians 0.480x"), "{h}");
         let t = table(std::slice::from_ref(&r));
         assert!(t.contains(" 12.0k ") && t.contains(" 0.48x"), "{t}");
+        // MiB/s at the same (median) rate: 12k reads of 4 KiB.
+        assert!(t.contains(" 12.0k     46.9 "), "{t}");
         // At iodepth 1 nowait's clat is compared with fio's lat.
         assert!(
             t.contains("4.0usL") && t.contains("L: fio's lat p99"),
