@@ -8,31 +8,20 @@
 #        docs/bench/peer_medians.py OUTDIR/*.txt (modes A and B)
 set -u
 A=$1; B=$2; out=${3:-bench-ab}; rounds=${4:-6}; mkdir -p $out
-host() { echo "## $(date -u +%H:%M:%S) load: $(cut -d' ' -f1-3 /proc/loadavg)"; }
 export NOWAIT_BENCH_DIR=/var/tmp NOWAIT_BENCH_KEEP=1 NOWAIT_BENCH_SECS=2
-run() { # label binary peers...
-  local label=$1 bin=$2; shift 2
-  host; echo "== $label"
-  $bin "$@" 2>&1 | grep -E "^(cached|uncached) "
+# sets LABEL ROUNDS TASKS DEPTH FILES PEER...: ROUNDS rounds of A B B A
+sets() {
+  local label=$1 n=$2 tasks=$3 depth=$4 files=$5; shift 5
+  for r in $(seq 1 $n); do
+    for x in A B B A; do
+      local bin=$A; [ $x = B ] && bin=$B
+      echo "## $(date -u +%H:%M:%S) load: $(cut -d' ' -f1-3 /proc/loadavg)"
+      echo "== $label round $r mode $x"
+      NOWAIT_BENCH_TASKS=$tasks NOWAIT_BENCH_DEPTH=$depth NOWAIT_BENCH_FILES=$files \
+        $bin "$@" 2>&1 | grep -E "^(cached|uncached) "
+    done
+  done
 }
-for r in $(seq 1 $rounds); do
-  for x in A B B A; do
-    bin=$A; [ $x = B ] && bin=$B
-    NOWAIT_BENCH_TASKS=32 NOWAIT_BENCH_DEPTH=64 NOWAIT_BENCH_FILES=cached \
-      run "cached32 round $r mode $x" $bin nowait-ct nowait-mt tokio-uring monoio queue pread-loop
-  done
-done > $out/cached32.txt
-for r in 1 2 3; do
-  for x in A B B A; do
-    bin=$A; [ $x = B ] && bin=$B
-    NOWAIT_BENCH_TASKS=256 NOWAIT_BENCH_DEPTH=256 NOWAIT_BENCH_FILES=cached \
-      run "cached256 round $r mode $x" $bin nowait-ct nowait-mt pread-loop
-  done
-done > $out/cached256.txt
-for r in 1 2 3; do
-  for x in A B B A; do
-    bin=$A; [ $x = B ] && bin=$B
-    NOWAIT_BENCH_TASKS=32 NOWAIT_BENCH_DEPTH=64 NOWAIT_BENCH_FILES=uncached \
-      run "uncached32 round $r mode $x" $bin nowait-mt nowait-ct tokio-uring
-  done
-done > $out/uncached32.txt
+sets cached32 $rounds 32 64 cached nowait-ct nowait-mt tokio-uring monoio queue pread-loop > $out/cached32.txt
+sets cached256 3 256 256 cached nowait-ct nowait-mt pread-loop > $out/cached256.txt
+sets uncached32 3 32 64 uncached nowait-mt nowait-ct tokio-uring > $out/uncached32.txt

@@ -180,14 +180,22 @@ def _forget_closed_loops() -> None:
     dropping the ring waits for the kernel to finish with their buffers
     (reads of cached data are done already; others take a device's time)
     and then releases them."""
-    closed = [loop for loop in list(_rings.keys()) if loop.is_closed()]
-    for loop in closed:
+    # A copy of the underlying dict taken in one step: another thread's loop
+    # may add its ring meanwhile (iterating the WeakKeyDictionary itself
+    # would then fail with "dictionary changed size during iteration").
+    for ref in list(_rings.data):
+        loop = ref()
+        if loop is None or not loop.is_closed():
+            continue
         ring = _rings.pop(loop, None)
         if ring is None:
             continue
         ring._futures.clear()
         if _last[1] is ring:
             _forget_last()
+        # Wait for the kernel with the GIL released (a read of a slow
+        # device must not stop the other threads), then drop the ring.
+        ring._ring.settle()
 
 
 def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:

@@ -408,6 +408,27 @@ impl Core {
     }
 }
 
+impl Core {
+    /// Wait until the kernel is done with every read in flight, dropping
+    /// their results (the ring is being discarded). Nothing for a core
+    /// inherited through fork (its ring is the parent's), and nothing more
+    /// after a failed reap: `Drop` then keeps the callers' buffers.
+    pub fn settle(&mut self) {
+        if !self.is_ours() {
+            return;
+        }
+        self.backlog.clear();
+        let mut out = Vec::new();
+        while self.queue.in_flight() > 0 {
+            out.clear();
+            let n = self.queue.in_flight();
+            if self.queue.reap(n, None, &mut out).is_err() {
+                return;
+            }
+        }
+    }
+}
+
 impl Drop for Core {
     fn drop(&mut self) {
         if !self.is_ours() {

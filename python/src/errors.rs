@@ -14,7 +14,9 @@ use pyo3::PyErr;
 
 fn os_error(errno: i32, msg: String, path: Option<&Path>) -> PyErr {
     match path {
-        Some(p) => PyOSError::new_err((errno, msg, p.to_string_lossy().into_owned())),
+        // The name as given (as os.fsdecode makes it: a name that is not
+        // UTF-8 keeps surrogate escapes and opens the same file again).
+        Some(p) => PyOSError::new_err((errno, msg, p.as_os_str().to_os_string())),
         None => PyOSError::new_err((errno, msg)),
     }
 }

@@ -135,7 +135,7 @@ fn parse_offsets(offsets: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
         // read_at and os.pread; anything else is the wrong type.
         if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) {
             pyo3::exceptions::PyOverflowError::new_err(format!(
-                "an offset is too large: file offsets are below 2**63 ({e})"
+                "an offset is out of range: file offsets are 0 to 2**63 - 1 ({e})"
             ))
         } else {
             PyTypeError::new_err(format!("offsets must be a sequence of ints: {e}"))
@@ -171,8 +171,9 @@ fn check_size(s: i64) -> PyResult<usize> {
 }
 
 fn parse_sizes(size: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<usize>> {
-    if let Ok(s) = size.extract::<i64>() {
-        let s = check_size(s)?;
+    if size.is_instance_of::<pyo3::types::PyInt>() {
+        // Too large for a read is an OverflowError here, as for read_at.
+        let s = check_size(size.extract::<i64>()?)?;
         return Ok(vec![s; n]);
     }
     let v: Vec<i64> = size.extract().map_err(|_| {
@@ -530,8 +531,9 @@ impl PyFile {
     /// ring so the loop could run other tasks), for `aread_at` and
     /// `read_at`. `calls` counts the blocking calls, `async_calls` the
     /// asynchronous ones; `reads`, `bytes` and `errors` count both, an
-    /// asynchronous call's when its result is delivered (a page-cache hit
-    /// counts as its method's other reads do).
+    /// asynchronous call's when its reads are collected (also if its task
+    /// was cancelled meanwhile; a page-cache hit counts as its method's
+    /// other reads do).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         d.set_item("path", self.name())?;
@@ -758,6 +760,14 @@ impl Ring {
         }
         let queued = fed.map_err(to_py)?;
         Ok((id, queued))
+    }
+
+    /// Wait, without the GIL, until the kernel is done with every read of
+    /// this ring, giving up on their results: for a ring whose loop is
+    /// closed, before it is dropped (dropping it waits the same way, with
+    /// the GIL held, which would stop every Python thread meanwhile).
+    fn settle(&self, py: Python<'_>) {
+        py.detach(|| lock(&self.core).settle());
     }
 
     /// Submit the reads pushed by `start` since the last submit.

@@ -277,6 +277,13 @@ def test_stats_count_async_reads(data):
                 assert st["reads"] == 6, st
                 assert st["bytes"] == 4096 + 200 + 512 + 512 + 12, st
                 assert st["errors"] == 0, st
+        # A failed asynchronous read counts in errors (page 0 of this
+        # process's memory is not mapped: EIO).
+        with nowait.open("/proc/self/mem", direct="off", nowait="off") as f:
+            with pytest.raises(OSError):
+                await f.aread_at(0, 4096)
+            st = f.stats()
+            assert st["errors"] == 1 and st["async_calls"] == 1, st
     run(main())
 
 

@@ -184,6 +184,13 @@ def test_offsets_too_large_are_overflow_errors(data):
             f.read_into(bytearray(8), [2**64], 4)
         with pytest.raises(TypeError):
             f.read_many(["0"], 4)  # type: ignore[list-item]
+        with pytest.raises(OverflowError):
+            f.read_many([0], 2**63)
+    # The name in an OSError is the one asked for, also when it is not
+    # UTF-8 (as Python's open gives it back).
+    with pytest.raises(FileNotFoundError) as e:
+        nowait.open(b"/nonexistent/caf\xe9")
+    assert os.fsencode(e.value.filename) == b"/nonexistent/caf\xe9"
 
 
 def test_too_large_read(data):

@@ -144,10 +144,13 @@ pub unsafe fn handle<'a, T: Tagged>(p: *const T, arg: &str) -> Result<&'a T, Fai
             format!("{arg} is NULL; pass the {} the library returned", T::WHAT),
         ));
     }
-    // SAFETY: non-NULL, and the caller guarantees it points to a `T`.
-    let r = unsafe { &*p };
-    check_tag(r, arg)?;
-    Ok(r)
+    // SAFETY: non-NULL, and the caller passes a handle the library made;
+    // every handle type is `repr(C)` with its `u64` tag first, so the tag
+    // is read in bounds whatever kind the handle really is, before any
+    // reference to a `T` exists.
+    unsafe { check_tag_at::<T>(p.cast(), arg)? };
+    // SAFETY: the tag says it is a live `T`.
+    Ok(unsafe { &*p })
 }
 
 /// Mutable version of [`handle`].
@@ -162,14 +165,23 @@ pub unsafe fn handle_mut<'a, T: Tagged>(p: *mut T, arg: &str) -> Result<&'a mut 
             format!("{arg} is NULL; pass the {} the library returned", T::WHAT),
         ));
     }
-    // SAFETY: non-NULL, points to a `T` and is not aliased (caller's contract).
-    let r = unsafe { &mut *p };
-    check_tag(r, arg)?;
-    Ok(r)
+    // SAFETY: as in `handle`: the tag is read through the raw pointer
+    // first, at offset 0 of any handle.
+    unsafe { check_tag_at::<T>(p.cast_const().cast(), arg)? };
+    // SAFETY: the tag says it is a live `T`, not aliased (caller's contract).
+    Ok(unsafe { &mut *p })
 }
 
-fn check_tag<T: Tagged>(r: &T, arg: &str) -> Result<(), Fail> {
-    if r.tag() != T::TAG {
+/// Check the tag at the start of a handle without making a reference to
+/// a `T` (a handle of another kind is refused, not reinterpreted).
+///
+/// # Safety
+/// `p` is non-NULL and points to a handle the library made (every handle
+/// type starts with its `u64` tag: `repr(C)`).
+unsafe fn check_tag_at<T: Tagged>(p: *const u64, arg: &str) -> Result<(), Fail> {
+    // SAFETY: the caller's contract: 8 readable, aligned bytes at `p`.
+    let tag = unsafe { p.read() };
+    if tag != T::TAG {
         return Err(Fail::new(
             libc::EBADF,
             format!(

@@ -371,7 +371,9 @@ pub unsafe extern "C" fn nowait_queue_in_flight(q: *const NowaitQueue) -> c_int 
 /// every slot is in flight (reap, then push again), -EINVAL for a
 /// misaligned read on a direct file, a NULL `buf` with `len > 0`, a read
 /// over the per-request limit or one ending past the largest file offset
-/// (2^63 - 1), -EBADF/-EINVAL for a bad handle.
+/// (2^63 - 1), -ENOMEM when the aligned bounce buffer of an unaligned
+/// read on a `NOWAIT_DIRECT_AUTO` file cannot be allocated (read it in
+/// smaller pieces, or aligned), -EBADF/-EINVAL for a bad handle.
 ///
 /// # Safety
 /// `q` must be a live queue used by this thread only, `file` a live file,
