@@ -410,12 +410,13 @@ impl Core {
 
 impl Core {
     /// Wait until the kernel is done with every read in flight, dropping
-    /// their results (the ring is being discarded). Nothing for a core
-    /// inherited through fork (its ring is the parent's), and nothing more
-    /// after a failed reap: `Drop` then keeps the callers' buffers.
-    pub fn settle(&mut self) {
+    /// their results (the ring is being discarded). `false` when that
+    /// cannot be known: a core inherited through fork (its ring is the
+    /// parent's) or a failed reap; the callers' buffers must then stay
+    /// exported for ever (`keep_exports`).
+    pub fn settle(&mut self) -> bool {
         if !self.is_ours() {
-            return;
+            return false;
         }
         self.backlog.clear();
         let mut out = Vec::new();
@@ -423,7 +424,18 @@ impl Core {
             out.clear();
             let n = self.queue.in_flight();
             if self.queue.reap(n, None, &mut out).is_err() {
-                return;
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Leak the callers' buffer exports (and so keep the buffers alive):
+    /// for reads the kernel may still write into.
+    fn keep_exports(&mut self) {
+        for (_, mut op) in self.ops.drain() {
+            if let Some(e) = op.export.take() {
+                std::mem::forget(e);
             }
         }
     }
@@ -435,30 +447,13 @@ impl Drop for Core {
             // Inherited through fork: the ring (or the pool's workers)
             // belongs to the parent. Touching it would steal the parent's
             // completions; leak everything instead.
-            for (_, mut op) in self.ops.drain() {
-                if let Some(e) = op.export.take() {
-                    std::mem::forget(e);
-                }
-            }
+            self.keep_exports();
             return;
         }
-        self.backlog.clear();
-        let mut out = Vec::new();
-        while self.queue.in_flight() > 0 {
-            out.clear();
-            let n = self.queue.in_flight();
-            if self.queue.reap(n, None, &mut out).is_err() {
-                // Cannot learn when the kernel is done with the memory:
-                // keep the callers' buffers exported (and thus alive) forever.
-                for (_, mut op) in self.ops.drain() {
-                    if let Some(e) = op.export.take() {
-                        std::mem::forget(e);
-                    }
-                }
-                break;
-            }
+        if !self.settle() {
+            // Cannot learn when the kernel is done with the memory.
+            self.keep_exports();
         }
-        drop(out);
         // SAFETY: dropped exactly once, here; the field is never used again.
         unsafe { ManuallyDrop::drop(&mut self.queue) };
     }

@@ -767,7 +767,10 @@ impl Ring {
     /// closed, before it is dropped (dropping it waits the same way, with
     /// the GIL held, which would stop every Python thread meanwhile).
     fn settle(&self, py: Python<'_>) {
-        py.detach(|| lock(&self.core).settle());
+        py.detach(|| {
+            // A failed reap leaves the buffers to `Drop`, which keeps them.
+            let _ = lock(&self.core).settle();
+        });
     }
 
     /// Submit the reads pushed by `start` since the last submit.
