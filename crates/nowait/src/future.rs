@@ -344,16 +344,27 @@ impl Future for ReadAt {
         if this.ring.is_none() {
             // Not on a ring yet: the first poll (or one after a yield).
             // Only a read not waiting in line for an op tries the cache.
-            let mut untried = false;
             if this.closed {
                 return this.fail(this.file.closed());
             }
             if let St::Idle(buf, None) = &mut this.st {
                 let (file, offset, len) = (&this.file, this.offset, this.len);
                 let yielded = std::mem::take(&mut this.yielded);
-                let first = crate::registry::with_first_poll(file.inner.engine_id, |fp| {
+                let id = file.inner.engine_id;
+                let mut first = crate::registry::with_first_poll(id, |fp| {
                     read_cached(fp, &file.inner.file, buf, offset, len, yielded, cx)
                 });
+                if first.is_none() {
+                    // This thread's first read through the engine: taking
+                    // its ring registers the entry the try looks up.
+                    match file.inner.core.ring() {
+                        Ok(r) => this.ring = Some(r),
+                        Err(e) => return this.fail(e),
+                    }
+                    first = crate::registry::with_first_poll(id, |fp| {
+                        read_cached(fp, &file.inner.file, buf, offset, len, yielded, cx)
+                    });
+                }
                 match first {
                     Some(First::Done(n)) => return Poll::Ready(this.done(n)),
                     Some(First::Yield) => {
@@ -361,33 +372,13 @@ impl Future for ReadAt {
                         cx.waker().wake_by_ref();
                         return Poll::Pending;
                     }
-                    Some(First::Ring) => {}
-                    // This thread has no ring of the engine yet.
-                    None => untried = true,
+                    Some(First::Ring) | None => {}
                 }
             }
-            let ring = match this.file.inner.core.ring() {
-                Ok(r) => this.ring.insert(r),
-                Err(e) => return this.fail(e),
-            };
-            if untried {
-                if let St::Idle(buf, None) = &mut this.st {
-                    match read_cached(
-                        ring.first_poll(),
-                        this.file.file(),
-                        buf,
-                        this.offset,
-                        this.len,
-                        std::mem::take(&mut this.yielded),
-                        cx,
-                    ) {
-                        First::Done(n) => return Poll::Ready(this.done(n)),
-                        First::Yield => {
-                            cx.waker().wake_by_ref();
-                            return Poll::Pending;
-                        }
-                        First::Ring => {}
-                    }
+            if this.ring.is_none() {
+                match this.file.inner.core.ring() {
+                    Ok(r) => this.ring = Some(r),
+                    Err(e) => return this.fail(e),
                 }
             }
         }
