@@ -415,13 +415,17 @@ pub static OPTIONS: &[Opt] = &[
             };
         }
     ),
-    sweep!(
+    job!(
         "bs",
-        "SIZE",
+        "SIZE[,W[,T]]",
         "4k",
         "Block size of each read. With direct=1 it must be a multiple of the file's \
-           O_DIRECT alignment (`nowait probe FILE` shows it).",
-        |j, v| j.bs = in_range(parse_size(v)?, 1, nowait::MAX_READ as u64)?
+           O_DIRECT alignment (`nowait probe FILE` shows it). As in fio, a comma list \
+           gives the read, write and trim sizes: nowait only reads, so the first counts \
+           (empty: the default) and the others are only checked; it is not a sweep, \
+           so the same command line reads the same blocks in both tools (one block \
+           size per run, or per job-file section).",
+        |j, v| j.bs = fio_read_bs(v)?
     ),
     sweep!(
         "ioengine",
@@ -1078,6 +1082,28 @@ pub fn parse_engine(v: &str) -> Result<BackendKind, String> {
     })
 }
 
+/// fio's `bs=R[,W[,T]]`: the read size (an empty R is fio's default,
+/// 4k); the write and trim sizes are checked and otherwise ignored, since
+/// nowait only reads.
+fn fio_read_bs(v: &str) -> Result<u64, String> {
+    let mut parts = v.split(',').map(str::trim);
+    let read = match parts.next() {
+        Some("") | None => 4096,
+        Some(r) => in_range(parse_size(r)?, 1, nowait::MAX_READ as u64)?,
+    };
+    let rest: Vec<&str> = parts.collect();
+    if rest.len() > 2 {
+        return Err(format!(
+            "{} sizes given; fio's bs takes at most three (read,write,trim)",
+            rest.len() + 1
+        ));
+    }
+    for w in rest.into_iter().filter(|w| !w.is_empty()) {
+        parse_size(w).map_err(|e| format!("write/trim size '{w}': {e}"))?;
+    }
+    Ok(read)
+}
+
 /// A size: bytes with an optional k/m/g/t/p suffix in powers of 1024 (fio's
 /// default `kb_base`), `KiB`/`kb` spellings too.
 pub fn parse_size(v: &str) -> Result<u64, String> {
@@ -1474,6 +1500,20 @@ mod tests {
             ]
         );
         assert!(err("--iodepth 1,0").contains("--iodepth"));
+    }
+
+    /// fio reads `bs=4k,8k` as read size 4k, write size 8k: for a read job
+    /// that is one block size, not a sweep of two.
+    #[test]
+    fn bs_lists_are_fios_read_write_sizes_not_a_sweep() {
+        let (set, _, _) = parse_args(&args("--bs=8k,64k")).unwrap();
+        let (jobs, _) = expand(&set, &Job::default()).unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].bs, 8192);
+        assert_eq!(job("--bs=,16k").bs, 4096);
+        assert_eq!(job("--bs=16k,,4k").bs, 16384);
+        assert!(err("--bs=4k,8q").contains("write/trim size"));
+        assert!(err("--bs=4k,8k,8k,8k").contains("at most three"));
     }
 
     #[test]
