@@ -16,6 +16,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use nowait::{Buf, Completion, Queue, Read, SubmitPolicy};
@@ -36,6 +37,27 @@ pub enum Kind {
     Into,
 }
 
+/// A file's read counters (`File.stats()`), shared with the calls that
+/// read it, which add their reads when they are collected.
+#[derive(Default)]
+pub struct Tally {
+    pub reads: AtomicU64,
+    pub bytes: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+impl Tally {
+    /// Add a finished call's reads, bytes and error.
+    pub fn add(&self, op: &Op) {
+        self.reads.fetch_add(op.counts.len() as u64, Relaxed);
+        self.bytes
+            .fetch_add(op.counts.iter().map(|&n| n as u64).sum(), Relaxed);
+        if op.error.is_some() {
+            self.errors.fetch_add(1, Relaxed);
+        }
+    }
+}
+
 /// One call in flight or finished.
 pub struct Op {
     pub kind: Kind,
@@ -50,6 +72,8 @@ pub struct Op {
     pub error: Option<(usize, nowait::Error)>,
     /// The caller's buffer (`Into`), held until every part is reaped.
     pub export: Option<Export>,
+    /// The counters of the file it reads.
+    pub tally: Arc<Tally>,
 }
 
 struct Part {
@@ -150,6 +174,7 @@ impl Core {
     pub fn start(
         &mut self,
         file: Arc<nowait::File>,
+        tally: Arc<Tally>,
         kind: Kind,
         reqs: &[(u64, usize)],
         export: Option<(Export, Vec<usize>)>,
@@ -194,6 +219,7 @@ impl Core {
                 counts: vec![0; n],
                 error: None,
                 export,
+                tally,
             },
         );
         if n == 0 {

@@ -24,7 +24,7 @@ mod errors;
 mod export;
 mod probe_dict;
 
-use crate::calls::{Core, Kind, Op, MAX_PARTS};
+use crate::calls::{Core, Kind, Op, Tally, MAX_PARTS};
 use crate::errors::to_py;
 use crate::export::Export;
 
@@ -216,9 +216,9 @@ pub struct PyFile {
     path: PathBuf,
     mode: &'static str,
     calls: AtomicU64,
-    reads: AtomicU64,
-    bytes: AtomicU64,
-    errors: AtomicU64,
+    /// Reads, bytes and errors, also added by asynchronous calls when
+    /// their ring collects them.
+    tally: Arc<Tally>,
     async_calls: AtomicU64,
     /// `aread_at`'s page-cache-first mode (`nowait.open(..., nowait=)`).
     nowait: nowait::NowaitMode,
@@ -248,18 +248,7 @@ impl PyFile {
 
     fn account(&self, op: &Op) {
         self.calls.fetch_add(1, Relaxed);
-        self.account_reads(op);
-    }
-
-    /// The reads, bytes and error of a finished call (an asynchronous one
-    /// counted its call in `async_calls` when it started).
-    fn account_reads(&self, op: &Op) {
-        self.reads.fetch_add(op.counts.len() as u64, Relaxed);
-        self.bytes
-            .fetch_add(op.counts.iter().map(|&n| n as u64).sum(), Relaxed);
-        if op.error.is_some() {
-            self.errors.fetch_add(1, Relaxed);
-        }
+        self.tally.add(op);
     }
 
     /// Run one call on a pooled core with the GIL released.
@@ -272,12 +261,12 @@ impl PyFile {
     ) -> PyResult<Py<PyAny>> {
         let file = self.file()?;
         let mut core = take_core().map_err(to_py)?;
-        let id = core.start(file, kind, &reqs, export);
+        let id = core.start(file, self.tally.clone(), kind, &reqs, export);
         let waited = py.detach(|| core.wait(id));
         if let Err(e) = waited {
             // The op stays with the core until the kernel is done with it.
             put_core(core);
-            self.errors.fetch_add(1, Relaxed);
+            self.tally.errors.fetch_add(1, Relaxed);
             return Err(to_py(e));
         }
         let mut result = Err(PyValueError::new_err("internal: the call did not finish"));
@@ -364,9 +353,7 @@ impl PyFile {
                 _ => "auto",
             },
             calls: AtomicU64::new(0),
-            reads: AtomicU64::new(0),
-            bytes: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
+            tally: Arc::default(),
             async_calls: AtomicU64::new(0),
             nowait,
             cached: CachedCounts::default(),
@@ -541,9 +528,9 @@ impl PyFile {
         d.set_item("closed", self.closed())?;
         d.set_item("calls", self.calls.load(Relaxed))?;
         d.set_item("async_calls", self.async_calls.load(Relaxed))?;
-        d.set_item("reads", self.reads.load(Relaxed))?;
-        d.set_item("bytes", self.bytes.load(Relaxed))?;
-        d.set_item("errors", self.errors.load(Relaxed))?;
+        d.set_item("reads", self.tally.reads.load(Relaxed))?;
+        d.set_item("bytes", self.tally.bytes.load(Relaxed))?;
+        d.set_item("errors", self.tally.errors.load(Relaxed))?;
         let backend = self.backend()?;
         d.set_item("backend", backend)?;
         if let Some((_, reason, detail)) = BACKEND.get() {
@@ -621,8 +608,9 @@ impl PyFile {
                 } else {
                     self.calls.fetch_add(1, Relaxed);
                 }
-                self.reads.fetch_add(1, Relaxed);
-                self.bytes
+                self.tally.reads.fetch_add(1, Relaxed);
+                self.tally
+                    .bytes
                     .fetch_add(bytes.bind(py).as_bytes().len() as u64, Relaxed);
                 Some(bytes)
             }
@@ -640,8 +628,6 @@ impl PyFile {
 pub struct Ring {
     core: Mutex<Core>,
     fd: i32,
-    /// The file of each call in flight, whose counters its result goes to.
-    owners: Mutex<std::collections::HashMap<u64, Py<PyFile>>>,
 }
 
 #[pymethods]
@@ -664,7 +650,6 @@ impl Ring {
         Ok(Ring {
             core: Mutex::new(core),
             fd,
-            owners: Mutex::new(std::collections::HashMap::new()),
         })
     }
 
@@ -743,8 +728,7 @@ impl Ring {
         };
         pf.async_calls.fetch_add(1, Relaxed);
         let mut core = lock(&self.core);
-        let id = core.start(f, kind, &reqs, plan);
-        lock(&self.owners).insert(id, file.clone().unbind());
+        let id = core.start(f, pf.tally.clone(), kind, &reqs, plan);
         // Nothing waits here; the eventfd says when the reads are done.
         // While the queue batches (cached reads), pushed and not submitted:
         // the loop calls `submit` at the end of the iteration, so the reads
@@ -790,11 +774,9 @@ impl Ring {
         core.clear_fd();
         while core.reap(0).map_err(to_py)? > 0 {}
         let mut v = Vec::new();
-        let mut owners = lock(&self.owners);
         for (id, op) in core.take_done() {
-            if let Some(pf) = owners.remove(&id) {
-                pf.get().account_reads(&op);
-            }
+            // The call was counted in `async_calls` when it started.
+            op.tally.add(&op);
             match finish(py, &mut core, op) {
                 Ok(r) => v.push((id, true, r)),
                 Err(e) => v.push((id, false, e.into_value(py).into_any())),
