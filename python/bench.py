@@ -22,8 +22,8 @@ engine's own benchmark (`nowait bench`, same reads, iodepth 32) for the
 
 "nowait asyncio" reads with aread_at's page-cache-first try on (open's
 nowait="adaptive", the default); "nowait asyncio ring only" opens with
-nowait="off" so every read goes through the loop's ring, as before that
-try existed: the two rows are its before/after in one run
+nowait="off" so every read goes through the loop's ring, without that
+try: the two rows are the try on and off in one run
 (--only "nowait asyncio,nowait asyncio ring only").
 """
 
@@ -148,7 +148,7 @@ def m_nowait_asyncio(path, offs, direct="off", mode="adaptive"):
 
 
 def m_nowait_asyncio_ring(path, offs):
-    # Every aread_at through the loop's ring, as before the page-cache-first
+    # Every aread_at through the loop's ring, without the page-cache-first
     # try (issue #14): nowait="off" costs one extra call that returns None.
     m_nowait_asyncio(path, offs, mode="off")
 

@@ -250,7 +250,7 @@ class File(_nowait.File):
         """
         # Page cache first: bytes, or None for the ring (a miss, a partly
         # cached range, end of file, O_DIRECT, the mode or the file's hit
-        # ratio says no, a bad argument: start() raises as before).
+        # ratio says no, a bad argument: start() raises).
         # Only inside a running loop, hit or miss alike: code that works on
         # a warm cache must not fail on a cold one.
         if _get_running_loop() is None:

@@ -1,7 +1,7 @@
 """aread_at from the page cache first (issue #14): a buffered read whose
 bytes are all cached is done at once with preadv2(RWF_NOWAIT) on the
 loop's thread, with no future and no ring; anything else (a miss, a partly
-cached range, end of file, O_DIRECT, nowait="off") takes the ring as before.
+cached range, end of file, O_DIRECT, nowait="off") takes the ring.
 Results are byte-exact against os.pread either way."""
 
 from __future__ import annotations

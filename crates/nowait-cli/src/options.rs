@@ -812,7 +812,7 @@ const ALIASES: &[(&str, &str)] = &[
     ("compare_fio", "compare-fio"),
     ("sqpoll", "sqthread_poll"),
     ("pool-workers", "pool_workers"),
-    // The option's name before #16 (documented, so it stays).
+    // The option's older name (documented, so it stays).
     ("small_fast_path", "small_direct"),
 ];
 

@@ -4,7 +4,7 @@
 //! machine and each file can do (io_uring and its setup flags, O_DIRECT
 //! alignment from `statx`, the filesystem), picks the fastest path, falls
 //! back cleanly where a mechanism is missing (io_uring blocked by seccomp →
-//! native AIO for `O_DIRECT` files and a thread pool with the `RWF_NOWAIT`
+//! native AIO for `O_DIRECT` files and a thread pool with the page-cache-first
 //! `RWF_NOWAIT` path for buffered ones → a `pread` loop), and finishes short reads and retries itself so a result
 //! shorter than asked means end of file, nothing else.
 //!

@@ -488,7 +488,7 @@ static void test_destroy_in_flight(void)
  * first: when destroy returns, every read must be complete (its bytes the
  * file's) and nothing may be written afterwards. An io_uring ring set up
  * SINGLE_ISSUER would refuse the other threads' calls, and destroy would
- * return while the kernel still writes (found by an outside review). */
+ * return while the kernel still writes. */
 #define MOVE_READS 32
 #define MOVE_LEN 65536
 struct moving {
