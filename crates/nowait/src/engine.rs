@@ -151,6 +151,17 @@ impl EngineBuilder {
         self
     }
 
+    /// What buffered reads leave in the page cache when neither the read
+    /// ([`ReadAt::cache`](crate::ReadAt::cache)) nor its file
+    /// ([`File::set_cache_policy`]) says (default
+    /// [`CachePolicy::Keep`](crate::CachePolicy::Keep); see
+    /// [`QueueBuilder::cache`]). A first poll's `RWF_NOWAIT` try of an
+    /// uncached read carries `RWF_DONTCACHE` too.
+    pub fn cache(mut self, policy: crate::CachePolicy) -> Self {
+        self.queue = self.queue.cache(policy);
+        self
+    }
+
     /// Inline reads of memory-backed files (see [`QueueBuilder::memory_inline`]).
     pub fn memory_inline(mut self, on: bool) -> Self {
         self.queue = self.queue.memory_inline(on);

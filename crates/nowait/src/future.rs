@@ -18,9 +18,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::buf::Buf;
+use crate::cache_policy::{CachePolicy, Uncached};
 use crate::engine::EngineFile;
 use crate::error::Error;
 use crate::ops::{Deferred, Started, Table};
+use crate::queue::ReadCache;
 use crate::registry::thread_key;
 use crate::ring::{FirstPoll, Ring};
 use crate::rwf_nowait::{CacheTry, NowaitMode, ENGINE_THRESHOLD};
@@ -70,6 +72,7 @@ impl EngineFile {
             ops: Vec::new(),
             ready: VecDeque::new(),
             token: None,
+            cache: ReadCache::Default,
         }
     }
 }
@@ -148,6 +151,43 @@ enum First {
     Ring,
 }
 
+/// A read's cache policy: its own (`ReadAt::cache`), and what it was
+/// decided to be if its first poll decided.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cache {
+    policy: Option<CachePolicy>,
+    decided: Option<Uncached>,
+}
+
+impl Cache {
+    /// Decide (once) what the read leaves in the page cache: its own
+    /// policy, else its file's, else the ring's.
+    fn decide(
+        &mut self,
+        ring: CachePolicy,
+        file: &crate::file::File,
+        offset: u64,
+        len: usize,
+    ) -> Uncached {
+        if let Some(u) = self.decided {
+            return u;
+        }
+        let policy = self.policy.or_else(|| file.cache_policy()).unwrap_or(ring);
+        let u = file.uncached(policy, offset, len);
+        self.decided = Some(u);
+        u
+    }
+
+    /// How the ring's queue takes it.
+    fn for_queue(&self) -> ReadCache {
+        match (self.decided, self.policy) {
+            (Some(u), _) => ReadCache::Decided(u),
+            (None, Some(p)) => ReadCache::Policy(p),
+            (None, None) => ReadCache::Default,
+        }
+    }
+}
+
 /// The engine's first try at a read: `preadv2(RWF_NOWAIT)` on the polling
 /// thread, as the ring's mode and the file's hit ratio allow
 /// ([`crate::rwf_nowait::ENGINE_THRESHOLD`]). A hit needs no op, no lock
@@ -161,6 +201,7 @@ enum First {
 /// [`streak::LONGEST`]-th first-poll read in a row on a thread yields (a
 /// self-wake). The streak counts under tokio too (per thread, across
 /// tasks), where it only adds a yield now and then.
+#[allow(clippy::too_many_arguments)]
 fn read_cached(
     first: &FirstPoll,
     file: &crate::file::File,
@@ -168,6 +209,7 @@ fn read_cached(
     offset: u64,
     len: usize,
     yielded: bool,
+    cache: &mut Cache,
     cx: &mut Context<'_>,
 ) -> First {
     if first.mode == NowaitMode::Off {
@@ -184,11 +226,15 @@ fn read_cached(
     if !streak::extend(yielded) {
         return First::Yield;
     }
+    // Decided once, here, for the try and for the ring's read after it
+    // (the adaptive policy follows each read once).
+    let uncached = cache.decide(first.cache, file, offset, len);
     let tried = file.read_cached(
         &mut buf.spare_mut()[..len],
         offset,
         first.mode,
         ENGINE_THRESHOLD,
+        uncached == Uncached::Yes,
     );
     first.counts.count(tried);
     match tried {
@@ -309,6 +355,7 @@ pub struct ReadAt {
     ring: Option<Arc<Ring>>,
     offset: u64,
     len: usize,
+    cache: Cache,
     st: St,
 }
 
@@ -331,8 +378,18 @@ impl ReadAt {
             ring: None,
             offset,
             len,
+            cache: Cache::default(),
             st: St::Idle(buf, None),
         }
+    }
+
+    /// This read's own cache policy, whatever its file's and the engine's
+    /// ([`EngineBuilder::cache`](crate::EngineBuilder::cache)): e.g.
+    /// `file.read_at(buf, off).cache(CachePolicy::Drop).await` for one
+    /// uncached read. Set before the first poll; `O_DIRECT` files ignore it.
+    pub fn cache(mut self, policy: CachePolicy) -> ReadAt {
+        self.cache.policy = Some(policy);
+        self
     }
 }
 
@@ -351,8 +408,9 @@ impl Future for ReadAt {
                 let (file, offset, len) = (&this.file, this.offset, this.len);
                 let yielded = std::mem::take(&mut this.yielded);
                 let id = file.inner.engine_id;
+                let cache = &mut this.cache;
                 let mut first = crate::registry::with_first_poll(id, |fp| {
-                    read_cached(fp, &file.inner.file, buf, offset, len, yielded, cx)
+                    read_cached(fp, &file.inner.file, buf, offset, len, yielded, cache, cx)
                 });
                 if first.is_none() {
                     // This thread's first read through the engine: taking
@@ -362,7 +420,7 @@ impl Future for ReadAt {
                         Err(e) => return this.fail(e),
                     }
                     first = crate::registry::with_first_poll(id, |fp| {
-                        read_cached(fp, &file.inner.file, buf, offset, len, yielded, cx)
+                        read_cached(fp, &file.inner.file, buf, offset, len, yielded, cache, cx)
                     });
                 }
                 match first {
@@ -403,6 +461,7 @@ impl Future for ReadAt {
                     // The op keeps the waker unless the task is rescheduled
                     // by a self-wake, which needs none.
                     !defer || via_tokio,
+                    this.cache.for_queue(),
                     &mut d,
                 ) {
                     Started::Op { idx, was_idle } => {
@@ -633,6 +692,8 @@ pub struct ReadMany {
     ready: VecDeque<ManyItem>,
     /// Place in the engine's wait line while every op is in use.
     token: Option<u64>,
+    /// The batch's own cache policy ([`ReadMany::cache`]).
+    cache: ReadCache,
 }
 
 impl fmt::Debug for ReadMany {
@@ -647,6 +708,13 @@ impl fmt::Debug for ReadMany {
 }
 
 impl ReadMany {
+    /// The batch's own cache policy, whatever its file's and the engine's
+    /// (see [`ReadAt::cache`]). Set before the first poll.
+    pub fn cache(mut self, policy: CachePolicy) -> ReadMany {
+        self.cache = ReadCache::Policy(policy);
+        self
+    }
+
     /// Reads not yet handed out by `next`.
     pub fn remaining(&self) -> usize {
         self.pending.len() + self.ops.len() + self.ready.len()
@@ -737,6 +805,7 @@ impl ReadMany {
                     cx.waker(),
                     self.token,
                     true,
+                    self.cache,
                     &mut d,
                 ) {
                     Started::Op { idx, was_idle: w } => {

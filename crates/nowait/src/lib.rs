@@ -64,7 +64,9 @@
 //! short-read completion, errno mapping), [`backend`] (the written contract
 //! and one file per backend, and the ladder of fallbacks), [`rwf_nowait`]
 //! (the `RWF_NOWAIT` policy, per-file state and counters of the `pool`
-//! backend and the async engine's first polls),
+//! backend and the async engine's first polls), [`cache_policy`] (what a
+//! buffered read leaves in the page cache: keep, drop with
+//! `RWF_DONTCACHE`, or adaptive, so a scan does not evict the hot set),
 //! [`pattern`] (the verifiable data pattern). Under them a private system
 //! layer makes every system call. The layers and why they point one way:
 //! docs/ARCHITECTURE.md.
@@ -74,6 +76,7 @@
 pub mod backend;
 mod blocking;
 mod buf;
+pub mod cache_policy;
 pub mod engine;
 mod error;
 mod file;
@@ -97,6 +100,7 @@ pub use backend::uring::IoPoll;
 pub use backend::{BackendChoice, BackendKind, BackendStats, SubmitPolicy, MAX_READ};
 pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
+pub use cache_policy::{CachePolicy, CacheState, CacheStats, DontcacheOff, DontcacheSupport};
 pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
 };

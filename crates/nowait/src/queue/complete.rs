@@ -180,6 +180,21 @@ impl Queue {
         // EFAULT on a buffer the queue allocated cannot be a bad address.
         let own_memory = !s.buf.as_ref().is_some_and(Buf::is_foreign);
         match errno {
+            // The filesystem has no uncached reads (its file answered the
+            // one-time question, or a read slipped past it): read on
+            // cached and remember it for the file and its filesystem.
+            libc::EOPNOTSUPP if s.dontcache => {
+                s.dontcache = false;
+                let f = &s
+                    .file
+                    .as_ref()
+                    .expect("an issued slot holds its file")
+                    .inner;
+                f.cache
+                    .refuse(errno, f.fs_magic, f.kind == crate::FileKind::Regular);
+                self.stats.cache.refused += 1;
+                self.issue(idx);
+            }
             // Interrupted by a signal, or the device asked us to try again:
             // retry, but not forever.
             // ECANCELED and EFAULT: the thread that submitted the read

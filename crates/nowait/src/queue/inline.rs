@@ -70,14 +70,22 @@ impl Queue {
                 None => s.buf.as_mut().expect("an issued slot holds its buffer"),
             };
             let offset = s.io_offset + s.done as u64;
-            let res = match file
-                .inner
-                .file
-                .read_at(&mut target.spare_mut()[s.done..s.io_len], offset)
-            {
-                // `io_len` fits a read (MAX_READ), so the count fits an i32.
-                Ok(n) => n as i32,
-                Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+            let dst = &mut target.spare_mut()[s.done..s.io_len];
+            // `io_len` fits a read (MAX_READ), so the count fits an i32.
+            let res = if s.dontcache {
+                // A memory-backed filesystem refuses it (EOPNOTSUPP), which
+                // `on_result` takes back and remembers.
+                use std::os::fd::AsFd;
+                let flags = crate::sys::RWF_DONTCACHE;
+                match crate::sys::preadv2(file.inner.file.as_fd(), dst, offset, flags) {
+                    Ok(n) => n as i32,
+                    Err(e) => -e,
+                }
+            } else {
+                match file.inner.file.read_at(dst, offset) {
+                    Ok(n) => n as i32,
+                    Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+                }
             };
             self.stats.inline += 1;
             self.inline_since_enter = self.inline_since_enter.saturating_add(1);

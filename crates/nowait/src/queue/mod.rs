@@ -21,6 +21,9 @@
 //!   the file, offset and length, and **buffers come back exactly once**:
 //!   with the completion, or with the [`Rejected`] error of a push that was
 //!   refused;
+//! * `slots.rs` also decides each read's **cache policy** (the read's, its
+//!   file's, else the queue's: [`QueueBuilder::cache`]) and `complete.rs`
+//!   sends a read the kernel refuses `RWF_DONTCACHE` for again without it;
 //! * `inline.rs`: reads of memory-backed files done on the caller's thread
 //!   ([`QueueBuilder::memory_inline`]);
 //! * `small_direct.rs`: the small direct-read path
@@ -54,6 +57,7 @@ mod small_direct;
 mod stats;
 
 pub use builder::QueueBuilder;
+pub(crate) use slots::ReadCache;
 pub use small_direct::SMALL_READ_MAX;
 pub use stats::QueueStats;
 
@@ -179,6 +183,8 @@ pub struct Queue {
     /// How this queue was built, to build it again without `DEFER_TASKRUN`
     /// when a completion fd is asked for.
     builder: Option<QueueBuilder>,
+    /// The cache policy of reads whose file and request set none.
+    cache: crate::cache_policy::CachePolicy,
 }
 
 impl fmt::Debug for Queue {
@@ -221,6 +227,7 @@ impl Queue {
             inline_next: None,
             notify: None,
             builder: None,
+            cache: crate::cache_policy::CachePolicy::Keep,
         }
     }
     /// How this queue hands queued reads to the kernel and, with the

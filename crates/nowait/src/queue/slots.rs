@@ -6,8 +6,21 @@ use super::bounce::Bounce;
 use super::{Queue, Read, Rejected};
 use crate::backend::{Sqe, MAX_READ};
 use crate::buf::Buf;
+use crate::cache_policy::{CachePolicy, Uncached};
 use crate::error::{Error, Result};
 use crate::file::File;
+
+/// How one read's cache policy is given to `push`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadCache {
+    /// The file's policy, else the queue's.
+    Default,
+    /// The read's own policy.
+    Policy(CachePolicy),
+    /// Already decided (the async engine's first poll decided it for its
+    /// page-cache try).
+    Decided(Uncached),
+}
 
 #[derive(Default)]
 pub(super) struct Slot {
@@ -29,23 +42,75 @@ pub(super) struct Slot {
     /// Pushed by the small direct-read path and not yet fallen back to the
     /// general handling: a full result is handed straight back by `pump`.
     pub(super) small_direct: bool,
+    /// Read with `RWF_DONTCACHE` (decided at push; cleared if the kernel
+    /// refuses it).
+    pub(super) dontcache: bool,
 }
 
 impl Queue {
     /// Queue one read. It reaches the kernel at the next [`Queue::submit`]
     /// or [`Queue::reap`]. On refusal the buffer comes back in [`Rejected`].
     pub fn push(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+        self.push_cache(req, ReadCache::Default)
+    }
+
+    /// [`Queue::push`] with the read's own cache policy, whatever its
+    /// file's ([`File::set_cache_policy`]) and the queue's
+    /// ([`QueueBuilder::cache`](super::QueueBuilder::cache)): e.g. one
+    /// uncached read of a file whose other reads keep their pages.
+    pub fn push_with_cache(
+        &mut self,
+        req: Read<'_>,
+        policy: CachePolicy,
+    ) -> std::result::Result<(), Rejected> {
+        self.push_cache(req, ReadCache::Policy(policy))
+    }
+
+    #[inline]
+    pub(crate) fn push_cache(
+        &mut self,
+        req: Read<'_>,
+        cache: ReadCache,
+    ) -> std::result::Result<(), Rejected> {
         if self.notify.is_none() {
             // A tail call: the result is written where the caller wants it,
             // not moved through this frame (it carries a buffer and an error).
-            return self.push_one(req);
+            return self.push_one(req, cache);
         }
-        let r = self.push_one(req);
+        let r = self.push_one(req, cache);
         self.signal_if_ready();
         r
     }
 
-    fn push_one(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+    /// What `cache` makes of a read of `len` bytes at `offset` of `file`,
+    /// counted.
+    #[inline]
+    fn uncached(&mut self, file: &File, offset: u64, len: usize, cache: ReadCache) -> bool {
+        let u = match cache {
+            ReadCache::Default => {
+                let policy = file.inner.cache.policy().unwrap_or(self.cache);
+                if policy == CachePolicy::Keep {
+                    return false;
+                }
+                file.uncached(policy, offset, len)
+            }
+            ReadCache::Policy(p) => file.uncached(p, offset, len),
+            ReadCache::Decided(u) => u,
+        };
+        match u {
+            Uncached::No => false,
+            Uncached::Yes => {
+                self.stats.cache.uncached += 1;
+                true
+            }
+            Uncached::Kept => {
+                self.stats.cache.kept += 1;
+                false
+            }
+        }
+    }
+
+    fn push_one(&mut self, req: Read<'_>, cache: ReadCache) -> std::result::Result<(), Rejected> {
         let Read {
             file,
             offset,
@@ -97,6 +162,7 @@ impl Queue {
                 buf,
             });
         };
+        let dontcache = len > 0 && self.uncached(file, offset, len, cache);
         self.stats.pushed += 1;
         let s = &mut self.slots[idx as usize];
         s.user_data = user_data;
@@ -108,6 +174,7 @@ impl Queue {
         s.retries = 0;
         s.result = None;
         s.small_direct = false;
+        s.dontcache = dontcache;
         match bounce {
             Some(b) => {
                 self.stats.bounced += 1;
@@ -159,6 +226,7 @@ impl Queue {
                 _ => None,
             },
             first: s.done == 0 && s.retries == 0,
+            dontcache: s.dontcache,
         };
         self.hand_to_backend(&sqe);
     }

@@ -72,6 +72,7 @@ impl Queue {
         s.io_len = len;
         s.done = 0;
         s.retries = 0;
+        s.dontcache = false;
         s.small_direct = !inline;
         if inline {
             s.buf = Some(buf);
@@ -91,6 +92,7 @@ impl Queue {
             file: std::sync::Arc::as_ptr(&file.inner),
             fixed_buf: Some(index),
             first: true,
+            dontcache: false,
         };
         s.file = Some(file.clone());
         self.hand_to_backend(&sqe);

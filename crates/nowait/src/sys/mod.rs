@@ -22,6 +22,7 @@ use std::os::fd::{BorrowedFd, RawFd};
 
 use rustix::io::{IoSliceMut, ReadWriteFlags};
 
+pub(crate) mod cgroup;
 pub(crate) mod eventfd;
 pub(crate) mod names;
 pub(crate) mod sysfs;
@@ -47,26 +48,6 @@ pub(crate) unsafe fn pread(fd: RawFd, ptr: *mut u8, len: usize, offset: u64) -> 
         .map_err(errno_of)
 }
 
-/// Read with `preadv2(2)` and `RWF_NOWAIT` into `len` bytes at `ptr`: the
-/// bytes the page cache holds at `offset`, or EAGAIN if none are resident.
-///
-/// # Safety
-/// `fd` must be open, and `ptr` valid for writes of `len` bytes, for the
-/// duration of the call.
-pub(crate) unsafe fn preadv2_nowait_raw(
-    fd: RawFd,
-    ptr: *mut u8,
-    len: usize,
-    offset: u64,
-) -> Result<usize, i32> {
-    // SAFETY: the caller keeps `fd` open for the call.
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    // SAFETY: the caller guarantees `ptr..ptr+len` is writable for the call;
-    // every buffer the engine hands out is zero-initialised (`Buf`).
-    let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-    preadv2_nowait(fd, buf, offset)
-}
-
 /// `preadv2(2)` with `RWF_NOWAIT` into a slice: the bytes the page cache
 /// holds at `offset`, or EAGAIN if they are not resident.
 pub(crate) fn preadv2_nowait(
@@ -76,6 +57,147 @@ pub(crate) fn preadv2_nowait(
 ) -> Result<usize, i32> {
     let mut iov = [IoSliceMut::new(buf)];
     rustix::io::preadv2(fd, &mut iov, offset, ReadWriteFlags::NOWAIT).map_err(errno_of)
+}
+
+/// `RWF_DONTCACHE` (Linux 6.14): an uncached buffered read. The read goes
+/// through the page cache, and the pages it brings in are dropped once
+/// copied out; pages that were cached before stay. rustix has no name for
+/// it yet, so the bit comes from libc.
+pub(crate) const RWF_DONTCACHE: u32 = libc::RWF_DONTCACHE as u32;
+
+/// `RWF_NOWAIT`: answer from the page cache alone, EAGAIN where it would wait.
+pub(crate) const RWF_NOWAIT: u32 = ReadWriteFlags::NOWAIT.bits();
+
+/// `preadv2(2)` into `len` bytes at `ptr` with the `RWF_*` bits `flags`
+/// (0: a plain positional read).
+///
+/// # Safety
+/// `fd` must be open, and `ptr` valid for writes of `len` bytes, for the
+/// duration of the call.
+pub(crate) unsafe fn preadv2_raw(
+    fd: RawFd,
+    ptr: *mut u8,
+    len: usize,
+    offset: u64,
+    flags: u32,
+) -> Result<usize, i32> {
+    // SAFETY: the caller keeps `fd` open for the call.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    // SAFETY: the caller guarantees `ptr..ptr+len` is writable for the call;
+    // every buffer the engine hands out is zero-initialised (`Buf`).
+    let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+    preadv2(fd, buf, offset, flags)
+}
+
+/// `preadv2(2)` into a slice with the `RWF_*` bits `flags`.
+pub(crate) fn preadv2(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    offset: u64,
+    flags: u32,
+) -> Result<usize, i32> {
+    let mut iov = [IoSliceMut::new(buf)];
+    rustix::io::preadv2(
+        fd,
+        &mut iov,
+        offset,
+        ReadWriteFlags::from_bits_retain(flags),
+    )
+    .map_err(errno_of)
+}
+
+/// Does the filesystem or device behind `fd` take `RWF_DONTCACHE`? One
+/// `preadv2(2)` of 1 byte at offset `i64::MAX - 1` with the flag: the
+/// kernel checks the flags (`kiocb_set_rw_flags`) before the read reaches
+/// the filesystem, which then finds the offset past the end and returns 0
+/// without any I/O, so the answer never waits for a device. `Ok(_)`: taken;
+/// `Err(EOPNOTSUPP)`: refused (tmpfs, ramfs, a kernel that predates the
+/// flag); `Err(ENOSYS | EPERM)`: `preadv2` itself is refused.
+pub(crate) fn preadv2_dontcache_probe(fd: BorrowedFd<'_>) -> Result<usize, i32> {
+    let mut byte = [0u8];
+    preadv2(fd, &mut byte, i64::MAX as u64 - 1, RWF_DONTCACHE)
+}
+
+/// Does this kernel know `RWF_DONTCACHE`, whatever the filesystem? One
+/// `preadv2(2)` of `/dev/null` with `RWF_DONTCACHE | RWF_APPEND |
+/// RWF_NOAPPEND`: a kernel refuses flags it does not know with EOPNOTSUPP
+/// before anything else, and one that knows them all refuses the
+/// contradictory `APPEND | NOAPPEND` pair with EINVAL (checked since 6.9,
+/// before `RWF_DONTCACHE` arrived in 6.14). `Ok(())`: the kernel knows the
+/// flag; `Err(EOPNOTSUPP)`: it does not; anything else as answered.
+pub(crate) fn dontcache_known_to_kernel() -> Result<(), i32> {
+    const RWF_APPEND: u32 = 0x10;
+    const RWF_NOAPPEND: u32 = 0x20;
+    let null =
+        std::fs::File::open("/dev/null").map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    let mut byte = [0u8];
+    match preadv2(
+        std::os::fd::AsFd::as_fd(&null),
+        &mut byte,
+        0,
+        RWF_DONTCACHE | RWF_APPEND | RWF_NOAPPEND,
+    ) {
+        Err(libc::EINVAL) => Ok(()),
+        Ok(_) => Err(libc::EINVAL),
+        Err(e) => Err(e),
+    }
+}
+
+/// What `cachestat(2)` says about a range of a file: pages in the page
+/// cache, and pages once cached and since evicted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CacheStat {
+    /// Pages of the range in the page cache.
+    pub cached: u64,
+    /// Pages of the range evicted from the page cache (shadow entries).
+    pub evicted: u64,
+}
+
+/// `cachestat(2)` (Linux 6.5) of `len` bytes at `offset` (`len == 0`: to
+/// the end of the file). By hand: neither rustix nor libc (on every
+/// target) wraps it; its number, 451, is the same on every architecture.
+/// `Err(ENOSYS)` on older kernels, `Err(EPERM)` under a seccomp filter that
+/// does not know it.
+pub(crate) fn cachestat(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<CacheStat, i32> {
+    const SYS_CACHESTAT: libc::c_long = 451;
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    let range = Range { off: offset, len };
+    let mut st = Stat::default();
+    use std::os::fd::AsRawFd;
+    // SAFETY: `range` and `st` are live, properly laid out `struct
+    // cachestat_range` and `struct cachestat` for the call; the kernel
+    // reads the first and writes the second; flags must be 0.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd(),
+            &range as *const Range,
+            &mut st as *mut Stat,
+            0 as libc::c_uint,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(CacheStat {
+        cached: st.nr_cache,
+        evicted: st.nr_evicted,
+    })
 }
 
 /// One `preadv2(2)` of 1 byte at offset 0 with `RWF_NOWAIT`: does the

@@ -285,24 +285,35 @@ impl UringBackend {
     fn push_main(&mut self, sqe: &Sqe, file: &FileInner) {
         let fixed_file = self.fixed_file(sqe.fd, file);
         let fixed_buf = sqe.fixed_buf.filter(|&i| (i as usize) < self.fixed.len());
+        // An uncached buffered read: the kernel drops the pages it brings
+        // in once copied out (EOPNOTSUPP where the filesystem cannot).
+        let rw_flags = if sqe.dontcache {
+            sys::RWF_DONTCACHE as i32
+        } else {
+            0
+        };
         let entry = match (fixed_buf, fixed_file) {
             (Some(bi), Some(fi)) => {
                 self.stats.fixed_reads += 1;
                 opcode::ReadFixed::new(types::Fixed(fi), sqe.ptr, sqe.len, bi)
                     .offset(sqe.offset)
+                    .rw_flags(rw_flags)
                     .build()
             }
             (Some(bi), None) => {
                 self.stats.fixed_reads += 1;
                 opcode::ReadFixed::new(types::Fd(sqe.fd), sqe.ptr, sqe.len, bi)
                     .offset(sqe.offset)
+                    .rw_flags(rw_flags)
                     .build()
             }
             (None, Some(fi)) => opcode::Read::new(types::Fixed(fi), sqe.ptr, sqe.len)
                 .offset(sqe.offset)
+                .rw_flags(rw_flags)
                 .build(),
             (None, None) => opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len)
                 .offset(sqe.offset)
+                .rw_flags(rw_flags)
                 .build(),
         };
         self.push_entry(entry.user_data(sqe.slot as u64));
