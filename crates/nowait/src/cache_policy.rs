@@ -475,6 +475,13 @@ impl CacheFile {
         self.support.load(Relaxed) == ON
     }
 
+    /// Take the flag for accepted without asking (tests: a file whose
+    /// reads then meet the kernel's refusal).
+    #[cfg(test)]
+    pub(crate) fn assume_accepted(&self) {
+        self.support.store(ON, Relaxed);
+    }
+
     /// True once the file is known to take `RWF_DONTCACHE` (then it may be
     /// joined with `RWF_NOWAIT` in a try: an EOPNOTSUPP is the latter's).
     #[inline]
@@ -629,6 +636,74 @@ mod tests {
         assert_eq!(verdict(gib, Some(gib), || Some(0.8)), (false, Some(0.8)));
         assert_eq!(verdict(gib, Some(gib), || None), (true, None));
         assert_eq!(verdict(gib, None, never), (false, None));
+    }
+
+    /// A read the kernel refuses `RWF_DONTCACHE` for is sent again without
+    /// it, on every backend and inline: tmpfs refuses the flag, and the
+    /// file is told it takes it so that its reads carry it.
+    #[test]
+    fn a_read_refused_the_flag_is_read_again_without_it_on_every_backend() {
+        use crate::{BackendChoice, BackendKind, Buf, Direct, File, Queue, Read};
+        let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+            eprintln!("SKIP a_read_refused_the_flag_is_read_again_without_it_on_every_backend: no /dev/shm");
+            return;
+        };
+        let path = dir.path().join("data");
+        let size = 1u64 << 20;
+        crate::pattern::write_file(&path, size, |_| {}).unwrap();
+        let bs = 64 << 10;
+        let kinds = BackendKind::ALL.into_iter().chain([BackendKind::AioPool]);
+        for (kind, inline) in kinds.flat_map(|k| [(k, true), (k, false)]) {
+            let file = File::open(&path, Direct::Off).unwrap();
+            file.inner.cache.assume_accepted();
+            let Ok(mut q) = Queue::builder()
+                .depth(16)
+                .backend(BackendChoice::Exactly(kind))
+                .memory_inline(inline)
+                .cache(CachePolicy::Drop)
+                .build()
+            else {
+                eprintln!("SKIP {kind}: cannot be set up here");
+                continue;
+            };
+            let reads = size / bs as u64;
+            for i in 0..reads {
+                let buf = Buf::new(bs);
+                let req = Read {
+                    file: &file,
+                    offset: i * bs as u64,
+                    len: bs,
+                    buf,
+                    user_data: i,
+                };
+                q.push(req).unwrap();
+            }
+            let mut out = Vec::new();
+            while out.len() < reads as usize {
+                q.reap(1, None, &mut out).unwrap();
+            }
+            for c in &out {
+                assert_eq!(*c.result.as_ref().unwrap(), bs, "{kind}");
+                crate::pattern::check(c.user_data * bs as u64, c.buf.as_slice()).unwrap();
+            }
+            let st = q.stats().cache;
+            assert!(
+                st.refused >= 1 && st.uncached >= 1,
+                "{kind} inline {inline}: {st}"
+            );
+            assert_eq!(st.uncached + st.kept, reads, "{kind} inline {inline}: {st}");
+            assert!(
+                matches!(
+                    file.cache_state().dontcache,
+                    DontcacheSupport::Off(DontcacheOff::Refused {
+                        errno: libc::EOPNOTSUPP,
+                        ..
+                    })
+                ),
+                "{kind}: {:?}",
+                file.cache_state()
+            );
+        }
     }
 
     #[test]

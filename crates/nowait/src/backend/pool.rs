@@ -333,9 +333,6 @@ impl Backend for PoolBackend {
         fp.tries += 1;
         fp.reprobes += reprobe as u64;
         self.stats.syscalls += 1;
-        // SAFETY: the caller keeps `ptr..ptr+len` writable and `fd` open until
-        // this slot's Cqe is reaped (this fn's contract); RWF_NOWAIT makes
-        // the call return instead of waiting for the device.
         // An uncached read tries uncached too (its readahead on a miss is
         // dropped once read), once the file is known to take the flag.
         let flags = if sqe.dontcache && file.cache.accepted() {
@@ -343,6 +340,9 @@ impl Backend for PoolBackend {
         } else {
             sys::RWF_NOWAIT
         };
+        // SAFETY: the caller keeps `ptr..ptr+len` writable and `fd` open until
+        // this slot's Cqe is reaped (this fn's contract); RWF_NOWAIT makes
+        // the call return instead of waiting for the device.
         let r = unsafe { sys::preadv2_raw(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset, flags) };
         let fp = &mut self.stats.nowait;
         let len = sqe.len as usize;
