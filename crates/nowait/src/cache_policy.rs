@@ -106,6 +106,16 @@ impl CachePolicy {
     }
 }
 
+/// A policy as the byte a file stores it in, for the queue's hot path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PolicyCode(u8);
+
+impl PolicyCode {
+    pub(crate) fn of(p: CachePolicy) -> PolicyCode {
+        PolicyCode(CachePolicy::code(Some(p)))
+    }
+}
+
 impl fmt::Display for CachePolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -374,6 +384,15 @@ impl CacheFile {
     #[inline]
     pub(crate) fn policy(&self) -> Option<CachePolicy> {
         CachePolicy::of_code(self.policy.load(Relaxed))
+    }
+
+    /// True if a read of the file with no policy of its own keeps its
+    /// pages: the file's policy is keep, or it has none and the default
+    /// (`PolicyCode::of`) is.
+    #[inline]
+    pub(crate) fn keeps(&self, default: PolicyCode) -> bool {
+        let c = self.policy.load(Relaxed);
+        (if c == 0 { default.0 } else { c }) == 1
     }
 
     /// Set (or with `None` clear) the file's policy.

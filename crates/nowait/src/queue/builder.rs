@@ -222,6 +222,7 @@ impl QueueBuilder {
         q.builder = Some(self.clone());
         q.small_direct = self.small_direct;
         q.cache = self.cache;
+        q.cache_code = crate::cache_policy::PolicyCode::of(self.cache);
         let inline_on = self.memory_inline && q.report.kind != BackendKind::Sync;
         q.inline_window = if inline_on {
             self.inline_window.unwrap_or((self.depth / 2).min(32))

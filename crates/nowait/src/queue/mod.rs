@@ -185,6 +185,8 @@ pub struct Queue {
     builder: Option<QueueBuilder>,
     /// The cache policy of reads whose file and request set none.
     cache: crate::cache_policy::CachePolicy,
+    /// The same as the byte the hot path compares.
+    cache_code: crate::cache_policy::PolicyCode,
 }
 
 impl fmt::Debug for Queue {
@@ -228,6 +230,7 @@ impl Queue {
             notify: None,
             builder: None,
             cache: crate::cache_policy::CachePolicy::Keep,
+            cache_code: crate::cache_policy::PolicyCode::of(crate::cache_policy::CachePolicy::Keep),
         }
     }
     /// How this queue hands queued reads to the kernel and, with the

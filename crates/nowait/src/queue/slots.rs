@@ -51,7 +51,14 @@ impl Queue {
     /// Queue one read. It reaches the kernel at the next [`Queue::submit`]
     /// or [`Queue::reap`]. On refusal the buffer comes back in [`Rejected`].
     pub fn push(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
-        self.push_cache(req, ReadCache::Default)
+        if self.notify.is_none() {
+            // A tail call: the result is written where the caller wants it,
+            // not moved through this frame (it carries a buffer and an error).
+            return self.push_one(req, ReadCache::Default);
+        }
+        let r = self.push_one(req, ReadCache::Default);
+        self.signal_if_ready();
+        r
     }
 
     /// [`Queue::push`] with the read's own cache policy, whatever its
@@ -66,38 +73,40 @@ impl Queue {
         self.push_cache(req, ReadCache::Policy(policy))
     }
 
-    #[inline]
+    /// [`Queue::push`] with the read's cache policy as given.
     pub(crate) fn push_cache(
         &mut self,
         req: Read<'_>,
         cache: ReadCache,
     ) -> std::result::Result<(), Rejected> {
-        if self.notify.is_none() {
-            // A tail call: the result is written where the caller wants it,
-            // not moved through this frame (it carries a buffer and an error).
-            return self.push_one(req, cache);
-        }
         let r = self.push_one(req, cache);
-        self.signal_if_ready();
+        if self.notify.is_some() {
+            self.signal_if_ready();
+        }
         r
     }
 
-    /// What `cache` makes of a read of `len` bytes at `offset` of `file`,
-    /// counted.
-    #[inline]
-    fn uncached(&mut self, file: &File, offset: u64, len: usize, cache: ReadCache) -> bool {
+    /// Decide whether slot `idx`'s read of `len` bytes at `offset` of
+    /// `file` goes uncached (`Slot::dontcache`, false until then): out of
+    /// line, so `push` pays one test when no policy applies.
+    #[inline(never)]
+    fn decide_uncached(
+        &mut self,
+        idx: u32,
+        file: &File,
+        offset: u64,
+        len: usize,
+        cache: ReadCache,
+    ) {
         let u = match cache {
             ReadCache::Default => {
                 let policy = file.inner.cache.policy().unwrap_or(self.cache);
-                if policy == CachePolicy::Keep {
-                    return false;
-                }
                 file.uncached(policy, offset, len)
             }
             ReadCache::Policy(p) => file.uncached(p, offset, len),
             ReadCache::Decided(u) => u,
         };
-        match u {
+        let on = match u {
             Uncached::No => false,
             Uncached::Yes => {
                 self.stats.cache.uncached += 1;
@@ -107,7 +116,8 @@ impl Queue {
                 self.stats.cache.kept += 1;
                 false
             }
-        }
+        };
+        self.slots[idx as usize].dontcache = on;
     }
 
     fn push_one(&mut self, req: Read<'_>, cache: ReadCache) -> std::result::Result<(), Rejected> {
@@ -162,7 +172,6 @@ impl Queue {
                 buf,
             });
         };
-        let dontcache = len > 0 && self.uncached(file, offset, len, cache);
         self.stats.pushed += 1;
         let s = &mut self.slots[idx as usize];
         s.user_data = user_data;
@@ -174,7 +183,7 @@ impl Queue {
         s.retries = 0;
         s.result = None;
         s.small_direct = false;
-        s.dontcache = dontcache;
+        s.dontcache = false;
         match bounce {
             Some(b) => {
                 self.stats.bounced += 1;
@@ -192,6 +201,9 @@ impl Queue {
             // Nothing to read: complete without a system call.
             self.finish(idx, Ok(()));
         } else {
+            if cache != ReadCache::Default || !file.inner.cache.keeps(self.cache_code) {
+                self.decide_uncached(idx, file, offset, len, cache);
+            }
             self.issue(idx);
         }
         Ok(())
