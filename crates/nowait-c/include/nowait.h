@@ -163,6 +163,27 @@ struct nowait_queue;
 #define NOWAIT_FASTPATH_OFF 2
 
 /**
+ * `cache`: buffered reads keep what they bring into the page cache (the
+ * default).
+ */
+#define NOWAIT_CACHE_KEEP 0
+
+/**
+ * `cache`: every buffered read is uncached (`RWF_DONTCACHE`, fio's
+ * `uncached=1`): the pages it brings in are dropped once copied out, so a
+ * scan does not evict what other files depend on. Where the filesystem
+ * cannot (tmpfs, FUSE, a kernel before 6.14) reads stay cached.
+ */
+#define NOWAIT_CACHE_DROP 1
+
+/**
+ * `cache`: uncached only the scan reads (sequential runs, or reads of
+ * 1 MiB or more) of a file at least half the memory the process's page
+ * cache can hold and mostly not cached; everything else kept.
+ */
+#define NOWAIT_CACHE_ADAPTIVE 2
+
+/**
  * The deepest queue (`depth` at most this).
  */
 #define NOWAIT_MAX_DEPTH 16384
@@ -199,6 +220,11 @@ struct nowait_queue_options {
    * Worker threads of the pool backend (0: its default).
    */
   uint32_t pool_workers;
+  /**
+   * One of `NOWAIT_CACHE_*` (default `NOWAIT_CACHE_KEEP`): what the
+   * queue's buffered reads leave in the page cache. Direct reads ignore it.
+   */
+  uint32_t cache;
 };
 
 /**

@@ -255,6 +255,20 @@ pub fn describe(f: &engine::File) -> String {
             fp.hit_ratio
         )),
     }
+    let c = f.cache_state();
+    s.push_str(&format!(
+        "RWF_DONTCACHE: {}{}\n",
+        match c.dontcache {
+            engine::DontcacheSupport::Unknown => "not asked yet".to_string(),
+            engine::DontcacheSupport::Accepted => "accepted".to_string(),
+            engine::DontcacheSupport::Off(off) => format!("off ({off})"),
+        },
+        if c.scanning {
+            "; adaptive: its scan reads go uncached"
+        } else {
+            ""
+        }
+    ));
     s
 }
 

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -403,8 +404,70 @@ static void test_errors(void)
     nowait_queue_options_init(&o);
     o.backend = 99;
     CHECK(nowait_queue_create(&o, &q) == -EINVAL, "bad backend");
+    nowait_queue_options_init(&o);
+    o.cache = 9;
+    CHECK(nowait_queue_create(&o, &q) == -EINVAL, "bad cache policy");
     CHECK(nowait_alloc(4096, 3) == NULL, "alloc with a bad alignment");
     printf("ok   errors: missing file, directory, full queue, bad arguments\n");
+}
+
+/* Pages of the test file in the page cache (mincore over a mapping). */
+static size_t resident_pages(size_t *total)
+{
+    size_t len = (size_t)file_size, pages = (len + 4095) / 4096, n = 0;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, ref_fd, 0);
+    REQUIRE(m != MAP_FAILED, "mmap");
+    unsigned char *v = malloc(pages);
+    REQUIRE(v && mincore(m, len, v) == 0, "mincore");
+    for (size_t i = 0; i < pages; i++) n += v[i] & 1;
+    free(v);
+    munmap(m, len);
+    *total = pages;
+    return n;
+}
+
+/* NOWAIT_CACHE_DROP: reads verified as ever, and a whole-file read leaves
+ * (almost) nothing of the file in the page cache, where the default keeps
+ * all of it. */
+static void test_uncached(void)
+{
+    struct nowait_file *f;
+    REQUIRE(nowait_file_open(path, NOWAIT_DIRECT_OFF, &f) == 0, "open");
+    if (strcmp(nowait_file_fs(f), "tmpfs") == 0) {
+        printf("SKIP cache=drop: the test file is on tmpfs, which has no uncached reads\n");
+        nowait_file_close(f);
+        return;
+    }
+    struct nowait_queue_options o;
+    nowait_queue_options_init(&o);
+    o.cache = NOWAIT_CACHE_DROP;
+    int n = random_reads("cache=drop", &o, NOWAIT_DIRECT_OFF, 300);
+    printf("ok   cache=drop: %d reads verified\n", n);
+    const uint32_t policies[] = {NOWAIT_CACHE_KEEP, NOWAIT_CACHE_DROP};
+    size_t left[2], total = 0;
+    for (int p = 0; p < 2; p++) {
+        CHECK(posix_fadvise(ref_fd, 0, 0, POSIX_FADV_DONTNEED) == 0, "fadvise");
+        nowait_queue_options_init(&o);
+        o.cache = policies[p];
+        struct nowait_queue *q;
+        REQUIRE(nowait_queue_create(&o, &q) == 0, "create");
+        void *buf = nowait_alloc(1 << 20, 4096);
+        struct nowait_cqe cqe;
+        for (int64_t off = 0; off < file_size; off += 1 << 20) {
+            REQUIRE(nowait_push(q, f, buf, 1 << 20, (uint64_t)off, 1) == 0, "push");
+            REQUIRE(nowait_reap(q, &cqe, 1, 1, -1) == 1, "reap");
+            CHECK(cqe.res > 0 && memcmp(buf, content + off, (size_t)cqe.res) == 0,
+                  "read at %" PRId64 ": %" PRId64, off, cqe.res);
+        }
+        nowait_free(buf);
+        nowait_queue_destroy(q);
+        left[p] = resident_pages(&total);
+    }
+    CHECK(left[0] * 10 > total * 9, "cache=keep left %zu of %zu pages", left[0], total);
+    CHECK(left[1] * 4 < total, "cache=drop left %zu of %zu pages", left[1], total);
+    printf("ok   cache=drop: a whole-file read leaves %zu of %zu pages cached (keep: %zu)\n",
+           left[1], total, left[0]);
+    nowait_file_close(f);
 }
 
 /* The completion fd: an epoll-style loop that never blocks in nowait. */
@@ -675,6 +738,7 @@ int main(int argc, char **argv)
     test_queue_moves_between_threads();
     test_bounce_out_of_memory(quick);
     test_probe();
+    test_uncached();
 
     /* The fallback: io_uring disabled as seccomp or the sysctl would. */
     setenv("NOWAIT_DISABLE_URING", "1", 1);
