@@ -290,7 +290,8 @@ class File(_nowait.File):
 
 
 def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
-         direct: Union[str, bool] = "auto", nowait: str = "adaptive") -> File:
+         direct: Union[str, bool] = "auto", nowait: str = "adaptive",
+         cache: str = "keep") -> File:
     """Open ``path`` for reading.
 
     ``direct``: ``"auto"`` (default) opens with ``O_DIRECT`` where the
@@ -310,11 +311,23 @@ def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
     with ``O_DIRECT`` never try. ``File.stats()`` counts the outcomes
     (``nowait_path_*``).
 
+    ``cache``: what buffered reads of the file leave in the page cache.
+    ``"keep"`` (default) keeps what they bring in; ``"drop"`` reads with
+    ``RWF_DONTCACHE`` (Linux 6.14; fio's ``uncached=1``): the pages a read
+    brings in are dropped once copied, pages cached before stay, so reading
+    a large file once does not evict what other files depend on;
+    ``"adaptive"`` drops only while the file is read as a scan (sequential
+    runs, or reads of 1 MiB or more) and is at least half the memory the
+    page cache can have (the memory cgroup's limit) and mostly not cached.
+    Where the filesystem has no uncached reads (tmpfs, FUSE) reads stay
+    cached. ``O_DIRECT`` reads ignore it. ``File.stats()`` says what the
+    file took (``cache``, ``dontcache``, ``cache_scanning``).
+
     Raises ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``
     (all ``OSError`` with ``errno`` and ``filename``) when the file cannot be
     opened.
     """
-    return File(path, direct, nowait)
+    return File(path, direct, nowait, cache)
 
 
 def probe(path: Optional[Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]] = None

@@ -32,10 +32,13 @@ class File(_nowait.File):
         returns the bytes read per record."""
         ...
 
-def open(path: _Path, direct: Union[str, bool] = "auto", nowait: str = "adaptive") -> File:
+def open(path: _Path, direct: Union[str, bool] = "auto", nowait: str = "adaptive",
+         cache: str = "keep") -> File:
     """Open ``path`` for reading; ``direct`` is "auto", "on" or "off";
     ``nowait`` ("adaptive", "always" or "off") is whether ``aread_at`` and
-    ``read_at`` first try the page cache alone with ``preadv2(RWF_NOWAIT)``."""
+    ``read_at`` first try the page cache alone with ``preadv2(RWF_NOWAIT)``;
+    ``cache`` ("keep", "drop" or "adaptive") is what buffered reads leave in
+    the page cache ("drop": ``RWF_DONTCACHE``)."""
     ...
 
 def probe(path: Optional[_Path] = None) -> Dict[str, Any]:

@@ -16,7 +16,7 @@ class File:
 
     def __new__(
         cls: type[_T], path: _Path, direct: Union[str, bool, None] = None,
-        nowait: Optional[str] = None,
+        nowait: Optional[str] = None, cache: Optional[str] = None,
     ) -> _T: ...
     @property
     def name(self) -> str:

@@ -123,6 +123,17 @@ fn parse_nowait(mode: &str) -> PyResult<nowait::NowaitMode> {
     }
 }
 
+fn parse_cache(policy: &str) -> PyResult<nowait::CachePolicy> {
+    policy.parse().map_err(|_| {
+        PyValueError::new_err(format!(
+            "cache={policy:?} is not a policy; use \"keep\" (reads leave their pages in the page \
+             cache), \"drop\" (RWF_DONTCACHE: the pages a read brings in are dropped once \
+             copied) or \"adaptive\" (drop only while the file is scanned and too large to stay \
+             cached)"
+        ))
+    })
+}
+
 fn parse_offsets(offsets: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
     if offsets.is_instance_of::<pyo3::types::PyInt>() {
         return Err(PyTypeError::new_err(
@@ -327,12 +338,13 @@ fn finish(py: Python<'_>, core: &mut Core, mut op: Op) -> PyResult<Py<PyAny>> {
 #[pymethods]
 impl PyFile {
     #[new]
-    #[pyo3(signature = (path, direct = None, nowait = None))]
+    #[pyo3(signature = (path, direct = None, nowait = None, cache = None))]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
         direct: Option<&Bound<'_, PyAny>>,
         nowait: Option<&str>,
+        cache: Option<&str>,
     ) -> PyResult<Self> {
         let path = fs_path(path)?;
         let mode = match direct {
@@ -340,10 +352,12 @@ impl PyFile {
             None => nowait::Direct::Auto,
         };
         let nowait = parse_nowait(nowait.unwrap_or("adaptive"))?;
+        let cache = parse_cache(cache.unwrap_or("keep"))?;
         let p = path.clone();
         let file = py
             .detach(move || nowait::File::open(&p, mode))
             .map_err(to_py)?;
+        file.set_cache_policy(cache);
         Ok(PyFile {
             inner: RwLock::new(Some(Arc::new(file))),
             path,
@@ -549,6 +563,18 @@ impl PyFile {
             let fp = f.nowait_state();
             d.set_item("nowait_path_hit_ratio", fp.hit_ratio)?;
             d.set_item("nowait_path_off", fp.off.map(|o| o.to_string()))?;
+            let c = f.cache_state();
+            d.set_item("cache", c.policy.unwrap_or_default().as_str())?;
+            d.set_item(
+                "dontcache",
+                match c.dontcache {
+                    nowait::DontcacheSupport::Unknown => "not asked yet".to_string(),
+                    nowait::DontcacheSupport::Accepted => "accepted".to_string(),
+                    nowait::DontcacheSupport::Off(off) => format!("off: {off}"),
+                },
+            )?;
+            d.set_item("cache_scanning", c.scanning)?;
+            d.set_item("cache_switches", c.switches)?;
         }
         drop(guard);
         d.set_item("nowait", self.nowait.as_str())?;

@@ -54,10 +54,11 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
-use crate::sys::names::{errno_name, fs_name};
+use crate::rwf_nowait::answer::{self, OFF_FS, OFF_SYSCALL, ON, UNCHECKED};
+use crate::rwf_nowait::RefusedFs;
+use crate::sys::names::errno_name;
 
 /// What a buffered read leaves in the page cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -299,45 +300,17 @@ pub(crate) enum Scan {
     Check,
 }
 
-// Support word, as `rwf_nowait`'s: 0 = not asked, 1 = accepted, otherwise
-// `kind << 16 | errno`.
-const UNCHECKED: u32 = 0;
-const ON: u32 = 1;
-const OFF_FILE: u32 = 2;
-const OFF_FS: u32 = 3;
-const OFF_SYSCALL: u32 = 4;
-
 // Adaptive verdicts.
 const UNDECIDED: u8 = 0;
 const KEEP: u8 = 1;
 const DROP: u8 = 2;
 
-fn off_word(kind: u32, errno: i32) -> u32 {
-    kind << 16 | (errno as u32 & 0xffff)
-}
+/// Where `RWF_DONTCACHE` is refused, remembered for the process.
+static MEMORY: answer::Memory = answer::Memory::new();
 
-/// Filesystems that answered EOPNOTSUPP to `RWF_DONTCACHE`: (magic, errno).
-static REFUSED_FS: Mutex<Vec<(i64, i32)>> = Mutex::new(Vec::new());
-/// Non-zero: the errno `preadv2` itself was refused with.
-static SYSCALL_REFUSED: AtomicI32 = AtomicI32::new(0);
-
-fn refused_fs(magic: i64) -> Option<i32> {
-    REFUSED_FS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|(m, _)| *m == magic)
-        .map(|&(_, e)| e)
-}
-
-/// The names of the filesystems this process learned refuse `RWF_DONTCACHE`.
-pub fn refused_filesystems() -> Vec<&'static str> {
-    REFUSED_FS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .map(|&(m, _)| fs_name(m))
-        .collect()
+/// Every filesystem this process learned has no `RWF_DONTCACHE` reads.
+pub fn refused_filesystems() -> Vec<RefusedFs> {
+    MEMORY.filesystems()
 }
 
 /// Per-file cache-policy state, shared by every queue and engine reading
@@ -398,6 +371,17 @@ impl CacheFile {
     /// Set (or with `None` clear) the file's policy.
     pub(crate) fn set_policy(&self, p: Option<CachePolicy>) {
         self.policy.store(CachePolicy::code(p), Relaxed);
+    }
+
+    /// True if the file's own policy is drop, or adaptive with its scan
+    /// dropped now (a look, nothing followed): for a try made outside a
+    /// queue (`File::try_read_cached`).
+    pub(crate) fn drops_now(&self) -> bool {
+        match self.policy() {
+            Some(CachePolicy::Drop) => true,
+            Some(CachePolicy::Adaptive) => self.verdict.load(Relaxed) == DROP,
+            _ => false,
+        }
     }
 
     /// Follow one adaptive read of `len` bytes at `offset`: is it a scan
@@ -472,13 +456,9 @@ impl CacheFile {
         regular: bool,
         probe: impl FnOnce() -> Result<usize, i32>,
     ) -> bool {
-        let e = SYSCALL_REFUSED.load(Relaxed);
-        let word = if e != 0 {
-            off_word(OFF_SYSCALL, e)
-        } else if let Some(errno) = regular.then(|| refused_fs(fs_magic)).flatten() {
-            off_word(OFF_FS, errno)
-        } else {
-            match probe() {
+        let word = match MEMORY.known(fs_magic, regular) {
+            Some(w) => w,
+            None => match probe() {
                 Err(e @ (libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM)) => {
                     self.refuse(e, fs_magic, regular);
                     return false;
@@ -486,7 +466,7 @@ impl CacheFile {
                 // Taken, or an answer from past the flag check: the reads
                 // tell, and a refusal among them is resent without it.
                 _ => ON,
-            }
+            },
         };
         let _ = self
             .support
@@ -512,33 +492,18 @@ impl CacheFile {
     /// EPERM) and remember it for its filesystem (a regular file's) or the
     /// process. Returns true if this call turned it off.
     pub(crate) fn refuse(&self, errno: i32, fs_magic: i64, regular: bool) -> bool {
-        let word = match errno {
-            libc::ENOSYS | libc::EPERM => {
-                SYSCALL_REFUSED.store(errno, Relaxed);
-                off_word(OFF_SYSCALL, errno)
-            }
-            _ => {
-                // A block device node's magic is its directory's (devtmpfs).
-                if regular && fs_magic != 0 {
-                    let mut v = REFUSED_FS.lock().unwrap_or_else(|e| e.into_inner());
-                    if !v.iter().any(|(m, _)| *m == fs_magic) {
-                        v.push((fs_magic, errno));
-                    }
-                }
-                off_word(OFF_FILE, errno)
-            }
-        };
+        let word = MEMORY.refuse(errno, fs_magic, regular);
         matches!(self.support.swap(word, Relaxed), ON | UNCHECKED)
     }
 
     /// A snapshot for reports.
     pub(crate) fn snapshot(&self, fs: &'static str) -> CacheState {
         let s = self.support.load(Relaxed);
-        let errno = (s & 0xffff) as i32;
+        let (kind, errno) = answer::parts(s);
         let dontcache = match s {
             UNCHECKED => DontcacheSupport::Unknown,
             ON => DontcacheSupport::Accepted,
-            _ => DontcacheSupport::Off(match s >> 16 {
+            _ => DontcacheSupport::Off(match kind {
                 OFF_FS => DontcacheOff::Filesystem { fs, errno },
                 OFF_SYSCALL => DontcacheOff::Syscall { errno },
                 _ => DontcacheOff::Refused { fs, errno },
@@ -730,7 +695,7 @@ mod tests {
         let magic = 0x7e57_0d0c;
         let c = CacheFile::default();
         assert!(!c.usable(magic, true, || Err(libc::EOPNOTSUPP)));
-        assert!(refused_filesystems().contains(&fs_name(magic)));
+        assert!(refused_filesystems().iter().any(|r| r.magic == magic));
         let other = CacheFile::default();
         assert!(!other.usable(magic, true, || panic!("the filesystem is known")));
         assert!(matches!(

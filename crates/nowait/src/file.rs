@@ -661,12 +661,15 @@ impl File {
     /// [`ADAPTIVE_THRESHOLD`]: crate::rwf_nowait::ADAPTIVE_THRESHOLD
     /// [`REPROBE_EVERY`]: crate::rwf_nowait::REPROBE_EVERY
     pub fn try_read_cached(&self, buf: &mut [u8], offset: u64, mode: NowaitMode) -> CacheTry {
+        // A file set to drop (or whose scan the adaptive policy drops now)
+        // tries uncached too, so a miss starts its readahead uncached.
+        let dontcache = self.inner.cache.drops_now();
         self.read_cached(
             buf,
             offset,
             mode,
             crate::rwf_nowait::ADAPTIVE_THRESHOLD,
-            false,
+            dontcache,
         )
     }
 
