@@ -281,5 +281,5 @@ def test_cache_policy_reads_match_and_drop_leaves_the_file_uncached(data, cache)
 
 def test_cache_policy_is_checked(data):
     path, _, _ = data
-    with pytest.raises(ValueError, match="cache='sometimes'"):
+    with pytest.raises(ValueError, match='cache="sometimes" is not a policy'):
         nowait.open(path, cache="sometimes")
