@@ -119,7 +119,7 @@ pub(crate) mod answer {
     use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
     use std::sync::Mutex;
 
-    use super::RefusedFs;
+    use crate::rwf_nowait::RefusedFs;
     use crate::sys::names::fs_name;
 
     /// Not yet checked against the process-wide memory (or asked).
@@ -371,8 +371,7 @@ impl fmt::Display for NowaitStats {
 }
 
 /// A filesystem the process learned refuses a read flag (`RWF_NOWAIT`:
-/// [`refused_filesystems`]; `RWF_DONTCACHE`:
-/// [`crate::cache_policy::refused_filesystems`]).
+/// [`refused_filesystems`]; `RWF_DONTCACHE`: the `cache_policy` module's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefusedFs {
     /// `f_type` magic number from `fstatfs(2)`.
