@@ -18,26 +18,14 @@
 
 use std::ffi::OsString;
 
-pub mod bench;
-pub mod cli;
+pub mod base;
+pub mod cmd;
+pub mod driver;
 pub mod fio;
-pub mod jobfile;
-pub mod json;
-pub mod layout;
-pub mod metrics;
-pub mod offsets;
-pub mod options;
-pub mod peak;
-pub mod plot;
-pub mod probe_cmd;
-pub mod progress;
+pub mod measure;
+pub mod model;
 pub mod report;
-pub mod run;
-pub mod scenario;
-pub mod scenario_mixed;
-pub mod scenario_qd;
-pub mod sqpoll;
-pub mod sys;
+pub mod workload;
 
 const HELP: &str = "\
 nowait — fast asynchronous file reads on Linux, and the tool that measures them
@@ -79,9 +67,9 @@ pub fn dispatch(args: &[OsString]) -> i32 {
     };
     let rest = &args[1..];
     match cmd.to_str().unwrap_or("") {
-        "bench" => bench::run(rest),
-        "scenario" => scenario::run_cmd(rest),
-        "probe" => probe_cmd::run(rest),
+        "bench" => cmd::bench::run(rest),
+        "scenario" => cmd::scenario::async_buffered::run_cmd(rest),
+        "probe" => cmd::probe::run(rest),
         "-h" | "--help" => {
             print!("{HELP}");
             0

@@ -5,7 +5,7 @@
 
 use std::ffi::OsString;
 
-use crate::run::Failure;
+use crate::driver::run::Failure;
 
 /// The lexed command line.
 #[derive(Debug, Default)]
@@ -53,7 +53,8 @@ pub fn lex(
                                     .ok_or_else(|| format!("--{name}: bad value"))?;
                                 match raw.peek().and_then(|v| v.to_str()) {
                                     Some(v)
-                                        if v == "auto" || crate::options::parse_bool(v).is_ok() =>
+                                        if v == "auto"
+                                            || crate::model::defs::parse_bool(v).is_ok() =>
                                     {
                                         raw.next().unwrap_or_default()
                                     }

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::{LatSummary, PERCENTILES};
-use crate::report::{hipri_status, Compare, Row};
-use crate::run::Second;
-use crate::sys::Host;
+use crate::base::sys::Host;
+use crate::driver::run::Second;
+use crate::measure::metrics::{LatSummary, PERCENTILES};
+use crate::report::text::{hipri_status, Compare, Row};
 
 /// The whole document.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -237,7 +237,7 @@ pub enum Fio {
         /// With several runs, `iops` is fio's median (`run_iops` that of
         /// the run whose latencies and CPU are shown).
         #[serde(flatten)]
-        result: Box<crate::fio::FioResult>,
+        result: Box<crate::fio::args::FioResult>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         run_iops: Option<f64>,
         /// `read.iops / iops`: the ratio of the medians with several runs.
@@ -287,7 +287,7 @@ pub fn doc(rows: &[Row], fio_version: Option<&str>, peak: bool) -> Doc {
 }
 
 /// Where a run's clat starts, and the fio column it matches.
-pub fn clat_from(o: &crate::run::Outcome) -> &'static str {
+pub fn clat_from(o: &crate::driver::run::Outcome) -> &'static str {
     use nowait::BackendKind::*;
     if rode(o) {
         match o.job.ioengine {
@@ -325,8 +325,8 @@ pub fn clat_from(o: &crate::run::Outcome) -> &'static str {
 /// The run's reads were submitted by the call that reaped them (iodepth 1,
 /// not `sync`; io_uring_enter, io_submit then io_getevents, or the hand-off
 /// to a pool thread): its clat includes the submission, like fio's lat.
-pub fn rode(o: &crate::run::Outcome) -> bool {
-    crate::fio::compares_lat(&o.job)
+pub fn rode(o: &crate::driver::run::Outcome) -> bool {
+    crate::fio::args::compares_lat(&o.job)
 }
 
 /// One `jobs[]` entry for a row.
@@ -336,7 +336,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
     let clat = m.clat.summary();
     // The headline rate: the median of several compared runs.
     let bw = row.bw_bytes();
-    let job_options = crate::fio::job_options(j, o.region)
+    let job_options = crate::fio::args::job_options(j, o.region)
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect();
@@ -352,7 +352,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
             )
         })
         .collect();
-    let mode = crate::options::uses_pool(j.ioengine).then(|| j.nowait.unwrap_or_default());
+    let mode = crate::model::defs::uses_pool(j.ioengine).then(|| j.nowait.unwrap_or_default());
     let nowait = Nowait {
         backend: o.backend.kind.as_str().into(),
         backend_reason: o.backend.reason.to_string(),
@@ -361,7 +361,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
         effective_iodepth: o.effective_iodepth,
         syscalls: m.syscalls,
         ios_per_syscall: m.ios_per_syscall(),
-        syscalls_per_io: crate::metrics::ratio(m.syscalls, m.ios),
+        syscalls_per_io: crate::measure::metrics::ratio(m.syscalls, m.ios),
         submit_calls: m.submit_calls,
         reap_calls: m.reap_calls,
         ios_per_submit: m.ios_per_submit(),
@@ -405,7 +405,7 @@ pub fn job(row: &Row, peak: bool) -> Job {
             Ok(f) => Fio::Ran {
                 // With several runs, fio's median rate, and bw at that rate
                 // (as read.bw_bytes), the rest of the run shown.
-                result: Box::new(crate::fio::FioResult {
+                result: Box::new(crate::fio::args::FioResult {
                     iops: row.fio_iops().unwrap_or(f.iops),
                     bw_bytes: f.bw_bytes * row.fio_iops().unwrap_or(f.iops)
                         / f.iops.max(f64::MIN_POSITIVE),
@@ -487,7 +487,7 @@ pub struct Summary {
 
 impl Summary {
     /// Of a finished run.
-    pub fn of(o: &crate::run::Outcome) -> Summary {
+    pub fn of(o: &crate::driver::run::Outcome) -> Summary {
         let m = &o.measured;
         let c = m.clat.summary();
         let real = m.elapsed.as_secs_f64();

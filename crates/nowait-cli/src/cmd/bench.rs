@@ -5,12 +5,12 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::fio;
-use crate::jobfile;
-use crate::options::{self, Format, Job, Settings};
-use crate::plot;
-use crate::report::{self, Compare, Row};
-use crate::run::{self, Failure};
+use crate::driver::run::{self, Failure};
+use crate::fio::args as fio;
+use crate::model::defs::{self as options, Format, Job, Settings};
+use crate::model::jobfile;
+use crate::report::plot;
+use crate::report::text::{self as report, Compare, Row};
 
 /// Help for `nowait bench`.
 pub fn help() -> String {
@@ -114,7 +114,7 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
     }
     let jobs = applicable(jobs).map_err(Failure::Usage)?;
     run::stop_on_sigint()?;
-    let dests = crate::cli::Dests::open(&[
+    let dests = crate::base::args::Dests::open(&[
         ("--output", settings.output.as_deref()),
         ("--plot", settings.plot.as_deref()),
     ])?;
@@ -131,7 +131,7 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
 /// (`reported`: it was written).
 fn bench(jobs: &[Job], settings: &Settings, reported: &mut bool) -> Result<(), Failure> {
     if settings.peak {
-        let rows = crate::peak::run_all(jobs, settings)?;
+        let rows = crate::cmd::peak::run_all(jobs, settings)?;
         output(&rows, settings, None)?;
         *reported = true;
         return interrupted(rows.len(), jobs.len());
@@ -145,7 +145,7 @@ fn bench(jobs: &[Job], settings: &Settings, reported: &mut bool) -> Result<(), F
     let mut rows: Vec<Row> = Vec::with_capacity(jobs.len());
     for job in jobs {
         // Lay out and open once per job; fio then reads the same region.
-        let data = match crate::layout::prepare(job) {
+        let data = match crate::driver::layout::prepare(job) {
             Ok(d) => d,
             // Ctrl-C while laying out a later job: report the jobs run.
             Err(Failure::Interrupted(m)) if !rows.is_empty() => {
@@ -393,16 +393,16 @@ fn jobs(cli: &[options::Setting], files: &[PathBuf]) -> Result<(Vec<Job>, Settin
 fn output(rows: &[Row], settings: &Settings, fio_version: Option<&str>) -> Result<(), Failure> {
     let text = match settings.format {
         Format::Json => {
-            let doc = crate::json::doc(rows, fio_version, settings.peak);
+            let doc = crate::base::json::doc(rows, fio_version, settings.peak);
             serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
         }
         Format::Normal => {
             let file = rows.first().and_then(|r| r.ours.job.filename.as_deref());
-            let mut t = format!("host: {}\n", crate::sys::host(file));
+            let mut t = format!("host: {}\n", crate::base::sys::host(file));
             for r in rows {
                 t.push('\n');
                 t.push_str(&match settings.peak {
-                    true => crate::peak::human(&r.ours),
+                    true => crate::cmd::peak::human(&r.ours),
                     false => report::human(r),
                 });
             }
@@ -413,7 +413,7 @@ fn output(rows: &[Row], settings: &Settings, fio_version: Option<&str>) -> Resul
             t
         }
     };
-    crate::cli::emit(&text, settings.output.as_deref())?;
+    crate::base::args::emit(&text, settings.output.as_deref())?;
     if let Some(p) = &settings.plot {
         let title = match rows.first() {
             Some(r) => format!(
@@ -438,11 +438,11 @@ mod tests {
     /// nowait: the job ends after one pass instead of running for ever.
     #[test]
     fn time_based_without_runtime_is_off_as_in_fio() {
-        let j = crate::options::job_of("--time_based");
+        let j = crate::model::defs::job_of("--time_based");
         assert!(j.time_based && j.runtime.is_none());
         let out = applicable(vec![j]).unwrap();
         assert!(!out[0].time_based);
-        let j = crate::options::job_of("--time_based --runtime=2");
+        let j = crate::model::defs::job_of("--time_based --runtime=2");
         assert!(applicable(vec![j]).unwrap()[0].time_based);
     }
 
@@ -452,16 +452,16 @@ mod tests {
     #[test]
     fn nowait_off_with_io_uring_is_fios_default_not_an_error() {
         for off in ["--nowait=0", "--nowait=off"] {
-            let j = crate::options::job_of(&format!("--ioengine=io_uring {off}"));
+            let j = crate::model::defs::job_of(&format!("--ioengine=io_uring {off}"));
             let out = applicable(vec![j]).unwrap();
             assert_eq!(out[0].ioengine, nowait::BackendKind::Uring);
         }
         for on in ["--nowait=1", "--nowait=always", "--nowait=adaptive"] {
-            let j = crate::options::job_of(&format!("--ioengine=io_uring {on}"));
+            let j = crate::model::defs::job_of(&format!("--ioengine=io_uring {on}"));
             let e = applicable(vec![j]).unwrap_err();
             assert!(e.contains("RWF_NOWAIT on every read"), "{on}: {e}");
         }
-        let words = crate::cli::words("--ioengine=uring --nowait=off,always");
+        let words = crate::base::args::words("--ioengine=uring --nowait=off,always");
         let (set, _, _) = options::parse_args(&words).unwrap();
         let (jobs, _) = options::expand(&set, &Job::default()).unwrap();
         assert_eq!(jobs.len(), 2);

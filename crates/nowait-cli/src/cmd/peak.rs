@@ -13,11 +13,11 @@
 //! `IOS/call=32/31`, the reads per submit call and per reap call of that
 //! second, from counters the loop stores after each reap.
 
-use crate::layout;
-use crate::metrics::ratio;
-use crate::options::{Format, Job, Settings};
-use crate::report::{self, short_num, Row};
-use crate::run::{self, Failure, Mode, Outcome};
+use crate::driver::layout;
+use crate::driver::run::{self, Failure, Mode, Outcome};
+use crate::measure::metrics::ratio;
+use crate::model::defs::{Format, Job, Settings};
+use crate::report::text::{self as report, short_num, Row};
 
 /// Run every job with the peak loop, printing IOPS every second.
 pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {

@@ -45,7 +45,7 @@ EXIT STATUS:
 
 /// Run `nowait probe` with the arguments after `probe`; returns the exit code.
 pub fn run(args: &[OsString]) -> i32 {
-    let lexed = crate::cli::lex(args, |_| {
+    let lexed = crate::base::args::lex(args, |_| {
         Err("unknown option; usage: nowait probe [PATH...] (see nowait probe --help)".into())
     });
     let paths = match lexed {
@@ -81,7 +81,7 @@ pub fn run(args: &[OsString]) -> i32 {
                 if report.nowait_state.off.is_none() && report.rwf_nowait.works() {
                     println!(
                         "  pool nowait path: {} (--ioengine=pool --nowait=adaptive tries each buffered read with RWF_NOWAIT first)",
-                        crate::report::nowait_state_words(&report.nowait_state)
+                        crate::report::text::nowait_state_words(&report.nowait_state)
                     );
                 }
             }

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use nowait::{Direct, File};
 
-use crate::options::{Job, Rw};
-use crate::progress::Progress;
-use crate::run::Failure;
+use crate::base::progress::Progress;
+use crate::driver::run::Failure;
+use crate::model::defs::{Job, Rw};
 
 /// The opened file and the region the job reads.
 #[derive(Debug)]
@@ -21,7 +21,7 @@ pub struct Data {
     pub laid_out: bool,
 }
 
-pub use crate::sys::free_space;
+pub use crate::base::sys::free_space;
 
 /// Tell the kernel how the file will be read, as fio's `fadvise_hint=1`
 /// does: `POSIX_FADV_RANDOM` (no readahead) for `randread`,
@@ -31,7 +31,7 @@ pub fn fadvise_access(file: &File, rw: Rw) -> std::io::Result<()> {
         Rw::RandRead => rustix::fs::Advice::Random,
         Rw::Read => rustix::fs::Advice::Sequential,
     };
-    crate::sys::fadvise(file, 0, 0, advice)
+    crate::base::sys::fadvise(file, 0, 0, advice)
 }
 
 /// Human size: 4.0 GiB, 512 MiB, 4 KiB.
@@ -55,7 +55,7 @@ pub fn human_bytes(n: u64) -> String {
 /// Lay out `path` with the pattern at `size` bytes (checking directory and
 /// free space first). Errors name `filename` or `size`.
 pub fn lay_out(path: &Path, size: u64) -> Result<(), Failure> {
-    lay_out_until(path, size, &crate::run::interrupted)
+    lay_out_until(path, size, &crate::driver::run::interrupted)
 }
 
 /// [`lay_out`], giving up (and removing the partial file) once `stop()`.

@@ -40,13 +40,13 @@ use nowait::{
     Read, PAGE,
 };
 
-use crate::layout::Data;
-use crate::metrics::{self, Measured};
-use crate::offsets::Offsets;
-use crate::options::Job;
-use crate::progress::Progress;
-use crate::sqpoll;
-use crate::sys::Rusage;
+use crate::base::progress::Progress;
+use crate::base::sys::Rusage;
+use crate::driver::layout::Data;
+use crate::measure::metrics::{self, Measured};
+use crate::measure::sqpoll;
+use crate::model::defs::Job;
+use crate::workload::offsets::Offsets;
 
 /// Why a run did not finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -258,7 +258,10 @@ pub fn drive<R: Reads>(
                     (Some(a), Some(b)) => Some(a.max(b)),
                     (a, b) => a.or(b),
                 };
-                bar.update(frac, &format!("{} IOPS", crate::report::short_num(iops)));
+                bar.update(
+                    frac,
+                    &format!("{} IOPS", crate::report::text::short_num(iops)),
+                );
                 (bar_at, bar_ios) = (now, done);
             }
             if let Some(say) = say.filter(|_| now >= next) {
@@ -271,7 +274,7 @@ pub fn drive<R: Reads>(
                 };
                 say(format!(
                     "IOPS={}, BW={:.0}MiB/s, IOS/call={:.1}/{:.1}",
-                    crate::report::short_num(sec.iops),
+                    crate::report::text::short_num(sec.iops),
                     sec.iops * job.bs as f64 / (1 << 20) as f64,
                     sec.ios_per_submit,
                     sec.ios_per_reap
@@ -383,7 +386,7 @@ pub fn run_job(
             .map_err(|e| Failure::Runtime(format!("--invalidate=1: {e}")))?;
     }
     if job.fadvise_hint && mode != Mode::Peak {
-        crate::layout::fadvise_access(file, job.rw).map_err(|e| {
+        crate::driver::layout::fadvise_access(file, job.rw).map_err(|e| {
             Failure::Runtime(format!("--fadvise_hint=1: posix_fadvise failed: {e}"))
         })?;
     }
@@ -412,7 +415,7 @@ pub fn run_job(
         region: data.region,
         laid_out: data.laid_out,
         verified_ios: d.verified,
-        nowait_path: crate::options::uses_pool(job.ioengine).then(|| file.nowait_state()),
+        nowait_path: crate::model::defs::uses_pool(job.ioengine).then(|| file.nowait_state()),
         seconds: d.seconds,
         interrupted: d.interrupted,
     })

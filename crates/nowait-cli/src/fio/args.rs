@@ -8,7 +8,7 @@
 
 use std::process::Command;
 
-use crate::options::Job;
+use crate::model::defs::Job;
 
 /// What fio measured, in the fields nowait compares.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -235,7 +235,7 @@ pub fn parse(text: &str) -> Result<FioResult, String> {
     let start = text
         .find('{')
         .ok_or("fio printed no JSON (is it older than 2.x?)")?;
-    let doc: crate::json::Doc =
+    let doc: crate::base::json::Doc =
         serde_json::from_str(&text[start..]).map_err(|e| format!("fio's JSON: {e}"))?;
     let j = doc
         .jobs
@@ -262,7 +262,7 @@ pub fn parse(text: &str) -> Result<FioResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::job_of as job;
+    use crate::model::defs::job_of as job;
 
     #[test]
     fn passes_every_measuring_option() {

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
-use crate::sys::Rusage;
+use crate::base::sys::Rusage;
 use hdrhistogram::Histogram;
 use nowait::QueueStats;
 
-use crate::sqpoll::SqpollCpu;
+use crate::measure::sqpoll::SqpollCpu;
 
 /// fio's completion-latency percentile set.
 pub const PERCENTILES: [f64; 17] = [

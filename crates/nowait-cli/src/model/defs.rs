@@ -938,7 +938,7 @@ pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), 
 /// job file paths. Returns the settings, the job files in order, and
 /// whether help was asked for.
 pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool), String> {
-    let lexed = crate::cli::lex(args, |name| match find(name) {
+    let lexed = crate::base::args::lex(args, |name| match find(name) {
         Some(o) => Ok((!o.arg.is_empty()).then_some(o.arg)),
         None => Err(unknown(name)),
     })?;
@@ -1246,7 +1246,7 @@ pub fn parse_bool(v: &str) -> Result<bool, String> {
 /// The one job of the command line `s` (for tests).
 #[cfg(test)]
 pub(crate) fn job_of(s: &str) -> Job {
-    let (set, files, _) = parse_args(&crate::cli::words(s)).unwrap();
+    let (set, files, _) = parse_args(&crate::base::args::words(s)).unwrap();
     assert!(files.is_empty());
     let (jobs, _) = expand(&set, &Job::default()).unwrap();
     assert_eq!(jobs.len(), 1);
@@ -1257,7 +1257,7 @@ pub(crate) fn job_of(s: &str) -> Job {
 mod tests {
     use super::{job_of as job, *};
 
-    use crate::cli::words as args;
+    use crate::base::args::words as args;
 
     fn err(s: &str) -> String {
         match parse_args(&args(s)) {
@@ -1429,7 +1429,7 @@ mod tests {
             Some(PathBuf::from("/dev/dsk/foo@3,0:c"))
         );
         // fio is handed the colon escaped again.
-        let a = crate::fio::args(&job(r"--filename=/tmp/a\:b"), 4096).unwrap();
+        let a = crate::fio::args::args(&job(r"--filename=/tmp/a\:b"), 4096).unwrap();
         assert!(a.iter().any(|x| x == r"--filename=/tmp/a\:b"), "{a:?}");
         // Other backslashes are the name's own.
         assert_eq!(

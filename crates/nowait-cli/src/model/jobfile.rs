@@ -1,5 +1,5 @@
 //! fio job files: INI text with a `[global]` section and one section per
-//! job. Every key is checked against the options table ([`crate::options`]),
+//! job. Every key is checked against the options table ([`crate::model::defs`]),
 //! so an option nowait does not support is an error naming the file, line
 //! and option — never silently ignored. A key without a value
 //! (`norandommap`, `time_based`) means `1`, as in fio.
@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::options::{self, Setting};
+use crate::model::defs::{self as options, Setting};
 
 /// One job section: its name and settings (global ones first).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +103,7 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Section>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{expand, Job, Rw};
+    use crate::model::defs::{expand, Job, Rw};
 
     const SEED_JOB: &str = "\
 ; the seed's buffered QD sweep job

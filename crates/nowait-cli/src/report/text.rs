@@ -5,11 +5,11 @@
 
 use std::fmt::Write;
 
-use crate::fio::FioResult;
-use crate::layout::human_bytes;
-use crate::metrics::{ratio, LatSummary, Measured};
-use crate::options::Job;
-use crate::run::Outcome;
+use crate::driver::layout::human_bytes;
+use crate::driver::run::Outcome;
+use crate::fio::args::FioResult;
+use crate::measure::metrics::{ratio, LatSummary, Measured};
+use crate::model::defs::Job;
 
 /// One job's result, with fio's if it was compared.
 #[derive(Debug, Clone)]
@@ -242,7 +242,7 @@ pub fn hipri_status(job: &Job, m: &Measured) -> Option<String> {
 fn engine_opts(j: &Job) -> String {
     let n = j.normalized();
     let mut v = Vec::new();
-    if crate::options::uses_pool(n.ioengine) {
+    if crate::model::defs::uses_pool(n.ioengine) {
         v.push(format!("nowait={}", n.nowait.unwrap_or_default()));
         if let Some(w) = n.pool_workers {
             v.push(format!("pool_workers={w}"));
@@ -477,7 +477,7 @@ pub fn human(row: &Row) -> String {
         }
     }
     let q = &m.queue;
-    if crate::options::uses_pool(j.ioengine) {
+    if crate::model::defs::uses_pool(j.ioengine) {
         let _ = writeln!(
             s,
             "  nowait path  : {}",
@@ -518,7 +518,7 @@ pub fn human(row: &Row) -> String {
     match &row.fio {
         None => {}
         Some(Ok(f)) => {
-            let rode = crate::json::rode(o);
+            let rode = crate::base::json::rode(o);
             let (p50, what) = f.like_clat(50, rode);
             let _ = writeln!(
                 s,
@@ -631,7 +631,7 @@ pub fn table(rows: &[Row]) -> String {
                     s,
                     " | {:>9} {:>9} {:>6}",
                     short_num(r.fio_iops().unwrap_or(f.iops)),
-                    match f.like_clat(99, crate::json::rode(o)) {
+                    match f.like_clat(99, crate::base::json::rode(o)) {
                         (Some(ns), "lat") => format!("{}L", short_ns(ns as f64)),
                         (ns, _) => opt_ns(ns),
                     },
@@ -646,7 +646,7 @@ pub fn table(rows: &[Row]) -> String {
     }
     if rows
         .iter()
-        .any(|r| matches!(r.fio, Some(Ok(_))) && crate::json::rode(&r.ours))
+        .any(|r| matches!(r.fio, Some(Ok(_))) && crate::base::json::rode(&r.ours))
     {
         s.push_str(
             "L: fio's lat p99. At iodepth 1 the call that waits for each read also submits \
@@ -656,7 +656,7 @@ pub fn table(rows: &[Row]) -> String {
         );
     }
     let missing = rows.iter().find_map(|r| match &r.fio {
-        Some(Ok(f)) => f.missing_percentiles(crate::json::rode(&r.ours)),
+        Some(Ok(f)) => f.missing_percentiles(crate::base::json::rode(&r.ours)),
         _ => None,
     });
     if let Some(note) = missing {
@@ -682,8 +682,8 @@ fn opt_ns(ns: Option<u64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{Latency, Measured};
-    use crate::options::Job;
+    use crate::measure::metrics::{Latency, Measured};
+    use crate::model::defs::Job;
     use std::time::Duration;
 
     fn row() -> Row {
@@ -727,9 +727,9 @@ mod tests {
 
     #[test]
     fn json_uses_fio_field_names() {
-        let text = serde_json::to_string(&crate::json::doc(&[row()], None, false)).unwrap();
+        let text = serde_json::to_string(&crate::base::json::doc(&[row()], None, false)).unwrap();
         // The same types read fio's document back.
-        let d: crate::json::Doc = serde_json::from_str(&text).unwrap();
+        let d: crate::base::json::Doc = serde_json::from_str(&text).unwrap();
         assert_eq!(d.jobs[0].read.total_ios, 100);
         assert!(d.jobs[0].read.clat_ns.at(99.0) > 98_000);
         assert_eq!(d.jobs[0].nowait.as_ref().unwrap().verified_ios, 0);
@@ -795,7 +795,7 @@ mod tests {
     #[test]
     fn repeated_runs_headline_the_ratio_of_medians() {
         let mut r = row(); // its run: 10k IOPS
-        let fio = crate::fio::FioResult {
+        let fio = crate::fio::args::FioResult {
             iops: 20_000.0,
             bw_bytes: 20_000.0 * 4096.0,
             clat_mean_ns: 0.0,
@@ -838,7 +838,7 @@ mod tests {
             h.contains("fio          : IOPS=20.0k, lat p50=3.0us p99=4.0us"),
             "{h}"
         );
-        let v = serde_json::to_value(crate::json::doc(&[r], None, false)).unwrap();
+        let v = serde_json::to_value(crate::base::json::doc(&[r], None, false)).unwrap();
         let j = &v["jobs"][0];
         assert_eq!(j["read"]["iops"].as_f64(), Some(12_000.0));
         assert_eq!(j["read"]["bw_bytes"].as_u64(), Some(12_000 * 4096));
@@ -860,7 +860,7 @@ mod tests {
         let mut r = row();
         r.ours.job.iodepth = 8;
         r.ours.effective_iodepth = 8;
-        r.fio = Some(Ok(crate::fio::FioResult {
+        r.fio = Some(Ok(crate::fio::args::FioResult {
             iops: 20_000.0,
             bw_bytes: 0.0,
             clat_mean_ns: 0.0,
@@ -885,7 +885,7 @@ mod tests {
             h.contains("fio note     : fio's JSON has no clat percentiles"),
             "{h}"
         );
-        let v = serde_json::to_value(crate::json::doc(&[r], None, false)).unwrap();
+        let v = serde_json::to_value(crate::base::json::doc(&[r], None, false)).unwrap();
         let f = &v["jobs"][0]["nowait"]["fio"];
         assert!(f["clat_p99_ns"].is_null(), "{f}");
         assert!(f["note"].as_str().unwrap().contains("3.18"), "{f}");
@@ -912,7 +912,7 @@ mod tests {
         let c = Compare::new("abba", &runs[..2], &[1]);
         assert_eq!((c.nowait, c.ratio_of_medians), (None, None));
 
-        let fio = crate::fio::FioResult {
+        let fio = crate::fio::args::FioResult {
             iops: 20_000.0,
             bw_bytes: 0.0,
             clat_mean_ns: 0.0,
@@ -948,7 +948,7 @@ mod tests {
         );
         // Stopped during ramp_time: no figures at all.
         r.ours.measured.ios = 0;
-        r.ours.measured.clat = crate::metrics::Latency::new();
+        r.ours.measured.clat = crate::measure::metrics::Latency::new();
         let t = table(std::slice::from_ref(&r));
         let line = t.lines().nth(1).unwrap();
         let cells: Vec<&str> = line.split_whitespace().collect();
@@ -962,7 +962,7 @@ mod tests {
             h.contains("during ramp_time") && !h.contains("read: IOPS="),
             "{h}"
         );
-        let v = serde_json::to_value(crate::json::doc(&[r], None, false)).unwrap();
+        let v = serde_json::to_value(crate::base::json::doc(&[r], None, false)).unwrap();
         let n = &v["jobs"][0]["nowait"];
         assert_eq!(
             (&n["interrupted"], &n["unmeasured"]),
@@ -979,7 +979,7 @@ mod tests {
         let mut r = row();
         let mut from = |k| {
             r.ours.job.ioengine = k;
-            crate::json::clat_from(&r.ours)
+            crate::base::json::clat_from(&r.ours)
         };
         assert!(from(Uring).contains("one io_uring_enter submits"));
         let aio = from(Aio);

@@ -2,7 +2,7 @@
 //! per pass, like fio's default `randread`), or random without one
 //! (`norandommap`). Seeded, allocation-free, a few nanoseconds per offset.
 
-use crate::options::Rw;
+use crate::model::defs::Rw;
 
 /// SplitMix64 step: a seeded stream of well-mixed 64-bit words.
 #[derive(Debug, Clone)]

@@ -20,9 +20,9 @@ use std::time::Duration;
 use nowait::BackendKind;
 use serde_json::json;
 
-use crate::layout::{self, human_bytes};
-use crate::options::{self, Job, Rw};
-use crate::run::{self, Failure, Outcome};
+use crate::driver::layout::{self, human_bytes};
+use crate::driver::run::{self, Failure, Outcome};
+use crate::model::defs::{self as options, Job, Rw};
 
 /// What the seed published (4 GiB file, 4 KiB random reads, QD 32).
 #[derive(serde::Serialize)]
@@ -170,7 +170,7 @@ pub fn opts(
     mut set: impl FnMut(&str, &OsStr, &str) -> Result<(), String>,
 ) -> Result<(), String> {
     let norm = |n: &str| n.replace('_', "-");
-    let lexed = crate::cli::lex(args, |n| {
+    let lexed = crate::base::args::lex(args, |n| {
         let n = norm(n);
         if known.split(' ').any(|k| k == n) {
             Ok((!flags.split(' ').any(|k| k == n)).then_some("VALUE"))
@@ -257,8 +257,8 @@ pub fn run_cmd(args: &[OsString]) -> i32 {
         Some("async-buffered") => {
             dispatch("async-buffered", HELP, &args[1..], parse, async_buffered)
         }
-        Some("mixed") => crate::scenario_mixed::run_cmd(&args[1..]),
-        Some("qd-sweep") => crate::scenario_qd::run_cmd(&args[1..]),
+        Some("mixed") => crate::cmd::scenario::mixed::run_cmd(&args[1..]),
+        Some("qd-sweep") => crate::cmd::scenario::qd::run_cmd(&args[1..]),
         Some(_) => {
             eprintln!(
                 "nowait scenario: unknown scenario '{}'; available: async-buffered, mixed, qd-sweep",
@@ -319,7 +319,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
         }
     };
     if !a.json {
-        println!("host: {}", crate::sys::host(Some(&path)));
+        println!("host: {}", crate::base::sys::host(Some(&path)));
         println!(
             "async-buffered: {} random {} reads, QD {}, buffered, page cache dropped before each run",
             reads,
@@ -374,7 +374,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
     } else {
         table(&results)
     };
-    crate::cli::emit(&text, a.output.as_deref())
+    crate::base::args::emit(&text, a.output.as_deref())
 }
 
 /// The column's name: the pool runs with its nowait path off, as thread offload.
@@ -405,7 +405,7 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
     for (k, r) in results {
         let ours = match r {
             Ok(o) => {
-                let m = crate::json::Summary::of(o);
+                let m = crate::base::json::Summary::of(o);
                 format!(
                     "{:<14} {:>8.3}s {:>7.3}s {:>7.3}s {:>5.0}% {:>18} {:>8} {:>8}",
                     label(*k),
@@ -414,8 +414,8 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
                     m.sys_s,
                     m.cpu_pct,
                     format!("{}/{}", m.ctx_voluntary, m.ctx_involuntary),
-                    crate::report::short_num(m.iops),
-                    crate::report::short_ns(m.clat_p99_ns as f64)
+                    crate::report::text::short_num(m.iops),
+                    crate::report::text::short_ns(m.clat_p99_ns as f64)
                 )
             }
             Err(_) => format!("{:<14} {:>9}", label(*k), "skipped"),
@@ -471,7 +471,7 @@ fn json_report(
         label: &'static str,
         nowait: Option<&'static str>,
         #[serde(flatten)]
-        ran: crate::json::Or<crate::json::Summary>,
+        ran: crate::base::json::Or<crate::base::json::Summary>,
     }
     let runs: Vec<Run> = results
         .iter()
@@ -483,12 +483,12 @@ fn json_report(
                 .ok()
                 .and_then(|o| o.job.normalized().nowait)
                 .map(|m| m.as_str()),
-            ran: crate::json::Or::skipped(r, crate::json::Summary::of),
+            ran: crate::base::json::Or::skipped(r, crate::base::json::Summary::of),
         })
         .collect();
     json!({
         "scenario": "async-buffered",
-        "host": crate::sys::Host::of(Some(path)),
+        "host": crate::base::sys::Host::of(Some(path)),
         "filename": path.display().to_string(),
         "size": region,
         "bs": 4096,
@@ -505,7 +505,7 @@ mod tests {
 
     #[test]
     fn scenario_options_name_the_flag() {
-        let a = crate::cli::words;
+        let a = crate::base::args::words;
         assert!(parse(&a("--iodepth 0")).unwrap_err().contains("--iodepth"));
         assert!(parse(&a("--size=-1")).unwrap_err().contains("--size"));
         assert!(parse(&a("--bogus=1")).unwrap_err().contains("--bogus"));

@@ -32,17 +32,17 @@ use nowait::{BackendKind, Direct, File, NowaitMode};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::json::NowaitPath;
+use crate::base::json::NowaitPath;
 
-use crate::cli::emit;
-use crate::layout::{self, human_bytes};
-use crate::metrics::Latency;
-use crate::offsets::Rng;
-use crate::options;
-use crate::options::Job;
-use crate::report::{self, short_ns, short_num};
-use crate::run::{self, Failure, Mode, Reads};
-use crate::scenario::{opts, parse_depth};
+use crate::base::args::emit;
+use crate::cmd::scenario::async_buffered::{opts, parse_depth};
+use crate::driver::layout::{self, human_bytes};
+use crate::driver::run::{self, Failure, Mode, Reads};
+use crate::measure::metrics::Latency;
+use crate::model::defs as options;
+use crate::model::defs::Job;
+use crate::report::text::{self as report, short_ns, short_num};
+use crate::workload::offsets::Rng;
 
 const HELP: &str = "\
 nowait scenario mixed — the seed 003's workload: cached reads behind uncached ones
@@ -208,7 +208,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             "verify" => a.verify = options::parse_bool(v)?,
             "keep-uncached" => a.keep_uncached = options::parse_bool(v)?,
             "randseed" => a.seed = options::parse_u64(v)?,
-            "output-format" => a.json = crate::scenario::parse_json_format(v)?,
+            "output-format" => a.json = crate::cmd::scenario::async_buffered::parse_json_format(v)?,
             _ => a.output = Some(PathBuf::from(raw)),
         }
         Ok(())
@@ -238,7 +238,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
 
 /// Run `nowait scenario mixed`; returns the exit code.
 pub fn run_cmd(args: &[OsString]) -> i32 {
-    crate::scenario::dispatch("mixed", HELP, args, parse, run)
+    crate::cmd::scenario::async_buffered::dispatch("mixed", HELP, args, parse, run)
 }
 
 /// Zipf-distributed ranks `1..=n` by rejection-inversion (Hörmann and
@@ -416,7 +416,7 @@ fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
 }
 
 fn run(a: &Args) -> Result<(), Failure> {
-    let (_tmp, dir) = crate::scenario::scratch(a.dir.as_deref(), "mixed")?;
+    let (_tmp, dir) = crate::cmd::scenario::async_buffered::scratch(a.dir.as_deref(), "mixed")?;
     let mut files = Vec::new();
     for (i, size) in a.sizes.iter().enumerate() {
         let p = dir.join(format!("mixed-{}.data", STREAMS[i]));
@@ -432,7 +432,7 @@ fn run(a: &Args) -> Result<(), Failure> {
         files.push(f);
     }
     if !a.json {
-        println!("host: {}", crate::sys::host(Some(files[0].path())));
+        println!("host: {}", crate::base::sys::host(Some(files[0].path())));
         println!(
             "mixed: {} reads, one queue of depth {}, mix f1/f2/f3 = {}/{}/{}%, {:?} per configuration",
             human_bytes(a.bs),
@@ -519,7 +519,7 @@ fn warm(f: &File, verify: bool) -> Result<(), Failure> {
 fn drop_range(f: &File, offset: u64, len: u64) {
     // Best effort: a failed drop only leaves pages cached, which the report's
     // f2 latencies would show.
-    let _ = crate::sys::fadvise(f, offset, len, rustix::fs::Advice::DontNeed);
+    let _ = crate::base::sys::fadvise(f, offset, len, rustix::fs::Advice::DontNeed);
 }
 
 fn run_config(
@@ -770,7 +770,7 @@ fn json_report(a: &Args, files: &[File], results: &[Ran]) -> Value {
     };
     json!({
         "scenario": "mixed",
-        "host": crate::sys::Host::of(files.first().map(|f| f.path())),
+        "host": crate::base::sys::Host::of(files.first().map(|f| f.path())),
         "bs": a.bs,
         "iodepth": a.iodepth,
         "runtime_ms": a.runtime.as_millis() as u64,
@@ -797,7 +797,7 @@ fn json_report(a: &Args, files: &[File], results: &[Ran]) -> Value {
 mod tests {
     use super::*;
 
-    use crate::cli::words as a;
+    use crate::base::args::words as a;
 
     #[test]
     fn options_name_the_flag() {

@@ -21,15 +21,15 @@ use nowait::BackendKind;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::json::{Or, Summary};
+use crate::base::json::{Or, Summary};
 
-use crate::cli::emit;
-use crate::fio::{self, FioResult};
-use crate::layout::{self, human_bytes};
-use crate::options::{self, Job, Rw};
-use crate::report::{self, short_ns, short_num};
-use crate::run::{self, Failure, Outcome};
-use crate::scenario::{opts, parse_depth};
+use crate::base::args::emit;
+use crate::cmd::scenario::async_buffered::{opts, parse_depth};
+use crate::driver::layout::{self, human_bytes};
+use crate::driver::run::{self, Failure, Outcome};
+use crate::fio::args::{self as fio, FioResult};
+use crate::model::defs::{self as options, Job, Rw};
+use crate::report::text::{self as report, short_ns, short_num};
 
 const HELP: &str = "\
 nowait scenario qd-sweep — the seed 001's QD sweep: 4 KiB direct randread
@@ -180,7 +180,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             "engines" => a.engines = list.map(Engine::parse).collect::<Result<_, _>>()?,
             "fio" => a.fio = options::parse_bool(v)?,
             "verify" => a.verify = options::parse_bool(v)?,
-            "output-format" => a.json = crate::scenario::parse_json_format(v)?,
+            "output-format" => a.json = crate::cmd::scenario::async_buffered::parse_json_format(v)?,
             _ => a.output = Some(PathBuf::from(raw)),
         }
         Ok(())
@@ -190,7 +190,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
 
 /// Run `nowait scenario qd-sweep`; returns the exit code.
 pub fn run_cmd(args: &[OsString]) -> i32 {
-    crate::scenario::dispatch("qd-sweep", HELP, args, parse, run)
+    crate::cmd::scenario::async_buffered::dispatch("qd-sweep", HELP, args, parse, run)
 }
 
 /// A filesystem made on a loop device for the sweep; unmounted and
@@ -353,7 +353,7 @@ struct FsRun {
 }
 
 fn run(a: &Args) -> Result<(), Failure> {
-    let (_tmp, scratch) = crate::scenario::scratch(a.dir.as_deref(), "qd")?;
+    let (_tmp, scratch) = crate::cmd::scenario::async_buffered::scratch(a.dir.as_deref(), "qd")?;
     let fio_ok = if a.fio {
         match fio::version() {
             Ok(v) => Some(v),
@@ -515,7 +515,7 @@ fn first_line(s: &str) -> String {
 fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
     use std::fmt::Write;
     let file = fs_runs.iter().find_map(|f| f.filename.as_deref());
-    let mut s = format!("host: {}\n", crate::sys::host(file));
+    let mut s = format!("host: {}\n", crate::base::sys::host(file));
     for f in fs_runs {
         match &f.skipped {
             Some(why) => {
@@ -549,7 +549,7 @@ fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
                     short_num(m.iops),
                     short_ns(m.clat_p50_ns as f64),
                     short_ns(m.clat_p99_ns as f64),
-                    format!("{:.2}", crate::metrics::ratio(m.syscalls, m.ios)),
+                    format!("{:.2}", crate::measure::metrics::ratio(m.syscalls, m.ios)),
                 )
             }
             Err(_) => ("failed".into(), "-".into(), "-".into(), "-".into()),
@@ -628,7 +628,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
         .collect();
     json!({
         "scenario": "qd-sweep",
-        "host": crate::sys::Host::of(fs_runs.iter().find_map(|f| f.filename.as_deref())),
+        "host": crate::base::sys::Host::of(fs_runs.iter().find_map(|f| f.filename.as_deref())),
         "bs": 4096,
         "rw": "randread",
         "direct": true,
@@ -646,7 +646,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
 mod tests {
     use super::*;
 
-    use crate::cli::words as a;
+    use crate::base::args::words as a;
 
     #[test]
     fn options_name_the_flag() {

@@ -1,0 +1,4 @@
+//! The driver: runs jobs on the engine.
+
+pub mod layout;
+pub mod run;

@@ -1,0 +1,3 @@
+//! fio: running it with the same job, and reading its JSON.
+
+pub mod args;

@@ -1,0 +1,4 @@
+//! Measurement: latency histograms, percentiles, CPU time.
+
+pub mod metrics;
+pub mod sqpoll;

@@ -1,0 +1,4 @@
+//! Reports: text, JSON, plots.
+
+pub mod plot;
+pub mod text;

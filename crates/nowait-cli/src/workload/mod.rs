@@ -1,0 +1,3 @@
+//! The workload: where reads go.
+
+pub mod offsets;
