@@ -228,7 +228,7 @@ fn abba_runs_fio_and_nowait_in_abba_order() {
     let o = nowait(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let c = &json(&o)["jobs"][0]["nowait"]["fio"]["compare"];
-    let typed: nowait_cli::report::text::Compare = serde_json::from_value(c.clone()).unwrap();
+    let typed: nowait_cli::base::compare::Compare = serde_json::from_value(c.clone()).unwrap();
     assert_eq!(typed.runs.len(), 8);
     let order: Vec<&str> = c["runs"]
         .as_array()

@@ -3,9 +3,7 @@
 //! when it is a boolean (`--verify 0`), `-h`/`--help`, and positional
 //! arguments kept as `OsString` so any path works, UTF-8 or not.
 
-use std::ffi::OsString;
-
-use crate::driver::run::Failure;
+use std::ffi::{OsStr, OsString};
 
 /// The lexed command line.
 #[derive(Debug, Default)]
@@ -52,10 +50,7 @@ pub fn lex(
                                     .try_raw_args()
                                     .ok_or_else(|| format!("--{name}: bad value"))?;
                                 match raw.peek().and_then(|v| v.to_str()) {
-                                    Some(v)
-                                        if v == "auto"
-                                            || crate::model::defs::parse_bool(v).is_ok() =>
-                                    {
+                                    Some(v) if v == "auto" || bool_word(v).is_some() => {
                                         raw.next().unwrap_or_default()
                                     }
                                     _ => "1".into(),
@@ -73,58 +68,50 @@ pub fn lex(
     }
 }
 
-/// Write a report to `--output` or standard output.
-pub fn emit(text: &str, output: Option<&std::path::Path>) -> Result<(), Failure> {
-    match output {
-        Some(p) => std::fs::write(p, text)
-            .map_err(|e| Failure::Runtime(format!("--output={}: cannot write: {e}", p.display()))),
-        None => {
-            use std::io::Write;
-            let _ = std::io::stdout().lock().write_all(text.as_bytes());
-            Ok(())
+/// A scenario's options through the one lexer: `set(name, raw value,
+/// value as text)` for each, with `_` in names read as `-`; only the
+/// `known` names (separated by spaces) are accepted, and the `flags` may be
+/// given bare. Every error names the option (`--name=value: ` before what
+/// `set` says).
+pub fn scenario_options(
+    args: &[OsString],
+    known: &str,
+    flags: &str,
+    scenario: &str,
+    mut set: impl FnMut(&str, &OsStr, &str) -> Result<(), String>,
+) -> Result<(), String> {
+    let norm = |n: &str| n.replace('_', "-");
+    let lexed = lex(args, |n| {
+        let n = norm(n);
+        if known.split(' ').any(|k| k == n) {
+            Ok((!flags.split(' ').any(|k| k == n)).then_some("VALUE"))
+        } else {
+            Err(format!(
+                "unknown option for scenario {scenario}; it takes --{} (see `nowait scenario {scenario} --help`)",
+                known.replace(' ', ", --")
+            ))
         }
+    })?;
+    if let Some(p) = lexed.positional.first() {
+        return Err(format!(
+            "unexpected argument '{}'; see `nowait scenario {scenario} --help`",
+            p.to_string_lossy()
+        ));
     }
+    for (n, raw) in lexed.opts {
+        let (n, v) = (norm(&n), raw.to_string_lossy());
+        set(&n, &raw, &v).map_err(|m| format!("--{n}={v}: {m}"))?;
+    }
+    Ok(())
 }
 
-/// Files the run will write (`--output`, `--plot`), opened before anything
-/// runs, as fio opens its output at start: an unwritable destination is an
-/// error before the benchmark, not after it. Files this check created are
-/// removed again if the run fails ([`Dests::discard`]).
-#[derive(Debug, Default)]
-pub struct Dests(Vec<std::path::PathBuf>);
-
-impl Dests {
-    /// Open (creating if need be, truncating nothing) each `(flag, path)`.
-    pub fn open(dests: &[(&str, Option<&std::path::Path>)]) -> Result<Dests, Failure> {
-        let mut created = Dests::default();
-        for (flag, path) in dests {
-            let Some(p) = path else { continue };
-            let existed = p.exists();
-            let r = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(p);
-            if let Err(e) = r {
-                created.discard();
-                return Err(Failure::Usage(format!(
-                    "{flag}={}: cannot open it for writing: {e}; nothing was run: give a \
-                     path in an existing directory you can write to",
-                    p.display()
-                )));
-            }
-            if !existed {
-                created.0.push(p.to_path_buf());
-            }
-        }
-        Ok(created)
-    }
-
-    /// Remove the files [`Dests::open`] created (the run failed).
-    pub fn discard(&self) {
-        for p in &self.0 {
-            let _ = std::fs::remove_file(p);
-        }
+/// The words a flag takes as its value: 1/0, true/false, yes/no, on/off
+/// (any case, surrounding blanks ignored).
+pub fn bool_word(v: &str) -> Option<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
     }
 }
 

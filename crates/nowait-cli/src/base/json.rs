@@ -3,16 +3,95 @@
 //! `.bw`, `.clat_ns.percentile`, `jobs[].usr_cpu`, `.sys_cpu`, `.ctx`, with
 //! nowait's own figures under `jobs[].nowait`), and what nowait reads back
 //! from fio (`--compare-fio`): the same types, every field defaulted, so
-//! fio's extra fields are ignored and a missing one reads as zero.
+//! fio's extra fields are ignored and a missing one reads as zero. Also
+//! the figures taken from fio's document ([`FioResult`]) and the pieces of
+//! the scenarios' documents ([`Summary`], [`Or`]).
+//!
+//! Types only: `report::json` fills them from a run.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::sys::Host;
-use crate::driver::run::Second;
-use crate::measure::metrics::{LatSummary, PERCENTILES};
-use crate::report::text::{hipri_status, Compare, Row};
+use crate::base::compare::Compare;
+use crate::base::host::Host;
+
+/// What fio measured, in the fields nowait compares.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FioResult {
+    /// `jobs[0].read.iops`.
+    pub iops: f64,
+    /// `jobs[0].read.bw_bytes`.
+    pub bw_bytes: f64,
+    /// `jobs[0].read.clat_ns.mean`.
+    pub clat_mean_ns: f64,
+    /// `jobs[0].read.clat_ns.percentile["50.000000"]` (`None`: fio printed
+    /// no clat percentiles).
+    pub clat_p50_ns: Option<u64>,
+    /// `jobs[0].read.clat_ns.percentile["99.000000"]`.
+    pub clat_p99_ns: Option<u64>,
+    /// `jobs[0].read.lat_ns.percentile["50.000000"]` (fio is run with
+    /// `lat_percentiles=1` where it is compared, at iodepth 1): from before
+    /// the submission, as nowait's clat at iodepth 1. `None`: fio printed
+    /// no lat percentiles.
+    #[serde(default)]
+    pub lat_p50_ns: Option<u64>,
+    /// `jobs[0].read.lat_ns.percentile["99.000000"]`.
+    #[serde(default)]
+    pub lat_p99_ns: Option<u64>,
+    /// `jobs[0].usr_cpu`.
+    pub usr_cpu: f64,
+    /// `jobs[0].sys_cpu`.
+    pub sys_cpu: f64,
+    /// `jobs[0].ctx`.
+    pub ctx: u64,
+    /// `jobs[0].read.runtime`, milliseconds.
+    pub runtime_ms: u64,
+    /// The command that was run.
+    pub command: String,
+}
+
+impl FioResult {
+    /// fio's percentile `p` (50 or 99) that matches nowait's clat: its lat
+    /// where nowait's reads rode on the reap's call (`rode`, iodepth 1:
+    /// clat from before the submission), else its clat. With the column's
+    /// name, `clat` or `lat`. `None`: fio's JSON has no such percentile
+    /// (never read as 0).
+    pub fn like_clat(&self, p: u8, rode: bool) -> (Option<u64>, &'static str) {
+        match (rode, p) {
+            (true, 50) => (self.lat_p50_ns, "lat"),
+            (true, _) => (self.lat_p99_ns, "lat"),
+            (false, 50) => (self.clat_p50_ns, "clat"),
+            (false, _) => (self.clat_p99_ns, "clat"),
+        }
+    }
+
+    /// Why the percentiles nowait's clat is compared with are missing
+    /// from fio's JSON, if they are (shown as "–", never as 0).
+    pub fn missing_percentiles(&self, rode: bool) -> Option<String> {
+        let (p50, what) = self.like_clat(50, rode);
+        if p50.is_some() && self.like_clat(99, rode).0.is_some() {
+            return None;
+        }
+        Some(format!(
+            "fio's JSON has no {what} percentiles (jobs[0].read.{what}_ns.percentile), \
+             so fio's {what} p50/p99 are not compared (\"–\"); fio older than 3.18 prints \
+             percentiles of either clat or lat (lat_percentiles=1 turns clat's off), and \
+             clat_percentiles=0 or disable_{what}=1 in a job file turn them off"
+        ))
+    }
+}
+
+/// One second of a run (printed live with `--peak`).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Second {
+    /// Reads completed in that second, per second.
+    pub iops: f64,
+    /// Reads submitted per submit call.
+    pub ios_per_submit: f64,
+    /// Reads completed per reap call.
+    pub ios_per_reap: f64,
+}
 
 /// The whole document.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -120,22 +199,6 @@ pub struct Lat {
 }
 
 impl Lat {
-    fn of(s: &LatSummary, with_percentiles: bool) -> Lat {
-        Lat {
-            min: s.min_ns,
-            max: s.max_ns,
-            mean: s.mean_ns,
-            stddev: s.stddev_ns,
-            n: s.n,
-            percentile: with_percentiles.then(|| {
-                s.percentiles_ns
-                    .iter()
-                    .map(|(q, ns)| (format!("{q:.6}"), *ns))
-                    .collect()
-            }),
-        }
-    }
-
     /// The value at percentile `p` (0 if fio did not print it).
     pub fn at(&self, p: f64) -> u64 {
         self.get(p).unwrap_or(0)
@@ -237,7 +300,7 @@ pub enum Fio {
         /// With several runs, `iops` is fio's median (`run_iops` that of
         /// the run whose latencies and CPU are shown).
         #[serde(flatten)]
-        result: Box<crate::fio::args::FioResult>,
+        result: Box<FioResult>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         run_iops: Option<f64>,
         /// `read.iops / iops`: the ratio of the medians with several runs.
@@ -271,194 +334,6 @@ pub struct Peak {
     pub per_second: Vec<Second>,
 }
 
-/// The document of `rows` (with `peak`: `--peak`'s figures in each job).
-pub fn doc(rows: &[Row], fio_version: Option<&str>, peak: bool) -> Doc {
-    let file = rows.first().and_then(|r| r.ours.job.filename.as_deref());
-    Doc {
-        fio_version: fio_version.map(str::to_string),
-        nowait_version: Some(concat!("nowait-", env!("CARGO_PKG_VERSION")).into()),
-        timestamp: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        percentile_list: PERCENTILES.to_vec(),
-        host: Some(Host::of(file)),
-        jobs: rows.iter().map(|r| job(r, peak)).collect(),
-    }
-}
-
-/// Where a run's clat starts, and the fio column it matches.
-pub fn clat_from(o: &crate::driver::run::Outcome) -> &'static str {
-    use nowait::BackendKind::*;
-    if rode(o) {
-        match o.job.ioengine {
-            Uring => {
-                "just before the read's push: at iodepth 1 one io_uring_enter submits the read \
-                 and waits for it, so clat includes the submission, as fio's lat does (compare \
-                 with fio's lat)"
-            }
-            Aio => {
-                "just before the read's push: at iodepth 1 the reap submits the read \
-                 (io_submit) and then waits for it (io_getevents), so clat includes the \
-                 submission, as fio's lat does (compare with fio's lat)"
-            }
-            Pool => {
-                "just before the read's push: at iodepth 1 the push tries the read inline \
-                 (preadv2 with RWF_NOWAIT, per --nowait) and the reap hands a miss to a worker \
-                 thread and waits for it, so clat includes the try and the hand-off, as fio's \
-                 lat would (fio has no thread-pool engine)"
-            }
-            _ => {
-                "just before the read's push: at iodepth 1 the reap submits a direct read \
-                 (io_submit, then io_getevents waits) or hands a buffered one to a worker \
-                 thread after an inline RWF_NOWAIT try (per --nowait) and waits for it, so \
-                 clat includes the submission, as fio's lat would (fio has no such engine)"
-            }
-        }
-    } else if o.job.ioengine == Sync {
-        "just before the pread, as fio's psync clat"
-    } else {
-        "the return of the submit call, as fio's io_uring and libaio clat (fio's lat, and \
-         nowait's lat_ns, start before the submission)"
-    }
-}
-
-/// The run's reads were submitted by the call that reaped them (iodepth 1,
-/// not `sync`; io_uring_enter, io_submit then io_getevents, or the hand-off
-/// to a pool thread): its clat includes the submission, like fio's lat.
-pub fn rode(o: &crate::driver::run::Outcome) -> bool {
-    crate::fio::args::compares_lat(&o.job)
-}
-
-/// One `jobs[]` entry for a row.
-pub fn job(row: &Row, peak: bool) -> Job {
-    let o = &row.ours;
-    let (m, j, q) = (&o.measured, &o.job, &o.measured.queue);
-    let clat = m.clat.summary();
-    // The headline rate: the median of several compared runs.
-    let bw = row.bw_bytes();
-    let job_options = crate::fio::args::job_options(j, o.region)
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
-    let files: Vec<(String, nowait::NowaitState)> = o
-        .nowait_path
-        .iter()
-        .map(|st| {
-            (
-                j.filename
-                    .as_ref()
-                    .map_or(String::new(), |p| p.display().to_string()),
-                *st,
-            )
-        })
-        .collect();
-    let mode = crate::model::defs::uses_pool(j.ioengine).then(|| j.nowait.unwrap_or_default());
-    let nowait = Nowait {
-        backend: o.backend.kind.as_str().into(),
-        backend_reason: o.backend.reason.to_string(),
-        backend_detail: o.backend.detail.clone(),
-        path: o.path.clone(),
-        effective_iodepth: o.effective_iodepth,
-        syscalls: m.syscalls,
-        ios_per_syscall: m.ios_per_syscall(),
-        syscalls_per_io: crate::measure::metrics::ratio(m.syscalls, m.ios),
-        submit_calls: m.submit_calls,
-        reap_calls: m.reap_calls,
-        ios_per_submit: m.ios_per_submit(),
-        ios_per_reap: m.ios_per_reap(),
-        ctx_voluntary: m.rusage.ctx_voluntary,
-        ctx_involuntary: m.rusage.ctx_involuntary,
-        usr_us: m.rusage.user_us,
-        sys_us: m.rusage.sys_us,
-        elapsed_ns: m.elapsed.as_nanos() as u64,
-        region_bytes: o.region,
-        laid_out: o.laid_out,
-        randseed: j.randseed,
-        verify: j.verify,
-        verified_ios: o.verified_ios,
-        run_iops: row.repeated().map(|_| m.iops()),
-        interrupted: o.interrupted,
-        unmeasured: o.unmeasured(),
-        clat_from: clat_from(o).into(),
-        clat_compare_with: if rode(o) { "lat" } else { "clat" }.into(),
-        nowait_path: NowaitPath::of(mode, &q.backend.nowait, &files),
-        inline: Inline {
-            enabled: j.memory_inline,
-            reads: q.inline,
-        },
-        uring: Uring {
-            fixed_reads: q.backend.fixed_reads,
-            polled: q.backend.polled,
-            poll_fallbacks: q.backend.poll_fallbacks,
-            spin_reaped: q.backend.spin_reaped,
-            hipri: hipri_status(j, m),
-            sqthread_poll: j.sqthread_poll && j.ioengine == nowait::BackendKind::Uring,
-        },
-        sqpoll_cpu: m.sqpoll.map(|c| SqpollCpu {
-            threads: c.threads,
-            usr_us: c.user_us,
-            sys_us: c.sys_us,
-            cpu_pct: c.pct(m.elapsed),
-            included_in_usr_sys: true,
-        }),
-        fio: row.fio.as_ref().map(|f| match f {
-            Ok(f) => Fio::Ran {
-                // With several runs, fio's median rate, and bw at that rate
-                // (as read.bw_bytes), the rest of the run shown.
-                result: Box::new(crate::fio::args::FioResult {
-                    iops: row.fio_iops().unwrap_or(f.iops),
-                    bw_bytes: f.bw_bytes * row.fio_iops().unwrap_or(f.iops)
-                        / f.iops.max(f64::MIN_POSITIVE),
-                    ..f.clone()
-                }),
-                run_iops: row.repeated().map(|_| f.iops),
-                iops_ratio: row.ratio(),
-                compare: row.compare.clone(),
-                note: f.missing_percentiles(rode(o)),
-            },
-            Err(e) => Fio::Failed { error: e.clone() },
-        }),
-        peak: peak.then(|| Peak {
-            peak: true,
-            engine: j.engine_label(),
-            iodepth: j.effective_iodepth(),
-            bs: j.bs,
-            direct: j.direct,
-            fixedbufs: j.fixedbufs,
-            registerfiles: j.registerfiles,
-            small_direct: j.small_direct,
-            iodepth_batch_submit: j.iodepth_batch_submit,
-            iodepth_batch_complete_min: j.iodepth_batch_complete_min,
-            fixed_reads: q.backend.fixed_reads,
-            small_direct_reads: q.small_direct,
-            memory_inline: j.memory_inline,
-            per_second: o.seconds.clone(),
-        }),
-    };
-    Job {
-        jobname: j.name.clone(),
-        job_options,
-        read: Read {
-            io_bytes: m.bytes,
-            io_kbytes: m.bytes / 1024,
-            bw_bytes: bw as u64,
-            bw: (bw / 1024.0) as u64,
-            iops: row.iops(),
-            runtime: m.elapsed.as_millis() as u64,
-            total_ios: m.ios,
-            slat_ns: Lat::of(&m.slat.summary(), false),
-            clat_ns: Lat::of(&clat, true),
-            lat_ns: Lat::of(&m.lat.summary(), true),
-            ..Read::default()
-        },
-        usr_cpu: m.usr_cpu(),
-        sys_cpu: m.sys_cpu(),
-        ctx: m.ctx(),
-        nowait: Some(nowait),
-        ..Job::default()
-    }
-}
-
 /// One run's figures in a scenario's JSON (`runs[]`, `results[].nowait`).
 #[derive(Debug, Serialize)]
 pub struct Summary {
@@ -483,38 +358,6 @@ pub struct Summary {
     pub effective_iodepth: usize,
     pub verified_ios: u64,
     pub backend_detail: String,
-}
-
-impl Summary {
-    /// Of a finished run.
-    pub fn of(o: &crate::driver::run::Outcome) -> Summary {
-        let m = &o.measured;
-        let c = m.clat.summary();
-        let real = m.elapsed.as_secs_f64();
-        let (user_s, sys_s) = (m.rusage.user_us as f64 / 1e6, m.rusage.sys_us as f64 / 1e6);
-        Summary {
-            iops: m.iops(),
-            bw_bytes: m.bw_bytes(),
-            ios: m.ios,
-            clat_p50_ns: c.at(50.0),
-            clat_p99_ns: c.at(99.0),
-            real_s: real,
-            user_s,
-            sys_s,
-            cpu_pct: (user_s + sys_s) / real.max(1e-9) * 100.0,
-            usr_cpu: m.usr_cpu(),
-            sys_cpu: m.sys_cpu(),
-            ctx: m.ctx(),
-            ctx_voluntary: m.rusage.ctx_voluntary,
-            ctx_involuntary: m.rusage.ctx_involuntary,
-            syscalls: m.syscalls,
-            polled: m.queue.backend.polled,
-            poll_fallbacks: m.queue.backend.poll_fallbacks,
-            effective_iodepth: o.effective_iodepth,
-            verified_ios: o.verified_ios,
-            backend_detail: o.backend.detail.clone(),
-        }
-    }
 }
 
 /// A result, or why there is none (`{"error": ...}`), as JSON.

@@ -1,6 +1,6 @@
 //! `nowait bench --peak`: peak IOPS, the way fio's `t/io_uring` measures it.
 //!
-//! The driver's peak mode ([`run::Mode::Peak`]): registered files
+//! The driver's peak mode ([`Mode::Peak`]): registered files
 //! and buffers, direct random reads, queue depth 128, submissions in
 //! batches of 32 (`iodepth_batch_submit`), reaps of at least 1
 //! (`iodepth_batch_complete_min`) taking every completion available — the
@@ -13,11 +13,12 @@
 //! `IOS/call=32/31`, the reads per submit call and per reap call of that
 //! second, from counters the loop stores after each reap.
 
+use crate::base::failure::{interrupted, Failure};
+use crate::driver::job::run_job;
 use crate::driver::layout;
-use crate::driver::run::{self, Failure, Mode, Outcome};
-use crate::measure::metrics::ratio;
-use crate::model::defs::{Format, Job, Settings};
-use crate::report::text::{self as report, short_num, Row};
+use crate::driver::run::Mode;
+use crate::measure::row::Row;
+use crate::model::job::{Format, Job, Settings};
 
 /// Run every job with the peak loop, printing IOPS every second.
 pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
@@ -68,8 +69,8 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
             u8::from(job.small_direct),
             job.numjobs
         ));
-        results.push(run::run_job(job, &data, Mode::Peak, Some(&say))?);
-        if run::interrupted() {
+        results.push(run_job(job, &data, Mode::Peak, Some(&say))?);
+        if interrupted() {
             break;
         }
     }
@@ -81,36 +82,4 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
             compare: None,
         })
         .collect())
-}
-
-/// The text report of one peak run.
-pub fn human(r: &Outcome) -> String {
-    let m = &r.measured;
-    let q = &m.queue;
-    let mut s = format!(
-        "peak {}: IOPS={}, BW={:.1}MiB/s ({} reads in {} ms)\n",
-        r.job.name,
-        short_num(m.iops()),
-        m.bw_bytes() / (1 << 20) as f64,
-        m.ios,
-        m.elapsed.as_millis()
-    );
-    s += &format!(
-        "  small_direct : {} reads on the small direct-read path ({:.1}%{})\n",
-        q.small_direct,
-        100.0 * ratio(q.small_direct, m.ios),
-        if r.job.small_direct {
-            ""
-        } else {
-            "; off: --small_direct=0"
-        }
-    );
-    report::engine_lines(&mut s, r, true);
-    if r.job.verify {
-        s += &format!(
-            "  verify       : {} reads checked, all bytes match\n",
-            r.verified_ios
-        );
-    }
-    s
 }

@@ -6,6 +6,10 @@ use std::path::Path;
 
 use nowait::probe;
 
+use crate::base::args::lex;
+use crate::driver::trial::submission_trial;
+use crate::report::words::nowait_state_words;
+
 const HELP: &str = "\
 nowait probe — show what this machine and each file can do
 
@@ -45,7 +49,7 @@ EXIT STATUS:
 
 /// Run `nowait probe` with the arguments after `probe`; returns the exit code.
 pub fn run(args: &[OsString]) -> i32 {
-    let lexed = crate::base::args::lex(args, |_| {
+    let lexed = lex(args, |_| {
         Err("unknown option; usage: nowait probe [PATH...] (see nowait probe --help)".into())
     });
     let paths = match lexed {
@@ -81,7 +85,7 @@ pub fn run(args: &[OsString]) -> i32 {
                 if report.nowait_state.off.is_none() && report.rwf_nowait.works() {
                     println!(
                         "  pool nowait path: {} (--ioengine=pool --nowait=adaptive tries each buffered read with RWF_NOWAIT first)",
-                        crate::report::text::nowait_state_words(&report.nowait_state)
+                        nowait_state_words(&report.nowait_state)
                     );
                 }
             }
@@ -92,68 +96,4 @@ pub fn run(args: &[OsString]) -> i32 {
         }
     }
     code
-}
-
-/// Read 4 batches of 32 random 4 KiB blocks of `path` through an adaptive
-/// io_uring queue and say what its submission policy chose. `None` when
-/// the file is too small, cannot be opened that way, or io_uring is
-/// unavailable (the report above says why).
-fn submission_trial(path: &Path, direct: bool) -> Option<String> {
-    use nowait::{BackendChoice, BackendKind, Buf, Direct, File, Queue, Read, SubmitPolicy};
-    const BATCH: usize = 32;
-    let file = File::open(path, if direct { Direct::On } else { Direct::Off }).ok()?;
-    let blocks = std::fs::metadata(path).ok()?.len() / 4096;
-    if blocks < 2 {
-        return None;
-    }
-    let mut q = Queue::builder()
-        .depth(BATCH)
-        .backend(BackendChoice::Exactly(BackendKind::Uring))
-        .submit_policy(SubmitPolicy::Adaptive)
-        .build()
-        .ok()?;
-    let align = file.dio_align().mem as usize;
-    let mut bufs: Vec<Buf> = (0..BATCH)
-        .map(|_| Buf::with_align(4096, align.max(4096)))
-        .collect();
-    let mut x: u64 = 0x6e6f_7761_6974;
-    let mut done = Vec::with_capacity(BATCH);
-    for _ in 0..4 {
-        for i in 0..BATCH {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let read = Read {
-                file: &file,
-                offset: (x % blocks) * 4096,
-                len: 4096,
-                buf: bufs.pop()?,
-                user_data: i as u64,
-            };
-            if let Err(r) = q.push(read) {
-                return Some(format!("not measured ({})", r.error));
-            }
-        }
-        if let Err(e) = q.submit() {
-            return Some(format!("not measured ({e})"));
-        }
-        done.clear();
-        while done.len() < BATCH {
-            if let Err(e) = q.reap(BATCH - done.len(), None, &mut done) {
-                return Some(format!("not measured ({e})"));
-            }
-        }
-        for c in done.drain(..) {
-            if let Err(e) = c.result {
-                return Some(format!("not measured (a read failed: {e})"));
-            }
-            bufs.push(c.buf);
-        }
-    }
-    let note = q.submission()?;
-    Some(
-        note.strip_prefix("submission ")
-            .unwrap_or(&note)
-            .to_string(),
-    )
 }

@@ -6,9 +6,11 @@ use std::path::Path;
 
 use nowait::{Direct, File};
 
+use crate::base::failure::{interrupted, Failure};
 use crate::base::progress::Progress;
-use crate::driver::run::Failure;
-use crate::model::defs::{Job, Rw};
+use crate::base::sys::free_space;
+use crate::base::units::human_bytes;
+use crate::model::job::Job;
 
 /// The opened file and the region the job reads.
 #[derive(Debug)]
@@ -21,41 +23,20 @@ pub struct Data {
     pub laid_out: bool,
 }
 
-pub use crate::base::sys::free_space;
-
-/// Tell the kernel how the file will be read, as fio's `fadvise_hint=1`
-/// does: `POSIX_FADV_RANDOM` (no readahead) for `randread`,
-/// `POSIX_FADV_SEQUENTIAL` for `read`.
-pub fn fadvise_access(file: &File, rw: Rw) -> std::io::Result<()> {
-    let advice = match rw {
-        Rw::RandRead => rustix::fs::Advice::Random,
-        Rw::Read => rustix::fs::Advice::Sequential,
-    };
-    crate::base::sys::fadvise(file, 0, 0, advice)
-}
-
-/// Human size: 4.0 GiB, 512 MiB, 4 KiB.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else if (v - v.round()).abs() < 0.05 {
-        format!("{:.0} {}", v, UNITS[u])
-    } else {
-        format!("{:.1} {}", v, UNITS[u])
-    }
-}
-
 /// Lay out `path` with the pattern at `size` bytes (checking directory and
 /// free space first). Errors name `filename` or `size`.
 pub fn lay_out(path: &Path, size: u64) -> Result<(), Failure> {
-    lay_out_until(path, size, &crate::driver::run::interrupted)
+    lay_out_until(path, size, &interrupted)
+}
+
+/// A file of exactly `size` bytes at `path`: one already there is kept,
+/// anything else there is removed and the file laid out anew.
+pub fn lay_out_exactly(path: &Path, size: u64) -> Result<(), Failure> {
+    if std::fs::metadata(path).is_ok_and(|m| m.len() == size) {
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(path);
+    lay_out(path, size)
 }
 
 /// [`lay_out`], giving up (and removing the partial file) once `stop()`.
@@ -241,14 +222,6 @@ fn relayable(path: &Path, file: &File) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human_sizes() {
-        assert_eq!(human_bytes(4096), "4 KiB");
-        assert_eq!(human_bytes(4 << 30), "4 GiB");
-        assert_eq!(human_bytes(1536 << 20), "1.5 GiB");
-        assert_eq!(human_bytes(12), "12 B");
-    }
 
     #[test]
     fn missing_directory_names_filename() {

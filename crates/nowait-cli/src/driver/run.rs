@@ -32,82 +32,21 @@
 //! system call per round, as t/io_uring does; fio's engine makes two).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use nowait::{
-    BackendChoice, BackendKind, BackendReport, Buf, Completion, File, IoPoll, NowaitState, Queue,
-    Read, PAGE,
-};
+use nowait::{BackendReport, Completion, File, Read};
 
+use crate::base::failure::{interrupted, Failure};
+use crate::base::json::Second;
 use crate::base::progress::Progress;
 use crate::base::sys::Rusage;
-use crate::driver::layout::Data;
-use crate::measure::metrics::{self, Measured};
+use crate::base::units::{ratio, short_num};
+use crate::driver::queue::{build_queue, slot_buffers};
+use crate::measure::metrics::Measured;
 use crate::measure::sqpoll;
-use crate::model::defs::Job;
-use crate::workload::offsets::Offsets;
-
-/// Why a run did not finish.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
-    /// The job asks for something impossible (exit status 2); the message names the option.
-    Usage(String),
-    /// Something failed while running (exit status 1).
-    Runtime(String),
-    /// The backend asked for cannot be set up on this machine
-    /// (`nowait::Error::BackendUnavailable`; exit status 1): scenarios skip it.
-    Unavailable(String),
-    /// SIGINT stopped the run after its results so far were reported
-    /// (exit status 130, as a shell reports an interrupted command).
-    Interrupted(String),
-}
-
-impl Failure {
-    /// The message.
-    pub fn message(&self) -> &str {
-        match self {
-            Failure::Usage(m)
-            | Failure::Runtime(m)
-            | Failure::Unavailable(m)
-            | Failure::Interrupted(m) => m,
-        }
-    }
-
-    /// The process exit status for this failure.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            Failure::Usage(_) => 2,
-            Failure::Runtime(_) | Failure::Unavailable(_) => 1,
-            Failure::Interrupted(_) => 130,
-        }
-    }
-}
-
-/// Set by SIGINT once [`stop_on_sigint`] has run.
-static INTERRUPTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
-
-fn interrupt_flag() -> &'static Arc<AtomicBool> {
-    INTERRUPTED.get_or_init(|| Arc::new(AtomicBool::new(false)))
-}
-
-/// SIGINT was received: every run stops at its next reap (with what it
-/// measured so far) and no further run starts.
-pub fn interrupted() -> bool {
-    interrupt_flag().load(Ordering::Relaxed)
-}
-
-/// Make SIGINT (Ctrl-C) stop the runs and report the results so far, as
-/// fio prints its statistics on Ctrl-C, instead of killing the process. A
-/// second SIGINT ends the process at once (status 130).
-pub fn stop_on_sigint() -> Result<(), Failure> {
-    use signal_hook::consts::SIGINT;
-    let flag = interrupt_flag();
-    signal_hook::flag::register_conditional_shutdown(SIGINT, 130, Arc::clone(flag))
-        .and_then(|_| signal_hook::flag::register(SIGINT, Arc::clone(flag)))
-        .map(|_| ())
-        .map_err(|e| Failure::Runtime(format!("cannot install the SIGINT handler: {e}")))
-}
+use crate::model::job::Job;
+use crate::workload::reads::Reads;
 
 /// How the loop hands reads to the kernel and what it times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,36 +62,6 @@ pub enum Mode {
     /// comes, and completions already there (nowait hits, inline reads) collected at once;
     /// `clat` per read.
     Serve,
-}
-
-/// Where each read of a thread goes, and what else its completion records.
-pub trait Reads: Send {
-    /// The next read: an index into the driver's files, and the offset.
-    fn next(&mut self) -> (usize, u64);
-
-    /// A measured read of file `file` completed with completion latency
-    /// `clat` (from its push in [`Mode::Serve`] and at depth 1; else from
-    /// the return of its submit call).
-    #[inline]
-    fn done(&mut self, _file: usize, _clat: Duration) {}
-}
-
-impl Reads for Offsets {
-    #[inline]
-    fn next(&mut self) -> (usize, u64) {
-        (0, self.next_offset())
-    }
-}
-
-/// One second of a run (printed live with `--peak`).
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Second {
-    /// Reads completed in that second, per second.
-    pub iops: f64,
-    /// Reads submitted per submit call.
-    pub ios_per_submit: f64,
-    /// Reads completed per reap call.
-    pub ios_per_reap: f64,
 }
 
 /// What the driver hands back: the threads' figures added up, and each
@@ -258,10 +167,7 @@ pub fn drive<R: Reads>(
                     (Some(a), Some(b)) => Some(a.max(b)),
                     (a, b) => a.or(b),
                 };
-                bar.update(
-                    frac,
-                    &format!("{} IOPS", crate::report::text::short_num(iops)),
-                );
+                bar.update(frac, &format!("{} IOPS", short_num(iops)));
                 (bar_at, bar_ios) = (now, done);
             }
             if let Some(say) = say.filter(|_| now >= next) {
@@ -269,12 +175,12 @@ pub fn drive<R: Reads>(
                 let d = |i: usize| cur[i] - last.1[i];
                 let sec = Second {
                     iops: d(0) as f64 / (now - last.0).as_secs_f64(),
-                    ios_per_submit: metrics::ratio(d(1), d(2)),
-                    ios_per_reap: metrics::ratio(d(0), d(3)),
+                    ios_per_submit: ratio(d(1), d(2)),
+                    ios_per_reap: ratio(d(0), d(3)),
                 };
                 say(format!(
                     "IOPS={}, BW={:.0}MiB/s, IOS/call={:.1}/{:.1}",
-                    crate::report::text::short_num(sec.iops),
+                    short_num(sec.iops),
                     sec.iops * job.bs as f64 / (1 << 20) as f64,
                     sec.ios_per_submit,
                     sec.ios_per_reap
@@ -332,98 +238,6 @@ pub fn drive<R: Reads>(
         reads: hooks,
         interrupted,
     })
-}
-
-/// A finished job run.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    /// The job as run.
-    pub job: Job,
-    /// What was measured.
-    pub measured: Measured,
-    /// The backend the queues used and why.
-    pub backend: BackendReport,
-    /// How reads reached the file (direct or buffered, filesystem).
-    pub path: String,
-    /// Reads in flight per thread the engine really got.
-    pub effective_iodepth: usize,
-    /// Bytes per pass.
-    pub region: u64,
-    /// The file was laid out by this run.
-    pub laid_out: bool,
-    /// Reads whose data was checked against the pattern.
-    pub verified_ios: u64,
-    /// `pool`: the file's `RWF_NOWAIT` nowait-path state after the run
-    /// (hit ratio; off and why).
-    pub nowait_path: Option<NowaitState>,
-    /// Per-second figures (`--peak`).
-    pub seconds: Vec<Second>,
-    /// SIGINT stopped the run before its end: its figures are of the reads
-    /// until then (none during `ramp_time`: [`Outcome::unmeasured`]), and
-    /// it is left out of medians and ratios.
-    pub interrupted: bool,
-}
-
-impl Outcome {
-    /// SIGINT stopped the run before any read was measured (during
-    /// `ramp_time`): its IOPS and latencies are not figures.
-    pub fn unmeasured(&self) -> bool {
-        self.interrupted && self.measured.ios == 0
-    }
-}
-
-/// Run one job on prepared data (`--peak`'s loop with `say`).
-pub fn run_job(
-    job: &Job,
-    data: &Data,
-    mode: Mode,
-    say: Option<&(dyn Fn(String) + Sync)>,
-) -> Result<Outcome, Failure> {
-    let file = &data.file;
-    let blocks = data.region / job.bs;
-    if job.invalidate {
-        file.drop_cache()
-            .map_err(|e| Failure::Runtime(format!("--invalidate=1: {e}")))?;
-    }
-    if job.fadvise_hint && mode != Mode::Peak {
-        crate::driver::layout::fadvise_access(file, job.rw).map_err(|e| {
-            Failure::Runtime(format!("--fadvise_hint=1: posix_fadvise failed: {e}"))
-        })?;
-    }
-    let offsets = |tid: usize| {
-        let seed = job.randseed.wrapping_add(tid as u64);
-        Offsets::new(job.rw, job.norandommap, blocks, job.bs, seed)
-    };
-    let d = drive(job, &[file], blocks, mode, offsets, say)?;
-    let path = if file.is_direct() {
-        let a = file.dio_align();
-        format!(
-            "direct (O_DIRECT, {}-byte alignment from {}) on {}",
-            a.offset,
-            a.source,
-            file.fs()
-        )
-    } else {
-        format!("buffered (page cache) on {}", file.fs())
-    };
-    Ok(Outcome {
-        job: job.clone(),
-        measured: d.measured,
-        backend: d.backend,
-        path,
-        effective_iodepth: job.effective_iodepth(),
-        region: data.region,
-        laid_out: data.laid_out,
-        verified_ios: d.verified,
-        nowait_path: crate::model::defs::uses_pool(job.ioengine).then(|| file.nowait_state()),
-        seconds: d.seconds,
-        interrupted: d.interrupted,
-    })
-}
-
-/// Run one job on prepared data, measuring every read.
-pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
-    run_job(job, data, Mode::Measure, None)
 }
 
 /// Reads per thread before the job ends on its own (`u64::MAX`: only time ends it).
@@ -691,77 +505,6 @@ impl Stamps {
             }
         }
     }
-}
-
-/// The queue a job asks for: backend, depth and every engine option.
-pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
-    let n = job.normalized();
-    let mut b = Queue::builder()
-        .depth(depth)
-        .backend(BackendChoice::Exactly(n.ioengine))
-        .register_files(n.registerfiles)
-        .small_direct(n.small_direct)
-        .memory_inline(n.memory_inline)
-        .spin(Duration::from_micros(n.spin_us))
-        .submit_policy(n.submit)
-        .iopoll(match n.hipri {
-            None => IoPoll::Auto,
-            Some(true) => IoPoll::Always,
-            Some(false) => IoPoll::Off,
-        });
-    if let Some(m) = n.nowait {
-        b = b.nowait(m);
-    }
-    if let Some(w) = n.inline_window {
-        b = b.inline_window(w);
-    }
-    if let Some(w) = n.pool_workers {
-        b = b.pool_workers(w);
-    }
-    if n.sqthread_poll {
-        b = b.sqpoll(Some(n.sqthread_poll_idle.as_millis() as u32));
-    }
-    if n.fixedbufs {
-        b = b.fixed_buffers(depth, job.bs as usize);
-    }
-    b
-}
-
-/// Build a job's queue, with an error naming the option at fault.
-pub fn build_queue(job: &Job, depth: usize) -> Result<Queue, Failure> {
-    builder(job, depth).build().map_err(|e| {
-        let flag = if job.sqthread_poll && job.ioengine == BackendKind::Uring {
-            "--ioengine=uring --sqthread_poll".to_string()
-        } else {
-            format!("--ioengine={}", job.ioengine)
-        };
-        match e {
-            nowait::Error::Config(m) => Failure::Usage(format!("{flag}: {m}")),
-            e @ nowait::Error::BackendUnavailable { .. } => {
-                Failure::Unavailable(format!("{flag}: {e}"))
-            }
-            e => Failure::Runtime(format!("{flag}: {e}")),
-        }
-    })
-}
-
-/// One buffer per slot, aligned for every file: the queue's registered
-/// ones with `fixedbufs`.
-fn slot_buffers(job: &Job, q: &mut Queue, files: &[&File], depth: usize) -> Vec<Option<Buf>> {
-    let align = files
-        .iter()
-        .map(|f| f.dio_align().mem as usize)
-        .fold(PAGE, usize::max);
-    (0..depth)
-        .map(|_| {
-            let fixed = if job.fixedbufs && align <= PAGE {
-                q.take_buf()
-            } else {
-                None
-            };
-            Some(fixed.unwrap_or_else(|| Buf::with_align(job.bs as usize, align)))
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
 //! fio job files: INI text with a `[global]` section and one section per
-//! job. Every key is checked against the options table ([`crate::model::defs`]),
+//! job. Every key is checked against the options table (`model/defs.rs`),
 //! so an option nowait does not support is an error naming the file, line
 //! and option — never silently ignored. A key without a value
 //! (`norandommap`, `time_based`) means `1`, as in fio.
@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use crate::model::defs::{self as options, Setting};
+use crate::model::parse::{self, Setting};
 
 /// One job section: its name and settings (global ones first).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,15 +77,15 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Section>, String> {
                  write the value, or override it on the command line (--{key}=...)"
             ));
         }
-        let opt = options::find(key)
-            .ok_or_else(|| format!("{origin}:{lineno}: {}", options::unknown(key)))?;
+        let opt = parse::find(key)
+            .ok_or_else(|| format!("{origin}:{lineno}: {}", parse::unknown(key)))?;
         if opt.apply.is_run() {
             return Err(format!(
                 "{origin}:{lineno}: {key} is a command-line setting, not a job option; \
                  pass --{key} on the command line"
             ));
         }
-        let s = options::setting(key, value, format!("{origin}:{lineno}"))?;
+        let s = parse::setting(key, value, format!("{origin}:{lineno}"))?;
         match current {
             Some(c) => sections[c].settings.push(s),
             // Before any section header fio treats keys as global.
@@ -103,7 +103,8 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<Section>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::defs::{expand, Job, Rw};
+    use crate::model::job::{Job, Rw};
+    use crate::model::sweep::expand;
 
     const SEED_JOB: &str = "\
 ; the seed's buffered QD sweep job

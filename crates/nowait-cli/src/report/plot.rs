@@ -5,7 +5,8 @@
 
 use std::fmt::Write;
 
-use crate::report::text::{short_ns, short_num, Row};
+use crate::base::units::{short_ns, short_num};
+use crate::measure::row::Row;
 
 const COLORS: [&str; 6] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
@@ -66,7 +67,7 @@ pub fn svg(rows: &[Row], title: &str) -> String {
         });
         add(format!("fio {e} p99"), true, &|r| match &r.fio {
             Some(Ok(f)) => f
-                .like_clat(99, crate::base::json::rode(&r.ours))
+                .like_clat(99, r.ours.job.clat_matches_fio_lat())
                 .0
                 .map(|ns| (qd(r), ns as f64)),
             _ => None,

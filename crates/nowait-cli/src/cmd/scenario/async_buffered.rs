@@ -13,16 +13,27 @@
 //! the number of reads per run is chosen so the `sync` run takes about 18 s
 //! — the whole scenario, with every backend, about a minute.
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use nowait::BackendKind;
 use serde_json::json;
 
-use crate::driver::layout::{self, human_bytes};
-use crate::driver::run::{self, Failure, Outcome};
-use crate::model::defs::{self as options, Job, Rw};
+use crate::base::args::scenario_options;
+use crate::base::failure::{command, Failure};
+use crate::base::host::{host, Host};
+use crate::base::json::{Or, Summary};
+use crate::base::output::emit;
+use crate::base::sys::free_space;
+use crate::base::units::{human_bytes, short_ns, short_num};
+use crate::driver::job::run_prepared;
+use crate::driver::layout;
+use crate::driver::scratch::scratch;
+use crate::measure::outcome::Outcome;
+use crate::model::job::{Job, Rw};
+use crate::model::values::{parse_count, parse_depth, parse_json_format, parse_size};
+use crate::report::json::summary;
 
 /// What the seed published (4 GiB file, 4 KiB random reads, QD 32).
 #[derive(serde::Serialize)]
@@ -70,7 +81,8 @@ pub const SEED: [SeedRow; 3] = [
     },
 ];
 
-const HELP: &str = "\
+/// Help for `nowait scenario` and `nowait scenario async-buffered`.
+pub const HELP: &str = "\
 nowait scenario — reproduce a seed's experiment on this machine
 
 SCENARIOS:
@@ -129,11 +141,11 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         output: None,
     };
     let known = "filename size number-ios iodepth output-format output";
-    opts(args, known, "", "async-buffered", |name, raw, v| {
+    scenario_options(args, known, "", "async-buffered", |name, raw, v| {
         match name {
             "filename" => a.filename = Some(PathBuf::from(raw)),
-            "size" => a.size = Some(options::parse_size(v)?),
-            "number-ios" => a.number_ios = Some(options::parse_count(v)?),
+            "size" => a.size = Some(parse_size(v)?),
+            "number-ios" => a.number_ios = Some(parse_count(v)?),
             "iodepth" => a.iodepth = parse_depth(v)?,
             "output-format" => a.json = parse_json_format(v)?,
             _ => a.output = Some(PathBuf::from(raw)),
@@ -143,133 +155,13 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
     Ok(a)
 }
 
-/// A queue depth, 1 to the engine's maximum.
-pub fn parse_depth(v: &str) -> Result<usize, String> {
-    options::parse_in(v, 1, nowait::MAX_DEPTH as u64).map(|n| n as usize)
-}
-
-/// `--output-format` of a scenario: true for `json`, false for `normal`.
-pub fn parse_json_format(value: &str) -> Result<bool, String> {
-    match value {
-        "json" => Ok(true),
-        "normal" => Ok(false),
-        _ => Err("use normal or json".into()),
-    }
-}
-
-/// A scenario's options through the one lexer: `set(name, raw value,
-/// value as text)` for each, with `_` in names read as `-`; only the
-/// `known` names (separated by spaces) are accepted, and the `flags` may be
-/// given bare. Every error names the option (`--name=value: ` before what
-/// `set` says).
-pub fn opts(
-    args: &[OsString],
-    known: &str,
-    flags: &str,
-    scenario: &str,
-    mut set: impl FnMut(&str, &OsStr, &str) -> Result<(), String>,
-) -> Result<(), String> {
-    let norm = |n: &str| n.replace('_', "-");
-    let lexed = crate::base::args::lex(args, |n| {
-        let n = norm(n);
-        if known.split(' ').any(|k| k == n) {
-            Ok((!flags.split(' ').any(|k| k == n)).then_some("VALUE"))
-        } else {
-            Err(format!(
-                "unknown option for scenario {scenario}; it takes --{} (see `nowait scenario {scenario} --help`)",
-                known.replace(' ', ", --")
-            ))
-        }
-    })?;
-    if let Some(p) = lexed.positional.first() {
-        return Err(format!(
-            "unexpected argument '{}'; see `nowait scenario {scenario} --help`",
-            p.to_string_lossy()
-        ));
-    }
-    for (n, raw) in lexed.opts {
-        let (n, v) = (norm(&n), raw.to_string_lossy());
-        set(&n, &raw, &v).map_err(|m| format!("--{n}={v}: {m}"))?;
-    }
-    Ok(())
-}
-
-/// A scenario's scratch directory: `--dir` (which must be a directory), or
-/// a new temporary one, removed when the returned guard is dropped.
-pub fn scratch(
-    dir: Option<&std::path::Path>,
-    name: &str,
-) -> Result<(Option<tempfile::TempDir>, PathBuf), Failure> {
-    match dir {
-        Some(d) if d.is_dir() => Ok((None, d.to_path_buf())),
-        Some(d) => Err(Failure::Usage(format!(
-            "--dir={}: not a directory",
-            d.display()
-        ))),
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix(&format!("nowait-{name}-"))
-                .tempdir()
-                .map_err(|e| Failure::Runtime(format!("cannot make a temporary directory: {e}")))?;
-            let p = t.path().to_path_buf();
-            Ok((Some(t), p))
-        }
-    }
-}
-
-/// The shape every scenario command shares: `--help`, parse (a usage
-/// error exits 2), run (a failure exits 1 or 2 as it says), each message
-/// prefixed with the scenario's name.
-pub fn dispatch<A>(
-    name: &str,
-    help: &str,
-    args: &[OsString],
-    parse: impl Fn(&[OsString]) -> Result<A, String>,
-    run: impl Fn(&A) -> Result<(), Failure>,
-) -> i32 {
-    if args.iter().any(|a| a == "-h" || a == "--help") {
-        print!("{help}");
-        return 0;
-    }
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("nowait scenario {name}: {e}");
-            return 2;
-        }
-    };
-    match run(&a) {
-        Ok(()) => 0,
-        Err(f) => {
-            eprintln!("nowait scenario {name}: {}", f.message());
-            f.exit_code()
-        }
-    }
-}
-
-/// Run `nowait scenario …`; returns the exit code.
+/// Run `nowait scenario async-buffered` with the arguments after it;
+/// returns the exit code.
 pub fn run_cmd(args: &[OsString]) -> i32 {
-    match args.first().map(|a| a.to_str().unwrap_or("")) {
-        None | Some("-h") | Some("--help") | Some("help") => {
-            print!("{HELP}");
-            i32::from(args.is_empty()) * 2
-        }
-        Some("async-buffered") => {
-            dispatch("async-buffered", HELP, &args[1..], parse, async_buffered)
-        }
-        Some("mixed") => crate::cmd::scenario::mixed::run_cmd(&args[1..]),
-        Some("qd-sweep") => crate::cmd::scenario::qd::run_cmd(&args[1..]),
-        Some(_) => {
-            eprintln!(
-                "nowait scenario: unknown scenario '{}'; available: async-buffered, mixed, qd-sweep",
-                args[0].to_string_lossy()
-            );
-            2
-        }
-    }
+    command("nowait scenario async-buffered", HELP, args, parse, run)
 }
 
-fn async_buffered(a: &Args) -> Result<(), Failure> {
+fn run(a: &Args) -> Result<(), Failure> {
     let (_tmp, path) = match &a.filename {
         Some(p) => (None, p.clone()),
         None => {
@@ -283,7 +175,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
         None if path.exists() => None,
         None => {
             let dir = path.parent().map_or(PathBuf::from("."), PathBuf::from);
-            let free = layout::free_space(&dir).unwrap_or(u64::MAX);
+            let free = free_space(&dir).unwrap_or(u64::MAX);
             Some((4u64 << 30).min(free / 2) / (1 << 20) * (1 << 20))
         }
     };
@@ -314,12 +206,12 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
                 randseed: 7,
                 ..base.clone()
             };
-            let p = run::run_prepared(&probe, &data)?;
+            let p = run_prepared(&probe, &data)?;
             ((p.measured.iops() * 18.0) as u64).clamp(1000, blocks)
         }
     };
     if !a.json {
-        println!("host: {}", crate::base::sys::host(Some(&path)));
+        println!("host: {}", host(Some(&path)));
         println!(
             "async-buffered: {} random {} reads, QD {}, buffered, page cache dropped before each run",
             reads,
@@ -356,7 +248,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
             nowait: (k == BackendKind::Pool).then_some(nowait::NowaitMode::Off),
             ..base.clone()
         };
-        let r = match run::run_prepared(&job, &data) {
+        let r = match run_prepared(&job, &data) {
             Ok(o) => Ok(o),
             // A backend this machine cannot offer is skipped loudly.
             Err(Failure::Unavailable(m)) => {
@@ -374,7 +266,7 @@ fn async_buffered(a: &Args) -> Result<(), Failure> {
     } else {
         table(&results)
     };
-    crate::base::args::emit(&text, a.output.as_deref())
+    emit(&text, a.output.as_deref())
 }
 
 /// The column's name: the pool runs with its nowait path off, as thread offload.
@@ -405,7 +297,7 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
     for (k, r) in results {
         let ours = match r {
             Ok(o) => {
-                let m = crate::base::json::Summary::of(o);
+                let m = summary(o);
                 format!(
                     "{:<14} {:>8.3}s {:>7.3}s {:>7.3}s {:>5.0}% {:>18} {:>8} {:>8}",
                     label(*k),
@@ -414,8 +306,8 @@ fn table(results: &[(BackendKind, Result<Outcome, String>)]) -> String {
                     m.sys_s,
                     m.cpu_pct,
                     format!("{}/{}", m.ctx_voluntary, m.ctx_involuntary),
-                    crate::report::text::short_num(m.iops),
-                    crate::report::text::short_ns(m.clat_p99_ns as f64)
+                    short_num(m.iops),
+                    short_ns(m.clat_p99_ns as f64)
                 )
             }
             Err(_) => format!("{:<14} {:>9}", label(*k), "skipped"),
@@ -471,7 +363,7 @@ fn json_report(
         label: &'static str,
         nowait: Option<&'static str>,
         #[serde(flatten)]
-        ran: crate::base::json::Or<crate::base::json::Summary>,
+        ran: Or<Summary>,
     }
     let runs: Vec<Run> = results
         .iter()
@@ -483,12 +375,12 @@ fn json_report(
                 .ok()
                 .and_then(|o| o.job.normalized().nowait)
                 .map(|m| m.as_str()),
-            ran: crate::base::json::Or::skipped(r, crate::base::json::Summary::of),
+            ran: Or::skipped(r, summary),
         })
         .collect();
     json!({
         "scenario": "async-buffered",
-        "host": crate::base::sys::Host::of(Some(path)),
+        "host": Host::of(Some(path)),
         "filename": path.display().to_string(),
         "size": region,
         "bs": 4096,

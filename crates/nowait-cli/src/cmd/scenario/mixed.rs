@@ -32,17 +32,25 @@ use nowait::{BackendKind, Direct, File, NowaitMode};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::base::args::scenario_options;
+use crate::base::failure::{command, Failure};
+use crate::base::host::{host, Host};
 use crate::base::json::NowaitPath;
-
-use crate::base::args::emit;
-use crate::cmd::scenario::async_buffered::{opts, parse_depth};
-use crate::driver::layout::{self, human_bytes};
-use crate::driver::run::{self, Failure, Mode, Reads};
-use crate::measure::metrics::Latency;
-use crate::model::defs as options;
-use crate::model::defs::Job;
-use crate::report::text::{self as report, short_ns, short_num};
-use crate::workload::offsets::Rng;
+use crate::base::output::emit;
+use crate::base::units::{human_bytes, short_ns};
+use crate::driver::cache::{keep_uncached, warm};
+use crate::driver::layout;
+use crate::driver::run::{drive, Mode};
+use crate::driver::scratch::scratch;
+use crate::measure::latency::LatencyByFile;
+use crate::model::job::{Job, DEFAULT_SEED};
+use crate::model::values::{
+    in_range, parse_bool, parse_depth, parse_engine_mode, parse_in, parse_json_format,
+    parse_runtime, parse_size, parse_u64,
+};
+use crate::report::streams::{header_cells, per_stream, stream_cells, total_cells, Stream, Total};
+use crate::report::words::{nowait_path_line, nowait_state_words};
+use crate::workload::streams::Streams;
 
 const HELP: &str = "\
 nowait scenario mixed — the seed 003's workload: cached reads behind uncached ones
@@ -127,21 +135,6 @@ struct Args {
     output: Option<PathBuf>,
 }
 
-fn parse_config(v: &str) -> Result<(BackendKind, Option<NowaitMode>), String> {
-    let (engine, mode) = match v.split_once(':') {
-        Some((e, m)) => (e, Some(m)),
-        None => (v, None),
-    };
-    let k = options::parse_engine(engine)?;
-    let mode = match (k, mode) {
-        (BackendKind::Pool, Some(m)) => Some(m.parse::<NowaitMode>()?),
-        (BackendKind::Pool, None) => Some(NowaitMode::Adaptive),
-        (_, Some(_)) => return Err(format!("'{v}': only pool takes a :MODE")),
-        (_, None) => None,
-    };
-    Ok((k, mode))
-}
-
 fn parse(args: &[OsString]) -> Result<Args, String> {
     let mut a = Args {
         dir: None,
@@ -159,7 +152,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
         pool_workers: None,
         verify: false,
         keep_uncached: true,
-        seed: options::DEFAULT_SEED,
+        seed: DEFAULT_SEED,
         json: false,
         output: None,
     };
@@ -168,8 +161,8 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
     let known = "dir size f1-size f2-size f3-size runtime iodepth bs mix zipf \
          configs pool-workers verify keep-uncached randseed output-format \
          output";
-    opts(args, known, "verify", "mixed", |name, raw, v| {
-        let size = || options::in_range(options::parse_size(v)?, 1, u64::MAX);
+    scenario_options(args, known, "verify", "mixed", |name, raw, v| {
+        let size = || in_range(parse_size(v)?, 1, u64::MAX);
         match name {
             "dir" => a.dir = Some(PathBuf::from(raw)),
             "size" => whole = Some(size()?),
@@ -177,10 +170,10 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
                 let i = (name.as_bytes()[1] - b'1') as usize;
                 (a.sizes[i], explicit[i]) = (size()?, true);
             }
-            "runtime" => a.runtime = options::parse_runtime(v)?,
+            "runtime" => a.runtime = parse_runtime(v)?,
             "iodepth" => a.iodepth = parse_depth(v)?,
             "bs" => {
-                a.bs = options::parse_size(v)?;
+                a.bs = parse_size(v)?;
                 if a.bs == 0 || a.bs % 512 != 0 || a.bs > 1 << 24 {
                     return Err("use a multiple of 512 up to 16m (e.g. 16k)".into());
                 }
@@ -201,14 +194,14 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
             }
             "configs" => {
                 a.configs = (v.split(','))
-                    .map(|c| parse_config(c.trim()))
+                    .map(|c| parse_engine_mode(c.trim()))
                     .collect::<Result<_, _>>()?;
             }
-            "pool-workers" => a.pool_workers = Some(options::parse_in(v, 1, 1024)? as usize),
-            "verify" => a.verify = options::parse_bool(v)?,
-            "keep-uncached" => a.keep_uncached = options::parse_bool(v)?,
-            "randseed" => a.seed = options::parse_u64(v)?,
-            "output-format" => a.json = crate::cmd::scenario::async_buffered::parse_json_format(v)?,
+            "pool-workers" => a.pool_workers = Some(parse_in(v, 1, 1024)? as usize),
+            "verify" => a.verify = parse_bool(v)?,
+            "keep-uncached" => a.keep_uncached = parse_bool(v)?,
+            "randseed" => a.seed = parse_u64(v)?,
+            "output-format" => a.json = parse_json_format(v)?,
             _ => a.output = Some(PathBuf::from(raw)),
         }
         Ok(())
@@ -238,108 +231,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
 
 /// Run `nowait scenario mixed`; returns the exit code.
 pub fn run_cmd(args: &[OsString]) -> i32 {
-    crate::cmd::scenario::async_buffered::dispatch("mixed", HELP, args, parse, run)
-}
-
-/// Zipf-distributed ranks `1..=n` by rejection-inversion (Hörmann and
-/// Derflinger 1996): O(1) per draw, no table, no allocation.
-#[derive(Debug, Clone)]
-pub struct Zipf {
-    n: f64,
-    theta: f64,
-    h_x1: f64,
-    h_n: f64,
-    s: f64,
-}
-
-impl Zipf {
-    /// Ranks `1..=n` with exponent `theta` (> 0, not 1).
-    pub fn new(n: u64, theta: f64) -> Zipf {
-        let mut z = Zipf {
-            n: n.max(1) as f64,
-            theta,
-            h_x1: 0.0,
-            h_n: 0.0,
-            s: 0.0,
-        };
-        z.h_x1 = z.h_integral(1.5) - 1.0;
-        z.h_n = z.h_integral(z.n + 0.5);
-        z.s = 2.0 - z.h_integral_inv(z.h_integral(2.5) - z.h(2.0));
-        z
-    }
-
-    fn h(&self, x: f64) -> f64 {
-        (-self.theta * x.ln()).exp()
-    }
-
-    fn h_integral(&self, x: f64) -> f64 {
-        (x.powf(1.0 - self.theta) - 1.0) / (1.0 - self.theta)
-    }
-
-    fn h_integral_inv(&self, x: f64) -> f64 {
-        let t = (x * (1.0 - self.theta)).max(-1.0);
-        (1.0 + t).powf(1.0 / (1.0 - self.theta))
-    }
-
-    /// One rank, `1..=n`.
-    #[inline]
-    pub fn sample(&self, rng: &mut Rng) -> u64 {
-        loop {
-            let u01 = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-            let u = self.h_n + u01 * (self.h_x1 - self.h_n);
-            let x = self.h_integral_inv(u);
-            let k = (x + 0.5).floor().clamp(1.0, self.n);
-            if k - x <= self.s || u >= self.h_integral(k + 0.5) - self.h(k) {
-                return k as u64;
-            }
-        }
-    }
-}
-
-/// Where the next read of each stream goes, and each stream's latencies:
-/// the driver's [`Reads`] hook (file index = stream).
-struct Streams<'a> {
-    rng: Rng,
-    mix: [u32; 3],
-    zipf: Zipf,
-    blocks: [u64; 3],
-    bs: u64,
-    seq: u64,
-    /// Where f3's reader is, for the helper that drops the pages behind it.
-    f3_pos: &'a AtomicU64,
-    lat: [Latency; 3],
-}
-
-impl Reads for Streams<'_> {
-    fn done(&mut self, stream: usize, clat: Duration) {
-        self.lat[stream].record(clat);
-    }
-
-    /// The next request: its stream and offset.
-    #[inline]
-    fn next(&mut self) -> (usize, u64) {
-        let r = self.rng.below(100) as u32;
-        let stream = if r < self.mix[0] {
-            0
-        } else if r < self.mix[0] + self.mix[1] {
-            1
-        } else {
-            2
-        };
-        let block = match stream {
-            // Spread the hot ranks over the file: rank * prime mod n is a
-            // bijection for any n below the prime.
-            0 => (self.zipf.sample(&mut self.rng) - 1) * 2_654_435_761 % self.blocks[0],
-            1 => self.rng.below(self.blocks[1]),
-            _ => {
-                let b = self.seq;
-                self.seq = (self.seq + 1) % self.blocks[2];
-                self.f3_pos.store(b * self.bs, Ordering::Relaxed);
-                b
-            }
-        };
-        (stream, block * self.bs)
-    }
+    command("nowait scenario mixed", HELP, args, parse, run)
 }
 
 /// One configuration's figures, as the JSON report's `configs[]` and the
@@ -366,39 +258,6 @@ struct Config {
     pool_lines: Vec<String>,
 }
 
-#[derive(Serialize)]
-struct Total {
-    ios: u64,
-    iops: f64,
-    bw_bytes: f64,
-    bw_kbs: f64,
-}
-
-#[derive(Serialize)]
-struct Stream {
-    stream: &'static str,
-    ios: u64,
-    share_pct: f64,
-    iops: f64,
-    bw_bytes: f64,
-    bw_kbs: f64,
-    lat: Lat,
-}
-
-#[derive(Serialize)]
-struct Lat {
-    #[serde(rename = "N")]
-    n: u64,
-    mean_ns: f64,
-    min_ns: u64,
-    max_ns: u64,
-    p50_ns: u64,
-    p90_ns: u64,
-    p99_ns: u64,
-    p99_9_ns: u64,
-    pct_le_2us: f64,
-}
-
 /// A configuration that ran, or the reason it was skipped.
 #[derive(Serialize)]
 #[serde(untagged)]
@@ -416,23 +275,20 @@ fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
 }
 
 fn run(a: &Args) -> Result<(), Failure> {
-    let (_tmp, dir) = crate::cmd::scenario::async_buffered::scratch(a.dir.as_deref(), "mixed")?;
+    let (_tmp, dir) = scratch(a.dir.as_deref(), "mixed")?;
     let mut files = Vec::new();
     for (i, size) in a.sizes.iter().enumerate() {
         let p = dir.join(format!("mixed-{}.data", STREAMS[i]));
-        if !std::fs::metadata(&p).is_ok_and(|m| m.len() == *size) {
-            let _ = std::fs::remove_file(&p);
-            layout::lay_out(&p, *size).map_err(|f| match f {
-                Failure::Usage(m) => Failure::Usage(format!("--f{}-size: {m}", i + 1)),
-                f => f,
-            })?;
-        }
+        layout::lay_out_exactly(&p, *size).map_err(|f| match f {
+            Failure::Usage(m) => Failure::Usage(format!("--f{}-size: {m}", i + 1)),
+            f => f,
+        })?;
         let f = File::open(&p, Direct::Off)
             .map_err(|e| Failure::Runtime(format!("--dir={}: {e}", dir.display())))?;
         files.push(f);
     }
     if !a.json {
-        println!("host: {}", crate::base::sys::host(Some(files[0].path())));
+        println!("host: {}", host(Some(files[0].path())));
         println!(
             "mixed: {} reads, one queue of depth {}, mix f1/f2/f3 = {}/{}/{}%, {:?} per configuration",
             human_bytes(a.bs),
@@ -491,37 +347,6 @@ fn run(a: &Args) -> Result<(), Failure> {
     emit(&text, a.output.as_deref())
 }
 
-/// Read a whole file once so its pages are cached (checking it with `verify`).
-fn warm(f: &File, verify: bool) -> Result<(), Failure> {
-    use std::os::unix::fs::FileExt;
-    let err = |e: &dyn std::fmt::Display| {
-        Failure::Runtime(format!("warming {}: {e}", f.path().display()))
-    };
-    let std_file = std::fs::File::open(f.path()).map_err(|e| err(&e))?;
-    let len = f.len().map_err(|e| err(&e))?;
-    let mut buf = vec![0u8; 1 << 20];
-    let mut off = 0;
-    while off < len {
-        let n = std_file.read_at(&mut buf, off).map_err(|e| err(&e))?;
-        if n == 0 {
-            break;
-        }
-        if verify {
-            nowait::pattern::check(off, &buf[..n]).map_err(|m| {
-                Failure::Runtime(format!("--verify: {m} in {}", f.path().display()))
-            })?;
-        }
-        off += n as u64;
-    }
-    Ok(())
-}
-
-fn drop_range(f: &File, offset: u64, len: u64) {
-    // Best effort: a failed drop only leaves pages cached, which the report's
-    // f2 latencies would show.
-    let _ = crate::base::sys::fadvise(f, offset, len, rustix::fs::Advice::DontNeed);
-}
-
 fn run_config(
     a: &Args,
     files: &[File],
@@ -555,62 +380,24 @@ fn run_config(
     let f3_pos = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let refs: Vec<&File> = files.iter().collect();
-    let streams = |_| Streams {
-        rng: Rng::new(a.seed),
-        mix: a.mix,
-        zipf: Zipf::new(a.sizes[0] / a.bs, a.zipf),
-        blocks: a.sizes.map(|s| s / a.bs),
-        bs: a.bs,
-        seq: 0,
-        f3_pos: &f3_pos,
-        lat: Default::default(),
+    let streams = |_| {
+        LatencyByFile::new(
+            Streams::new(a.seed, a.mix, a.zipf, a.sizes, a.bs, &f3_pos),
+            3,
+        )
     };
     let d = std::thread::scope(|s| {
         // Keep f2 uncached, and f3 uncached behind its reader.
-        s.spawn(|| {
-            while a.keep_uncached && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(100));
-                drop_range(&files[1], 0, 0);
-                let pos = f3_pos.load(Ordering::Relaxed);
-                let keep = 16u64 << 20;
-                drop_range(&files[2], 0, pos.saturating_sub(keep));
-                drop_range(&files[2], pos + keep, 0);
-            }
-        });
-        let d = run::drive(&job, &refs, u64::MAX, Mode::Serve, streams, None);
+        if a.keep_uncached {
+            s.spawn(|| keep_uncached(&files[1], &files[2], &f3_pos, 16 << 20, &stop));
+        }
+        let d = drive(&job, &refs, u64::MAX, Mode::Serve, streams, None);
         stop.store(true, Ordering::Relaxed);
         d
     })?;
-    let Streams { lat, .. } = d.reads.into_iter().next().expect("one thread");
+    let LatencyByFile { lat, .. } = d.reads.into_iter().next().expect("one thread");
     let m = &d.measured;
-    let secs = m.elapsed.as_secs_f64().max(1e-9);
-    let ios = [0, 1, 2].map(|i| lat[i].summary().n);
-    let total: u64 = ios.iter().sum();
-    let bw = |n: u64| n as f64 * a.bs as f64 / secs;
-    let streams = (0..3)
-        .map(|i| {
-            let s = lat[i].summary();
-            Stream {
-                stream: STREAMS[i],
-                ios: ios[i],
-                share_pct: ios[i] as f64 / total.max(1) as f64 * 100.0,
-                iops: ios[i] as f64 / secs,
-                bw_bytes: bw(ios[i]),
-                bw_kbs: bw(ios[i]) / 1024.0,
-                lat: Lat {
-                    n: s.n,
-                    mean_ns: s.mean_ns,
-                    min_ns: s.min_ns,
-                    max_ns: s.max_ns,
-                    p50_ns: s.at(50.0),
-                    p90_ns: s.at(90.0),
-                    p99_ns: s.at(99.0),
-                    p99_9_ns: s.at(99.9),
-                    pct_le_2us: lat[i].pct_at_or_below(2000),
-                },
-            }
-        })
-        .collect();
+    let (streams, total) = per_stream(&STREAMS, &lat, a.bs, m.elapsed);
     let states: Vec<(String, nowait::NowaitState)> = match k {
         BackendKind::Pool => (0..3)
             .map(|i| (STREAMS[i].to_string(), files[i].nowait_state()))
@@ -620,13 +407,10 @@ fn run_config(
     let pool_lines = match k {
         BackendKind::Pool => {
             let words: Vec<String> = (states.iter())
-                .map(|(n, st)| format!("{n} {}", report::nowait_state_words(st)))
+                .map(|(n, st)| format!("{n} {}", nowait_state_words(st)))
                 .collect();
             vec![
-                format!(
-                    "nowait path: {}",
-                    report::nowait_path_line(&m.queue.backend.nowait)
-                ),
+                format!("nowait path: {}", nowait_path_line(&m.queue.backend.nowait)),
                 format!("files: {}", words.join("; ")),
             ]
         }
@@ -637,12 +421,7 @@ fn run_config(
         engine: k.as_str(),
         nowait: mode.map(|m| m.as_str()),
         runtime_ms: m.elapsed.as_millis() as u64,
-        total: Total {
-            ios: total,
-            iops: total as f64 / secs,
-            bw_bytes: bw(total),
-            bw_kbs: bw(total) / 1024.0,
-        },
+        total,
         streams,
         nowait_path: NowaitPath::of(mode, &m.queue.backend.nowait, &states),
         syscalls: m.queue.backend.syscalls,
@@ -673,9 +452,11 @@ fn table(a: &Args, results: &[Ran]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "\n{:<26} {:<3} {:>6} {:>8} {:>10} {:>8} {:>8} {:>8} {:>8} {:>8} {:>7} | seed {:<6} {:>10}  latency",
-        "configuration", "", "share", "IOPS", "bw KB/s", "p50", "p90", "p99", "p99.9", "max", "<=2us",
-        "", "bw KB/s"
+        "\n{:<26} {} | seed {:<6} {:>10}  latency",
+        "configuration",
+        header_cells(),
+        "",
+        "bw KB/s"
     );
     let ns = |v: u64| short_ns(v as f64);
     for r in results {
@@ -688,7 +469,6 @@ fn table(a: &Args, results: &[Ran]) -> String {
         };
         let seed = seed(r.seed_part);
         for (i, st) in r.streams.iter().enumerate() {
-            let l = &st.lat;
             let seed_cols = match (r.seed_part, seed) {
                 (Some(when), Some((ss, _))) => {
                     format!("{:<6} {:>10.0}  {}", when, ss[i].0, ss[i].1)
@@ -697,25 +477,21 @@ fn table(a: &Args, results: &[Ran]) -> String {
             };
             let _ = writeln!(
                 s,
-                "{:<26} {:<3} {:>5.1}% {:>8} {:>10.0} {:>8} {:>8} {:>8} {:>8} {:>8} {:>6.1}% | seed {seed_cols}",
+                "{:<26} {} | seed {seed_cols}",
                 if i == 0 { r.name.as_str() } else { "" },
-                st.stream,
-                st.share_pct,
-                short_num(st.iops),
-                st.bw_kbs,
-                ns(l.p50_ns),
-                ns(l.p90_ns),
-                ns(l.p99_ns),
-                ns(l.p99_9_ns),
-                ns(l.max_ns),
-                l.pct_le_2us,
+                stream_cells(st)
             );
         }
         let seed_total = seed.map_or("-".to_string(), |(_, t)| format!("{t:.0}"));
         let _ = writeln!(
             s,
-            "{:<26} {:<3} {:>6} {:>8} {:>10.0} | usr {:.1}% sys {:.1}% ctx {} syscalls {} | seed total {seed_total} KB/s",
-            "", "all", "", short_num(r.total.iops), r.total.bw_kbs, r.usr_cpu, r.sys_cpu, r.ctx, r.syscalls,
+            "{:<26} {} | usr {:.1}% sys {:.1}% ctx {} syscalls {} | seed total {seed_total} KB/s",
+            "",
+            total_cells(&r.total),
+            r.usr_cpu,
+            r.sys_cpu,
+            r.ctx,
+            r.syscalls,
         );
         for line in &r.pool_lines {
             let _ = writeln!(s, "{:<26} {line}", "");
@@ -770,7 +546,7 @@ fn json_report(a: &Args, files: &[File], results: &[Ran]) -> Value {
     };
     json!({
         "scenario": "mixed",
-        "host": crate::base::sys::Host::of(files.first().map(|f| f.path())),
+        "host": Host::of(files.first().map(|f| f.path())),
         "bs": a.bs,
         "iodepth": a.iodepth,
         "runtime_ms": a.runtime.as_millis() as u64,
@@ -821,49 +597,5 @@ mod tests {
         assert!(ok.verify && ok.json);
         assert_eq!(ok.runtime, Duration::from_millis(300));
         assert_eq!(ok.configs.len(), 3);
-    }
-
-    #[test]
-    fn zipf_favours_low_ranks_and_stays_in_range() {
-        let z = Zipf::new(1000, 1.2);
-        let mut rng = Rng::new(7);
-        let mut counts = [0u32; 1001];
-        for _ in 0..100_000 {
-            let k = z.sample(&mut rng);
-            assert!((1..=1000).contains(&k));
-            counts[k as usize] += 1;
-        }
-        // Rank 1 is drawn about 2^1.2 = 2.3 times as often as rank 2.
-        let r = counts[1] as f64 / counts[2] as f64;
-        assert!((1.9..2.8).contains(&r), "rank1/rank2 = {r}");
-        assert!(counts[1] > counts[100] * 50);
-    }
-
-    #[test]
-    fn streams_follow_the_mix_and_the_sequence() {
-        let pos = AtomicU64::new(0);
-        let mut s = Streams {
-            rng: Rng::new(1),
-            mix: [73, 18, 9],
-            zipf: Zipf::new(64, 1.2),
-            blocks: [64, 1000, 10],
-            bs: 16384,
-            seq: 0,
-            f3_pos: &pos,
-            lat: Default::default(),
-        };
-        let mut n = [0u32; 3];
-        let mut seq = Vec::new();
-        for _ in 0..100_000 {
-            let (st, off) = s.next();
-            n[st] += 1;
-            assert!(off / 16384 < s.blocks[st]);
-            if st == 2 && seq.len() < 12 {
-                seq.push(off / 16384);
-            }
-        }
-        assert!((72_000..74_000).contains(&n[0]), "{n:?}");
-        assert!((17_000..19_000).contains(&n[1]), "{n:?}");
-        assert_eq!(seq, vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]);
     }
 }

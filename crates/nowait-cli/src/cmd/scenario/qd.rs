@@ -14,22 +14,29 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use nowait::BackendKind;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::base::json::{Or, Summary};
-
-use crate::base::args::emit;
-use crate::cmd::scenario::async_buffered::{opts, parse_depth};
-use crate::driver::layout::{self, human_bytes};
-use crate::driver::run::{self, Failure, Outcome};
-use crate::fio::args::{self as fio, FioResult};
-use crate::model::defs::{self as options, Job, Rw};
-use crate::report::text::{self as report, short_ns, short_num};
+use crate::base::args::scenario_options;
+use crate::base::failure::{command, Failure};
+use crate::base::host::{host, Host};
+use crate::base::json::{FioResult, Or, Summary};
+use crate::base::output::emit;
+use crate::base::units::{human_bytes, ratio, short_ns, short_num};
+use crate::driver::job::run_prepared;
+use crate::driver::layout;
+use crate::driver::scratch::{fs_of, make_loop_fs, scratch};
+use crate::fio;
+use crate::measure::outcome::Outcome;
+use crate::model::job::{Job, Rw};
+use crate::model::values::{
+    in_range, parse_bool, parse_depth, parse_json_format, parse_runtime, parse_size,
+};
+use crate::report::json::summary;
+use crate::report::words::hipri_status;
 
 const HELP: &str = "\
 nowait scenario qd-sweep — the seed 001's QD sweep: 4 KiB direct randread
@@ -164,13 +171,13 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
     };
     let known = "dir size qd iodepth runtime fs engines fio verify output-format \
          output";
-    opts(args, known, "verify", "qd-sweep", |name, raw, v| {
+    scenario_options(args, known, "verify", "qd-sweep", |name, raw, v| {
         let list = v.split(',').map(str::trim);
         match name {
             "dir" => a.dir = Some(PathBuf::from(raw)),
-            "size" => a.size = options::in_range(options::parse_size(v)?, 1 << 20, u64::MAX)?,
+            "size" => a.size = in_range(parse_size(v)?, 1 << 20, u64::MAX)?,
             "qd" | "iodepth" => a.qd = list.map(parse_depth).collect::<Result<_, _>>()?,
-            "runtime" => a.runtime = options::parse_runtime(v)?,
+            "runtime" => a.runtime = parse_runtime(v)?,
             "fs" => {
                 a.fs = list.map(str::to_string).collect();
                 if let Some(bad) = a.fs.iter().find(|f| !["ext4", "xfs"].contains(&f.as_str())) {
@@ -178,9 +185,9 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
                 }
             }
             "engines" => a.engines = list.map(Engine::parse).collect::<Result<_, _>>()?,
-            "fio" => a.fio = options::parse_bool(v)?,
-            "verify" => a.verify = options::parse_bool(v)?,
-            "output-format" => a.json = crate::cmd::scenario::async_buffered::parse_json_format(v)?,
+            "fio" => a.fio = parse_bool(v)?,
+            "verify" => a.verify = parse_bool(v)?,
+            "output-format" => a.json = parse_json_format(v)?,
             _ => a.output = Some(PathBuf::from(raw)),
         }
         Ok(())
@@ -190,132 +197,7 @@ fn parse(args: &[OsString]) -> Result<Args, String> {
 
 /// Run `nowait scenario qd-sweep`; returns the exit code.
 pub fn run_cmd(args: &[OsString]) -> i32 {
-    crate::cmd::scenario::async_buffered::dispatch("qd-sweep", HELP, args, parse, run)
-}
-
-/// A filesystem made on a loop device for the sweep; unmounted and
-/// detached when dropped.
-struct LoopFs {
-    mnt: PathBuf,
-    dev: String,
-    mounted: bool,
-}
-
-impl Drop for LoopFs {
-    fn drop(&mut self) {
-        if self.mounted {
-            if let Err(e) = unmount(&self.mnt) {
-                eprintln!(
-                    "nowait scenario qd-sweep: cleanup: {e}; unmount {} by hand",
-                    self.mnt.display()
-                );
-            }
-        }
-        if let Err(e) = sh("losetup", &["-d", &self.dev]) {
-            eprintln!(
-                "nowait scenario qd-sweep: cleanup: {e}; detach {} by hand",
-                self.dev
-            );
-        }
-    }
-}
-
-/// Unmount `mnt`, retrying for a while: io_uring releases a closed ring's
-/// registered files in a kernel worker after `close`, so the filesystem can
-/// be busy for a moment after the last queue is gone. Falls back to a lazy
-/// unmount (`umount -l`) so nothing stays mounted.
-fn unmount(mnt: &Path) -> Result<String, String> {
-    let m = mnt.to_str().unwrap_or_default();
-    let mut last = String::new();
-    for _ in 0..40 {
-        match sh("umount", &[m]) {
-            Ok(out) => return Ok(out),
-            Err(e) => last = e,
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    sh("umount", &["-l", m]).map_err(|e| format!("{last}; then {e}"))
-}
-
-/// Run a tool, returning its stdout or why it failed.
-fn sh(cmd: &str, args: &[&str]) -> Result<String, String> {
-    let o = Command::new(cmd)
-        .args(args)
-        .output()
-        .map_err(|e| format!("cannot run {cmd}: {e}"))?;
-    if !o.status.success() {
-        return Err(format!(
-            "`{cmd} {}` failed ({}): {}",
-            args.join(" "),
-            o.status,
-            String::from_utf8_lossy(&o.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-}
-
-fn tool_exists(name: &str) -> bool {
-    [
-        "/usr/sbin",
-        "/sbin",
-        "/usr/bin",
-        "/bin",
-        "/usr/local/sbin",
-        "/usr/local/bin",
-    ]
-    .iter()
-    .any(|d| Path::new(d).join(name).exists())
-}
-
-/// The filesystem of a directory, by name.
-fn fs_of(dir: &Path) -> String {
-    let probe = dir.join(".nowait-fs-probe");
-    let r = std::fs::write(&probe, b"x")
-        .ok()
-        .and_then(|_| nowait::File::open(&probe, nowait::Direct::Off).ok())
-        .map(|f| f.fs().to_string());
-    let _ = std::fs::remove_file(&probe);
-    r.unwrap_or_else(|| "unknown".into())
-}
-
-/// Make `fs` on a loop device over a sparse image in `scratch`, mounted under it.
-fn make_loop_fs(fs: &str, scratch: &Path, size: u64) -> Result<LoopFs, String> {
-    if !rustix::process::getuid().is_root() {
-        return Err(format!(
-            "needs root to make {fs} on a loop device (mkfs.{fs} + mount -o loop); run as root \
-             or give --dir on a {fs} filesystem"
-        ));
-    }
-    let mkfs = format!("mkfs.{fs}");
-    if !tool_exists(&mkfs) {
-        return Err(format!(
-            "{mkfs} is not installed (apt-get install {})",
-            if fs == "xfs" { "xfsprogs" } else { "e2fsprogs" }
-        ));
-    }
-    let img = scratch.join(format!("{fs}.img"));
-    // Room for the file, the log and metadata; xfs wants at least 300 MiB.
-    let img_size = (size + size / 8 + (512 << 20)).div_ceil(1 << 20) << 20;
-    std::fs::File::create(&img)
-        .and_then(|f| f.set_len(img_size))
-        .map_err(|e| format!("cannot make the image {}: {e}", img.display()))?;
-    let img_s = img.to_string_lossy().to_string();
-    // Direct I/O on the loop device, so reads reach the disk below as the
-    // job's O_DIRECT reads would (plain losetup if it cannot).
-    let dev = sh("losetup", &["--find", "--show", "--direct-io=on", &img_s])
-        .or_else(|_| sh("losetup", &["--find", "--show", &img_s]))?;
-    let mut guard = LoopFs {
-        mnt: scratch.join(format!("{fs}-mnt")),
-        dev: dev.clone(),
-        mounted: false,
-    };
-    let force = if fs == "xfs" { "-f" } else { "-F" };
-    sh(&mkfs, &["-q", force, &dev])?;
-    std::fs::create_dir_all(&guard.mnt)
-        .map_err(|e| format!("mkdir {}: {e}", guard.mnt.display()))?;
-    sh("mount", &[&dev, guard.mnt.to_str().unwrap_or_default()])?;
-    guard.mounted = true;
-    Ok(guard)
+    command("nowait scenario qd-sweep", HELP, args, parse, run)
 }
 
 /// One measured point.
@@ -332,7 +214,7 @@ impl Point {
     fn status(&self) -> String {
         match &self.ours {
             Err(e) => format!("failed: {e}"),
-            Ok(o) => report::hipri_status(&o.job, &o.measured).unwrap_or_else(|| "ok".into()),
+            Ok(o) => hipri_status(&o.job, &o.measured).unwrap_or_else(|| "ok".into()),
         }
     }
 
@@ -353,9 +235,9 @@ struct FsRun {
 }
 
 fn run(a: &Args) -> Result<(), Failure> {
-    let (_tmp, scratch) = crate::cmd::scenario::async_buffered::scratch(a.dir.as_deref(), "qd")?;
+    let (_tmp, scratch) = scratch(a.dir.as_deref(), "qd")?;
     let fio_ok = if a.fio {
-        match fio::version() {
+        match fio::run::version() {
             Ok(v) => Some(v),
             Err(e) => {
                 eprintln!("SKIP fio: {e}");
@@ -374,7 +256,7 @@ fn run(a: &Args) -> Result<(), Failure> {
         let (dir, source) = if &here == fs {
             (scratch.clone(), format!("{} ({fs})", scratch.display()))
         } else {
-            match make_loop_fs(fs, &scratch, a.size) {
+            match make_loop_fs(fs, &scratch, a.size, "nowait scenario qd-sweep") {
                 Ok(g) => {
                     let d = g.mnt.clone();
                     let src = format!("loop device {} mounted on {}", g.dev, d.display());
@@ -452,7 +334,7 @@ fn sweep_fs(
                 iodepth: qd,
                 ..base.clone()
             };
-            let ours = match run::run_prepared(&job, &data) {
+            let ours = match run_prepared(&job, &data) {
                 Ok(o) => Ok(o),
                 Err(Failure::Runtime(m) | Failure::Unavailable(m)) => {
                     eprintln!("{fs} {} qd {qd}: {m}", engine.name());
@@ -461,7 +343,7 @@ fn sweep_fs(
                 Err(f) => return Err(f),
             };
             let fio = with_fio.then(|| {
-                fio::run(&job, data.region).map_err(|e| {
+                fio::run::run(&job, data.region).map_err(|e| {
                     if engine == Engine::UringPoll
                         && (e.contains("\"error\" : 95") || e.contains("not supported"))
                     {
@@ -515,7 +397,7 @@ fn first_line(s: &str) -> String {
 fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
     use std::fmt::Write;
     let file = fs_runs.iter().find_map(|f| f.filename.as_deref());
-    let mut s = format!("host: {}\n", crate::base::sys::host(file));
+    let mut s = format!("host: {}\n", host(file));
     for f in fs_runs {
         match &f.skipped {
             Some(why) => {
@@ -544,12 +426,12 @@ fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
     for p in points {
         let (iops, p50, p99, spi) = match &p.ours {
             Ok(o) => {
-                let m = Summary::of(o);
+                let m = summary(o);
                 (
                     short_num(m.iops),
                     short_ns(m.clat_p50_ns as f64),
                     short_ns(m.clat_p99_ns as f64),
-                    format!("{:.2}", crate::measure::metrics::ratio(m.syscalls, m.ios)),
+                    format!("{:.2}", ratio(m.syscalls, m.ios)),
                 )
             }
             Err(_) => ("failed".into(), "-".into(), "-".into(), "-".into()),
@@ -617,7 +499,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
             engine: p.engine.name(),
             qd: p.qd,
             status: p.status(),
-            nowait: Or::of(&p.ours, Summary::of),
+            nowait: Or::of(&p.ours, summary),
             fio: p.fio.as_ref().map(|f| Or::of(f, FioResult::clone)),
             ratio: p.ratio(),
             seed: seed_for(&p.fs, p.engine, p.qd).map(|(simple0_iops, simple1_iops)| Seed {
@@ -628,7 +510,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
         .collect();
     json!({
         "scenario": "qd-sweep",
-        "host": crate::base::sys::Host::of(fs_runs.iter().find_map(|f| f.filename.as_deref())),
+        "host": Host::of(fs_runs.iter().find_map(|f| f.filename.as_deref())),
         "bs": 4096,
         "rw": "randread",
         "direct": true,
