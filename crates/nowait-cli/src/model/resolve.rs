@@ -17,7 +17,7 @@ use crate::model::sweep::expand;
 /// and drop the duplicates a sweep makes of them (`--ioengine uring,pool
 /// --nowait off,adaptive` runs uring once). `--nowait` turning RWF_NOWAIT
 /// on (always, adaptive) on io_uring where no job uses the pool is an
-/// error: it is fio's io_uring option ([`uring_nowait`]); `--nowait=0`
+/// error: it is fio's io_uring option (`uring_nowait` says why); `--nowait=0`
 /// (off, fio's default) is what nowait's uring engine does. Returns the
 /// jobs to run and the notes to print (each once).
 pub fn applicable(jobs: Vec<Job>) -> Result<(Vec<Job>, Vec<String>), String> {

@@ -51,14 +51,11 @@ mod tests {
     use crate::measure::row;
     use crate::report::{json, table, text};
 
-    /// With several runs a side, the headline ratio, the table and the JSON
-    /// use the medians (never the run shown in full over fio's run shown).
-    #[test]
-    fn repeated_runs_headline_the_ratio_of_medians() {
-        let mut r = row::example(); // its run: 10k IOPS
-        let fio = FioResult {
+    /// fio's run at 20k IOPS: clat p50/p99 1 and 2 ns, lat p50/p99 3 and 4 us.
+    fn fio_at_20k() -> FioResult {
+        FioResult {
             iops: 20_000.0,
-            bw_bytes: 20_000.0 * 4096.0,
+            bw_bytes: 0.0,
             clat_mean_ns: 0.0,
             clat_p50_ns: Some(1),
             clat_p99_ns: Some(2),
@@ -69,6 +66,17 @@ mod tests {
             ctx: 0,
             runtime_ms: 1,
             command: "fio".into(),
+        }
+    }
+
+    /// With several runs a side, the headline ratio, the table and the JSON
+    /// use the medians (never the run shown in full over fio's run shown).
+    #[test]
+    fn repeated_runs_headline_the_ratio_of_medians() {
+        let mut r = row::example(); // its run: 10k IOPS
+        let fio = FioResult {
+            bw_bytes: 20_000.0 * 4096.0,
+            ..fio_at_20k()
         };
         r.fio = Some(Ok(fio));
         let runs = [
@@ -122,18 +130,9 @@ mod tests {
         r.ours.job.iodepth = 8;
         r.ours.effective_iodepth = 8;
         r.fio = Some(Ok(FioResult {
-            iops: 20_000.0,
-            bw_bytes: 0.0,
-            clat_mean_ns: 0.0,
             clat_p50_ns: None,
             clat_p99_ns: None,
-            lat_p50_ns: Some(3_000),
-            lat_p99_ns: Some(4_000),
-            usr_cpu: 0.0,
-            sys_cpu: 0.0,
-            ctx: 0,
-            runtime_ms: 1,
-            command: "fio".into(),
+            ..fio_at_20k()
         }));
         let t = table::table(std::slice::from_ref(&r));
         let line = t.lines().nth(1).unwrap();
@@ -173,20 +172,7 @@ mod tests {
         let c = Compare::new("abba", &runs[..2], &[1]);
         assert_eq!((c.nowait, c.ratio_of_medians), (None, None));
 
-        let fio = FioResult {
-            iops: 20_000.0,
-            bw_bytes: 0.0,
-            clat_mean_ns: 0.0,
-            clat_p50_ns: Some(1),
-            clat_p99_ns: Some(2),
-            lat_p50_ns: Some(3_000),
-            lat_p99_ns: Some(4_000),
-            usr_cpu: 0.0,
-            sys_cpu: 0.0,
-            ctx: 0,
-            runtime_ms: 1,
-            command: "fio".into(),
-        };
+        let fio = fio_at_20k();
         // One run, stopped after some reads: shown, marked, no ratio.
         let mut r = row::example();
         r.ours.interrupted = true;
