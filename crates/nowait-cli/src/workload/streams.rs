@@ -1,7 +1,7 @@
 //! The mixed scenario's workload (seed 003): three streams over three
 //! files in one queue, each request drawn f1/f2/f3 by a mix in percent: f1
 //! zipf-distributed over its file, f2 uniform over its file, f3 sequential
-//! (its position published for the helper that drops the pages behind it).
+//! (its position published for the thread that drops the pages behind it).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -18,7 +18,7 @@ pub struct Streams<'a> {
     blocks: [u64; 3],
     bs: u64,
     seq: u64,
-    /// Where f3's reader is, for the helper that drops the pages behind it.
+    /// Where f3's reader is, for the thread that drops the pages behind it.
     f3_pos: &'a AtomicU64,
 }
 
