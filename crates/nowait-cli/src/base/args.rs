@@ -1,7 +1,8 @@
 //! The one argument lexer of every subcommand, over `lexopt`: long options
 //! as `--name=value` or `--name value`, flags that take the next word only
 //! when it is a boolean (`--verify 0`), `-h`/`--help`, and positional
-//! arguments kept as `OsString` so any path works, UTF-8 or not.
+//! arguments kept as `OsString` so any path works, UTF-8 or not; and the
+//! scenarios' options read through it ([`scenario_options`]).
 
 use std::ffi::{OsStr, OsString};
 

@@ -11,8 +11,8 @@ pub trait Reads: Send {
     fn next(&mut self) -> (usize, u64);
 
     /// A measured read of file `file` completed with completion latency
-    /// `clat` (from its push in the driver's `Mode::Serve` and at depth 1; else from
-    /// the return of its submit call).
+    /// `clat` (from its push in the driver's `Mode::Serve` and at depth 1;
+    /// else from the return of its submit call).
     #[inline]
     fn done(&mut self, _file: usize, _clat: Duration) {}
 }
