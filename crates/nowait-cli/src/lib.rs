@@ -38,6 +38,7 @@ pub mod scenario_mixed;
 pub mod scenario_qd;
 pub mod sqpoll;
 pub mod sys;
+pub mod workload;
 
 const HELP: &str = "\
 nowait — fast asynchronous file reads on Linux, and the tool that measures them
