@@ -25,6 +25,7 @@ pub mod jobfile;
 pub mod json;
 pub mod layout;
 pub mod metrics;
+pub mod model;
 pub mod offsets;
 pub mod options;
 pub mod peak;

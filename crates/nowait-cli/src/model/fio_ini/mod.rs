@@ -1,0 +1,3 @@
+//! fio's job-file syntax.
+
+pub mod value;
