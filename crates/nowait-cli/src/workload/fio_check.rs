@@ -63,6 +63,12 @@ impl Fio {
         self.ops(args).into_iter().filter(|(d, _, _)| d == "read").map(|(_, o, l)| (o, l)).collect()
     }
 
+    /// Like [`Fio::reads`], also answering the file name fio was given.
+    pub fn reads_with_file(&self, args: &[&str]) -> (Vec<(u64, u64)>, String) {
+        let (ops, file) = self.ops_in(args);
+        (ops.into_iter().filter(|(d, _, _)| d == "read").map(|(_, o, l)| (o, l)).collect(), file)
+    }
+
     /// Like [`Fio::reads`], with the job's options from a job file body
     /// (the `[t]` section's lines) instead of the command line.
     pub fn job_reads(&self, body: &str) -> Vec<(u64, u64)> {
@@ -74,6 +80,10 @@ impl Fio {
 
     /// Every logged operation `(ddir, offset, length)`.
     pub fn ops(&self, args: &[&str]) -> Vec<(String, u64, u64)> {
+        self.ops_in(args).0
+    }
+
+    fn ops_in(&self, args: &[&str]) -> (Vec<(String, u64, u64)>, String) {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("iolog");
         let file = dir.path().join("f");
@@ -98,7 +108,8 @@ impl Fio {
             String::from_utf8_lossy(&out.stderr)
         );
         let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{} wrote no iolog: {e}", self.version));
-        text.lines()
+        let ops = text
+            .lines()
             .filter_map(|l| {
                 let f: Vec<&str> = l.split_whitespace().collect();
                 match f.as_slice() {
@@ -106,6 +117,7 @@ impl Fio {
                     _ => None,
                 }
             })
-            .collect()
+            .collect();
+        (ops, file.display().to_string())
     }
 }

@@ -11,6 +11,8 @@
 
 #[allow(dead_code)]
 pub mod fio_random;
+#[allow(dead_code)]
+pub mod fio_dist;
 
 #[cfg(test)]
 mod fio_check;
