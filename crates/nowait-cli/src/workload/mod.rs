@@ -13,6 +13,10 @@
 pub mod fio_random;
 #[allow(dead_code)]
 pub mod fio_dist;
+#[allow(dead_code)]
+pub mod fio_offsets;
+#[allow(dead_code)]
+pub mod fio_sizes;
 
 #[cfg(test)]
 mod fio_check;
