@@ -12,6 +12,8 @@
 #[allow(dead_code)]
 pub mod fio_random;
 #[allow(dead_code)]
+pub mod fio_rate;
+#[allow(dead_code)]
 pub mod fio_dist;
 #[allow(dead_code)]
 pub mod fio_offsets;
