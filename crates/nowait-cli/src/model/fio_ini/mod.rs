@@ -27,6 +27,7 @@
 //! `unit_base` first, `filename`/`filename_format` last), not in file order;
 //! the option table does the same with [`Job::options`].
 
+pub mod arith;
 pub mod expand;
 pub mod value;
 

@@ -75,6 +75,7 @@ pub enum Size {
 /// and the rest.
 fn split_number(s: &str) -> Result<(i64, &str, bool), ValueError> {
     let t = s.trim();
+    let blank = s.starts_with(char::is_whitespace);
     if t.is_empty() {
         return err("an empty value where a number is needed");
     }
@@ -95,7 +96,14 @@ fn split_number(s: &str) -> Result<(i64, &str, bool), ValueError> {
         return err(format!("`{t}` does not start with a number"));
     }
     let v: i64 = body[..digits].parse().map_err(|_| ValueError(format!("`{t}` is too large")))?;
-    Ok((if neg { -v } else { v }, &body[digits..], false))
+    let unit = &body[digits..];
+    if blank && !unit.is_empty() {
+        return err(format!(
+            "`{}`: fio reads a value that starts with a blank without its unit ({v}); remove the blank after `=`",
+            s.trim_end()
+        ));
+    }
+    Ok((if neg { -v } else { v }, unit, false))
 }
 
 /// The multiplier of a size unit (case-insensitive), as fio's
@@ -129,8 +137,18 @@ fn size_unit(unit: &str, kb: KbBase, whole: &str) -> Result<Option<u64>, ValueEr
     Ok(Some(m))
 }
 
+/// A value in parentheses, by fio's expression grammar ([`super::arith`]),
+/// scaled by the option's implied unit when it names none.
+fn expression(s: &str, is_time: bool, unit: f64) -> Result<i64, ValueError> {
+    let v = super::arith::eval(s, is_time).map_err(|e| ValueError(format!("`{s}`: {e}")))?;
+    super::arith::implied(&v, unit).map_err(|e| ValueError(format!("`{s}`: {e}")))
+}
+
 /// A signed byte count with a unit (`rw=read:-8k`, `offset_increment`).
 pub fn parse_signed_bytes(s: &str, kb: KbBase) -> Result<i64, ValueError> {
+    if s.starts_with('(') {
+        return expression(s, false, 1.0);
+    }
     let (v, unit, hex) = split_number(s)?;
     if hex {
         return Ok(v);
@@ -145,6 +163,12 @@ pub fn parse_signed_bytes(s: &str, kb: KbBase) -> Result<i64, ValueError> {
 
 /// A size or a percentage (`size=`, `offset=`, `io_size=`, `filesize=`).
 pub fn parse_size(s: &str, kb: KbBase) -> Result<Size, ValueError> {
+    if s.starts_with('(') {
+        let v = expression(s, false, 1.0)?;
+        return u64::try_from(v)
+            .map(Size::Bytes)
+            .map_err(|_| ValueError(format!("`{s}` is {v}; a size cannot be negative")));
+    }
     let (v, unit, hex) = split_number(s)?;
     if v < 0 {
         return err(format!("`{}`: a size cannot be negative", s.trim()));
@@ -185,6 +209,14 @@ pub enum TimeUnit {
 /// A time in microseconds: `10` (in `default`), `10us`/`10usec`,
 /// `10ms`/`10msec`, `10s`, `10m`, `10h`, `10d` (units case-insensitive).
 pub fn parse_time_us(s: &str, default: TimeUnit) -> Result<u64, ValueError> {
+    if s.starts_with('(') {
+        let unit = if default == TimeUnit::Seconds { 1e6 } else { 1.0 };
+        let v = expression(s, true, unit)?;
+        if default == TimeUnit::Seconds && v % 1_000_000 != 0 {
+            return err(format!("`{s}` is {v} us; fio keeps whole seconds of an expression for this option (it would cut it to {}s)", v / 1_000_000));
+        }
+        return u64::try_from(v).map_err(|_| ValueError(format!("`{s}` is {v}; a time cannot be negative")));
+    }
     let (v, unit, _) = split_number(s)?;
     if v < 0 {
         return err(format!("`{}`: a time cannot be negative", s.trim()));
@@ -616,6 +648,13 @@ mod tests {
         assert!(parse_size("150%", b).is_err());
         assert!(parse_bytes("1.5g", b).unwrap_err().0.contains("unknown unit"));
         assert!(parse_bytes("4 k", b).is_err());
+        assert!(parse_bytes(" 4k", b).unwrap_err().0.contains("blank"), "fio reads ` 4k` as 4");
+        assert_eq!(parse_bytes(" 4096", b), Ok(4096));
+        assert_eq!(parse_bytes("(8*1024)", b), Ok(8192));
+        assert_eq!(parse_time_us("(2*60)", TimeUnit::Seconds), Ok(120_000_000));
+        assert_eq!(parse_time_us("(1m)", TimeUnit::Seconds), Ok(60_000_000));
+        assert!(parse_time_us("(5ms)", TimeUnit::Seconds).is_err());
+        assert_eq!(parse_time_us("(5ms)", TimeUnit::Micros), Ok(5000));
         assert!(parse_bytes("-4k", b).is_err());
         assert_eq!(parse_signed_bytes("-8k", b), Ok(-8192));
     }
