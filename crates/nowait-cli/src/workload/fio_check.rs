@@ -22,8 +22,6 @@ pub struct Fio {
     pub path: PathBuf,
     /// `fio-3.33`, as `--version` prints it.
     pub version: String,
-    pub major: u32,
-    pub minor: u32,
     pub seeding: Seeding,
 }
 
@@ -37,8 +35,6 @@ fn probe(path: &Path) -> Option<Fio> {
     Some(Fio {
         path: path.to_path_buf(),
         version,
-        major,
-        minor,
         seeding: Seeding::of_version(major, minor),
     })
 }
@@ -47,10 +43,18 @@ fn probe(path: &Path) -> Option<Fio> {
 pub fn fios(test: &str) -> Option<Vec<Fio>> {
     let mut v: Vec<Fio> = probe(Path::new("fio")).into_iter().collect();
     if let Ok(extra) = std::env::var("NOWAIT_FIO_EXTRA") {
-        v.extend(extra.split(':').filter(|p| !p.is_empty()).filter_map(|p| probe(Path::new(p))));
+        v.extend(
+            extra
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .filter_map(|p| probe(Path::new(p))),
+        );
     }
     if v.is_empty() {
-        skip::skip(test, "fio is not installed (apt-get install fio); fio's offsets cannot be compared");
+        skip::skip(
+            test,
+            "fio is not installed (apt-get install fio); fio's offsets cannot be compared",
+        );
         return None;
     }
     Some(v)
@@ -60,22 +64,23 @@ impl Fio {
     /// Run one job (`--name=t`, `ioengine=null`, one thread) with `args` and
     /// return `(offset, length)` of each read in issue order.
     pub fn reads(&self, args: &[&str]) -> Vec<(u64, u64)> {
-        self.ops(args).into_iter().filter(|(d, _, _)| d == "read").map(|(_, o, l)| (o, l)).collect()
+        self.ops(args)
+            .into_iter()
+            .filter(|(d, _, _)| d == "read")
+            .map(|(_, o, l)| (o, l))
+            .collect()
     }
 
     /// Like [`Fio::reads`], also answering the file name fio was given.
     pub fn reads_with_file(&self, args: &[&str]) -> (Vec<(u64, u64)>, String) {
         let (ops, file) = self.ops_in(args);
-        (ops.into_iter().filter(|(d, _, _)| d == "read").map(|(_, o, l)| (o, l)).collect(), file)
-    }
-
-    /// Like [`Fio::reads`], with the job's options from a job file body
-    /// (the `[t]` section's lines) instead of the command line.
-    pub fn job_reads(&self, body: &str) -> Vec<(u64, u64)> {
-        let dir = tempfile::tempdir().unwrap();
-        let job = dir.path().join("job.fio");
-        std::fs::write(&job, format!("[t]\n{body}\n")).unwrap();
-        self.ops(&[job.to_str().unwrap()]).into_iter().filter(|(d, _, _)| d == "read").map(|(_, o, l)| (o, l)).collect()
+        (
+            ops.into_iter()
+                .filter(|(d, _, _)| d == "read")
+                .map(|(_, o, l)| (o, l))
+                .collect(),
+            file,
+        )
     }
 
     /// Every logged operation `(ddir, offset, length)`.
@@ -107,7 +112,8 @@ impl Fio {
             self.version,
             String::from_utf8_lossy(&out.stderr)
         );
-        let text = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{} wrote no iolog: {e}", self.version));
+        let text = std::fs::read_to_string(&log)
+            .unwrap_or_else(|e| panic!("{} wrote no iolog: {e}", self.version));
         let ops = text
             .lines()
             .filter_map(|l| {

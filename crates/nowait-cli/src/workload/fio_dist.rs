@@ -25,7 +25,9 @@ fn rol(w: u32, s: u32) -> u32 {
 /// each full 12-byte block, which changes the result for names longer than
 /// 12 bytes; the tail is added byte by byte as in lookup3.
 pub fn jhash(key: &[u8], initval: u32) -> u32 {
-    let init = 0x61C8_8647u32.wrapping_add(key.len() as u32).wrapping_add(initval);
+    let init = 0x61C8_8647u32
+        .wrapping_add(key.len() as u32)
+        .wrapping_add(initval);
     let (mut a, mut b, mut c) = (init, init, init);
     let mut k = key;
     while k.len() > 12 {
@@ -130,17 +132,26 @@ impl Zipf {
     fn shared(nranges: u64, center: Option<f64>, seed: u32) -> Zipf {
         let mut rand = FioRand::new(u64::from(seed), false);
         // fio draws the offset even when a center replaces it.
-        let drawn = rand.next();
+        let drawn = rand.rand();
         let rand_off = match center {
             Some(c) => (nranges as f64 * c) as u64,
             None => drawn,
         };
-        Zipf { nranges, theta: 0.0, zeta2: 0.0, zetan: 0.0, pareto_pow: 0.0, rand, rand_off, hash: true }
+        Zipf {
+            nranges,
+            theta: 0.0,
+            zeta2: 0.0,
+            zetan: 0.0,
+            pareto_pow: 0.0,
+            rand,
+            rand_off,
+            hash: true,
+        }
     }
 
     /// `zipf:theta[:center]` over `nranges` ranges (fio's `zipf_init`; its
     /// constant sums at most ten million terms, as fio's does).
-    pub fn zipf(nranges: u64, theta: f64, center: Option<f64>, seed: u32) -> Zipf {
+    pub fn new_zipf(nranges: u64, theta: f64, center: Option<f64>, seed: u32) -> Zipf {
         let mut z = Zipf::shared(nranges, center, seed);
         z.theta = theta;
         z.zeta2 = 1.0f64.powf(theta) + 0.5f64.powf(theta);
@@ -151,7 +162,7 @@ impl Zipf {
     }
 
     /// `pareto:h[:center]` over `nranges` ranges (fio's `pareto_init`).
-    pub fn pareto(nranges: u64, h: f64, center: Option<f64>, seed: u32) -> Zipf {
+    pub fn new_pareto(nranges: u64, h: f64, center: Option<f64>, seed: u32) -> Zipf {
         let mut z = Zipf::shared(nranges, center, seed);
         z.pareto_pow = h.ln() / (1.0 - h).ln();
         z
@@ -174,7 +185,7 @@ impl Zipf {
         let n = self.nranges as f64;
         let alpha = 1.0 / (1.0 - self.theta);
         let eta = (1.0 - (2.0 / n).powf(1.0 - self.theta)) / (1.0 - self.zeta2 / self.zetan);
-        let rand_uni = self.rand.next() as f64 / f64::from(u32::MAX);
+        let rand_uni = self.rand.rand() as f64 / f64::from(u32::MAX);
         let rand_z = rand_uni * self.zetan;
         let val: u64 = if rand_z < 1.0 {
             1
@@ -188,7 +199,7 @@ impl Zipf {
 
     /// The next range of a pareto generator (fio's `pareto_next`).
     pub fn next_pareto(&mut self) -> u64 {
-        let r = self.rand.next() as f64 / f64::from(u32::MAX);
+        let r = self.rand.rand() as f64 / f64::from(u32::MAX);
         let n = ((self.nranges - 1) as f64 * r.powf(self.pareto_pow)) as u64;
         self.finish(n)
     }
@@ -220,7 +231,13 @@ impl Gauss {
             None => 0,
             Some(c) => (nranges as f64 * (c - 0.5)) as i64 as u32,
         };
-        Gauss { rand: FioRand::new(u64::from(seed), false), nranges, stddev, rand_off, hash: true }
+        Gauss {
+            rand: FioRand::new(u64::from(seed), false),
+            nranges,
+            stddev,
+            rand_off,
+            hash: true,
+        }
     }
 
     /// Answer ranges as drawn, without fio's hash scrambling.
@@ -230,18 +247,18 @@ impl Gauss {
     }
 
     fn dev(&mut self) -> i32 {
-        let r = self.rand.next() as u32;
+        let r = self.rand.rand() as u32;
         let vr = (f64::from(self.stddev) * (f64::from(r) / 4_294_967_296.0)) as i32;
         vr.wrapping_sub((self.stddev / 2) as i32)
     }
 
     /// The next range (fio's `gauss_next`).
-    pub fn next(&mut self) -> u64 {
+    pub fn next_range(&mut self) -> u64 {
         let mut sum: u64 = 0;
         for _ in 0..12 {
-            sum = sum.wrapping_add(self.rand.next() % (self.nranges + 1));
+            sum = sum.wrapping_add(self.rand.rand() % (self.nranges + 1));
         }
-        sum = (sum + 11) / 12;
+        sum = sum.div_ceil(12);
         if self.stddev != 0 {
             let mut dev = self.dev();
             // fio halves the deviation until the sum stays below the end; a
@@ -323,10 +340,27 @@ mod tests {
     #[test]
     fn zone_table_spreads_access_slots() {
         let t = ZoneTable::new(
-            &[ZoneSplit { access_perc: 60, size: 10 }, ZoneSplit { access_perc: 40, size: 90 }],
+            &[
+                ZoneSplit {
+                    access_perc: 60,
+                    size: 10,
+                },
+                ZoneSplit {
+                    access_perc: 40,
+                    size: 90,
+                },
+            ],
             false,
         );
-        assert_eq!(t.slot(1), ZoneSlot { start_perc: 0, end_perc: 10, start: 0, end: 0 });
+        assert_eq!(
+            t.slot(1),
+            ZoneSlot {
+                start_perc: 0,
+                end_perc: 10,
+                start: 0,
+                end: 0
+            }
+        );
         assert_eq!(t.slot(61).start_perc, 10);
         assert_eq!(t.slot(100).end_perc, 100);
     }
@@ -336,8 +370,19 @@ mod tests {
             return;
         };
         for fio in &fios {
-            let (got, file) = fio.reads_with_file(&["--rw=randread", "--bs=4k", "--size=4m", &format!("--random_distribution={dist}")]);
-            let seeds = JobSeeds::new(&SeedOptions::default(), 1, true, fio.seeding, || unreachable!());
+            let (got, file) = fio.reads_with_file(&[
+                "--rw=randread",
+                "--bs=4k",
+                "--size=4m",
+                &format!("--random_distribution={dist}"),
+            ]);
+            let seeds = JobSeeds::new(
+                &SeedOptions::default(),
+                1,
+                true,
+                fio.seeding,
+                || unreachable!(),
+            );
             let seed = file_seed(&file, 1, &seeds, &SeedOptions::default(), fio.seeding);
             let mut next = make(1024, seed);
             let want: Vec<(u64, u64)> = got.iter().map(|_| (next() * 4096, 4096)).collect();
@@ -349,11 +394,11 @@ mod tests {
     #[test]
     fn zipf_offsets_match_fio() {
         check("zipf:1.2", |n, s| {
-            let mut z = Zipf::zipf(n, 1.2, None, s);
+            let mut z = Zipf::new_zipf(n, 1.2, None, s);
             Box::new(move || z.next_zipf())
         });
         check("zipf:0.8:0.25", |n, s| {
-            let mut z = Zipf::zipf(n, 0.8, Some(0.25), s);
+            let mut z = Zipf::new_zipf(n, 0.8, Some(0.25), s);
             Box::new(move || z.next_zipf())
         });
     }
@@ -361,7 +406,7 @@ mod tests {
     #[test]
     fn pareto_offsets_match_fio() {
         check("pareto:0.3", |n, s| {
-            let mut z = Zipf::pareto(n, 0.3, None, s);
+            let mut z = Zipf::new_pareto(n, 0.3, None, s);
             Box::new(move || z.next_pareto())
         });
     }
@@ -370,11 +415,11 @@ mod tests {
     fn normal_offsets_match_fio() {
         check("normal", |n, s| {
             let mut g = Gauss::new(n, 0.0, None, s);
-            Box::new(move || g.next())
+            Box::new(move || g.next_range())
         });
         check("normal:10:0.75", |n, s| {
             let mut g = Gauss::new(n, 10.0, Some(0.75), s);
-            Box::new(move || g.next())
+            Box::new(move || g.next_range())
         });
     }
 }

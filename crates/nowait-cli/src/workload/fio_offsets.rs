@@ -10,7 +10,7 @@
 //! streams (one per job, shared by its files), [`FileOffsets`] the position
 //! and map of one file.
 
-use super::fio_dist::{file_seed, nranges, Gauss, ZoneTable, Zipf};
+use super::fio_dist::{file_seed, nranges, Gauss, Zipf, ZoneTable};
 use super::fio_random::{
     FileBlocks, FioRand, Generator, JobSeeds, LfsrError, SeedOptions, Seeding, Stream,
 };
@@ -209,11 +209,20 @@ impl JobOffsets {
     /// The job's streams from its seeds. `map_blocks_hint` is the largest
     /// file's block count (decides tausworthe64 as fio does when
     /// `random_generator` is not given).
-    pub fn new(opts: OffsetOptions, seeds: &JobSeeds, map_blocks_hint: u64) -> Result<JobOffsets, OffsetError> {
+    pub fn new(
+        opts: OffsetOptions,
+        seeds: &JobSeeds,
+        map_blocks_hint: u64,
+    ) -> Result<JobOffsets, OffsetError> {
         if let RwMode::Writes(m) = opts.rw.mode {
             return Err(OffsetError::NotRead(m));
         }
-        let min_bs = opts.bssplit.iter().map(|s| s.bs).min().unwrap_or(opts.min_bs);
+        let min_bs = opts
+            .bssplit
+            .iter()
+            .map(|s| s.bs)
+            .min()
+            .unwrap_or(opts.min_bs);
         if min_bs == 0 {
             return Err(OffsetError::ZeroBlockSize);
         }
@@ -230,7 +239,13 @@ impl JobOffsets {
             offsets: seeds.rand(Stream::Block, use64),
             seq_rand: seeds.rand(Stream::SeqRandRead, false),
             zone: seeds.rand(Stream::Zone, false),
-            sizes: BlockSizes::new(opts.min_bs, opts.max_bs, opts.bssplit.clone(), opts.bs_unaligned, seeds.rand(Stream::BsRead, use64)),
+            sizes: BlockSizes::new(
+                opts.min_bs,
+                opts.max_bs,
+                opts.bssplit.clone(),
+                opts.bs_unaligned,
+                seeds.rand(Stream::BsRead, use64),
+            ),
             ba,
             seq_left: 1,
             opts,
@@ -254,22 +269,56 @@ impl JobOffsets {
 
     /// A file's state (fio's `init_random_map` and
     /// `__init_rand_distribution`); `file_name` as fio names the file.
-    pub fn file(&self, geo: FileGeometry, file_name: &str, seeds: &JobSeeds) -> Result<FileOffsets, OffsetError> {
+    pub fn file(
+        &self,
+        geo: FileGeometry,
+        file_name: &str,
+        seeds: &JobSeeds,
+    ) -> Result<FileOffsets, OffsetError> {
         let min_bs = self.sizes.min_bs();
         let size = geo.real_file_size.min(geo.io_size);
-        let seed = || file_seed(file_name, self.opts.thread_number, seeds, &self.opts.seeds, self.opts.seeding);
-        let n = || nranges(geo.real_file_size, geo.io_size, min_bs, self.opts.min_bs_write.min(min_bs).max(1));
+        let seed = || {
+            file_seed(
+                file_name,
+                self.opts.thread_number,
+                seeds,
+                &self.opts.seeds,
+                self.opts.seeding,
+            )
+        };
+        let n = || {
+            nranges(
+                geo.real_file_size,
+                geo.io_size,
+                min_bs,
+                self.opts.min_bs_write.min(min_bs).max(1),
+            )
+        };
         let (dist, blocks) = match &self.opts.distribution {
-            DistSpec::Zipf { theta, center } => (FileDist::Zipf(Zipf::zipf(n(), *theta, *center, seed())), FileBlocks::Taus(None)),
-            DistSpec::Pareto { h, center } => (FileDist::Pareto(Zipf::pareto(n(), *h, *center, seed())), FileBlocks::Taus(None)),
-            DistSpec::Normal { dev, center } => (FileDist::Gauss(Gauss::new(n(), *dev, *center, seed())), FileBlocks::Taus(None)),
+            DistSpec::Zipf { theta, center } => (
+                FileDist::Zipf(Zipf::new_zipf(n(), *theta, *center, seed())),
+                FileBlocks::Taus(None),
+            ),
+            DistSpec::Pareto { h, center } => (
+                FileDist::Pareto(Zipf::new_pareto(n(), *h, *center, seed())),
+                FileBlocks::Taus(None),
+            ),
+            DistSpec::Normal { dev, center } => (
+                FileDist::Gauss(Gauss::new(n(), *dev, *center, seed())),
+                FileBlocks::Taus(None),
+            ),
             other => {
                 let d = match other {
-                    DistSpec::Zoned(z) if !z.read.is_empty() => FileDist::Zoned(ZoneTable::new(&z.read, false)),
+                    DistSpec::Zoned(z) if !z.read.is_empty() => {
+                        FileDist::Zoned(ZoneTable::new(&z.read, false))
+                    }
                     DistSpec::ZonedAbs(z) if !z.read.is_empty() => {
                         let end: u64 = z.read.iter().map(|s| s.size).sum();
                         if end / self.ba > self.last_block(&geo) {
-                            return Err(OffsetError::ZonesPastEnd { zones_end: end, io_end: size });
+                            return Err(OffsetError::ZonesPastEnd {
+                                zones_end: end,
+                                io_end: size,
+                            });
                         }
                         FileDist::ZonedAbs(ZoneTable::new(&z.read, true))
                     }
@@ -283,7 +332,13 @@ impl JobOffsets {
                 (d, blocks)
             }
         };
-        Ok(FileOffsets { geo, last_pos: geo.file_offset, last_start: None, blocks, dist })
+        Ok(FileOffsets {
+            geo,
+            last_pos: geo.file_offset,
+            last_start: None,
+            blocks,
+            dist,
+        })
     }
 
     /// fio's `last_block`: how many aligned blocks random offsets spread over.
@@ -328,7 +383,7 @@ impl JobOffsets {
         match &mut f.dist {
             FileDist::Zipf(z) => Some(z.next_zipf()),
             FileDist::Pareto(z) => Some(z.next_pareto()),
-            FileDist::Gauss(g) => Some(g.next()),
+            FileDist::Gauss(g) => Some(g.next_range()),
             FileDist::Uniform => {
                 if lastb == 0 {
                     return None;
@@ -340,7 +395,11 @@ impl JobOffsets {
                     return None;
                 }
                 let s = t.slot(self.zone.between(1, 100));
-                let start = if s.start_perc != 0 { u64::from(s.start_perc) * lastb / 100 } else { 0 };
+                let start = if s.start_perc != 0 {
+                    u64::from(s.start_perc) * lastb / 100
+                } else {
+                    0
+                };
                 let span = lastb * u64::from(s.end_perc - s.start_perc) / 100;
                 Some(self.uniform(f, span)? + start)
             }
@@ -381,7 +440,11 @@ impl JobOffsets {
         }
         // fio rewinds to io_size (not file_offset + io_size) for backwards
         // strides of a region that starts past 0.
-        let end = if g.real_file_size > g.io_size { g.io_size } else { g.real_file_size };
+        let end = if g.real_file_size > g.io_size {
+            g.io_size
+        } else {
+            g.real_file_size
+        };
         if f.last_pos == g.file_offset && g.file_offset != 0 && add < 0 {
             f.last_pos = end;
         }
@@ -389,7 +452,11 @@ impl JobOffsets {
         if pos != 0 && add != 0 {
             pos = pos.wrapping_add(add as u64);
             if pos >= g.real_file_size {
-                pos = if add > 0 { g.file_offset } else { end.wrapping_add(add as u64) };
+                pos = if add > 0 {
+                    g.file_offset
+                } else {
+                    end.wrapping_add(add as u64)
+                };
             }
         }
         Some(pos)
@@ -470,12 +537,20 @@ impl JobOffsets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::fio_ini::value::{parse_bssplit, parse_random_distribution, parse_rw, KbBase};
+    use crate::model::fio_ini::value::{
+        parse_bssplit, parse_random_distribution, parse_rw, KbBase,
+    };
     use crate::workload::fio_check;
 
     /// Generate `n` reads of a one-file job.
     fn ours(opts: OffsetOptions, geo: FileGeometry, file: &str, n: usize) -> Vec<(u64, u64)> {
-        let seeds = JobSeeds::new(&opts.seeds, u64::from(opts.thread_number), opts.random(), opts.seeding, || unreachable!());
+        let seeds = JobSeeds::new(
+            &opts.seeds,
+            u64::from(opts.thread_number),
+            opts.random(),
+            opts.seeding,
+            || unreachable!(),
+        );
         let mut job = JobOffsets::new(opts, &seeds, geo.io_size / 512).unwrap();
         let mut f = job.file(geo, file, &seeds).unwrap();
         let mut v = Vec::new();
@@ -493,18 +568,28 @@ mod tests {
     }
 
     fn geo(size: u64, offset: u64) -> FileGeometry {
-        FileGeometry { real_file_size: size + offset, file_offset: offset, io_size: size }
+        FileGeometry {
+            real_file_size: size + offset,
+            file_offset: offset,
+            io_size: size,
+        }
     }
 
     /// Compare with fio for each `(fio args, our options)` case.
-    fn compare(name: &str, cases: &[(&[&str], &dyn Fn(&mut OffsetOptions), FileGeometry)]) {
+    /// fio's arguments, how they set our options, the file.
+    type Case<'a> = (&'a [&'a str], &'a dyn Fn(&mut OffsetOptions), FileGeometry);
+
+    fn compare(name: &str, cases: &[Case<'_>]) {
         let Some(fios) = fio_check::fios(name) else {
             return;
         };
         for fio in &fios {
             for (args, set, geo) in cases {
                 let (got, file) = fio.reads_with_file(args);
-                let rw = args.iter().find_map(|a| a.strip_prefix("--rw=")).unwrap_or("read");
+                let rw = args
+                    .iter()
+                    .find_map(|a| a.strip_prefix("--rw="))
+                    .unwrap_or("read");
                 let mut o = OffsetOptions::new(parse_rw(rw, KbBase::Binary).unwrap(), 4096);
                 o.seeding = fio.seeding;
                 set(&mut o);
@@ -519,10 +604,26 @@ mod tests {
         compare(
             "sequential_holes_and_backward_strides_match_fio",
             &[
-                (&["--rw=read:8k", "--bs=4k", "--size=64k"], &|_| {}, geo(64 << 10, 0)),
-                (&["--rw=read:-8k", "--bs=4k", "--size=64k"], &|_| {}, geo(64 << 10, 0)),
-                (&["--rw=read:-8k", "--bs=4k", "--size=64k", "--offset=32k"], &|_| {}, geo(64 << 10, 32 << 10)),
-                (&["--rw=read:8k", "--bs=4k", "--size=64k", "--offset=32k"], &|_| {}, geo(64 << 10, 32 << 10)),
+                (
+                    &["--rw=read:8k", "--bs=4k", "--size=64k"],
+                    &|_| {},
+                    geo(64 << 10, 0),
+                ),
+                (
+                    &["--rw=read:-8k", "--bs=4k", "--size=64k"],
+                    &|_| {},
+                    geo(64 << 10, 0),
+                ),
+                (
+                    &["--rw=read:-8k", "--bs=4k", "--size=64k", "--offset=32k"],
+                    &|_| {},
+                    geo(64 << 10, 32 << 10),
+                ),
+                (
+                    &["--rw=read:8k", "--bs=4k", "--size=64k", "--offset=32k"],
+                    &|_| {},
+                    geo(64 << 10, 32 << 10),
+                ),
             ],
         );
     }
@@ -532,13 +633,31 @@ mod tests {
         compare(
             "random_runs_percentage_random_and_sequencers_match_fio",
             &[
-                (&["--rw=randread:4", "--bs=4k", "--size=256k"], &|_| {}, geo(256 << 10, 0)),
                 (
-                    &["--rw=randread:4", "--rw_sequencer=identical", "--bs=4k", "--size=256k"],
+                    &["--rw=randread:4", "--bs=4k", "--size=256k"],
+                    &|_| {},
+                    geo(256 << 10, 0),
+                ),
+                (
+                    &[
+                        "--rw=randread:4",
+                        "--rw_sequencer=identical",
+                        "--bs=4k",
+                        "--size=256k",
+                    ],
                     &|o| o.sequencer = Sequencer::Identical,
                     geo(256 << 10, 0),
                 ),
-                (&["--rw=randread", "--percentage_random=30", "--bs=4k", "--size=256k"], &|o| o.percentage_random = 30, geo(256 << 10, 0)),
+                (
+                    &[
+                        "--rw=randread",
+                        "--percentage_random=30",
+                        "--bs=4k",
+                        "--size=256k",
+                    ],
+                    &|o| o.percentage_random = 30,
+                    geo(256 << 10, 0),
+                ),
                 (
                     &["--rw=randread", "--blockalign=1k", "--bs=4k", "--size=256k"],
                     &|o| {
@@ -575,12 +694,19 @@ mod tests {
                 (
                     &["--rw=randread", "--bssplit=4k/20:8k/30:64k", "--size=2m"],
                     &|o| {
-                        o.bssplit = parse_bssplit("4k/20:8k/30:64k", KbBase::Binary).unwrap().read;
+                        o.bssplit = parse_bssplit("4k/20:8k/30:64k", KbBase::Binary)
+                            .unwrap()
+                            .read;
                     },
                     geo(2 << 20, 0),
                 ),
                 (
-                    &["--rw=randread", "--bssplit=4k/50:8k/50", "--size=1m", "--norandommap"],
+                    &[
+                        "--rw=randread",
+                        "--bssplit=4k/50:8k/50",
+                        "--size=1m",
+                        "--norandommap",
+                    ],
                     &|o| {
                         o.bssplit = parse_bssplit("4k/50:8k/50", KbBase::Binary).unwrap().read;
                         o.norandommap = true;
@@ -588,7 +714,12 @@ mod tests {
                     geo(1 << 20, 0),
                 ),
                 (
-                    &["--rw=randread", "--bsrange=1k-9k", "--bs_unaligned", "--size=1m"],
+                    &[
+                        "--rw=randread",
+                        "--bsrange=1k-9k",
+                        "--bs_unaligned",
+                        "--size=1m",
+                    ],
                     &|o| {
                         o.min_bs = 1024;
                         o.max_bs = 9216;
@@ -607,13 +738,31 @@ mod tests {
             "zoned_distributions_match_fio",
             &[
                 (
-                    &["--rw=randread", "--bs=4k", "--size=4m", "--random_distribution=zoned:60/10:30/20:10/70"],
-                    &|o| o.distribution = parse_random_distribution("zoned:60/10:30/20:10/70", KbBase::Binary).unwrap(),
+                    &[
+                        "--rw=randread",
+                        "--bs=4k",
+                        "--size=4m",
+                        "--random_distribution=zoned:60/10:30/20:10/70",
+                    ],
+                    &|o| {
+                        o.distribution =
+                            parse_random_distribution("zoned:60/10:30/20:10/70", KbBase::Binary)
+                                .unwrap()
+                    },
                     geo(4 << 20, 0),
                 ),
                 (
-                    &["--rw=randread", "--bs=4k", "--size=4m", "--random_distribution=zoned_abs:50/1m:50/3m"],
-                    &|o| o.distribution = parse_random_distribution("zoned_abs:50/1m:50/3m", KbBase::Binary).unwrap(),
+                    &[
+                        "--rw=randread",
+                        "--bs=4k",
+                        "--size=4m",
+                        "--random_distribution=zoned_abs:50/1m:50/3m",
+                    ],
+                    &|o| {
+                        o.distribution =
+                            parse_random_distribution("zoned_abs:50/1m:50/3m", KbBase::Binary)
+                                .unwrap()
+                    },
                     geo(4 << 20, 0),
                 ),
             ],
@@ -637,7 +786,9 @@ mod tests {
         let mut f = job.file(geo(64 << 10, 0), "f", &seeds).unwrap();
         let mut seen = std::collections::HashSet::new();
         for i in 0..48 {
-            let r = job.next_read(&mut f).expect("a time-based job never runs out");
+            let r = job
+                .next_read(&mut f)
+                .expect("a time-based job never runs out");
             if i < 16 {
                 assert!(seen.insert(r.offset), "each block once in the first pass");
             }

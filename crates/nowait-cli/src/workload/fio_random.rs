@@ -67,7 +67,7 @@ impl FioRand {
             FioRand::Taus32(s)
         };
         for _ in 0..6 {
-            g.next();
+            g.rand();
         }
         g
     }
@@ -79,7 +79,7 @@ impl FioRand {
 
     /// The next output (fio's `__rand`): 32 bits wide for `tausworthe`.
     #[inline]
-    pub fn next(&mut self) -> u64 {
+    pub fn rand(&mut self) -> u64 {
         match self {
             FioRand::Taus32(s) => {
                 // (shift-left a, shift-right b, mask c, shift-left d) per component.
@@ -122,14 +122,14 @@ impl FioRand {
     /// A number in (0, 1] (fio's `__rand_0_1`): `(r + 1) / 2^bits`.
     pub fn next_0_1(&mut self) -> f64 {
         let span = self.max() as f64 + 1.0;
-        (self.next() as f64 + 1.0) / span
+        (self.rand() as f64 + 1.0) / span
     }
 
     /// A number in `start..=end` (fio's `rand_between`): the output scaled
     /// by `(end - start + 1) / 2^bits`, truncated. The 32-bit generator
     /// works in 32 bits as fio does (`rand32_upto` truncates the span).
     pub fn between(&mut self, start: u64, end: u64) -> u64 {
-        let r = self.next();
+        let r = self.rand();
         match self {
             FioRand::Taus32(_) => {
                 let span = (end.wrapping_sub(start) as u32).wrapping_add(1);
@@ -168,7 +168,10 @@ impl Generator {
 
     /// The generator `random_generator=NAME` names.
     pub fn from_name(name: &str) -> Option<Generator> {
-        Self::NAMES.iter().find(|(n, _)| *n == name).map(|&(_, g)| g)
+        Self::NAMES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, g)| g)
     }
 
     /// fio's `check_rand_gen_limits`: a file of more than 2^32 - 1 blocks
@@ -545,7 +548,7 @@ impl Lfsr {
 
     /// The next block of this pass, or `None` once the pass has returned as
     /// many blocks as there are (fio's `lfsr_next`).
-    pub fn next(&mut self) -> Option<u64> {
+    pub fn next_block(&mut self) -> Option<u64> {
         let n = self.returned;
         self.returned += 1;
         if n > self.max_val {
@@ -698,7 +701,11 @@ impl BlockMap {
         if block >= self.blocks {
             return None;
         }
-        let next = if block + 1 == self.blocks { 0 } else { block + 1 };
+        let next = if block + 1 == self.blocks {
+            0
+        } else {
+            block + 1
+        };
         match self.first_free_from(next) {
             None if next != 0 => self.first_free_from(0),
             r => r,
@@ -762,9 +769,9 @@ impl FileBlocks {
     /// [`Stream::Block`] generator (the LFSR does not use it).
     pub fn next_block(&mut self, offsets: &mut FioRand, last_block: u64) -> Option<u64> {
         let b = match self {
-            FileBlocks::Lfsr(l) => return l.next(),
+            FileBlocks::Lfsr(l) => return l.next_block(),
             FileBlocks::Taus(_) => {
-                let r = offsets.next();
+                let r = offsets.rand();
                 (last_block as f64 * (r as f64 / (offsets.max() as f64 + 1.0))) as u64
             }
         };
@@ -784,31 +791,55 @@ mod tests {
     /// seeds: `rand_seeds[6]`, then the first offset draws ("off rand").
     #[test]
     fn default_seeds_and_first_draws_match_fio() {
-        let s = JobSeeds::new(&SeedOptions::default(), 1, true, Seeding::Since3_35, || unreachable!());
+        let s = JobSeeds::new(
+            &SeedOptions::default(),
+            1,
+            true,
+            Seeding::Since3_35,
+            || unreachable!(),
+        );
         assert_eq!(s.get(Stream::BsRead), 5942511153023025289);
         assert_eq!(s.get(Stream::Block), 6803328749335347343);
         assert_eq!(s.get(Stream::FileSize), 2330239258251821200);
         let mut r = s.rand(Stream::Block, false);
-        assert_eq!([r.next(), r.next(), r.next()], [4196289317, 3719163915, 2820806093]);
+        assert_eq!(
+            [r.rand(), r.rand(), r.rand()],
+            [4196289317, 3719163915, 2820806093]
+        );
         // fio 3.33 seeds the offsets from 0xb1899bed times the job number.
-        let s = JobSeeds::new(&SeedOptions::default(), 1, true, Seeding::Before3_35, || unreachable!());
+        let s = JobSeeds::new(
+            &SeedOptions::default(),
+            1,
+            true,
+            Seeding::Before3_35,
+            || unreachable!(),
+        );
         let mut r = s.rand(Stream::Block, false);
-        assert_eq!([r.next(), r.next(), r.next()], [259043585, 3179521932, 3621444214]);
+        assert_eq!(
+            [r.rand(), r.rand(), r.rand()],
+            [259043585, 3179521932, 3621444214]
+        );
     }
 
     #[test]
     fn randseed_moves_offsets_only_since_3_35() {
-        let o = SeedOptions { randseed: Some(1234), ..Default::default() };
+        let o = SeedOptions {
+            randseed: Some(1234),
+            ..Default::default()
+        };
         let new = JobSeeds::new(&o, 1, true, Seeding::Since3_35, || unreachable!());
-        assert_eq!(new.rand(Stream::Block, false).next(), 320323601);
+        assert_eq!(new.rand(Stream::Block, false).rand(), 320323601);
         let old = JobSeeds::new(&o, 1, true, Seeding::Before3_35, || unreachable!());
-        assert_eq!(old.rand(Stream::Block, false).next(), 259043585);
+        assert_eq!(old.rand(Stream::Block, false).rand(), 259043585);
         assert!(!o.reseeds_each_loop());
     }
 
     #[test]
     fn entropy_is_asked_only_without_randrepeat_and_randseed() {
-        let o = SeedOptions { randrepeat: false, ..Default::default() };
+        let o = SeedOptions {
+            randrepeat: false,
+            ..Default::default()
+        };
         let s = JobSeeds::new(&o, 3, true, Seeding::Since3_35, || [7; SEED_COUNT]);
         assert_eq!(s.get(Stream::Block), 7);
     }
@@ -816,9 +847,9 @@ mod tests {
     #[test]
     fn tausworthe64_is_deterministic_and_uses_all_bits() {
         let mut r = FioRand::new(12345, true);
-        let v: Vec<u64> = (0..64).map(|_| r.next()).collect();
+        let v: Vec<u64> = (0..64).map(|_| r.rand()).collect();
         assert!(v.iter().any(|&x| x > u64::from(u32::MAX)));
-        assert_eq!(FioRand::new(12345, true).next(), v[0]);
+        assert_eq!(FioRand::new(12345, true).rand(), v[0]);
         let x = FioRand::new(1, true).next_0_1();
         assert!(x > 0.0 && x <= 1.0);
     }
@@ -838,11 +869,11 @@ mod tests {
             let mut l = Lfsr::new(blocks, 0x1234_5678, 0).unwrap();
             let mut seen = vec![false; blocks as usize];
             for _ in 0..blocks {
-                let b = l.next().expect("a block per call within a pass");
+                let b = l.next_block().expect("a block per call within a pass");
                 assert!(!seen[b as usize], "block {b} twice of {blocks}");
                 seen[b as usize] = true;
             }
-            assert_eq!(l.next(), None, "pass of {blocks} is over");
+            assert_eq!(l.next_block(), None, "pass of {blocks} is over");
         }
     }
 
@@ -913,9 +944,17 @@ mod tests {
                         args.push("--norandommap");
                     }
                     let got = fio.reads(&args);
-                    let seeds = JobSeeds::new(&SeedOptions::default(), 1, true, fio.seeding, || unreachable!());
+                    let seeds = JobSeeds::new(
+                        &SeedOptions::default(),
+                        1,
+                        true,
+                        fio.seeding,
+                        || unreachable!(),
+                    );
                     let mut rng = seeds.rand(Stream::Block, gen == Generator::Tausworthe64);
-                    let mut file = FileBlocks::new(gen, blocks, !norandommap, seeds.get(Stream::Block)).unwrap();
+                    let mut file =
+                        FileBlocks::new(gen, blocks, !norandommap, seeds.get(Stream::Block))
+                            .unwrap();
                     let mut want = Vec::new();
                     for _ in 0..got.len() {
                         let b = file.next_block(&mut rng, blocks).unwrap();
@@ -924,8 +963,17 @@ mod tests {
                         }
                         want.push((b * 4096, 4096));
                     }
-                    assert_eq!(got.len() as u64, blocks, "{} {gen:?}: one pass", fio.version);
-                    assert_eq!(got, want, "{} {gen:?} norandommap={norandommap}", fio.version);
+                    assert_eq!(
+                        got.len() as u64,
+                        blocks,
+                        "{} {gen:?}: one pass",
+                        fio.version
+                    );
+                    assert_eq!(
+                        got, want,
+                        "{} {gen:?} norandommap={norandommap}",
+                        fio.version
+                    );
                 }
             }
         }

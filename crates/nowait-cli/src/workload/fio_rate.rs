@@ -65,8 +65,12 @@ pub enum RateError {
 impl std::fmt::Display for RateError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            RateError::Both => f.write_str("rate and rate_iops are mutually exclusive (as in fio); give one"),
-            RateError::TooLow => f.write_str("rate is lower than one byte per second; raise rate or rate_iops"),
+            RateError::Both => {
+                f.write_str("rate and rate_iops are mutually exclusive (as in fio); give one")
+            }
+            RateError::TooLow => {
+                f.write_str("rate is lower than one byte per second; raise rate or rate_iops")
+            }
         }
     }
 }
@@ -95,7 +99,11 @@ impl Pacer {
         if opts.rate == 0 && opts.rate_iops == 0 {
             return Ok(None);
         }
-        let bps = if opts.rate != 0 { opts.rate } else { opts.rate_iops * opts.min_bs };
+        let bps = if opts.rate != 0 {
+            opts.rate
+        } else {
+            opts.rate_iops * opts.min_bs
+        };
         if bps == 0 {
             return Err(RateError::TooLow);
         }
@@ -174,7 +182,11 @@ impl Pacer {
         let per_op = bs * 1_000_000 / self.bps;
         // fio: `over = (usperop - total) / usperop * -bs`, in unsigned
         // arithmetic, which is 0 whenever think_us < per_op.
-        let over = if per_op <= think_us { bs } else { ((per_op - think_us) / per_op).wrapping_mul(bs.wrapping_neg()) };
+        let over = if per_op <= think_us {
+            bs
+        } else {
+            ((per_op - think_us) / per_op).wrapping_mul(bs.wrapping_neg())
+        };
         self.issued_bytes = self.issued_bytes.wrapping_add(missed.wrapping_sub(over));
         self.last_usec += think_us;
     }
@@ -204,7 +216,9 @@ impl std::fmt::Display for RateNotMet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RateNotMet::Bytes { min, got } => write!(f, "rate_min={min}B/s not met, got {got}B/s"),
-            RateNotMet::Iops { min, got } => write!(f, "rate_iops_min={min} not met, got {got} IOPS"),
+            RateNotMet::Iops { min, got } => {
+                write!(f, "rate_iops_min={min} not met, got {got} IOPS")
+            }
         }
     }
 }
@@ -238,12 +252,18 @@ impl MinRate {
             if self.min_bps != 0 {
                 let got = (bytes - self.last_bytes) * 1000 / spent;
                 if got < self.min_bps {
-                    return Err(RateNotMet::Bytes { min: self.min_bps, got });
+                    return Err(RateNotMet::Bytes {
+                        min: self.min_bps,
+                        got,
+                    });
                 }
             } else {
                 let got = (blocks - self.last_blocks) * 1000 / spent;
                 if got < self.min_iops {
-                    return Err(RateNotMet::Iops { min: self.min_iops, got });
+                    return Err(RateNotMet::Iops {
+                        min: self.min_iops,
+                        got,
+                    });
                 }
             }
         }
@@ -304,14 +324,24 @@ impl Think {
             return None;
         }
         opts.spin_us = opts.spin_us.min(opts.thinktime_us);
-        Some(Think { opts, last_blocks: 0, last_us: 0 })
+        Some(Think {
+            opts,
+            last_blocks: 0,
+            last_us: 0,
+        })
     }
 
     /// After each read is issued (and any completions reaped): `issued` and
     /// `completed` count reads so far, `now_us` since the job started,
     /// `runtime_left_us` what is left of a set runtime. Answers the think to
     /// do now, if any.
-    pub fn after_io(&mut self, issued: u64, completed: u64, now_us: u64, runtime_left_us: Option<u64>) -> Option<ThinkStep> {
+    pub fn after_io(
+        &mut self,
+        issued: u64,
+        completed: u64,
+        now_us: u64,
+        runtime_left_us: Option<u64>,
+    ) -> Option<ThinkStep> {
         let mut stall = false;
         if self.opts.iotime_us != 0 {
             if now_us.saturating_sub(self.last_us) >= self.opts.iotime_us {
@@ -359,12 +389,22 @@ mod tests {
     use crate::workload::fio_random::{SeedOptions, Seeding};
 
     fn seeds() -> JobSeeds {
-        JobSeeds::new(&SeedOptions::default(), 1, false, Seeding::Since3_35, || unreachable!())
+        JobSeeds::new(
+            &SeedOptions::default(),
+            1,
+            false,
+            Seeding::Since3_35,
+            || unreachable!(),
+        )
     }
 
     #[test]
     fn linear_rate_spaces_reads_by_bytes() {
-        let o = RateOptions { rate: 1 << 20, min_bs: 4096, ..Default::default() };
+        let o = RateOptions {
+            rate: 1 << 20,
+            min_bs: 4096,
+            ..Default::default()
+        };
         let mut p = Pacer::new(o, &seeds()).unwrap().unwrap();
         assert_eq!(p.gate(0, None), Gate::Go);
         p.issued(4096);
@@ -372,7 +412,11 @@ mod tests {
         assert_eq!(p.next_io_us(), 3906);
         assert_eq!(p.gate(1000, None), Gate::Wait(2906));
         assert_eq!(p.gate(3906, None), Gate::Go);
-        assert_eq!(p.gate(1000, Some(2000)), Gate::Wait(1000), "cut at the runtime");
+        assert_eq!(
+            p.gate(1000, Some(2000)),
+            Gate::Wait(1000),
+            "cut at the runtime"
+        );
         assert_eq!(p.gate(2500, Some(2000)), Gate::Stop);
         for _ in 0..255 {
             p.issued(4096);
@@ -382,7 +426,12 @@ mod tests {
 
     #[test]
     fn rate_iops_with_bssplit_paces_per_read() {
-        let o = RateOptions { rate_iops: 100, min_bs: 4096, bssplit: true, ..Default::default() };
+        let o = RateOptions {
+            rate_iops: 100,
+            min_bs: 4096,
+            bssplit: true,
+            ..Default::default()
+        };
         let mut p = Pacer::new(o, &seeds()).unwrap().unwrap();
         p.issued(65536);
         p.issued(4096);
@@ -391,7 +440,12 @@ mod tests {
 
     #[test]
     fn poisson_gaps_have_the_rate_as_mean() {
-        let o = RateOptions { rate_iops: 1000, min_bs: 4096, process: RateProcess::Poisson, ..Default::default() };
+        let o = RateOptions {
+            rate_iops: 1000,
+            min_bs: 4096,
+            process: RateProcess::Poisson,
+            ..Default::default()
+        };
         let mut p = Pacer::new(o, &seeds()).unwrap().unwrap();
         let n = 20_000;
         for _ in 0..n {
@@ -409,9 +463,16 @@ mod tests {
 
     #[test]
     fn rate_and_rate_iops_are_exclusive() {
-        let o = RateOptions { rate: 1, rate_iops: 1, min_bs: 4096, ..Default::default() };
+        let o = RateOptions {
+            rate: 1,
+            rate_iops: 1,
+            min_bs: 4096,
+            ..Default::default()
+        };
         assert_eq!(Pacer::new(o, &seeds()).unwrap_err(), RateError::Both);
-        assert!(Pacer::new(RateOptions::default(), &seeds()).unwrap().is_none());
+        assert!(Pacer::new(RateOptions::default(), &seeds())
+            .unwrap()
+            .is_none());
     }
 
     #[test]
@@ -420,30 +481,74 @@ mod tests {
         assert_eq!(m.check(1500, 0, 0), Ok(()), "settling");
         assert_eq!(m.check(2000, 5000, 5), Ok(()), "first check records");
         assert_eq!(m.check(2500, 5100, 6), Ok(()), "within the cycle");
-        assert_eq!(m.check(3000, 5500, 7), Err(RateNotMet::Bytes { min: 1000, got: 500 }));
+        assert_eq!(
+            m.check(3000, 5500, 7),
+            Err(RateNotMet::Bytes {
+                min: 1000,
+                got: 500
+            })
+        );
         let mut m = MinRate::new(0, 10, 500).unwrap();
         m.check(2000, 1, 1).unwrap();
-        assert_eq!(m.check(2500, 2, 4), Err(RateNotMet::Iops { min: 10, got: 6 }));
+        assert_eq!(
+            m.check(2500, 2, 4),
+            Err(RateNotMet::Iops { min: 10, got: 6 })
+        );
     }
 
     #[test]
     fn thinktime_every_n_blocks_with_spin() {
-        let o = ThinkOptions { thinktime_us: 1000, spin_us: 300, blocks: Some(4), ..Default::default() };
+        let o = ThinkOptions {
+            thinktime_us: 1000,
+            spin_us: 300,
+            blocks: Some(4),
+            ..Default::default()
+        };
         let mut t = Think::new(o).unwrap();
         assert_eq!(t.after_io(1, 1, 10, None), None);
-        assert_eq!(t.after_io(4, 3, 20, None), None, "counts completions by default");
-        assert_eq!(t.after_io(5, 4, 30, None), Some(ThinkStep { spin_us: 300, sleep_us: 700 }));
+        assert_eq!(
+            t.after_io(4, 3, 20, None),
+            None,
+            "counts completions by default"
+        );
+        assert_eq!(
+            t.after_io(5, 4, 30, None),
+            Some(ThinkStep {
+                spin_us: 300,
+                sleep_us: 700
+            })
+        );
         assert_eq!(t.after_io(6, 5, 2000, None), None);
-        assert_eq!(t.after_io(9, 8, 3000, Some(500)), Some(ThinkStep { spin_us: 300, sleep_us: 500 }));
+        assert_eq!(
+            t.after_io(9, 8, 3000, Some(500)),
+            Some(ThinkStep {
+                spin_us: 300,
+                sleep_us: 500
+            })
+        );
         assert_eq!(t.sleep_after_spin(400, None), 600);
         assert!(Think::new(ThinkOptions::default()).is_none());
-        let o = ThinkOptions { thinktime_us: 100, spin_us: 500, ..Default::default() };
-        assert_eq!(Think::new(o).unwrap().after_io(1, 1, 0, None), Some(ThinkStep { spin_us: 100, sleep_us: 0 }));
+        let o = ThinkOptions {
+            thinktime_us: 100,
+            spin_us: 500,
+            ..Default::default()
+        };
+        assert_eq!(
+            Think::new(o).unwrap().after_io(1, 1, 0, None),
+            Some(ThinkStep {
+                spin_us: 100,
+                sleep_us: 0
+            })
+        );
     }
 
     #[test]
     fn thinktime_iotime_alone_thinks_by_time() {
-        let o = ThinkOptions { thinktime_us: 100, iotime_us: 1000, ..Default::default() };
+        let o = ThinkOptions {
+            thinktime_us: 100,
+            iotime_us: 1000,
+            ..Default::default()
+        };
         let mut t = Think::new(o).unwrap();
         assert_eq!(t.after_io(50, 50, 500, None), None);
         assert!(t.after_io(60, 60, 1000, None).is_some());

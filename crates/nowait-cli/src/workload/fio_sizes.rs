@@ -23,7 +23,13 @@ impl BlockSizes {
     /// `split` (as [`crate::model::fio_ini::value::parse_bssplit`] sorted it;
     /// then `min_bs`/`max_bs` are its smallest and largest sizes, as fio
     /// sets them); `unaligned` is `bs_unaligned`.
-    pub fn new(min_bs: u64, max_bs: u64, split: Vec<BsSplit>, unaligned: bool, rand: FioRand) -> BlockSizes {
+    pub fn new(
+        min_bs: u64,
+        max_bs: u64,
+        split: Vec<BsSplit>,
+        unaligned: bool,
+        rand: FioRand,
+    ) -> BlockSizes {
         let (min_bs, max_bs) = if split.is_empty() {
             (min_bs, max_bs)
         } else {
@@ -32,7 +38,13 @@ impl BlockSizes {
                 split.iter().map(|s| s.bs).max().unwrap_or(max_bs),
             )
         };
-        BlockSizes { min_bs, max_bs, split, unaligned, rand }
+        BlockSizes {
+            min_bs,
+            max_bs,
+            split,
+            unaligned,
+            rand,
+        }
     }
 
     /// The smallest size (fio's `min_bs`: the map's block and the default
@@ -60,7 +72,7 @@ impl BlockSizes {
         }
         let frand_max = self.rand.max();
         loop {
-            let r = self.rand.next();
+            let r = self.rand.rand();
             let mut len = 0;
             if self.split.is_empty() {
                 // fio scales by the largest size, not by the span.

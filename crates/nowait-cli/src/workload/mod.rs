@@ -10,15 +10,17 @@
 //! when the job model and the driver use them.
 
 #[allow(dead_code)]
-pub mod fio_random;
-#[allow(dead_code)]
-pub mod fio_rate;
-#[allow(dead_code)]
 pub mod fio_dist;
 #[allow(dead_code)]
 pub mod fio_offsets;
+#[allow(dead_code)]
+pub mod fio_random;
+#[allow(dead_code)]
+pub mod fio_rate;
 #[allow(dead_code)]
 pub mod fio_sizes;
 
 #[cfg(test)]
 mod fio_check;
+#[cfg(test)]
+mod fio_jobfile_check;

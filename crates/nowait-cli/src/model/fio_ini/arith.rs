@@ -37,7 +37,12 @@ enum Tok {
 }
 
 fn num(ival: i64, dval: f64, has_dval: bool) -> Value {
-    Value { ival, dval, has_dval, units: false }
+    Value {
+        ival,
+        dval,
+        has_dval,
+        units: false,
+    }
 }
 
 /// fio's lexer: longest match, first rule on a tie.
@@ -84,7 +89,9 @@ fn lex(s: &str, is_time: bool) -> Result<Vec<Tok>, String> {
                     if h == 0 {
                         return Err(format!("`{}` is not a number", &s[i..]));
                     }
-                    let v = u32::from_str_radix(&s[i + 2..i + 2 + h], 16).map_err(|_| "a hexadecimal number beyond 32 bits")? as i32;
+                    let v = u32::from_str_radix(&s[i + 2..i + 2 + h], 16)
+                        .map_err(|_| "a hexadecimal number beyond 32 bits")?
+                        as i32;
                     out.push(Tok::Num(num(i64::from(v), f64::from(v), false)));
                     i += 2 + h;
                     continue;
@@ -131,9 +138,18 @@ fn lex(s: &str, is_time: bool) -> Result<Vec<Tok>, String> {
                     .find(|(sp, ..)| rest.starts_with(sp))
                     .ok_or_else(|| format!("`{}`: unknown unit in an expression", &s[i..]))?;
                 if spelling == "m" {
-                    (iv, dv) = if is_time { (60_000_000, 60e6) } else { (1 << 20, 1_048_576.0) };
+                    (iv, dv) = if is_time {
+                        (60_000_000, 60e6)
+                    } else {
+                        (1 << 20, 1_048_576.0)
+                    };
                 }
-                out.push(Tok::Suffix(Value { ival: iv, dval: dv, has_dval: fl, units: true }));
+                out.push(Tok::Suffix(Value {
+                    ival: iv,
+                    dval: dv,
+                    has_dval: fl,
+                    units: true,
+                }));
                 i += spelling.len();
             }
             _ => return Err(format!("`{}` cannot appear in an expression", c as char)),
@@ -183,7 +199,11 @@ impl P {
             Some(Tok::Op('-')) => {
                 self.i += 1;
                 let v = self.expr(UMINUS_BP)?;
-                Value { ival: v.ival.wrapping_neg(), dval: -v.dval, ..v }
+                Value {
+                    ival: v.ival.wrapping_neg(),
+                    dval: -v.dval,
+                    ..v
+                }
             }
             Some(t) => return Err(format!("unexpected {t:?}")),
             None => return Err("the expression ends early".into()),
@@ -193,9 +213,22 @@ impl P {
                 Some(Tok::Suffix(s)) if SUFFIX_BP >= min => {
                     self.i += 1;
                     let both_int = !lhs.has_dval && !s.has_dval;
-                    let ival = if both_int { lhs.ival.wrapping_mul(s.ival) } else { ((lhs.dval as i64) as f64 * s.dval) as i64 };
-                    let dval = if both_int { (lhs.ival.wrapping_mul(s.ival)) as f64 } else { lhs.dval * s.dval };
-                    lhs = Value { ival, dval, has_dval: lhs.has_dval, units: true };
+                    let ival = if both_int {
+                        lhs.ival.wrapping_mul(s.ival)
+                    } else {
+                        ((lhs.dval as i64) as f64 * s.dval) as i64
+                    };
+                    let dval = if both_int {
+                        (lhs.ival.wrapping_mul(s.ival)) as f64
+                    } else {
+                        lhs.dval * s.dval
+                    };
+                    lhs = Value {
+                        ival,
+                        dval,
+                        has_dval: lhs.has_dval,
+                        units: true,
+                    };
                 }
                 Some(Tok::Op(op)) => {
                     let Some((l, r)) = op_bp(op) else { break };
@@ -216,7 +249,12 @@ impl P {
 fn apply(op: char, a: Value, b: Value) -> Result<Value, String> {
     let ints = !a.has_dval && !b.has_dval;
     let units = a.units || b.units;
-    let keep = |ival: i64, dval: f64| Value { ival, dval, has_dval: a.has_dval, units };
+    let keep = |ival: i64, dval: f64| Value {
+        ival,
+        dval,
+        has_dval: a.has_dval,
+        units,
+    };
     Ok(match op {
         '+' | '-' | '*' => {
             let (i, d) = match op {
@@ -310,7 +348,11 @@ mod tests {
         assert_eq!(i("(1.5*1024)"), 1536);
         assert_eq!(i("(4kib)"), 4000, "units ignore kb_base");
         assert_eq!(i("(2m)"), 2 << 20);
-        assert_eq!(eval("(2m)", true).unwrap().ival, 120_000_000, "m is minutes in a time");
+        assert_eq!(
+            eval("(2m)", true).unwrap().ival,
+            120_000_000,
+            "m is minutes in a time"
+        );
         assert_eq!(eval("(5ms)", true).unwrap().ival, 5000);
         assert_eq!(i("(0x10 + 1) # note"), 17);
     }

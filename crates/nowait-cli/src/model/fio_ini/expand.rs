@@ -25,14 +25,15 @@ impl SystemFacts {
     /// entries of `/sys/devices/system/cpu`).
     pub fn this_machine() -> SystemFacts {
         let info = rustix::system::sysinfo();
-        let mem = u64::from(info.totalram) * u64::from(info.mem_unit.max(1));
+        let mem = info.totalram * u64::from(info.mem_unit.max(1));
         let ncpus = std::fs::read_dir("/sys/devices/system/cpu")
             .map(|d| {
                 d.filter_map(Result::ok)
                     .filter(|e| {
                         let n = e.file_name();
                         let n = n.to_string_lossy();
-                        n.strip_prefix("cpu").is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
+                        n.strip_prefix("cpu")
+                            .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
                     })
                     .count() as u64
             })
@@ -42,7 +43,11 @@ impl SystemFacts {
         } else {
             ncpus
         };
-        SystemFacts { pagesize: rustix::param::page_size() as u64, mb_memory: mem / (1024 * 1024), ncpus }
+        SystemFacts {
+            pagesize: rustix::param::page_size() as u64,
+            mb_memory: mem / (1024 * 1024),
+            ncpus,
+        }
     }
 }
 
@@ -74,7 +79,11 @@ pub fn env_vars(line: &str, var: &dyn Fn(&str) -> Option<String>) -> String {
 /// Replace the reserved words and compute the value when fio would hand it
 /// to `bc` (fio's `fio_keyword_replace` and `bc_calc`).
 pub fn keywords(line: &str, facts: &SystemFacts) -> Result<String, String> {
-    let words = [("$pagesize", facts.pagesize), ("$mb_memory", facts.mb_memory), ("$ncpus", facts.ncpus)];
+    let words = [
+        ("$pagesize", facts.pagesize),
+        ("$mb_memory", facts.mb_memory),
+        ("$ncpus", facts.ncpus),
+    ];
     let mut s = line.to_string();
     let mut replaced = false;
     for (w, v) in words {
@@ -94,7 +103,11 @@ pub fn keywords(line: &str, facts: &SystemFacts) -> Result<String, String> {
 }
 
 /// `${VAR}`, then the reserved words and their arithmetic.
-pub fn expand(line: &str, var: &dyn Fn(&str) -> Option<String>, facts: &SystemFacts) -> Result<String, String> {
+pub fn expand(
+    line: &str,
+    var: &dyn Fn(&str) -> Option<String>,
+    facts: &SystemFacts,
+) -> Result<String, String> {
     keywords(&env_vars(line, var), facts)
 }
 
@@ -106,7 +119,10 @@ pub fn bc(expr: &str) -> Result<i128, String> {
     let mut p = Bc { t: &toks, i: 0 };
     let v = p.sum()?;
     if p.i != toks.len() {
-        return Err(format!("unexpected `{}`", toks[p.i..].iter().collect::<String>()));
+        return Err(format!(
+            "unexpected `{}`",
+            toks[p.i..].iter().collect::<String>()
+        ));
     }
     Ok(v)
 }
@@ -126,7 +142,12 @@ impl Bc<'_> {
         while let Some(op @ ('+' | '-')) = self.peek() {
             self.i += 1;
             let r = self.product()?;
-            v = if op == '+' { v.checked_add(r) } else { v.checked_sub(r) }.ok_or("overflow")?;
+            v = if op == '+' {
+                v.checked_add(r)
+            } else {
+                v.checked_sub(r)
+            }
+            .ok_or("overflow")?;
         }
         Ok(v)
     }
@@ -193,7 +214,9 @@ impl Bc<'_> {
                     .parse()
                     .map_err(|_| "number too large".into())
             }
-            Some(c) => Err(format!("bc has no `{c}` here (no units: write 8*1024, not 8k)")),
+            Some(c) => Err(format!(
+                "bc has no `{c}` here (no units: write 8*1024, not 8k)"
+            )),
             None => Err("the expression ends early".into()),
         }
     }
@@ -203,7 +226,11 @@ impl Bc<'_> {
 mod tests {
     use super::*;
 
-    const FACTS: SystemFacts = SystemFacts { pagesize: 4096, mb_memory: 2048, ncpus: 4 };
+    const FACTS: SystemFacts = SystemFacts {
+        pagesize: 4096,
+        mb_memory: 2048,
+        ncpus: 4,
+    };
 
     fn env(n: &str) -> Option<String> {
         match n {
@@ -224,14 +251,28 @@ mod tests {
 
     #[test]
     fn reserved_words_and_bc_arithmetic() {
-        assert_eq!(expand("numjobs=$ncpus", &env, &FACTS), Ok("numjobs=4".into()));
-        assert_eq!(expand("size=8*$mb_memory", &env, &FACTS), Ok("size=16384".into()));
+        assert_eq!(
+            expand("numjobs=$ncpus", &env, &FACTS),
+            Ok("numjobs=4".into())
+        );
+        assert_eq!(
+            expand("size=8*$mb_memory", &env, &FACTS),
+            Ok("size=16384".into())
+        );
         assert_eq!(expand("bs=$pagesize*2", &env, &FACTS), Ok("bs=8192".into()));
-        assert_eq!(expand("numjobs=$ncpus/3", &env, &FACTS), Ok("numjobs=1".into()));
+        assert_eq!(
+            expand("numjobs=$ncpus/3", &env, &FACTS),
+            Ok("numjobs=1".into())
+        );
         assert_eq!(expand("x=2^$ncpus-1", &env, &FACTS), Ok("x=15".into()));
-        assert!(expand("size=$mb_memory*1g", &env, &FACTS).unwrap_err().contains("bc"));
+        assert!(expand("size=$mb_memory*1g", &env, &FACTS)
+            .unwrap_err()
+            .contains("bc"));
         // Without a reserved word fio does no arithmetic at all.
-        assert_eq!(expand("size=8*1024", &env, &FACTS), Ok("size=8*1024".into()));
+        assert_eq!(
+            expand("size=8*1024", &env, &FACTS),
+            Ok("size=8*1024".into())
+        );
     }
 
     #[test]

@@ -50,7 +50,11 @@ pub struct Pos {
 
 impl fmt::Display for Pos {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = if &*self.file == "-" { "<stdin>" } else { &self.file };
+        let name = if &*self.file == "-" {
+            "<stdin>"
+        } else {
+            &self.file
+        };
         write!(f, "{name}:{}", self.line)
     }
 }
@@ -88,7 +92,11 @@ impl Job {
     /// The last value given for `name` (a later one overrides an earlier),
     /// with `Some(None)` for a bare flag.
     pub fn get(&self, name: &str) -> Option<Option<&str>> {
-        self.options.iter().rev().find(|o| o.name == name).map(|o| o.value.as_deref())
+        self.options
+            .iter()
+            .rev()
+            .find(|o| o.name == name)
+            .map(|o| o.value.as_deref())
     }
 }
 
@@ -192,7 +200,10 @@ struct Parser<'a> {
 }
 
 fn at(file: &Arc<str>, line: usize) -> Pos {
-    Pos { file: file.clone(), line }
+    Pos {
+        file: file.clone(),
+        line,
+    }
 }
 
 impl Parser<'_> {
@@ -206,22 +217,43 @@ impl Parser<'_> {
 
     /// One option line (already cut at comments, not blank) of a section.
     fn option(&self, line: &str, pos: Pos, global: bool) -> Result<RawOption, IniError> {
-        let line = expand::expand(line, self.ctx.var, &self.ctx.facts).map_err(|msg| IniError { at: Some(pos.clone()), msg })?;
+        let line = expand::expand(line, self.ctx.var, &self.ctx.facts).map_err(|msg| IniError {
+            at: Some(pos.clone()),
+            msg,
+        })?;
         let (name, value) = match line.split_once('=') {
             Some((k, v)) => (strip_end(k).to_string(), Some(v.to_string())),
             None => (line.trim_end().to_string(), None),
         };
         if name.is_empty() {
-            return Err(IniError { at: Some(pos), msg: format!("`{line}` has no option name before `=`") });
+            return Err(IniError {
+                at: Some(pos),
+                msg: format!("`{line}` has no option name before `=`"),
+            });
         }
-        Ok(RawOption { name, value, at: pos, global })
+        Ok(RawOption {
+            name,
+            value,
+            at: pos,
+            global,
+        })
     }
 
     /// The lines of an included file, added to the current section.
-    fn include(&mut self, spec: &str, including: &Arc<str>, pos: &Pos, out: &mut Vec<RawOption>, global: bool) -> Result<(), IniError> {
+    fn include(
+        &mut self,
+        spec: &str,
+        including: &Arc<str>,
+        pos: &Pos,
+        out: &mut Vec<RawOption>,
+        global: bool,
+    ) -> Result<(), IniError> {
         self.include_depth += 1;
         if self.include_depth > 32 {
-            return Err(IniError { at: Some(pos.clone()), msg: "includes nested more than 32 deep (an include loop?)".into() });
+            return Err(IniError {
+                at: Some(pos.clone()),
+                msg: "includes nested more than 32 deep (an include loop?)".into(),
+            });
         }
         // fio: a name that does not exist as given is looked up beside the
         // including file.
@@ -238,7 +270,14 @@ impl Parser<'_> {
         for (i, raw) in text.split('\n').enumerate() {
             let p = at(&file, i + 1);
             if raw.len() >= LINE_MAX {
-                return Err(IniError { at: Some(p), msg: format!("a line of {} bytes; fio reads lines of at most {} bytes", raw.len(), LINE_MAX - 1) });
+                return Err(IniError {
+                    at: Some(p),
+                    msg: format!(
+                        "a line of {} bytes; fio reads lines of at most {} bytes",
+                        raw.len(),
+                        LINE_MAX - 1
+                    ),
+                });
             }
             if is_comment_or_empty(raw) {
                 continue;
@@ -251,7 +290,10 @@ impl Parser<'_> {
             if let Some(rest) = s.strip_prefix("include") {
                 let spec = rest.get(1..).unwrap_or("");
                 if spec.is_empty() {
-                    return Err(IniError { at: Some(p), msg: "`include` without a file name".into() });
+                    return Err(IniError {
+                        at: Some(p),
+                        msg: "`include` without a file name".into(),
+                    });
                 }
                 self.include(spec, &file, &p, out, global)?;
                 continue;
@@ -272,7 +314,14 @@ impl Parser<'_> {
         for (i, raw) in lines.iter().enumerate() {
             let pos = at(&file, i + 1);
             if raw.len() >= LINE_MAX {
-                return Err(IniError { at: Some(pos), msg: format!("a line of {} bytes; fio reads lines of at most {} bytes", raw.len(), LINE_MAX - 1) });
+                return Err(IniError {
+                    at: Some(pos),
+                    msg: format!(
+                        "a line of {} bytes; fio reads lines of at most {} bytes",
+                        raw.len(),
+                        LINE_MAX - 1
+                    ),
+                });
             }
             if is_comment_or_empty(raw) {
                 continue;
@@ -283,12 +332,26 @@ impl Parser<'_> {
                 let h = strip_end(s);
                 let name = match h.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
                     Some(n) if !n.is_empty() && n.len() <= NAME_MAX => n.to_string(),
-                    Some(n) if n.len() > NAME_MAX => return Err(IniError { at: Some(pos), msg: format!("a section name of {} bytes; fio keeps at most {NAME_MAX}", n.len()) }),
-                    _ => return Err(IniError { at: Some(pos), msg: format!("`{h}` is not a section header; write [name]") }),
+                    Some(n) if n.len() > NAME_MAX => {
+                        return Err(IniError {
+                            at: Some(pos),
+                            msg: format!(
+                                "a section name of {} bytes; fio keeps at most {NAME_MAX}",
+                                n.len()
+                            ),
+                        })
+                    }
+                    _ => {
+                        return Err(IniError {
+                            at: Some(pos),
+                            msg: format!("`{h}` is not a section header; write [name]"),
+                        })
+                    }
                 };
                 let global = name.starts_with("global");
                 let keep = global
-                    || ((!first || sel.sections.is_empty() || sel.sections.contains(&name)) && !sel.exclude.contains(&name));
+                    || ((!first || sel.sections.is_empty() || sel.sections.contains(&name))
+                        && !sel.exclude.contains(&name));
                 skipping = !keep;
                 if keep {
                     section = Some((name, pos, global, Vec::new()));
@@ -309,7 +372,10 @@ impl Parser<'_> {
             if let Some(rest) = s.strip_prefix("include") {
                 let spec = rest.get(1..).unwrap_or("");
                 if spec.is_empty() {
-                    return Err(IniError { at: Some(pos), msg: "`include` without a file name".into() });
+                    return Err(IniError {
+                        at: Some(pos),
+                        msg: "`include` without a file name".into(),
+                    });
                 }
                 let mut added = Vec::new();
                 self.include(spec, &file, &pos, &mut added, global)?;
@@ -323,27 +389,50 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn finish(&mut self, section: Option<(String, Pos, bool, Vec<RawOption>)>, stonewall: &mut bool) {
-        let Some((name, pos, global, opts)) = section else { return };
+    fn finish(
+        &mut self,
+        section: Option<(String, Pos, bool, Vec<RawOption>)>,
+        stonewall: &mut bool,
+    ) {
+        let Some((name, pos, global, opts)) = section else {
+            return;
+        };
         if global {
             self.globals.extend(opts);
             return;
         }
         let mut options = self.globals.clone();
         options.extend(opts);
-        self.jobs.push(Job { name, at: pos, file_stonewall: std::mem::take(stonewall), options });
+        self.jobs.push(Job {
+            name,
+            at: pos,
+            file_stonewall: std::mem::take(stonewall),
+            options,
+        });
     }
 }
 
 /// Read job files in order (`-` is standard input) into their jobs.
-pub fn parse_job_files(paths: &[&str], sel: &Selection, ctx: &Context<'_>) -> Result<Vec<Job>, IniError> {
+pub fn parse_job_files(
+    paths: &[&str],
+    sel: &Selection,
+    ctx: &Context<'_>,
+) -> Result<Vec<Job>, IniError> {
     if paths.iter().filter(|p| **p == "-").count() > 1 {
-        return Err(IniError { at: None, msg: "standard input (`-`) named as a job file more than once".into() });
+        return Err(IniError {
+            at: None,
+            msg: "standard input (`-`) named as a job file more than once".into(),
+        });
     }
     if sel.sections.iter().any(|s| s == "global") {
         return Err(IniError { at: None, msg: "--section=global: a global section cannot be the only section (fio refuses it too); name a job".into() });
     }
-    let mut p = Parser { ctx, globals: Vec::new(), jobs: Vec::new(), include_depth: 0 };
+    let mut p = Parser {
+        ctx,
+        globals: Vec::new(),
+        jobs: Vec::new(),
+        include_depth: 0,
+    };
     for (i, path) in paths.iter().enumerate() {
         p.file(path, i == 0, sel)?;
     }
@@ -359,7 +448,10 @@ mod tests {
 
     impl Loader for Files {
         fn read(&self, path: &str) -> std::io::Result<String> {
-            self.0.get(path).map(|s| s.to_string()).ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+            self.0
+                .get(path)
+                .map(|s| s.to_string())
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
         }
         fn exists(&self, path: &str) -> bool {
             self.0.contains_key(path)
@@ -370,16 +462,31 @@ mod tests {
         (n == "QD").then(|| "32".to_string())
     }
 
-    const FACTS: SystemFacts = SystemFacts { pagesize: 4096, mb_memory: 1024, ncpus: 2 };
+    const FACTS: SystemFacts = SystemFacts {
+        pagesize: 4096,
+        mb_memory: 1024,
+        ncpus: 2,
+    };
 
-    fn parse(files: &[(&'static str, &'static str)], paths: &[&str], sel: &Selection) -> Result<Vec<Job>, IniError> {
+    fn parse(
+        files: &[(&'static str, &'static str)],
+        paths: &[&str],
+        sel: &Selection,
+    ) -> Result<Vec<Job>, IniError> {
         let loader = Files(files.iter().copied().collect());
-        let ctx = Context { loader: &loader, var: &env, facts: FACTS };
+        let ctx = Context {
+            loader: &loader,
+            var: &env,
+            facts: FACTS,
+        };
         parse_job_files(paths, sel, &ctx)
     }
 
     fn pairs(j: &Job) -> Vec<(String, Option<String>)> {
-        j.options.iter().map(|o| (o.name.clone(), o.value.clone())).collect()
+        j.options
+            .iter()
+            .map(|o| (o.name.clone(), o.value.clone()))
+            .collect()
     }
 
     fn kv(k: &str, v: Option<&str>) -> (String, Option<String>) {
@@ -391,8 +498,18 @@ mod tests {
         let f = "; a comment\n[global]\nbs=4k\n[a]\nrw=read\n[global]\nbs=8k ; inline comment\n# another\n[b]\nnorandommap\n";
         let jobs = parse(&[("j.fio", f)], &["j.fio"], &Selection::default()).unwrap();
         assert_eq!(jobs.len(), 2);
-        assert_eq!(pairs(&jobs[0]), vec![kv("bs", Some("4k")), kv("rw", Some("read"))]);
-        assert_eq!(pairs(&jobs[1]), vec![kv("bs", Some("4k")), kv("bs", Some("8k")), kv("norandommap", None)]);
+        assert_eq!(
+            pairs(&jobs[0]),
+            vec![kv("bs", Some("4k")), kv("rw", Some("read"))]
+        );
+        assert_eq!(
+            pairs(&jobs[1]),
+            vec![
+                kv("bs", Some("4k")),
+                kv("bs", Some("8k")),
+                kv("norandommap", None)
+            ]
+        );
         assert_eq!(jobs[1].get("bs"), Some(Some("8k")));
         assert_eq!(jobs[1].options[1].at.to_string(), "j.fio:7");
         assert!(!jobs[0].file_stonewall);
@@ -404,7 +521,12 @@ mod tests {
         let jobs = parse(&[("j", f)], &["j"], &Selection::default()).unwrap();
         assert_eq!(
             pairs(&jobs[0]),
-            vec![kv("filename", Some("/tmp/x")), kv("size", Some("1g")), kv("bs", Some(" 4k")), kv("description", Some("a"))]
+            vec![
+                kv("filename", Some("/tmp/x")),
+                kv("size", Some("1g")),
+                kv("bs", Some(" 4k")),
+                kv("description", Some("a"))
+            ]
         );
     }
 
@@ -421,7 +543,10 @@ mod tests {
     #[test]
     fn includes_resolve_beside_the_including_file_and_nest() {
         let files = [
-            ("dir/main.fio", "[global]\ninclude glob.fio\n[t]\nrw=randread\ninclude sub/t.fio\n"),
+            (
+                "dir/main.fio",
+                "[global]\ninclude glob.fio\n[t]\nrw=randread\ninclude sub/t.fio\n",
+            ),
             ("dir/glob.fio", "thread=1\n; c\n"),
             ("dir/sub/t.fio", "ioengine=psync\ninclude more.fio\n"),
             ("dir/sub/more.fio", "iodepth=4\n"),
@@ -431,29 +556,68 @@ mod tests {
         let jobs = parse(&files, &["dir/main.fio"], &Selection::default()).unwrap();
         assert_eq!(
             pairs(&jobs[0]),
-            vec![kv("thread", Some("1")), kv("rw", Some("randread")), kv("ioengine", Some("psync")), kv("iodepth", Some("4"))]
+            vec![
+                kv("thread", Some("1")),
+                kv("rw", Some("randread")),
+                kv("ioengine", Some("psync")),
+                kv("iodepth", Some("4"))
+            ]
         );
         assert_eq!(jobs[0].options[3].at.to_string(), "dir/sub/more.fio:1");
         let e = parse(&files, &["dir/inc_bad.fio"], &Selection::default()).unwrap_err();
         assert_eq!(e.at.unwrap().to_string(), "dir/bad.fio:1");
-        let e = parse(&[("j", "[t]\ninclude nope.fio\n")], &["j"], &Selection::default()).unwrap_err();
-        assert!(e.to_string().starts_with("j:2: cannot read job file `nope.fio`"), "{e}");
+        let e = parse(
+            &[("j", "[t]\ninclude nope.fio\n")],
+            &["j"],
+            &Selection::default(),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("j:2: cannot read job file `nope.fio`"),
+            "{e}"
+        );
     }
 
     #[test]
     fn sections_are_selected_in_the_first_file_only() {
         let a = "[global]\nbs=4k\n[x]\nrw=read\n[y]\nrw=randread\n";
         let b = "[x]\nrw=read\n[z]\nrw=read\n";
-        let sel = Selection { sections: vec!["y".into()], exclude: vec![] };
+        let sel = Selection {
+            sections: vec!["y".into()],
+            exclude: vec![],
+        };
         let jobs = parse(&[("a", a), ("b", b)], &["a", "b"], &sel).unwrap();
         let names: Vec<&str> = jobs.iter().map(|j| j.name.as_str()).collect();
         assert_eq!(names, ["y", "x", "z"]);
-        assert_eq!(jobs[0].get("bs"), Some(Some("4k")), "globals are never skipped");
-        assert!(jobs[1].file_stonewall && !jobs[2].file_stonewall, "a later file starts with a stonewall");
-        let sel = Selection { sections: vec![], exclude: vec!["x".into()] };
-        let names: Vec<String> = parse(&[("a", a), ("b", b)], &["a", "b"], &sel).unwrap().into_iter().map(|j| j.name).collect();
+        assert_eq!(
+            jobs[0].get("bs"),
+            Some(Some("4k")),
+            "globals are never skipped"
+        );
+        assert!(
+            jobs[1].file_stonewall && !jobs[2].file_stonewall,
+            "a later file starts with a stonewall"
+        );
+        let sel = Selection {
+            sections: vec![],
+            exclude: vec!["x".into()],
+        };
+        let names: Vec<String> = parse(&[("a", a), ("b", b)], &["a", "b"], &sel)
+            .unwrap()
+            .into_iter()
+            .map(|j| j.name)
+            .collect();
         assert_eq!(names, ["y", "z"]);
-        assert!(parse(&[("a", a)], &["a"], &Selection { sections: vec!["global".into()], exclude: vec![] }).is_err());
+        assert!(parse(
+            &[("a", a)],
+            &["a"],
+            &Selection {
+                sections: vec!["global".into()],
+                exclude: vec![]
+            }
+        )
+        .is_err());
     }
 
     #[test]
@@ -461,9 +625,17 @@ mod tests {
         let e = parse(&[("j", "bs=4k\n[a]\n")], &["j"], &Selection::default()).unwrap_err();
         assert_eq!(e.to_string(), "j:1: option `bs=4k` outside of a [] job section; start a section (e.g. [global]) above it");
         let e = parse(&[("j", "[a\n")], &["j"], &Selection::default()).unwrap_err();
-        assert!(e.to_string().starts_with("j:1: `[a` is not a section header"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("j:1: `[a` is not a section header"),
+            "{e}"
+        );
         let e = parse(&[], &["missing.fio"], &Selection::default()).unwrap_err();
-        assert!(e.to_string().starts_with("cannot read job file `missing.fio`"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("cannot read job file `missing.fio`"),
+            "{e}"
+        );
         assert!(parse(&[("j", "[a]\n=4\n")], &["j"], &Selection::default()).is_err());
     }
 }

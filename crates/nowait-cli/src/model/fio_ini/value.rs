@@ -86,8 +86,11 @@ fn split_number(s: &str) -> Result<(i64, &str, bool), ValueError> {
     };
     let lower = body.to_ascii_lowercase();
     if let Some(hex) = lower.strip_prefix("0x") {
-        let n = u64::from_str_radix(hex, 16)
-            .map_err(|_| ValueError(format!("`{t}` is not a hexadecimal number (fio takes no unit after 0x)")))?;
+        let n = u64::from_str_radix(hex, 16).map_err(|_| {
+            ValueError(format!(
+                "`{t}` is not a hexadecimal number (fio takes no unit after 0x)"
+            ))
+        })?;
         let v = i64::try_from(n).map_err(|_| ValueError(format!("`{t}` is too large")))?;
         return Ok((if neg { -v } else { v }, "", true));
     }
@@ -95,7 +98,9 @@ fn split_number(s: &str) -> Result<(i64, &str, bool), ValueError> {
     if digits == 0 {
         return err(format!("`{t}` does not start with a number"));
     }
-    let v: i64 = body[..digits].parse().map_err(|_| ValueError(format!("`{t}` is too large")))?;
+    let v: i64 = body[..digits]
+        .parse()
+        .map_err(|_| ValueError(format!("`{t}` is too large")))?;
     let unit = &body[digits..];
     if blank && !unit.is_empty() {
         return err(format!(
@@ -132,7 +137,9 @@ fn size_unit(unit: &str, kb: KbBase, whole: &str) -> Result<Option<u64>, ValueEr
     };
     let mut m: u64 = 1;
     for _ in 0..pow {
-        m = m.checked_mul(mult).ok_or_else(|| ValueError(format!("`{whole}` is too large")))?;
+        m = m
+            .checked_mul(mult)
+            .ok_or_else(|| ValueError(format!("`{whole}` is too large")))?;
     }
     Ok(Some(m))
 }
@@ -210,12 +217,17 @@ pub enum TimeUnit {
 /// `10ms`/`10msec`, `10s`, `10m`, `10h`, `10d` (units case-insensitive).
 pub fn parse_time_us(s: &str, default: TimeUnit) -> Result<u64, ValueError> {
     if s.starts_with('(') {
-        let unit = if default == TimeUnit::Seconds { 1e6 } else { 1.0 };
+        let unit = if default == TimeUnit::Seconds {
+            1e6
+        } else {
+            1.0
+        };
         let v = expression(s, true, unit)?;
         if default == TimeUnit::Seconds && v % 1_000_000 != 0 {
             return err(format!("`{s}` is {v} us; fio keeps whole seconds of an expression for this option (it would cut it to {}s)", v / 1_000_000));
         }
-        return u64::try_from(v).map_err(|_| ValueError(format!("`{s}` is {v}; a time cannot be negative")));
+        return u64::try_from(v)
+            .map_err(|_| ValueError(format!("`{s}` is {v}; a time cannot be negative")));
     }
     let (v, unit, _) = split_number(s)?;
     if v < 0 {
@@ -232,8 +244,18 @@ pub fn parse_time_us(s: &str, default: TimeUnit) -> Result<u64, ValueError> {
         "m" => 60_000_000,
         "h" => 3_600_000_000,
         "d" => 86_400_000_000,
-        "sec" => return err(format!("`{}`: fio reads `sec` as microseconds; write `{v}s` for seconds", s.trim())),
-        u => return err(format!("`{}`: unknown time unit `{u}`; use us, ms, s, m, h or d", s.trim())),
+        "sec" => {
+            return err(format!(
+                "`{}`: fio reads `sec` as microseconds; write `{v}s` for seconds",
+                s.trim()
+            ))
+        }
+        u => {
+            return err(format!(
+                "`{}`: unknown time unit `{u}`; use us, ms, s, m, h or d",
+                s.trim()
+            ))
+        }
     };
     (v as u64)
         .checked_mul(mult)
@@ -272,7 +294,11 @@ pub struct PerDdir<T> {
 impl<T: Clone> PerDdir<T> {
     /// The same value for all three.
     pub fn all(v: T) -> PerDdir<T> {
-        PerDdir { read: v.clone(), write: v.clone(), trim: v }
+        PerDdir {
+            read: v.clone(),
+            write: v.clone(),
+            trim: v,
+        }
     }
 }
 
@@ -304,7 +330,10 @@ pub fn parse_per_ddir<T: Clone>(
         let cut = match seps {
             ListSeps::Comma => rest.find(','),
             ListSeps::Any => rest.find(',').or_else(|| rest.find(':')).or_else(|| {
-                rest.char_indices().skip(1).find(|&(_, c)| c == '-').map(|(i, _)| i)
+                rest.char_indices()
+                    .skip(1)
+                    .find(|&(_, c)| c == '-')
+                    .map(|(i, _)| i)
             }),
         };
         let (head, tail) = match cut {
@@ -312,13 +341,17 @@ pub fn parse_per_ddir<T: Clone>(
             None => (rest, None),
         };
         if vals.len() == 3 {
-            return err(format!("`{s}`: at most three values (reads, writes, trims)"));
+            return err(format!(
+                "`{s}`: at most three values (reads, writes, trims)"
+            ));
         }
-        vals.push(if head.trim().is_empty() && (tail.is_some() || !vals.is_empty()) {
-            None
-        } else {
-            Some(parse(head)?)
-        });
+        vals.push(
+            if head.trim().is_empty() && (tail.is_some() || !vals.is_empty()) {
+                None
+            } else {
+                Some(parse(head)?)
+            },
+        );
         match tail {
             Some(t) => rest = t,
             None => break,
@@ -331,7 +364,11 @@ pub fn parse_per_ddir<T: Clone>(
             None => last.clone(),
         }
     };
-    Ok(PerDdir { read: get(0), write: get(1), trim: get(2) })
+    Ok(PerDdir {
+        read: get(0),
+        write: get(1),
+        trim: get(2),
+    })
 }
 
 /// A range `lo-hi` or `lo:hi` of sizes, swapped when given high first
@@ -365,8 +402,16 @@ fn split_ddirs(s: &str) -> PerDdir<&str> {
     let parts: Vec<&str> = s.splitn(3, ',').collect();
     match parts.as_slice() {
         [one] => PerDdir::all(*one),
-        [r, w] => PerDdir { read: r, write: w, trim: w },
-        [r, w, t] => PerDdir { read: r, write: w, trim: t },
+        [r, w] => PerDdir {
+            read: r,
+            write: w,
+            trim: w,
+        },
+        [r, w, t] => PerDdir {
+            read: r,
+            write: w,
+            trim: t,
+        },
         _ => PerDdir::all(""),
     }
 }
@@ -396,9 +441,11 @@ fn bssplit_one(s: &str, kb: KbBase) -> Result<Vec<BsSplit>, ValueError> {
         let (bs, perc) = match entry.split_once('/') {
             Some((b, p)) => {
                 let p = p.trim();
-                let n: u32 = p
-                    .parse()
-                    .map_err(|_| ValueError(format!("bssplit `{entry}`: `{p}` is not a whole percentage")))?;
+                let n: u32 = p.parse().map_err(|_| {
+                    ValueError(format!(
+                        "bssplit `{entry}`: `{p}` is not a whole percentage"
+                    ))
+                })?;
                 (b, if n == 0 { None } else { Some(n.min(100)) })
             }
             None => (entry, None),
@@ -408,10 +455,22 @@ fn bssplit_one(s: &str, kb: KbBase) -> Result<Vec<BsSplit>, ValueError> {
     let given: u32 = v.iter().filter_map(|e| e.1).sum();
     let missing = v.iter().filter(|e| e.1.is_none()).count() as u32;
     if given > 100 && missing > 1 {
-        return err(format!("bssplit `{s}`: the percentages add up to more than 100"));
+        return err(format!(
+            "bssplit `{s}`: the percentages add up to more than 100"
+        ));
     }
-    let share = if missing == 1 && v.len() == 1 { 100 } else { 100u32.saturating_sub(given) / missing.max(1) };
-    let mut out: Vec<BsSplit> = v.into_iter().map(|(bs, p)| BsSplit { bs, perc: p.unwrap_or(share) }).collect();
+    let share = if missing == 1 && v.len() == 1 {
+        100
+    } else {
+        100u32.saturating_sub(given) / missing.max(1)
+    };
+    let mut out: Vec<BsSplit> = v
+        .into_iter()
+        .map(|(bs, p)| BsSplit {
+            bs,
+            perc: p.unwrap_or(share),
+        })
+        .collect();
     // fio sorts with qsort by share; glibc's is stable for these sizes.
     out.sort_by_key(|e| e.perc);
     Ok(out)
@@ -444,9 +503,11 @@ pub enum DistSpec {
 }
 
 fn parse_float(s: &str, what: &str) -> Result<f64, ValueError> {
-    s.trim()
-        .parse::<f64>()
-        .map_err(|_| ValueError(format!("random_distribution: `{s}` is not a number ({what})")))
+    s.trim().parse::<f64>().map_err(|_| {
+        ValueError(format!(
+            "random_distribution: `{s}` is not a number ({what})"
+        ))
+    })
 }
 
 /// Read `random_distribution=VALUE` as fio's `str_random_distribution_cb`.
@@ -457,14 +518,18 @@ pub fn parse_random_distribution(s: &str, kb: KbBase) -> Result<DistSpec, ValueE
         None => (t, None),
     };
     let params = |default: f64| -> Result<(f64, Option<f64>), ValueError> {
-        let Some(r) = rest else { return Ok((default, None)) };
+        let Some(r) = rest else {
+            return Ok((default, None));
+        };
         let (v, c) = match r.split_once(':') {
             Some((v, c)) => (v, Some(parse_float(c, "center")?)),
             None => (r, None),
         };
         if let Some(c) = c {
             if !(0.0..=1.0).contains(&c) {
-                return err(format!("random_distribution={t}: the center {c} is outside 0..1"));
+                return err(format!(
+                    "random_distribution={t}: the center {c} is outside 0..1"
+                ));
             }
         }
         Ok((parse_float(v, "parameter")?, c))
@@ -474,37 +539,55 @@ pub fn parse_random_distribution(s: &str, kb: KbBase) -> Result<DistSpec, ValueE
         "zipf" => {
             let (theta, center) = params(1.1)?;
             if theta == 1.0 {
-                return err(format!("random_distribution={t}: zipf's theta must not be 1.0"));
+                return err(format!(
+                    "random_distribution={t}: zipf's theta must not be 1.0"
+                ));
             }
             Ok(DistSpec::Zipf { theta, center })
         }
         "pareto" => {
             let (h, center) = params(0.2)?;
             if !(h > 0.0 && h < 1.0) {
-                return err(format!("random_distribution={t}: pareto's h must be between 0 and 1"));
+                return err(format!(
+                    "random_distribution={t}: pareto's h must be between 0 and 1"
+                ));
             }
             Ok(DistSpec::Pareto { h, center })
         }
         "normal" => {
             let (dev, center) = params(0.0)?;
             if !(0.0..100.0).contains(&dev) {
-                return err(format!("random_distribution={t}: normal's deviation must be at least 0 and below 100"));
+                return err(format!(
+                    "random_distribution={t}: normal's deviation must be at least 0 and below 100"
+                ));
             }
             Ok(DistSpec::Normal { dev, center })
         }
         "zoned" | "zoned_abs" => {
             let abs = name == "zoned_abs";
-            let body = rest.ok_or_else(|| ValueError(format!("random_distribution={t}: give the zones, e.g. {name}:60/10:30/20:10/70")))?;
+            let body = rest.ok_or_else(|| {
+                ValueError(format!(
+                    "random_distribution={t}: give the zones, e.g. {name}:60/10:30/20:10/70"
+                ))
+            })?;
             let d = split_ddirs(body);
             let z = PerDdir {
                 read: zones(d.read, abs, kb, t)?,
                 write: zones(d.write, abs, kb, t)?,
                 trim: zones(d.trim, abs, kb, t)?,
             };
-            Ok(if abs { DistSpec::ZonedAbs(z) } else { DistSpec::Zoned(z) })
+            Ok(if abs {
+                DistSpec::ZonedAbs(z)
+            } else {
+                DistSpec::Zoned(z)
+            })
         }
-        "sequence" => err(format!("random_distribution={t}: `sequence` (fio 3.39+) is not supported yet")),
-        _ => err(format!("random_distribution={t}: fio knows random, zipf, pareto, normal, zoned, zoned_abs")),
+        "sequence" => err(format!(
+            "random_distribution={t}: `sequence` (fio 3.39+) is not supported yet"
+        )),
+        _ => err(format!(
+            "random_distribution={t}: fio knows random, zipf, pareto, normal, zoned, zoned_abs"
+        )),
     }
 }
 
@@ -522,13 +605,19 @@ fn zones(s: &str, abs: bool, kb: KbBase, whole: &str) -> Result<Vec<ZoneSplit>, 
         };
         let access = parse_bytes(a, kb)?;
         if access > 100 {
-            return err(format!("random_distribution={whole}: zone access share {access} is above 100"));
+            return err(format!(
+                "random_distribution={whole}: zone access share {access} is above 100"
+            ));
         }
         let size = match z {
             None => None,
             Some(z) if abs => Some(parse_bytes(z, kb)?),
             Some(z) => {
-                let p: u64 = z.trim().parse().map_err(|_| ValueError(format!("random_distribution={whole}: `{z}` is not a whole percentage")))?;
+                let p: u64 = z.trim().parse().map_err(|_| {
+                    ValueError(format!(
+                        "random_distribution={whole}: `{z}` is not a whole percentage"
+                    ))
+                })?;
                 Some(p.min(100))
             }
         };
@@ -538,12 +627,20 @@ fn zones(s: &str, abs: bool, kb: KbBase, whole: &str) -> Result<Vec<ZoneSplit>, 
         return Ok(Vec::new());
     }
     let access: u32 = v.iter().filter_map(|e| e.0).sum();
-    let sizes: u64 = if abs { 0 } else { v.iter().filter_map(|e| e.1).sum() };
+    let sizes: u64 = if abs {
+        0
+    } else {
+        v.iter().filter_map(|e| e.1).sum()
+    };
     if access > 100 || sizes > 100 {
-        return err(format!("random_distribution={whole}: zone percentages add up to more than 100"));
+        return err(format!(
+            "random_distribution={whole}: zone percentages add up to more than 100"
+        ));
     }
     if access < 100 {
-        return err(format!("random_distribution={whole}: zone access shares add up to {access}, not 100"));
+        return err(format!(
+            "random_distribution={whole}: zone access shares add up to {access}, not 100"
+        ));
     }
     let missing = v.iter().filter(|e| e.1.is_none()).count() as u64;
     let share = if abs {
@@ -554,7 +651,10 @@ fn zones(s: &str, abs: bool, kb: KbBase, whole: &str) -> Result<Vec<ZoneSplit>, 
         (100 - sizes) / missing.max(1)
     };
     Ok(v.into_iter()
-        .map(|(a, z)| ZoneSplit { access_perc: a.unwrap_or(0), size: z.unwrap_or(share) })
+        .map(|(a, z)| ZoneSplit {
+            access_perc: a.unwrap_or(0),
+            size: z.unwrap_or(share),
+        })
         .collect())
 }
 
@@ -611,12 +711,18 @@ pub fn parse_rw(s: &str, kb: KbBase) -> Result<RwSpec, ValueError> {
         .map(|&(_, m)| m)
         .ok_or_else(|| ValueError(format!("rw={t}: fio's modes are read, randread, write, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite")))?;
     let random = matches!(mode, RwMode::RandRead) || name.starts_with("rand");
-    let mut spec = RwSpec { mode, seq_nr: 1, seq_add: 0 };
+    let mut spec = RwSpec {
+        mode,
+        seq_nr: 1,
+        seq_add: 0,
+    };
     if let Some(p) = post {
         let v = parse_signed_bytes(p, kb)?;
         if random {
             if v <= 0 || v > i64::from(u32::MAX) {
-                return err(format!("rw={t}: the number of reads per random offset must be 1 to 4294967295"));
+                return err(format!(
+                    "rw={t}: the number of reads per random offset must be 1 to 4294967295"
+                ));
             }
             spec.seq_nr = v as u32;
         } else {
@@ -646,9 +752,15 @@ mod tests {
         assert_eq!(parse_bytes("0x1000", b), Ok(4096));
         assert_eq!(parse_size("50%", b), Ok(Size::Percent(50)));
         assert!(parse_size("150%", b).is_err());
-        assert!(parse_bytes("1.5g", b).unwrap_err().0.contains("unknown unit"));
+        assert!(parse_bytes("1.5g", b)
+            .unwrap_err()
+            .0
+            .contains("unknown unit"));
         assert!(parse_bytes("4 k", b).is_err());
-        assert!(parse_bytes(" 4k", b).unwrap_err().0.contains("blank"), "fio reads ` 4k` as 4");
+        assert!(
+            parse_bytes(" 4k", b).unwrap_err().0.contains("blank"),
+            "fio reads ` 4k` as 4"
+        );
         assert_eq!(parse_bytes(" 4096", b), Ok(4096));
         assert_eq!(parse_bytes("(8*1024)", b), Ok(8192));
         assert_eq!(parse_time_us("(2*60)", TimeUnit::Seconds), Ok(120_000_000));
@@ -666,18 +778,45 @@ mod tests {
         assert_eq!(parse_time_us("5ms", TimeUnit::Seconds), Ok(5000));
         assert_eq!(parse_time_us("2m", TimeUnit::Micros), Ok(120_000_000));
         assert_eq!(parse_time_us("1H", TimeUnit::Micros), Ok(3_600_000_000));
-        assert!(parse_time_us("10sec", TimeUnit::Seconds).unwrap_err().0.contains("microseconds"));
+        assert!(parse_time_us("10sec", TimeUnit::Seconds)
+            .unwrap_err()
+            .0
+            .contains("microseconds"));
     }
 
     #[test]
     fn per_ddir_lists_fill_as_fio_does() {
         let p = |s| parse_per_ddir(s, ListSeps::Any, |v| parse_bytes(v, KbBase::Binary)).unwrap();
         assert_eq!(p("4k"), PerDdir::all(Some(4096)));
-        assert_eq!(p("4k,8k"), PerDdir { read: Some(4096), write: Some(8192), trim: Some(8192) });
-        assert_eq!(p("4k:8k"), PerDdir { read: Some(4096), write: Some(8192), trim: Some(8192) });
-        assert_eq!(p(",8k"), PerDdir { read: None, write: Some(8192), trim: Some(8192) });
+        assert_eq!(
+            p("4k,8k"),
+            PerDdir {
+                read: Some(4096),
+                write: Some(8192),
+                trim: Some(8192)
+            }
+        );
+        assert_eq!(
+            p("4k:8k"),
+            PerDdir {
+                read: Some(4096),
+                write: Some(8192),
+                trim: Some(8192)
+            }
+        );
+        assert_eq!(
+            p(",8k"),
+            PerDdir {
+                read: None,
+                write: Some(8192),
+                trim: Some(8192)
+            }
+        );
         assert_eq!(p("4k,"), PerDdir::all(Some(4096)));
-        let r = parse_per_ddir("1k-4k,8k-16k", ListSeps::Comma, |v| parse_range(v, KbBase::Binary)).unwrap();
+        let r = parse_per_ddir("1k-4k,8k-16k", ListSeps::Comma, |v| {
+            parse_range(v, KbBase::Binary)
+        })
+        .unwrap();
         assert_eq!(r.read, Some((1024, 4096)));
         assert_eq!(r.trim, Some((8192, 16384)));
         assert_eq!(parse_range("16k:4k", KbBase::Binary), Ok((4096, 16384)));
@@ -688,11 +827,27 @@ mod tests {
         let s = parse_bssplit("4k/10:64k/50:32k", KbBase::Binary).unwrap();
         assert_eq!(
             s.read,
-            vec![BsSplit { bs: 4096, perc: 10 }, BsSplit { bs: 32768, perc: 40 }, BsSplit { bs: 65536, perc: 50 }]
+            vec![
+                BsSplit { bs: 4096, perc: 10 },
+                BsSplit {
+                    bs: 32768,
+                    perc: 40
+                },
+                BsSplit {
+                    bs: 65536,
+                    perc: 50
+                }
+            ]
         );
         assert_eq!(s.trim, s.read);
         let s = parse_bssplit("4k,8k/50:16k", KbBase::Binary).unwrap();
-        assert_eq!(s.read, vec![BsSplit { bs: 4096, perc: 100 }]);
+        assert_eq!(
+            s.read,
+            vec![BsSplit {
+                bs: 4096,
+                perc: 100
+            }]
+        );
         assert_eq!(s.write.len(), 2);
         assert!(parse_bssplit("4k/90:8k:16k/20:32k", KbBase::Binary).is_err());
     }
@@ -700,18 +855,62 @@ mod tests {
     #[test]
     fn distributions_and_rw_postfixes() {
         let b = KbBase::Binary;
-        assert_eq!(parse_random_distribution("zipf", b), Ok(DistSpec::Zipf { theta: 1.1, center: None }));
-        assert_eq!(parse_random_distribution("pareto:0.3:0.5", b), Ok(DistSpec::Pareto { h: 0.3, center: Some(0.5) }));
+        assert_eq!(
+            parse_random_distribution("zipf", b),
+            Ok(DistSpec::Zipf {
+                theta: 1.1,
+                center: None
+            })
+        );
+        assert_eq!(
+            parse_random_distribution("pareto:0.3:0.5", b),
+            Ok(DistSpec::Pareto {
+                h: 0.3,
+                center: Some(0.5)
+            })
+        );
         assert!(parse_random_distribution("zipf:1", b).is_err());
         assert!(parse_random_distribution("normal:100", b).is_err());
-        let DistSpec::Zoned(z) = parse_random_distribution("zoned:60/10:30/20:10/70", b).unwrap() else { panic!() };
-        assert_eq!(z.read[1], ZoneSplit { access_perc: 30, size: 20 });
-        assert!(parse_random_distribution("zoned:60/10:30/20", b).unwrap_err().0.contains("90"));
-        let DistSpec::ZonedAbs(z) = parse_random_distribution("zoned_abs:60/1m:40/2m", b).unwrap() else { panic!() };
+        let DistSpec::Zoned(z) = parse_random_distribution("zoned:60/10:30/20:10/70", b).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            z.read[1],
+            ZoneSplit {
+                access_perc: 30,
+                size: 20
+            }
+        );
+        assert!(parse_random_distribution("zoned:60/10:30/20", b)
+            .unwrap_err()
+            .0
+            .contains("90"));
+        let DistSpec::ZonedAbs(z) = parse_random_distribution("zoned_abs:60/1m:40/2m", b).unwrap()
+        else {
+            panic!()
+        };
         assert_eq!(z.read[1].size, 2 << 20);
-        assert_eq!(parse_rw("read:-8k", b), Ok(RwSpec { mode: RwMode::Read, seq_nr: 1, seq_add: -8192 }));
-        assert_eq!(parse_rw("randread:8", b), Ok(RwSpec { mode: RwMode::RandRead, seq_nr: 8, seq_add: 0 }));
+        assert_eq!(
+            parse_rw("read:-8k", b),
+            Ok(RwSpec {
+                mode: RwMode::Read,
+                seq_nr: 1,
+                seq_add: -8192
+            })
+        );
+        assert_eq!(
+            parse_rw("randread:8", b),
+            Ok(RwSpec {
+                mode: RwMode::RandRead,
+                seq_nr: 8,
+                seq_add: 0
+            })
+        );
         assert!(parse_rw("randread:0", b).is_err());
-        assert_eq!(parse_rw("randrw", b).unwrap().mode, RwMode::Writes("randrw"));
+        assert_eq!(
+            parse_rw("randrw", b).unwrap().mode,
+            RwMode::Writes("randrw")
+        );
     }
 }
