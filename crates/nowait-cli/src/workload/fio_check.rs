@@ -16,6 +16,8 @@ use super::fio_random::Seeding;
 #[path = "../../../nowait/tests/common/skip.rs"]
 mod skip;
 
+pub use skip::skip;
+
 /// One fio binary and what its version implies.
 #[derive(Debug, Clone)]
 pub struct Fio {

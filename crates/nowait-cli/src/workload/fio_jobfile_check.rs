@@ -236,3 +236,120 @@ fn seed_002_job_file_parses_unchanged() {
     );
     let _ = SeedOptions::default();
 }
+
+/// The read-only job files of fio's `examples/` whose workload nowait can
+/// run (docs: `crates/nowait-cli/tests/data/fio-examples.md`).
+const READ_ONLY_EXAMPLES: [&str; 17] = [
+    "1mbs_clients.fio",
+    "aio-read.fio",
+    "backwards-read.fio",
+    "butterfly.fio",
+    "cmdprio-percentage.fio",
+    "disk-zone-profile.fio",
+    "example_latency_steadystate.fio",
+    "fio-rand-read.fio",
+    "fio-seq-read.fio",
+    "fixed-rate-submission.fio",
+    "latency-profile.fio",
+    "null.fio",
+    "numa.fio",
+    "poisson-rate-submission.fio",
+    "rand-zones.fio",
+    "sequence-distribution.fio",
+    "zipf.fio",
+];
+
+/// Every job file of a fio checkout's `examples/` (`NOWAIT_FIO_EXAMPLES`,
+/// else `/work/tools/fio-src/examples` when present) is read by the job-file
+/// parser, and the read-only ones' workload options by the value parsers.
+#[test]
+fn fio_examples_parse() {
+    let dir = std::env::var("NOWAIT_FIO_EXAMPLES")
+        .unwrap_or_else(|_| "/work/tools/fio-src/examples".into());
+    let dir = Path::new(&dir);
+    if !dir.is_dir() {
+        fio_check::skip(
+            "fio_examples_parse",
+            "no fio checkout's examples/ (set NOWAIT_FIO_EXAMPLES to one); fio's job files are not part of this repository",
+        );
+        return;
+    }
+    let var = |_: &str| None;
+    let ctx = Context {
+        loader: &FsLoader,
+        var: &var,
+        facts: SystemFacts::this_machine(),
+    };
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .collect();
+    files.retain(|p| p.extension().is_some_and(|e| e == "fio"));
+    files.sort();
+    assert!(
+        files.len() > 50,
+        "{} job files in {}",
+        files.len(),
+        dir.display()
+    );
+    let kb = KbBase::Binary;
+    for p in &files {
+        let name = p.file_name().unwrap().to_str().unwrap();
+        let jobs = parse_job_files(&[p.to_str().unwrap()], &Selection::default(), &ctx)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(!jobs.is_empty(), "{name}: no jobs");
+        if !READ_ONLY_EXAMPLES.contains(&name) {
+            continue;
+        }
+        for j in &jobs {
+            let get = |k: &str| j.get(k).flatten();
+            let rw = parse_rw(get("rw").unwrap_or("read"), kb)
+                .unwrap_or_else(|e| panic!("{name} [{}]: {e}", j.name));
+            assert!(
+                !matches!(rw.mode, crate::model::fio_ini::value::RwMode::Writes(_)),
+                "{name} [{}] writes",
+                j.name
+            );
+            for k in [
+                "bs",
+                "size",
+                "io_size",
+                "iodepth",
+                "rate",
+                "rate_iops",
+                "ratemin",
+                "zonesize",
+                "zoneskip",
+            ] {
+                if let Some(v) = get(k) {
+                    parse_size(v, kb).unwrap_or_else(|e| panic!("{name} [{}] {k}: {e}", j.name));
+                }
+            }
+            for k in [
+                "runtime",
+                "startdelay",
+                "steadystate_duration",
+                "steadystate_ramp_time",
+            ] {
+                if let Some(v) = get(k) {
+                    crate::model::fio_ini::value::parse_time_us(
+                        v,
+                        crate::model::fio_ini::value::TimeUnit::Seconds,
+                    )
+                    .unwrap_or_else(|e| panic!("{name} [{}] {k}: {e}", j.name));
+                }
+            }
+            if let Some(d) = get("random_distribution") {
+                match parse_random_distribution(d, kb) {
+                    Ok(_) => {}
+                    // fio 3.39's `sequence` distribution is not read yet.
+                    Err(e) if d.starts_with("sequence") => {
+                        assert!(e.0.contains("not supported"), "{e}")
+                    }
+                    Err(e) => panic!("{name} [{}]: {e}", j.name),
+                }
+            }
+        }
+    }
+}

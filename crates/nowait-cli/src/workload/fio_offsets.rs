@@ -756,6 +756,20 @@ mod tests {
                         "--rw=randread",
                         "--bs=4k",
                         "--size=4m",
+                        "--random_distribution=zoned:50/5:30/15:20/",
+                    ],
+                    &|o| {
+                        o.distribution =
+                            parse_random_distribution("zoned:50/5:30/15:20/", KbBase::Binary)
+                                .unwrap()
+                    },
+                    geo(4 << 20, 0),
+                ),
+                (
+                    &[
+                        "--rw=randread",
+                        "--bs=4k",
+                        "--size=4m",
                         "--random_distribution=zoned_abs:50/1m:50/3m",
                     ],
                     &|o| {

@@ -440,13 +440,19 @@ fn bssplit_one(s: &str, kb: KbBase) -> Result<Vec<BsSplit>, ValueError> {
         }
         let (bs, perc) = match entry.split_once('/') {
             Some((b, p)) => {
-                let p = p.trim();
-                let n: u32 = p.parse().map_err(|_| {
+                let n = whole_percent(p).map_err(|_| {
                     ValueError(format!(
                         "bssplit `{entry}`: `{p}` is not a whole percentage"
                     ))
                 })?;
-                (b, if n == 0 { None } else { Some(n.min(100)) })
+                (
+                    b,
+                    if n == 0 {
+                        None
+                    } else {
+                        Some(n.min(100) as u32)
+                    },
+                )
             }
             None => (entry, None),
         };
@@ -474,6 +480,17 @@ fn bssplit_one(s: &str, kb: KbBase) -> Result<Vec<BsSplit>, ValueError> {
     // fio sorts with qsort by share; glibc's is stable for these sizes.
     out.sort_by_key(|e| e.perc);
     Ok(out)
+}
+
+/// A share after `/` as fio's `atoi` reads it: empty is 0 (fio then treats
+/// the share as missing); anything but digits is refused.
+fn whole_percent(s: &str) -> Result<u64, std::num::ParseIntError> {
+    let t = s.trim();
+    if t.is_empty() {
+        Ok(0)
+    } else {
+        t.parse()
+    }
 }
 
 /// One zone of a `zoned`/`zoned_abs` distribution.
@@ -613,12 +630,13 @@ fn zones(s: &str, abs: bool, kb: KbBase, whole: &str) -> Result<Vec<ZoneSplit>, 
             None => None,
             Some(z) if abs => Some(parse_bytes(z, kb)?),
             Some(z) => {
-                let p: u64 = z.trim().parse().map_err(|_| {
+                let p = whole_percent(z).map_err(|_| {
                     ValueError(format!(
                         "random_distribution={whole}: `{z}` is not a whole percentage"
                     ))
                 })?;
-                Some(p.min(100))
+                // fio: an empty or 0 share is a missing one.
+                (p != 0).then_some(p.min(100))
             }
         };
         v.push((Some(access as u32), size));
@@ -886,6 +904,22 @@ mod tests {
             .unwrap_err()
             .0
             .contains("90"));
+        // fio's examples/rand-zones.fio: the last zone's size is what is left.
+        let DistSpec::Zoned(z) = parse_random_distribution("zoned:50/5:30/15:20/", b).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            z.read[2],
+            ZoneSplit {
+                access_perc: 20,
+                size: 80
+            }
+        );
+        assert_eq!(
+            parse_bssplit("4k/:8k/50", b).unwrap().read[0],
+            BsSplit { bs: 4096, perc: 50 }
+        );
         let DistSpec::ZonedAbs(z) = parse_random_distribution("zoned_abs:60/1m:40/2m", b).unwrap()
         else {
             panic!()
