@@ -10,8 +10,6 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::fio_random::Seeding;
-
 #[allow(dead_code)] // `skip_line` serves other suites
 #[path = "../../../nowait/tests/common/skip.rs"]
 mod skip;
@@ -24,7 +22,9 @@ pub struct Fio {
     pub path: PathBuf,
     /// `fio-3.33`, as `--version` prints it.
     pub version: String,
-    pub seeding: Seeding,
+    /// The version's major and minor numbers (3, 33).
+    pub major: u32,
+    pub minor: u32,
 }
 
 fn probe(path: &Path) -> Option<Fio> {
@@ -37,7 +37,8 @@ fn probe(path: &Path) -> Option<Fio> {
     Some(Fio {
         path: path.to_path_buf(),
         version,
-        seeding: Seeding::of_version(major, minor),
+        major,
+        minor,
     })
 }
 

@@ -380,10 +380,16 @@ mod tests {
                 &SeedOptions::default(),
                 1,
                 true,
-                fio.seeding,
+                Seeding::of_version(fio.major, fio.minor),
                 || unreachable!(),
             );
-            let seed = file_seed(&file, 1, &seeds, &SeedOptions::default(), fio.seeding);
+            let seed = file_seed(
+                &file,
+                1,
+                &seeds,
+                &SeedOptions::default(),
+                Seeding::of_version(fio.major, fio.minor),
+            );
             let mut next = make(1024, seed);
             let want: Vec<(u64, u64)> = got.iter().map(|_| (next() * 4096, 4096)).collect();
             assert_eq!(got.len(), 1024);

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use super::fio_check;
 use super::fio_offsets::{FileGeometry, JobOffsets, OffsetOptions};
-use super::fio_random::{JobSeeds, SeedOptions};
+use super::fio_random::{JobSeeds, SeedOptions, Seeding};
 use crate::model::fio_ini::expand::SystemFacts;
 use crate::model::fio_ini::value::{
     parse_bool, parse_bytes, parse_flag, parse_random_distribution, parse_rw, parse_size, KbBase,
@@ -41,7 +41,7 @@ fn ours(job: &Job, thread_number: u32, fio: &fio_check::Fio) -> Vec<(u64, u64)> 
         panic!("size")
     };
     let mut o = OffsetOptions::new(rw, bs);
-    o.seeding = fio.seeding;
+    o.seeding = Seeding::of_version(fio.major, fio.minor);
     o.thread_number = thread_number;
     o.norandommap = job
         .get("norandommap")
@@ -350,6 +350,43 @@ fn fio_examples_parse() {
                     Err(e) => panic!("{name} [{}]: {e}", j.name),
                 }
             }
+        }
+    }
+}
+
+/// Sizes as fio reads them: the bytes a sequential job reads are its `size`
+/// (a whole number of 1000-byte blocks here), for each unit and `kb_base`.
+#[test]
+fn size_units_and_kb_base_mean_what_they_mean_to_fio() {
+    let Some(fios) = fio_check::fios("size_units_and_kb_base_mean_what_they_mean_to_fio") else {
+        return;
+    };
+    let cases = [
+        ("1024", "64kib", KbBase::Binary),
+        ("1024", "64k", KbBase::Binary),
+        ("1024", "64ki", KbBase::Binary),
+        ("1024", "1mib", KbBase::Binary),
+        ("1024", "0x10000", KbBase::Binary),
+        ("1000", "64k", KbBase::Decimal),
+        ("1000", "64kib", KbBase::Decimal),
+        ("1000", "1m", KbBase::Decimal),
+    ];
+    for fio in &fios {
+        for (base, size, kb) in cases {
+            let got = fio.reads(&[
+                "--rw=read",
+                "--bs=1000",
+                &format!("--kb_base={base}"),
+                &format!("--size={size}"),
+            ]);
+            let bytes: u64 = got.iter().map(|r| r.1).sum();
+            let want = parse_bytes(size, kb).unwrap();
+            assert_eq!(
+                bytes,
+                want / 1000 * 1000,
+                "{} size={size} kb_base={base}",
+                fio.version
+            );
         }
     }
 }

@@ -591,7 +591,7 @@ mod tests {
                     .find_map(|a| a.strip_prefix("--rw="))
                     .unwrap_or("read");
                 let mut o = OffsetOptions::new(parse_rw(rw, KbBase::Binary).unwrap(), 4096);
-                o.seeding = fio.seeding;
+                o.seeding = Seeding::of_version(fio.major, fio.minor);
                 set(&mut o);
                 let want = ours(o, *geo, &file, got.len() + 1);
                 assert_eq!(got, want, "{} {args:?}", fio.version);

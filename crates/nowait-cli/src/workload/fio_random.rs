@@ -948,7 +948,7 @@ mod tests {
                         &SeedOptions::default(),
                         1,
                         true,
-                        fio.seeding,
+                        Seeding::of_version(fio.major, fio.minor),
                         || unreachable!(),
                     );
                     let mut rng = seeds.rand(Stream::Block, gen == Generator::Tausworthe64);

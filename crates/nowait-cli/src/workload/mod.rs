@@ -21,6 +21,6 @@ pub mod fio_rate;
 pub mod fio_sizes;
 
 #[cfg(test)]
-mod fio_check;
+pub(crate) mod fio_check;
 #[cfg(test)]
 mod fio_jobfile_check;

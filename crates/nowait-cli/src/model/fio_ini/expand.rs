@@ -285,4 +285,42 @@ mod tests {
         assert_eq!(bc("2^-1"), Ok(0));
         assert!(bc("1/0").is_err());
     }
+
+    /// The same answers as the `bc` fio runs, where it is installed.
+    #[test]
+    fn bc_agrees_with_bc() {
+        let exprs = [
+            "-2^2",
+            "2^3^2",
+            "7%3+10/4",
+            "-7/2",
+            "2^-1",
+            "-7%2",
+            "(1+2)*3-4/3",
+            "2048*8/3",
+        ];
+        for e in exprs {
+            let Ok(out) = std::process::Command::new("bc")
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .and_then(|mut c| {
+                    use std::io::Write as _;
+                    c.stdin
+                        .take()
+                        .unwrap()
+                        .write_all(format!("{e}\n").as_bytes())?;
+                    c.wait_with_output()
+                })
+            else {
+                crate::workload::fio_check::skip(
+                    "bc_agrees_with_bc",
+                    "bc is not installed (apt-get install bc)",
+                );
+                return;
+            };
+            let want: i128 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            assert_eq!(bc(e), Ok(want), "{e}");
+        }
+    }
 }
