@@ -192,6 +192,30 @@ fn strip_end(s: &str) -> &str {
     s.trim_end_matches(|c: char| c.is_whitespace() || c.is_control())
 }
 
+/// The lines of a job file that are not blank or comments, each with its
+/// position, leading blanks dropped (fio's `is_empty_or_comment` and
+/// `strip_blank_front`).
+fn content_lines<'t>(text: &'t str, file: &Arc<str>) -> Result<Vec<(Pos, &'t str)>, IniError> {
+    let mut out = Vec::new();
+    for (i, raw) in text.split('\n').enumerate() {
+        let pos = at(file, i + 1);
+        if raw.len() >= LINE_MAX {
+            return Err(IniError {
+                at: Some(pos),
+                msg: format!(
+                    "a line of {} bytes; fio reads lines of at most {} bytes",
+                    raw.len(),
+                    LINE_MAX - 1
+                ),
+            });
+        }
+        if !is_comment_or_empty(raw) {
+            out.push((pos, raw.trim_start()));
+        }
+    }
+    Ok(out)
+}
+
 struct Parser<'a> {
     ctx: &'a Context<'a>,
     globals: Vec<RawOption>,
@@ -267,40 +291,38 @@ impl Parser<'_> {
         };
         let text = self.read(&path, Some(pos))?;
         let file: Arc<str> = Arc::from(path.as_str());
-        for (i, raw) in text.split('\n').enumerate() {
-            let p = at(&file, i + 1);
-            if raw.len() >= LINE_MAX {
-                return Err(IniError {
-                    at: Some(p),
-                    msg: format!(
-                        "a line of {} bytes; fio reads lines of at most {} bytes",
-                        raw.len(),
-                        LINE_MAX - 1
-                    ),
-                });
-            }
-            if is_comment_or_empty(raw) {
-                continue;
-            }
-            let s = raw.trim_start();
+        for (p, s) in content_lines(&text, &file)? {
             if s.starts_with('[') {
                 return Err(IniError { at: Some(p), msg: "a section in an included file; fio allows options only (put the section in the including file)".into() });
             }
-            let s = strip_end(s);
-            if let Some(rest) = s.strip_prefix("include") {
-                let spec = rest.get(1..).unwrap_or("");
-                if spec.is_empty() {
-                    return Err(IniError {
-                        at: Some(p),
-                        msg: "`include` without a file name".into(),
-                    });
-                }
-                self.include(spec, &file, &p, out, global)?;
-                continue;
-            }
-            out.push(self.option(s, p, global)?);
+            self.line(strip_end(s), &file, p, out, global)?;
         }
         self.include_depth -= 1;
+        Ok(())
+    }
+
+    /// One line of a section (cut at comments): `include FILE` or an option.
+    fn line(
+        &mut self,
+        s: &str,
+        file: &Arc<str>,
+        pos: Pos,
+        out: &mut Vec<RawOption>,
+        global: bool,
+    ) -> Result<(), IniError> {
+        if let Some(rest) = s.strip_prefix("include") {
+            // fio takes the name from the character after the one that
+            // follows `include`.
+            let spec = rest.get(1..).unwrap_or("");
+            if spec.is_empty() {
+                return Err(IniError {
+                    at: Some(pos),
+                    msg: "`include` without a file name".into(),
+                });
+            }
+            return self.include(spec, file, &pos, out, global);
+        }
+        out.push(self.option(s, pos, global)?);
         Ok(())
     }
 
@@ -310,23 +332,7 @@ impl Parser<'_> {
         let mut section: Option<(String, Pos, bool, Vec<RawOption>)> = None;
         let mut skipping = false;
         let mut stonewall = !first;
-        let lines: Vec<&str> = text.split('\n').collect();
-        for (i, raw) in lines.iter().enumerate() {
-            let pos = at(&file, i + 1);
-            if raw.len() >= LINE_MAX {
-                return Err(IniError {
-                    at: Some(pos),
-                    msg: format!(
-                        "a line of {} bytes; fio reads lines of at most {} bytes",
-                        raw.len(),
-                        LINE_MAX - 1
-                    ),
-                });
-            }
-            if is_comment_or_empty(raw) {
-                continue;
-            }
-            let s = raw.trim_start();
+        for (pos, s) in content_lines(&text, &file)? {
             if s.starts_with('[') {
                 self.finish(section.take(), &mut stonewall);
                 let h = strip_end(s);
@@ -368,22 +374,7 @@ impl Parser<'_> {
                 });
             };
             let global = *global;
-            let s = strip_end(s);
-            if let Some(rest) = s.strip_prefix("include") {
-                let spec = rest.get(1..).unwrap_or("");
-                if spec.is_empty() {
-                    return Err(IniError {
-                        at: Some(pos),
-                        msg: "`include` without a file name".into(),
-                    });
-                }
-                let mut added = Vec::new();
-                self.include(spec, &file, &pos, &mut added, global)?;
-                opts.extend(added);
-                continue;
-            }
-            let o = self.option(s, pos, global)?;
-            opts.push(o);
+            self.line(strip_end(s), &file, pos, opts, global)?;
         }
         self.finish(section.take(), &mut stonewall);
         Ok(())
