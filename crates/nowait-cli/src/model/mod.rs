@@ -1,7 +1,6 @@
 //! The workload model: job files and option values as fio reads them.
 //!
-//! Not wired into `bench` yet: the `#[allow(dead_code)]` goes when the
-//! option table reads job files through it.
+//! Not wired into `bench` yet: the option table is to read job files and
+//! values through [`fio_ini`].
 
-#[allow(dead_code)]
 pub mod fio_ini;

@@ -9,9 +9,6 @@
 //!
 //! Everything here is pure: no clock, no I/O. The streams are checked against
 //! fio's own offsets (`ioengine=null`, `write_iolog`) in this module's tests.
-//!
-//! Not wired into `bench` yet: `#[allow(dead_code)]` on the module
-//! (`workload/mod.rs`) goes when the job model uses it.
 
 /// One of fio's combined Tausworthe generators: `tausworthe` (three 32-bit
 /// components, period about 2^88) or `tausworthe64` (five 64-bit components,

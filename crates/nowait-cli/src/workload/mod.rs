@@ -6,18 +6,20 @@
 //! clock (pacing takes the time as an argument). The job model turns a job's
 //! options into these types; the driver asks them for the next read.
 //!
-//! Not wired into `bench` yet: the `#[allow(dead_code)]` on each module goes
-//! when the job model and the driver use them.
+//! Not wired into `bench` yet: the job model and the driver are to use them
+//! (`tests/data/fio-examples.md` lists what each of fio's example job files
+//! needs).
+//!
+//! - [`fio_random`]: the generators, per-job seeds, LFSR, random map;
+//! - [`fio_dist`]: zipf, pareto, normal, zone tables;
+//! - [`fio_sizes`]: block sizes per read;
+//! - [`fio_offsets`]: the next read of a job and file;
+//! - [`fio_rate`]: rate, minimum rate, thinktime.
 
-#[allow(dead_code)]
 pub mod fio_dist;
-#[allow(dead_code)]
 pub mod fio_offsets;
-#[allow(dead_code)]
 pub mod fio_random;
-#[allow(dead_code)]
 pub mod fio_rate;
-#[allow(dead_code)]
 pub mod fio_sizes;
 
 #[cfg(test)]
