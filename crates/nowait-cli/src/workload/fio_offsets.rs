@@ -15,7 +15,7 @@ use super::fio_random::{
     FileBlocks, FioRand, Generator, JobSeeds, LfsrError, SeedOptions, Seeding, Stream,
 };
 use super::fio_sizes::BlockSizes;
-use crate::model::fio_ini::value::{BsSplit, DistSpec, RwMode, RwSpec};
+use crate::model::fio_ini::value::{BsSplit, DistSpec, RwMode, RwSpec, Size};
 
 /// `rw_sequencer=`: where the reads between two random offsets of
 /// `randread:N` go.
@@ -26,6 +26,19 @@ pub enum Sequencer {
     Sequential,
     /// `identical`: the previous read's offset again.
     Identical,
+}
+
+/// `zonemode=strided`: read `zone_size` bytes within a zone of
+/// `zone_range` bytes, then move on by `zone_range + zone_skip`, wrapping to
+/// the region's start at the end of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Strided {
+    /// `zonesize=`: bytes read per zone.
+    pub zone_size: u64,
+    /// `zonerange=` (fio's default: `zonesize`).
+    pub zone_range: u64,
+    /// `zoneskip=`: bytes skipped after each zone.
+    pub zone_skip: u64,
 }
 
 /// A job's options that decide its read offsets and sizes (reads only).
@@ -60,6 +73,9 @@ pub struct OffsetOptions {
     pub min_bs_write: u64,
     /// `time_based`: a full map or exhausted LFSR starts a new pass.
     pub time_based: bool,
+    /// `zonemode=strided` (fio turns it off for jobs with more than one
+    /// open file).
+    pub strided: Option<Strided>,
     /// Seeding options and fio's rules (see [`Seeding`]).
     pub seeds: SeedOptions,
     /// Which fio's seeding rules to follow.
@@ -85,6 +101,7 @@ impl OffsetOptions {
             blockalign: None,
             min_bs_write: bs,
             time_based: false,
+            strided: None,
             seeds: SeedOptions::default(),
             seeding: Seeding::default(),
             thread_number: 1,
@@ -107,6 +124,128 @@ pub struct FileGeometry {
     /// How many bytes of it the job covers (`size=` share of this file,
     /// cut at the end of the file).
     pub io_size: u64,
+}
+
+/// The options that place a job's region in each of its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionOptions {
+    /// `size=` (`None`: not given, the files' own sizes).
+    pub size: Option<Size>,
+    /// `filesize=` when given as one size (ranges are not read yet).
+    pub filesize: Option<u64>,
+    /// `offset=`.
+    pub offset: Size,
+    /// `offset_increment=`: added once per clone of the job.
+    pub offset_increment: Size,
+    /// `offset_align=`, when given.
+    pub offset_align: Option<u64>,
+    /// `nrfiles=`.
+    pub nr_files: u64,
+    /// The job's smallest block size over reads, writes and trims (fio's
+    /// `td_min_bs`).
+    pub min_bs: u64,
+}
+
+impl RegionOptions {
+    /// The whole of one file.
+    pub fn whole(min_bs: u64) -> RegionOptions {
+        RegionOptions {
+            size: None,
+            filesize: None,
+            offset: Size::Bytes(0),
+            offset_increment: Size::Bytes(0),
+            offset_align: None,
+            nr_files: 1,
+            min_bs,
+        }
+    }
+
+    /// Where clone `subjob` (0 for the job itself, then 1.. for its
+    /// `numjobs` clones) starts in a file of `real_file_size` bytes (fio's
+    /// `get_start_offset`): a percentage of the file, or bytes, plus one
+    /// increment per clone; a percentage is rounded up to `offset_align`
+    /// (default the smallest block size).
+    pub fn start_offset(&self, real_file_size: u64, subjob: u64) -> u64 {
+        let mut align = false;
+        let increment = match self.offset_increment {
+            Size::Percent(p) => {
+                align = true;
+                p * real_file_size / 100
+            }
+            Size::Bytes(b) => b,
+        };
+        let offset = match self.offset {
+            Size::Percent(p) if p > 0 => {
+                align = true;
+                real_file_size * p / 100 + subjob * increment
+            }
+            Size::Percent(_) => subjob * increment,
+            Size::Bytes(b) => b + subjob * increment,
+        };
+        if !align {
+            return offset;
+        }
+        let a = self.offset_align.unwrap_or(self.min_bs).max(1);
+        offset.div_ceil(a) * a
+    }
+
+    /// File `index` (0-based) of clone `subjob`: where its region starts
+    /// and how many bytes it covers (the `io_size` part of fio's
+    /// `setup_files`). `real_file_size` is the file's size, 0 for one still
+    /// to be laid out; the answer's `real_file_size` is what the file must
+    /// have (fio extends it to the region's end).
+    pub fn geometry(
+        &self,
+        real_file_size: u64,
+        subjob: u64,
+        index: u64,
+    ) -> Result<FileGeometry, String> {
+        let file_offset = self.start_offset(real_file_size, subjob);
+        let (size, percent) = match self.size {
+            None => (0, None),
+            Some(Size::Bytes(b)) => (b, None),
+            Some(Size::Percent(p)) => (0, Some(p)),
+        };
+        let past_end = || {
+            format!(
+                "offset {file_offset} is past the end of the file ({real_file_size} bytes); lower offset or lay the file out larger"
+            )
+        };
+        let mut io_size = match self.filesize {
+            Some(fs) if real_file_size != fs => fs.checked_sub(file_offset).ok_or_else(past_end)?,
+            Some(_) => real_file_size
+                .checked_sub(file_offset)
+                .ok_or_else(past_end)?,
+            None => {
+                let n = self.nr_files.max(1);
+                let fs = size / n;
+                // fio gives the first files one block more when size does
+                // not divide evenly.
+                let extra = if fs * n < size {
+                    (size - fs * n) / self.min_bs.max(1)
+                } else {
+                    0
+                };
+                let mut io = fs + if index < extra { self.min_bs } else { 0 };
+                if io == 0 {
+                    io = real_file_size
+                        .checked_sub(file_offset)
+                        .ok_or_else(past_end)?;
+                }
+                io
+            }
+        };
+        if let Some(p) = percent.filter(|&p| p != 100) {
+            let file_size = io_size + file_offset;
+            io_size = (file_size * p / 100).min(file_size - file_offset);
+            io_size -= io_size % self.min_bs.max(1);
+        }
+        Ok(FileGeometry {
+            real_file_size: real_file_size.max(io_size + file_offset),
+            file_offset,
+            io_size,
+        })
+    }
 }
 
 /// Why a job's offsets cannot be generated.
@@ -159,6 +298,9 @@ enum FileDist {
 #[derive(Debug, Clone)]
 pub struct FileOffsets {
     geo: FileGeometry,
+    /// Where the region starts (fio's `get_start_offset`); `geo.file_offset`
+    /// moves from zone to zone under `zonemode=strided`.
+    start: u64,
     last_pos: u64,
     last_start: Option<u64>,
     blocks: FileBlocks,
@@ -194,6 +336,8 @@ pub struct JobOffsets {
     sizes: BlockSizes,
     ba: u64,
     seq_left: u32,
+    /// Bytes read in the current strided zone (fio's `zone_bytes`).
+    zone_bytes: u64,
 }
 
 /// One read: where and how long.
@@ -248,6 +392,7 @@ impl JobOffsets {
             ),
             ba,
             seq_left: 1,
+            zone_bytes: 0,
             opts,
         })
     }
@@ -324,8 +469,14 @@ impl JobOffsets {
                     }
                     _ => FileDist::Uniform,
                 };
+                let map_size = self.opts.strided.map_or(size, |z| z.zone_range);
                 let blocks = if self.opts.random() {
-                    FileBlocks::new(self.gen, size / min_bs, self.keeps_map(), self.block_seed)?
+                    FileBlocks::new(
+                        self.gen,
+                        map_size / min_bs,
+                        self.keeps_map(),
+                        self.block_seed,
+                    )?
                 } else {
                     FileBlocks::Taus(None)
                 };
@@ -334,6 +485,7 @@ impl JobOffsets {
         };
         Ok(FileOffsets {
             geo,
+            start: geo.file_offset,
             last_pos: geo.file_offset,
             last_start: None,
             blocks,
@@ -344,6 +496,9 @@ impl JobOffsets {
     /// fio's `last_block`: how many aligned blocks random offsets spread over.
     fn last_block(&self, geo: &FileGeometry) -> u64 {
         let mut max = geo.io_size.min(geo.real_file_size);
+        if let Some(z) = self.opts.strided.filter(|z| z.zone_range != 0) {
+            max = z.zone_range;
+        }
         let min_bs = self.sizes.min_bs();
         if min_bs > self.ba {
             max = max.saturating_sub(min_bs - self.ba);
@@ -367,7 +522,9 @@ impl JobOffsets {
                 seeds.rand(Stream::BsRead, use64),
             );
         }
+        self.zone_bytes = 0;
         for f in files {
+            f.geo.file_offset = f.start;
             f.reset(self.block_seed);
         }
     }
@@ -432,7 +589,7 @@ impl JobOffsets {
     fn seq_offset(&self, f: &mut FileOffsets) -> Option<u64> {
         let g = f.geo;
         let add = self.opts.rw.seq_add;
-        if f.last_pos >= g.io_size + g.file_offset && self.opts.time_based {
+        if f.last_pos >= g.io_size + f.start && self.opts.time_based {
             f.last_pos = g.file_offset;
         }
         if f.last_pos >= g.real_file_size {
@@ -466,6 +623,9 @@ impl JobOffsets {
     /// The driver also ends the job when `io_size` bytes have been read (or
     /// at `runtime` for a time-based job), as fio does.
     pub fn next_read(&mut self, f: &mut FileOffsets) -> Option<Read> {
+        if let Some(z) = self.opts.strided {
+            self.strided_zone(f, z);
+        }
         let random = self.opts.random();
         let mut hit = false;
         if self.opts.rw.seq_nr != 0 {
@@ -512,7 +672,7 @@ impl JobOffsets {
         if offset >= f.geo.real_file_size {
             return None;
         }
-        let end = f.geo.io_size + f.geo.file_offset;
+        let end = f.geo.io_size + f.start;
         let mut len = self.sizes.next(|len| offset + len <= end);
         if len == 0 || offset + len > f.geo.real_file_size {
             return None;
@@ -530,7 +690,28 @@ impl JobOffsets {
         }
         f.last_start = Some(offset);
         f.last_pos = offset + len;
+        self.zone_bytes += len;
         Some(Read { offset, len })
+    }
+
+    /// fio's `setup_strided_zone_mode`, before each read: move to the next
+    /// zone once `zone_size` bytes were read in this one, stay within the
+    /// zone's range, and start a new pass of the map at each range's worth.
+    fn strided_zone(&mut self, f: &mut FileOffsets, z: Strided) {
+        if self.zone_bytes >= z.zone_size {
+            self.zone_bytes = 0;
+            f.geo.file_offset += z.zone_range + z.zone_skip;
+            if f.geo.file_offset >= f.geo.real_file_size {
+                f.geo.file_offset = f.start;
+            }
+            f.last_pos = f.geo.file_offset;
+        }
+        if f.last_pos >= f.geo.file_offset + z.zone_range {
+            f.last_pos = f.geo.file_offset;
+        }
+        if z.zone_range != 0 && self.zone_bytes % z.zone_range == 0 {
+            f.reset(self.block_seed);
+        }
     }
 }
 
@@ -781,6 +962,184 @@ mod tests {
                 ),
             ],
         );
+    }
+
+    #[test]
+    fn strided_zones_match_fio() {
+        let z = |size, range, skip| {
+            move |o: &mut OffsetOptions| {
+                o.strided = Some(Strided {
+                    zone_size: size,
+                    zone_range: range,
+                    zone_skip: skip,
+                })
+            }
+        };
+        compare(
+            "strided_zones_match_fio",
+            &[
+                (
+                    &[
+                        "--rw=read",
+                        "--bs=4k",
+                        "--size=64k",
+                        "--zonemode=strided",
+                        "--zonesize=8k",
+                        "--zoneskip=8k",
+                    ],
+                    &z(8192, 8192, 8192),
+                    geo(64 << 10, 0),
+                ),
+                (
+                    &[
+                        "--rw=read",
+                        "--bs=4k",
+                        "--size=64k",
+                        "--zonemode=strided",
+                        "--zonesize=16k",
+                        "--zonerange=8k",
+                    ],
+                    &z(16384, 8192, 0),
+                    geo(64 << 10, 0),
+                ),
+                (
+                    &[
+                        "--rw=randread",
+                        "--bs=4k",
+                        "--size=256k",
+                        "--zonemode=strided",
+                        "--zonesize=16k",
+                        "--zonerange=32k",
+                        "--zoneskip=32k",
+                    ],
+                    &z(16384, 32768, 32768),
+                    geo(256 << 10, 0),
+                ),
+            ],
+        );
+    }
+
+    /// Regions of a 1 MiB file as fio places them (read with `psync`: fio
+    /// reads the size of an existing file only through a real engine).
+    #[test]
+    fn regions_match_fio() {
+        let Some(fios) = fio_check::fios("regions_match_fio") else {
+            return;
+        };
+        let kb = KbBase::Binary;
+        let mib = 1u64 << 20;
+        let cases: [(&[&str], RegionOptions); 6] = [
+            (
+                &["--offset=25%", "--size=50%"],
+                RegionOptions {
+                    offset: Size::Percent(25),
+                    size: Some(Size::Percent(50)),
+                    ..RegionOptions::whole(65536)
+                },
+            ),
+            (
+                &["--offset=25%"],
+                RegionOptions {
+                    offset: Size::Percent(25),
+                    ..RegionOptions::whole(65536)
+                },
+            ),
+            (
+                &["--size=50%", "--offset=100k"],
+                RegionOptions {
+                    offset: Size::Bytes(100 << 10),
+                    size: Some(Size::Percent(50)),
+                    ..RegionOptions::whole(65536)
+                },
+            ),
+            (
+                &["--offset=10%", "--offset_align=64k"],
+                RegionOptions {
+                    offset: Size::Percent(10),
+                    offset_align: Some(65536),
+                    ..RegionOptions::whole(65536)
+                },
+            ),
+            (
+                &["--offset=10%"],
+                RegionOptions {
+                    offset: Size::Percent(10),
+                    min_bs: 4096,
+                    ..RegionOptions::whole(4096)
+                },
+            ),
+            (
+                &["--size=200k"],
+                RegionOptions {
+                    size: Some(Size::Bytes(200 << 10)),
+                    ..RegionOptions::whole(65536)
+                },
+            ),
+        ];
+        for fio in &fios {
+            for (args, region) in &cases {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("f");
+                std::fs::write(&path, vec![0u8; mib as usize]).unwrap();
+                let bs = if region.min_bs == 4096 {
+                    "--bs=4k"
+                } else {
+                    "--bs=64k"
+                };
+                let mut a = vec!["--rw=read", "--ioengine=psync", bs];
+                a.extend_from_slice(args);
+                let out = std::process::Command::new(&fio.path)
+                    .args([
+                        "--name=t",
+                        "--thread",
+                        "--output=/dev/null",
+                        &format!("--filename={}", path.display()),
+                    ])
+                    .arg(format!(
+                        "--write_iolog={}",
+                        dir.path().join("log").display()
+                    ))
+                    .args(&a)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let log = std::fs::read_to_string(dir.path().join("log")).unwrap();
+                let got: Vec<(u64, u64)> = log
+                    .lines()
+                    .filter_map(
+                        |l| match l.split_whitespace().collect::<Vec<_>>().as_slice() {
+                            [_, _, "read", o, n] => Some((o.parse().ok()?, n.parse().ok()?)),
+                            _ => None,
+                        },
+                    )
+                    .collect();
+                let geo = region.geometry(mib, 0, 0).unwrap();
+                let o = OffsetOptions::new(parse_rw("read", kb).unwrap(), region.min_bs);
+                assert_eq!(
+                    got,
+                    ours(o, geo, "f", usize::MAX),
+                    "{} {args:?}",
+                    fio.version
+                );
+            }
+        }
+        let clone = RegionOptions {
+            offset: Size::Bytes(100 << 10),
+            offset_increment: Size::Bytes(200 << 10),
+            ..RegionOptions::whole(65536)
+        };
+        assert_eq!(clone.start_offset(mib, 1), 300 << 10);
+        assert!(RegionOptions {
+            offset: Size::Bytes(2 * mib),
+            ..RegionOptions::whole(4096)
+        }
+        .geometry(mib, 0, 0)
+        .unwrap_err()
+        .contains("past the end"));
     }
 
     #[test]
