@@ -919,6 +919,34 @@ mod tests {
         assert_eq!(m.next_free(hole + 5), Some(hole), "found after wrapping");
     }
 
+    /// The LFSR's first output takes one step more than the rest (fio's
+    /// `prepare_spin`); sizes whose first state is a block show it.
+    #[test]
+    fn lfsr_offsets_match_fio() {
+        let Some(fios) = fio_check::fios("lfsr_offsets_match_fio") else {
+            return;
+        };
+        for fio in &fios {
+            for blocks in [511u64, 1000, 37] {
+                let size = format!("--size={}k", blocks * 4);
+                let got =
+                    fio.reads(&["--rw=randread", "--bs=4k", &size, "--random_generator=lfsr"]);
+                let seeds = JobSeeds::new(
+                    &SeedOptions::default(),
+                    1,
+                    true,
+                    Seeding::of_version(fio.major, fio.minor),
+                    || unreachable!(),
+                );
+                let mut l = Lfsr::new(blocks, seeds.get(Stream::Block), 0).unwrap();
+                let want: Vec<(u64, u64)> = (0..blocks)
+                    .map(|_| (l.next_block().unwrap() * 4096, 4096))
+                    .collect();
+                assert_eq!(got, want, "{} {blocks} blocks", fio.version);
+            }
+        }
+    }
+
     /// Offsets of plain `randread` jobs, offset for offset against fio.
     #[test]
     fn randread_offsets_match_fio() {
