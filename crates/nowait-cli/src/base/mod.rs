@@ -5,6 +5,8 @@
 pub mod args;
 pub mod compare;
 pub mod failure;
+#[cfg(test)]
+pub(crate) mod fio_check;
 pub mod host;
 pub mod json;
 pub mod output;

@@ -4,9 +4,11 @@
 //! settings (`parse.rs`), sweeps (`sweep.rs`), job files (`jobfile.rs`),
 //! the resolved [`job::Job`] and [`job::Settings`] (`job.rs`), the jobs a
 //! command runs (`resolve.rs`), and the help drawn from the table
-//! (`help.rs`).
+//! (`help.rs`); fio's job-file syntax and value kinds as fio reads them
+//! (`fio_ini/`).
 
 pub mod defs;
+pub mod fio_ini;
 pub mod help;
 pub mod job;
 pub mod jobfile;
