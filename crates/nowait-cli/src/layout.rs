@@ -9,6 +9,7 @@ use nowait::{Direct, File};
 use crate::options::{Job, Rw};
 use crate::progress::Progress;
 use crate::run::Failure;
+use crate::words::say;
 
 /// The opened file and the region the job reads.
 #[derive(Debug)]
@@ -169,12 +170,14 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
     }
     let direct = if job.direct { Direct::On } else { Direct::Off };
     let file = File::open(path, direct).map_err(|e| match e {
-        nowait::Error::DirectUnsupported { .. } => Failure::Usage(format!("--direct=1: {e}")),
-        _ => Failure::Runtime(format!("--filename={}: {e}", path.display())),
+        nowait::Error::DirectUnsupported { .. } => {
+            Failure::Usage(format!("--direct=1: {}", say(&e)))
+        }
+        _ => Failure::Runtime(format!("--filename={}: {}", path.display(), say(&e))),
     })?;
     let len = file
         .len()
-        .map_err(|e| Failure::Runtime(format!("--filename={}: {e}", path.display())))?;
+        .map_err(|e| Failure::Runtime(format!("--filename={}: {}", path.display(), say(&e))))?;
     let size = match job.size {
         Some(s) if s > len => {
             return Err(Failure::Usage(format!(

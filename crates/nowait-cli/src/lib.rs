@@ -13,7 +13,9 @@
 //!   (the one seeded generator), `metrics`, `sqpoll`;
 //! * `report` (text), `json` (fio's JSON as types), `fio` (running fio and
 //!   reading its JSON), `plot`;
-//! * `sys`: the system facts only the CLI needs (getrusage, statvfs, host).
+//! * `sys`: the system facts only the CLI needs (getrusage, statvfs, host);
+//!   `words`: the engine's error messages with the settings they name
+//!   spelled as this command's flags.
 #![deny(unsafe_code)] // the kernel-facing code lives in the engine; `sys` has one getrusage
 
 use std::ffi::OsString;
@@ -38,6 +40,7 @@ pub mod scenario_mixed;
 pub mod scenario_qd;
 pub mod sqpoll;
 pub mod sys;
+pub mod words;
 
 const HELP: &str = "\
 nowait — fast asynchronous file reads on Linux, and the tool that measures them

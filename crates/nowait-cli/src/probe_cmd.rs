@@ -86,7 +86,7 @@ pub fn run(args: &[OsString]) -> i32 {
                 }
             }
             Err(e) => {
-                eprintln!("nowait probe: {e}");
+                eprintln!("nowait probe: {}", crate::words::say(&e));
                 code = 1;
             }
         }
@@ -145,7 +145,10 @@ fn submission_trial(path: &Path, direct: bool) -> Option<String> {
         }
         for c in done.drain(..) {
             if let Err(e) = c.result {
-                return Some(format!("not measured (a read failed: {e})"));
+                return Some(format!(
+                    "not measured (a read failed: {})",
+                    crate::words::say(&e)
+                ));
             }
             bufs.push(c.buf);
         }

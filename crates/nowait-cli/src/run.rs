@@ -47,6 +47,7 @@ use crate::options::Job;
 use crate::progress::Progress;
 use crate::sqpoll;
 use crate::sys::Rusage;
+use crate::words::say;
 
 /// Why a run did not finish.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -493,7 +494,11 @@ fn worker<R: Reads>(
     let mut now = start;
 
     let fail = |what: &str, e: nowait::Error| {
-        Failure::Runtime(format!("--ioengine={}: {what} failed: {e}", job.ioengine))
+        Failure::Runtime(format!(
+            "--ioengine={}: {what} failed: {}",
+            job.ioengine,
+            say(&e)
+        ))
     };
     // Hand the batch to the kernel (unless the reap carries it) and account
     // for it ([`Stamps::submitted`]): `slat` from each read's push to the
@@ -527,7 +532,9 @@ fn worker<R: Reads>(
                 let (f, offset) = slot[id];
                 let n = c
                     .result
-                    .map_err(|e| Failure::Runtime(format!("--ioengine={}: {e}", job.ioengine)))?;
+                    .map_err(|e| {
+                        Failure::Runtime(format!("--ioengine={}: {}", job.ioengine, say(&e)))
+                    })?;
                 if n != bs {
                     return Err(Failure::Runtime(format!(
                         "--filename={}: read of {bs} bytes at offset {offset} returned {n}: \
@@ -732,12 +739,13 @@ pub fn build_queue(job: &Job, depth: usize) -> Result<Queue, Failure> {
         } else {
             format!("--ioengine={}", job.ioengine)
         };
+        // The message names the flag at fault in the command's words.
         match e {
-            nowait::Error::Config(m) => Failure::Usage(format!("{flag}: {m}")),
-            e @ nowait::Error::BackendUnavailable { .. } => {
-                Failure::Unavailable(format!("{flag}: {e}"))
+            nowait::Error::Config(_) => Failure::Usage(say(&e)),
+            nowait::Error::BackendUnavailable { .. } => {
+                Failure::Unavailable(format!("{flag}: {}", say(&e)))
             }
-            e => Failure::Runtime(format!("{flag}: {e}")),
+            e => Failure::Runtime(format!("{flag}: {}", say(&e))),
         }
     })
 }
