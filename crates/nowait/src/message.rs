@@ -277,7 +277,7 @@ fn config(c: &ConfigError, w: &dyn Vocabulary, f: &mut fmt::Formatter<'_>) -> fm
         ConfigError::CompletionFdLate { in_flight } => write!(
             f,
             "the completion fd was asked for with {in_flight} reads in flight; ask for it \
-             right after building the queue, before the first read is pushed"
+             right after building the queue, before the first push"
         ),
         ConfigError::FixedBuffers { count, size } => write!(
             f,
