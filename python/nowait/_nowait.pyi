@@ -96,3 +96,7 @@ class _Ring:
     def poll(self) -> List[Tuple[int, bool, Any]]: ...
 
 def probe(path: Optional[_Path] = None) -> Dict[str, Any]: ...
+
+def _error_samples() -> List[Tuple[str, int, BaseException]]:
+    """For the test suite: one error of every kind the library has, as this
+    module raises it (variant, errno the library decided, exception)."""

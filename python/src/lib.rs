@@ -820,6 +820,7 @@ fn _nowait(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFile>()?;
     m.add_class::<Ring>()?;
     m.add_function(wrap_pyfunction!(probe, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::error_samples, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -66,9 +66,12 @@ def test_directory(datadir):
 
 
 def test_not_a_regular_file():
+    """A character device is refused with ESPIPE, as a fifo or a socket:
+    nowait reads only regular files and block devices, at offsets."""
     with pytest.raises(OSError) as e:
         nowait.open("/dev/null")
-    assert "not a regular file" in str(e.value) or e.value.errno is not None
+    assert e.value.errno == errno.ESPIPE and e.value.filename == "/dev/null"
+    assert "character device" in str(e.value) and "not a regular file" in str(e.value)
 
 
 def test_permission_denied(datadir):
@@ -161,9 +164,10 @@ def test_direct_on_where_impossible():
     path = "/proc/version"
     with pytest.raises(OSError) as e:
         nowait.open(path, direct="on")
-    assert e.value.errno == errno.EINVAL and e.value.filename == path
-    assert "O_DIRECT" in str(e.value) and 'direct="auto"' in str(e.value)
-    assert "Direct::" not in str(e.value)
+    assert e.value.errno == errno.EOPNOTSUPP and e.value.filename == path
+    msg = str(e.value)
+    assert "O_DIRECT" in msg and 'direct="off"' in msg and 'direct="auto"' in msg
+    assert "Direct::" not in msg and "--direct" not in msg
     with open(path, "rb") as f:
         want = f.read()
     with nowait.open(path, direct="auto") as g:
@@ -198,3 +202,56 @@ def test_too_large_read(data):
     with nowait.open(path) as f:
         with pytest.raises(ValueError, match="limit"):
             f.read_at(0, 1 << 32)
+
+
+# What each error of the library becomes here. The errno is the library's
+# own (the number the C API returns and Rust's io::Error carries); the
+# class follows from it: a request nowait refuses itself (EINVAL) is a
+# ValueError, end of file inside an exact read an EOFError, the rest an
+# OSError whose subclass Python picks from the errno.
+EXPECTED = {
+    "Open": (OSError, None),  # the kernel's answer: ENOENT, or EIO without one
+    "IsDirectory": (IsADirectoryError, errno.EISDIR),
+    "Unsupported": (OSError, errno.ESPIPE),
+    "DirectUnsupported": (OSError, errno.EOPNOTSUPP),
+    "Misaligned": (ValueError, errno.EINVAL),
+    "BufferTooSmall": (ValueError, errno.EINVAL),
+    "TooLarge": (ValueError, errno.EINVAL),
+    "OffsetTooLarge": (ValueError, errno.EINVAL),
+    "QueueFull": (OSError, errno.EBUSY),
+    "Read": (OSError, errno.EIO),
+    "UnexpectedEof": (EOFError, errno.ENODATA),
+    "BackendUnavailable": (OSError, errno.EOPNOTSUPP),
+    "Kernel": (OSError, errno.ENOMEM),
+    "Config": (ValueError, errno.EINVAL),
+    "Closed": (BrokenPipeError, errno.EPIPE),
+}
+
+
+def test_every_error_reaches_python_with_the_librarys_errno():
+    samples = nowait._nowait._error_samples()
+    assert {name for name, _, _ in samples} == set(EXPECTED), "a variant without a case here"
+    for name, lib_errno, exc in samples:
+        cls, want = EXPECTED[name]
+        assert isinstance(exc, cls), (name, type(exc), exc)
+        assert exc.errno == lib_errno, (name, exc.errno, lib_errno)
+        if want is not None:
+            assert lib_errno == want, (name, lib_errno, want)
+        if isinstance(exc, OSError):
+            # OSError's own subclass for the errno, where Python has one.
+            assert type(exc) is type(OSError(lib_errno, "x")), (name, type(exc))
+            if name in ("Open", "IsDirectory", "DirectUnsupported", "Read"):
+                assert exc.filename == "/data/sample", (name, exc.filename)
+        msg = str(exc)
+        for other_front_end in ("::", "--", "(os error", "NOWAIT_", "Direct"):
+            assert other_front_end not in msg, (name, msg)
+
+
+def test_messages_name_this_packages_arguments():
+    by_name = {}
+    for name, _, exc in nowait._nowait._error_samples():
+        by_name.setdefault(name, []).append(str(exc))
+    assert 'ask for direct="off" (buffered) or direct="auto"' in by_name["DirectUnsupported"][0]
+    assert 'direct="auto" to bounce it' in by_name["Misaligned"][0]
+    assert any("depth=100000 is out of range" in m for m in by_name["Config"])
+    assert "No such file or directory (ENOENT); check the path" in by_name["Open"][0]

@@ -12,22 +12,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::rwf_nowait::{Answer, Attempt, CacheTry, NowaitFile, NowaitMode, NowaitState, Outcome};
+pub use crate::setting::Direct;
 use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
 use crate::sys::{self, sysfs, DioAlign};
-
-/// Whether reads bypass the page cache with `O_DIRECT`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Direct {
-    /// Buffered reads through the page cache.
-    #[default]
-    Off,
-    /// `O_DIRECT`, strictly: opening fails where the filesystem refuses it,
-    /// and an unaligned read is refused with [`Error::Misaligned`].
-    On,
-    /// `O_DIRECT` where the filesystem allows it, buffered otherwise; an
-    /// unaligned read is bounced through an aligned buffer covering its range.
-    Auto,
-}
 
 /// What kind of object the file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

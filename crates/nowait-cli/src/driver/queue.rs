@@ -9,6 +9,7 @@ use std::time::Duration;
 use nowait::{BackendChoice, BackendKind, Buf, File, IoPoll, Queue, PAGE};
 
 use crate::base::failure::Failure;
+use crate::base::flags::say;
 use crate::model::job::Job;
 
 /// The queue a job asks for: backend, depth and every engine option.
@@ -53,12 +54,13 @@ pub fn build_queue(job: &Job, depth: usize) -> Result<Queue, Failure> {
         } else {
             format!("--ioengine={}", job.ioengine)
         };
+        // The message names the flag at fault in the command's words.
         match e {
-            nowait::Error::Config(m) => Failure::Usage(format!("{flag}: {m}")),
-            e @ nowait::Error::BackendUnavailable { .. } => {
-                Failure::Unavailable(format!("{flag}: {e}"))
+            nowait::Error::Config(_) => Failure::Usage(say(&e)),
+            nowait::Error::BackendUnavailable { .. } => {
+                Failure::Unavailable(format!("{flag}: {}", say(&e)))
             }
-            e => Failure::Runtime(format!("{flag}: {e}")),
+            e => Failure::Runtime(format!("{flag}: {}", say(&e))),
         }
     })
 }

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 use nowait::{BackendReport, Completion, File, Read};
 
 use crate::base::failure::{interrupted, Failure};
+use crate::base::flags::say;
 use crate::base::json::Second;
 use crate::base::progress::Progress;
 use crate::base::sys::Rusage;
@@ -310,7 +311,11 @@ fn worker<R: Reads>(
     let mut now = start;
 
     let fail = |what: &str, e: nowait::Error| {
-        Failure::Runtime(format!("--ioengine={}: {what} failed: {e}", job.ioengine))
+        Failure::Runtime(format!(
+            "--ioengine={}: {what} failed: {}",
+            job.ioengine,
+            say(&e)
+        ))
     };
     // Hand the batch to the kernel (unless the reap carries it) and account
     // for it ([`Stamps::submitted`]): `slat` from each read's push to the
@@ -344,7 +349,7 @@ fn worker<R: Reads>(
                 let (f, offset) = slot[id];
                 let n = c
                     .result
-                    .map_err(|e| Failure::Runtime(format!("--ioengine={}: {e}", job.ioengine)))?;
+                    .map_err(|e| Failure::Runtime(format!("--ioengine={}: {}", job.ioengine, say(&e))))?;
                 if n != bs {
                     return Err(Failure::Runtime(format!(
                         "--filename={}: read of {bs} bytes at offset {offset} returned {n}: \
