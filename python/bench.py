@@ -197,7 +197,7 @@ METHODS = {
     "aiofiles": m_aiofiles,
     "caio": m_caio,
 }
-# direct="auto" (nowait.open's default): O_DIRECT on this filesystem.
+# direct="auto": O_DIRECT on this filesystem.
 UNCACHED_ONLY = {"nowait read_into O_DIRECT": m_nowait_into_direct,
                  "nowait asyncio O_DIRECT": m_nowait_asyncio_direct}
 

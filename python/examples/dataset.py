@@ -35,7 +35,7 @@ class ShardDataset:
     (``__getitems__`` / :meth:`batch`).
     """
 
-    def __init__(self, path: str, record_size: int, direct: str = "auto", transform=None):
+    def __init__(self, path: str, record_size: int, direct: str = "off", transform=None):
         self.path = path
         self.record_size = record_size
         self.direct = direct

@@ -290,14 +290,23 @@ class File(_nowait.File):
 
 
 def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
-         direct: Union[str, bool] = "auto", nowait: str = "adaptive") -> File:
+         direct: Union[str, bool] = "off", nowait: str = "adaptive") -> File:
     """Open ``path`` for reading.
 
-    ``direct``: ``"auto"`` (default) opens with ``O_DIRECT`` where the
-    filesystem allows it and bounces unaligned reads through an aligned
-    buffer; ``"on"`` requires ``O_DIRECT`` and refuses unaligned reads with a
-    ``ValueError`` naming the offset, size and alignment; ``"off"`` reads
-    through the page cache.
+    ``direct``: ``"off"`` (default) reads through the page cache, as
+    ``open()``, ``np.memmap`` and aiofiles do, with the page-cache-first
+    try below. ``"auto"`` opens with ``O_DIRECT`` where the filesystem
+    allows it and bounces unaligned reads through an aligned buffer;
+    ``"on"`` requires ``O_DIRECT`` and refuses unaligned reads with a
+    ``ValueError`` naming the offset, size and alignment.
+
+    Choose ``O_DIRECT`` when the data is read once and is much larger than
+    memory (a scan that would otherwise evict what other readers keep
+    cached), when the application caches records itself (the page cache
+    would hold a second copy), or to measure the device. Keep the default
+    when data is read again (epochs over a data set that fits in memory: a
+    cached pass is several times faster than one from the device) or shared
+    with other processes.
 
     ``nowait``: whether :meth:`File.aread_at` and :meth:`File.read_at` first
     try a buffered read from the page cache alone (``preadv2`` with
@@ -306,9 +315,8 @@ def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
     ``"adaptive"`` (default) tries while the file's hit ratio stays at or
     above 1/8 and re-probes every 32 skipped reads; ``"always"`` tries every
     read; ``"off"`` sends every read through the loop's ring (or the
-    queue, for ``read_at``). Files opened
-    with ``O_DIRECT`` never try. ``File.stats()`` counts the outcomes
-    (``nowait_path_*``).
+    queue, for ``read_at``). Files opened with ``O_DIRECT`` never try.
+    ``File.stats()`` counts the outcomes (``nowait_path_*``).
 
     Raises ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``
     (all ``OSError`` with ``errno`` and ``filename``) when the file cannot be

@@ -32,8 +32,8 @@ class File(_nowait.File):
         returns the bytes read per record."""
         ...
 
-def open(path: _Path, direct: Union[str, bool] = "auto", nowait: str = "adaptive") -> File:
-    """Open ``path`` for reading; ``direct`` is "auto", "on" or "off";
+def open(path: _Path, direct: Union[str, bool] = "off", nowait: str = "adaptive") -> File:
+    """Open ``path`` for reading; ``direct`` is "off" (the page cache, default), "auto" or "on" (O_DIRECT);
     ``nowait`` ("adaptive", "always" or "off") is whether ``aread_at`` and
     ``read_at`` first try the page cache alone with ``preadv2(RWF_NOWAIT)``."""
     ...

@@ -104,8 +104,9 @@ fn parse_direct(direct: &Bound<'_, PyAny>) -> PyResult<nowait::Direct> {
         "on" => Ok(nowait::Direct::On),
         "off" => Ok(nowait::Direct::Off),
         other => Err(PyValueError::new_err(format!(
-            "direct={other:?} is not a mode; use \"auto\" (O_DIRECT where the filesystem allows \
-             it, unaligned reads bounced), \"on\" (O_DIRECT or an error) or \"off\" (page cache)"
+            "direct={other:?} is not a mode; use \"off\" (the default: through the page cache), \
+             \"auto\" (O_DIRECT where the filesystem allows it, unaligned reads bounced) or \
+             \"on\" (O_DIRECT or an error)"
         ))),
     }
 }
@@ -206,7 +207,8 @@ fn into_plan(buffer: &Bound<'_, PyAny>, n: usize, size: usize) -> PyResult<(Expo
     Ok((export, (0..n).map(|i| i * size).collect()))
 }
 
-/// An open file, for reading. Create with `nowait.open(path, direct="auto")`.
+/// An open file, for reading. Create with `nowait.open(path)` (buffered, the
+/// page cache first) or `nowait.open(path, direct="auto")` (O_DIRECT).
 ///
 /// Blocking methods release the GIL while the engine waits; several threads
 /// may use one File at once.
@@ -337,7 +339,7 @@ impl PyFile {
         let path = fs_path(path)?;
         let mode = match direct {
             Some(d) => parse_direct(d)?,
-            None => nowait::Direct::Auto,
+            None => nowait::Direct::Off,
         };
         let nowait = parse_nowait(nowait.unwrap_or("adaptive"))?;
         let p = path.clone();

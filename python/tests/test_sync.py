@@ -236,3 +236,19 @@ def test_fork_child_gets_its_own_queue(data):
         _, status = os.waitpid(pid, 0)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         assert f.read_at(3, 3) == blob[3:6]
+
+
+def test_open_reads_through_the_page_cache_by_default(data):
+    """nowait.open(path) is buffered, as open() and np.memmap are, and a
+    cached read is answered by the page-cache-first try."""
+    path, blob, direct_ok = data
+    pread(path, 0, len(blob))  # cached
+    with nowait.open(path) as f:
+        assert f.mode == "off" and not f.direct and f.nowait == "adaptive"
+        assert f.read_at(8192, 4096) == blob[8192:12288]
+        s = f.stats()
+        assert s["direct"] is False and s["nowait_path_hits"] == 1, s
+    if direct_ok:
+        with nowait.open(path, direct="auto") as g:
+            assert g.direct and g.mode == "auto"
+            assert g.read_at(8192, 4096) == blob[8192:12288]
