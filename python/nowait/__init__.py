@@ -150,6 +150,15 @@ def _forget_last() -> None:
     _last = (lambda: None, None)
 
 
+def _loop_gone(ring_id: int) -> None:
+    """A loop was collected: its ring goes too (it is held only by the
+    rings dictionary, whose weak key just died, and by ``_last``). Dropping
+    it closes its queue and hands the results' freed memory back to the
+    system (the ring's ``TrimOnDrop``)."""
+    if _last[1] is not None and id(_last[1]) == ring_id:
+        _forget_last()
+
+
 os.register_at_fork(after_in_child=_forget_last)
 
 
@@ -211,6 +220,7 @@ def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:
         _forget_closed_loops()
         ring = _LoopRing(loop)
         _rings[loop] = ring
+        weakref.finalize(loop, _loop_gone, id(ring))
     _last = (weakref.ref(loop), ring)
     return ring
 

@@ -51,7 +51,7 @@ def test_paths_as_open_takes_them(data, datadir):
     for bad in ("a\0b", b"a\0b"):
         with pytest.raises(ValueError, match="NUL"):
             nowait.open(bad)
-    for bad in (3, None, 1.5):
+    for bad in (None, 1.5, True, [path]):
         with pytest.raises(TypeError):
             nowait.open(bad)  # type: ignore[arg-type]
 
