@@ -11,8 +11,9 @@ shuffled batches and checks every record) and plugs into
 has ``__len__``/``__getitem__`` (one record) and ``__getitems__`` (a batch,
 which DataLoader's fetcher calls with the sampler's indices in one go).
 
-The file is opened lazily, once per process, so DataLoader worker processes
-each open their own (nowait objects are not shared across ``fork``).
+The file is opened in ``__init__``: a ``nowait.File`` pickles as "open
+this path with these options", so DataLoader workers started with ``spawn``
+or ``forkserver`` each open it again, and ``fork`` workers inherit it.
 """
 
 from __future__ import annotations
@@ -45,14 +46,7 @@ class ShardDataset:
             raise ValueError(
                 f"{path} is {size} bytes, not a whole number of {record_size}-byte records")
         self._len = size // record_size
-        self._file: Optional[nowait.File] = None
-        self._pid = -1
-
-    def _f(self) -> nowait.File:
-        if self._file is None or self._pid != os.getpid():
-            self._file = nowait.open(self.path, direct=self.direct)
-            self._pid = os.getpid()
-        return self._file
+        self.file = nowait.open(path, direct=direct)
 
     def __len__(self) -> int:
         return self._len
@@ -62,7 +56,7 @@ class ShardDataset:
             raise IndexError(f"record {index} of {self._len}")
         index %= self._len
         out = np.empty(self.record_size, dtype=np.uint8)
-        self._f().read_into(out, [index * self.record_size], self.record_size)
+        self.file.read_into(out, [index * self.record_size], self.record_size)
         return self.transform(out) if self.transform else out
 
     def batch(self, indices: Sequence[int], out: Optional[np.ndarray] = None) -> np.ndarray:
@@ -74,7 +68,7 @@ class ShardDataset:
         for i in indices:
             if not 0 <= i < self._len:
                 raise IndexError(f"record {i} of {self._len}")
-        counts = self._f().read_into(out, [i * self.record_size for i in indices],
+        counts = self.file.read_into(out, [i * self.record_size for i in indices],
                                      self.record_size)
         if any(c != self.record_size for c in counts):
             raise EOFError(f"{self.path} was truncated while reading: got {counts}")
@@ -88,11 +82,6 @@ class ShardDataset:
         if self.transform:
             arr = self.transform(arr)
         return list(arr)
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_file"] = None  # each process opens its own
-        return state
 
 
 def make_shard(path: str, records: int, record_size: int) -> None:
@@ -124,7 +113,7 @@ def main() -> int:
             for i, rec in zip(idx, arr):
                 check_record(i, rec)
         check_record(17, ds[17])
-        print(f"plain: {len(ds)} records in batches of {batch}: ok ({ds._f().backend})")
+        print(f"plain: {len(ds)} records in batches of {batch}: ok ({ds.file.backend})")
         try:
             import torch
             from torch.utils.data import DataLoader

@@ -240,9 +240,48 @@ class File(_nowait.File):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> "File":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"direct={self.mode!r}"
         return f"<nowait.File {self.name!r} {state}>"
+
+    def _options(self) -> Dict[str, Any]:
+        """The options :func:`open` was called with (what a copy and a
+        pickle reopen the file with)."""
+        return {"direct": self.mode, "nowait": self.nowait}
+
+    def __reduce__(self) -> "tuple[Any, ...]":
+        """Pickle as "open this path with these options": the receiving
+        process (a ``spawn`` or ``forkserver`` worker, ``Pool.map``, a
+        PyTorch DataLoader worker) opens the file again, by path. Counters
+        (``stats()``) start from zero there."""
+        fd = self._from_fd
+        if fd is not None:
+            raise TypeError(
+                f"cannot pickle {self!r}: it was opened from file descriptor {fd}, which does "
+                "not travel to another process; open the file by path "
+                "(nowait.open(path, ...)) to pickle it")
+        if self.closed:
+            raise ValueError(f"cannot pickle {self!r}: the file is closed")
+        return (_reopen, (self.name, self._options()))
+
+    def __copy__(self) -> "File":
+        """Another ``File`` of the same file with the same options, with its
+        own descriptor (opened again by path; one opened from a descriptor
+        is opened again from this file's descriptor)."""
+        if self.closed:
+            raise ValueError(f"cannot copy {self!r}: the file is closed")
+        if self._from_fd is not None:
+            return File(self.fileno(), closefd=False, **self._options())
+        return _reopen(self.name, self._options())
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "File":
+        return self.__copy__()
 
     async def aread_at(self, offset: int, size: int) -> bytes:
         """Read up to ``size`` bytes at ``offset`` on the running loop.
@@ -282,15 +321,17 @@ class File(_nowait.File):
             loop.call_soon(ring._submit)
         return await fut
 
-    async def aread_many(self, offsets: Sequence[int], size: _Size) -> List[bytes]:
+    async def aread_many(self, offsets: Any, size: Any) -> List[bytes]:
         """Read one record per offset (all submitted at once) on the running
-        loop; ``size`` is one int for every record or one per offset."""
+        loop; ``offsets`` is any iterable of ints or an integer NumPy array,
+        ``size`` one int for every record or one per offset."""
         loop, ring = _running_ring()
         return await ring.start(loop, self, "many", offsets, size)
 
-    async def aread_into(self, buffer: Any, offsets: Sequence[int], size: int) -> List[int]:
-        """Fill ``buffer`` with ``size``-byte records read at ``offsets``,
-        back to back, on the running loop; returns the bytes read per record.
+    async def aread_into(self, buffer: Any, offsets: Any, size: Any) -> List[int]:
+        """Fill ``buffer`` with the records read at ``offsets``, back to
+        back, on the running loop (``size``: one int, or one per offset for
+        variable-length records packed); returns the bytes read per record.
 
         The buffer stays exported (a ``bytearray`` cannot be resized) until
         every read is done, even if the awaiting task is cancelled.
@@ -298,10 +339,37 @@ class File(_nowait.File):
         loop, ring = _running_ring()
         return await ring.start(loop, self, "into", offsets, size, buffer)
 
+    async def areadinto(self, buffer: Any, offset: int) -> int:
+        """Read ``len(buffer)`` bytes (its size in bytes) at ``offset`` into
+        ``buffer`` on the running loop; returns the bytes read (fewer only
+        at end of file)."""
+        loop, ring = _running_ring()
+        return await ring.start(loop, self, "intoone", offset, 0, buffer)
 
-def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
-         direct: Union[str, bool] = "off", nowait: str = "adaptive") -> File:
+    async def aread(self) -> bytes:
+        """The whole file, as it is when the call starts, on the running
+        loop (in 2 MiB parts, many at once, into the one ``bytes``)."""
+        loop, ring = _running_ring()
+        return await ring.start(loop, self, "whole", 0, 0)
+
+
+def _reopen(path: Any, options: Dict[str, Any]) -> File:
+    """Unpickle a :class:`File`: open its path again with its options."""
+    return open(path, **options)
+
+
+def open(path: Union[int, str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
+         direct: Union[str, bool] = "off", nowait: str = "adaptive",
+         closefd: bool = True) -> File:
     """Open ``path`` for reading.
+
+    ``path`` is a path or an open file descriptor (an ``int``). A
+    descriptor's file is opened again through ``/proc/self/fd`` with the
+    flags asked here (the caller's descriptor, its offset and flags are left
+    as they are); with ``closefd`` (the default, as for :func:`io.open`)
+    :meth:`File.close` closes the caller's descriptor too. A file opened by
+    path can be pickled and copied (it is opened again by path with the same
+    options); one opened from a descriptor can be copied, not pickled.
 
     ``direct``: ``"off"`` (default) reads through the page cache, as
     ``open()``, ``np.memmap`` and aiofiles do, with the page-cache-first
@@ -332,7 +400,7 @@ def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
     (all ``OSError`` with ``errno`` and ``filename``) when the file cannot be
     opened.
     """
-    return File(path, direct, nowait)
+    return File(path, direct, nowait, closefd)
 
 
 def probe(path: Optional[Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]] = None

@@ -168,7 +168,12 @@ pub fn check_size(s: i64) -> PyResult<usize> {
 
 /// The sizes of a batch of `n`: one int for all, or one per offset.
 pub fn parse_sizes(size: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<usize>> {
-    if size.is_instance_of::<PyInt>() {
+    let scalar = size.is_instance_of::<PyInt>()
+        || size
+            .getattr("ndim")
+            .and_then(|d| d.extract::<usize>())
+            .is_ok_and(|d| d == 0);
+    if scalar {
         // Too large for a read is an OverflowError here, as for read_at.
         let s = check_size(size.extract::<i64>()?)?;
         return Ok(vec![s; n]);

@@ -54,15 +54,7 @@ pub enum Kind {
     Whole,
 }
 
-impl Kind {
-    /// Which of an op's landings part `idx` reads into.
-    fn landing(self, idx: usize) -> usize {
-        match self {
-            Kind::Into | Kind::IntoOne | Kind::Whole => 0,
-            Kind::One | Kind::Many => idx,
-        }
-    }
-}
+
 
 /// A file's read counters (`File.stats()`), shared with the calls that
 /// read it, which add their reads when they are collected.
@@ -102,6 +94,18 @@ pub struct Op {
     pub error: Option<(usize, nowait::Error)>,
     /// The counters of the file it reads.
     pub tally: Arc<Tally>,
+}
+
+impl Op {
+    /// Which of the op's landings part `idx` reads into: the one shared
+    /// by every part, or its own.
+    fn landing(&self, idx: usize) -> usize {
+        if self.landings.len() == 1 {
+            0
+        } else {
+            idx
+        }
+    }
 }
 
 struct Part {
@@ -339,7 +343,7 @@ impl Core {
                 continue;
             }
             let file = Arc::clone(&op.file);
-            let li = op.kind.landing(p.idx as usize);
+            let li = op.landing(p.idx as usize);
             let Some(buf) = op.landings.get_mut(li).and_then(|l| l.lend(p.at, p.len)) else {
                 let e = nowait::Error::BufferTooSmall {
                     len: p.at.saturating_add(p.len),
@@ -460,7 +464,8 @@ impl Core {
 
     fn give_back(&mut self, op_id: u64, idx: usize, buf: nowait::Buf) {
         if let Some(op) = self.ops.get_mut(&op_id) {
-            if let Some(l) = op.landings.get_mut(op.kind.landing(idx)) {
+            let li = op.landing(idx);
+            if let Some(l) = op.landings.get_mut(li) {
                 l.give_back(buf);
             }
         }
