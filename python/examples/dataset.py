@@ -18,12 +18,14 @@ or ``forkserver`` each open it again, and ``fork`` workers inherit it.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import tempfile
-from typing import List, Optional, Sequence
+from typing import Any, Callable, List, Literal, Optional, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 import nowait
 
@@ -36,7 +38,9 @@ class ShardDataset:
     (``__getitems__`` / :meth:`batch`).
     """
 
-    def __init__(self, path: str, record_size: int, direct: str = "off", transform=None):
+    def __init__(self, path: str, record_size: int,
+                 direct: Literal["off", "auto", "on"] = "off",
+                 transform: Optional[Callable[[NDArray[np.uint8]], Any]] = None) -> None:
         self.path = path
         self.record_size = record_size
         self.direct = direct
@@ -51,7 +55,7 @@ class ShardDataset:
     def __len__(self) -> int:
         return self._len
 
-    def __getitem__(self, index: int):
+    def __getitem__(self, index: int) -> Any:
         if not -self._len <= index < self._len:
             raise IndexError(f"record {index} of {self._len}")
         index %= self._len
@@ -59,7 +63,7 @@ class ShardDataset:
         self.file.read_into(out, [index * self.record_size], self.record_size)
         return self.transform(out) if self.transform else out
 
-    def batch(self, indices: Sequence[int], out: Optional[np.ndarray] = None) -> np.ndarray:
+    def batch(self, indices: Sequence[int], out: Optional[NDArray[np.uint8]] = None) -> NDArray[np.uint8]:
         """Records ``indices`` as one ``(n, record_size)`` array: one
         ``read_into`` for the whole batch (pass ``out`` to reuse an array)."""
         n = len(indices)
@@ -74,7 +78,7 @@ class ShardDataset:
             raise EOFError(f"{self.path} was truncated while reading: got {counts}")
         return out
 
-    def __getitems__(self, indices: List[int]):
+    def __getitems__(self, indices: List[int]) -> List[Any]:
         """Batch fetch, as torch's DataLoader calls it (torch >= 2.1). Returns
         a list of per-record arrays (views of one batch array), which the
         default collate function stacks."""
@@ -93,7 +97,7 @@ def make_shard(path: str, records: int, record_size: int) -> None:
             f.write(rec.tobytes())
 
 
-def check_record(i: int, rec: np.ndarray) -> None:
+def check_record(i: int, rec: NDArray[np.uint8]) -> None:
     assert int.from_bytes(rec[:8].tobytes(), "little") == i, i
     assert (rec[8:] == i % 251).all(), i
 
@@ -115,8 +119,8 @@ def main() -> int:
         check_record(17, ds[17])
         print(f"plain: {len(ds)} records in batches of {batch}: ok ({ds.file.backend})")
         try:
-            import torch
-            from torch.utils.data import DataLoader
+            torch: Any = importlib.import_module("torch")
+            DataLoader: Any = importlib.import_module("torch.utils.data").DataLoader
         except ImportError:
             print("torch is not installed: skipping the DataLoader run")
             return 0

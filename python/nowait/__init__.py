@@ -45,8 +45,9 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _nowait
 from ._nowait import __version__
+from ._typing import FileStats, Probe
 
-__all__ = ["File", "open", "probe", "__version__"]
+__all__ = ["File", "FileStats", "Probe", "open", "probe", "__version__"]
 
 _Size = Union[int, Sequence[int]]
 
@@ -174,8 +175,32 @@ def _running_ring() -> "tuple[asyncio.AbstractEventLoop, _LoopRing]":
     loop = ref()
     if ring is not None and getattr(loop, "_thread_id", None) == _get_ident():
         return loop, ring
-    loop = asyncio.get_running_loop()
+    loop = _get_running_loop()
+    if loop is None:
+        raise _no_loop("the asynchronous methods")
     return loop, _ring_for(loop)
+
+
+def _no_loop(what: str) -> RuntimeError:
+    """The error for an asynchronous call made outside asyncio: under trio
+    (or anyio's trio backend) it says what is supported."""
+    trio = sys.modules.get("trio")
+    in_trio = False
+    if trio is not None:
+        try:
+            trio.lowlevel.current_task()
+            in_trio = True
+        except RuntimeError:
+            pass
+    if in_trio:
+        return RuntimeError(
+            f"nowait's {what} run on asyncio (and uvloop, and anyio's asyncio backend); this "
+            "task runs on trio, which has no asyncio event loop for the reads' completions: "
+            "run anyio with backend=\"asyncio\", or call the blocking methods from a "
+            "thread (trio.to_thread.run_sync(f.read_at, offset, size), or "
+            "anyio.to_thread.run_sync)")
+    return RuntimeError(f"no running event loop: await File.{what} inside asyncio "
+                        "(asyncio.run, uvloop, anyio's asyncio backend)")
 
 
 def _forget_closed_loops() -> None:
@@ -303,7 +328,7 @@ class File(_nowait.File):
         # Only inside a running loop, hit or miss alike: code that works on
         # a warm cache must not fail on a cold one.
         if _get_running_loop() is None:
-            raise RuntimeError("no running event loop: await File.aread_at inside asyncio")
+            raise _no_loop("aread_at")
         data = self._read_cached(offset, size)
         if data is not None:
             return data

@@ -560,6 +560,20 @@ impl PyFile {
             let fp = f.nowait_state();
             d.set_item("nowait_path_hit_ratio", fp.hit_ratio)?;
             d.set_item("nowait_path_off", fp.off.map(|o| o.to_string()))?;
+        } else {
+            // Closed: the same keys, with nothing to say.
+            for k in [
+                "direct",
+                "dio_mem_align",
+                "dio_offset_align",
+                "fs",
+                "buffered_reason",
+                "inline_reason",
+                "nowait_path_hit_ratio",
+                "nowait_path_off",
+            ] {
+                d.set_item(k, py.None())?;
+            }
         }
         drop(guard);
         d.set_item("nowait", self.nowait.as_str())?;

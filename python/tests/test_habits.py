@@ -9,17 +9,19 @@ import asyncio
 import mmap
 import os
 
+from typing import List, Tuple
+
 import numpy as np
 import pytest
 
 import nowait
-from conftest import drop_cache, modes
+from conftest import DataDir, DataFile, drop_cache, modes
 
 
-def test_async_with_and_aread(data):
+def test_async_with_and_aread(data: DataFile) -> None:
     path, blob, _ = data
 
-    async def main():
+    async def main() -> Tuple[bytes, bytes, int, bytes, int, bytes, List[int]]:
         async with nowait.open(path) as f:
             whole = await f.aread()
             buf = bytearray(5000)
@@ -40,27 +42,27 @@ def test_async_with_and_aread(data):
 
 
 @pytest.mark.parametrize("mode", ["off", "auto"])
-def test_read_whole_file(data, datadir, mode):
+def test_read_whole_file(data: DataFile, datadir: DataDir, mode: str) -> None:
     """read() returns the file as it is, also when it is larger than one
     part (2 MiB), empty, or cold."""
     path, blob, _ = data
     drop_cache(path)
-    with nowait.open(path, direct=mode) as f:
+    with nowait.open(path, direct=mode) as f:  # type: ignore[arg-type]
         assert f.read() == blob
     d, _ = datadir
     empty = os.path.join(d, "empty.bin")
     with open(empty, "wb"):
         pass
-    with nowait.open(empty, direct=mode) as f:
+    with nowait.open(empty, direct=mode) as f:  # type: ignore[arg-type]
         assert f.read() == b""
 
 
 @pytest.mark.parametrize("mode", ["off", "auto", "on"])
-def test_readinto_one_buffer(data, mode):
+def test_readinto_one_buffer(data: DataFile, mode: str) -> None:
     path, blob, direct_ok = data
     if mode not in modes(direct_ok):
         pytest.skip(f"SKIP test_readinto_one_buffer[{mode}]: no filesystem here takes O_DIRECT")
-    with nowait.open(path, direct=mode) as f:
+    with nowait.open(path, direct=mode) as f:  # type: ignore[arg-type]
         arr = mmap.mmap(-1, 8192)  # page-aligned, as direct="on" needs
         assert f.readinto(arr, 4096) == 8192
         assert arr[:] == blob[4096:12288]
@@ -68,10 +70,10 @@ def test_readinto_one_buffer(data, mode):
         assert f.readinto(view, len(blob) // 4096 * 4096) == len(blob) % 4096
         assert f.readinto(bytearray(0), 0) == 0
         with pytest.raises(TypeError, match="readinto needs a writable"):
-            f.readinto(b"read-only", 0)
+            f.readinto(b"read-only", 0)  # the checkers accept bytes as a Buffer
 
 
-def test_fileno_and_open_descriptor(data):
+def test_fileno_and_open_descriptor(data: DataFile) -> None:
     path, blob, _ = data
     fd = os.open(path, os.O_RDONLY)
     os.lseek(fd, 123, os.SEEK_SET)
@@ -96,7 +98,7 @@ def test_fileno_and_open_descriptor(data):
     assert e.value.errno == 9  # EBADF, as os.fstat says it
 
 
-def test_any_iterable_or_numpy_array_as_offsets(data):
+def test_any_iterable_or_numpy_array_as_offsets(data: DataFile) -> None:
     path, blob, _ = data
     offs = [0, 4096, 100000, len(blob) - 100]
     want = [blob[o:o + 512] for o in offs]
@@ -118,14 +120,14 @@ def test_any_iterable_or_numpy_array_as_offsets(data):
         with pytest.raises(TypeError, match="1-D"):
             f.read_many(np.zeros((2, 2), np.int64), 4)
         with pytest.raises(TypeError, match="iterable of ints"):
-            f.read_many(3.5, 4)
+            f.read_many(3.5, 4)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="offsets must be ints"):
-            f.read_many(["0"], 4)
+            f.read_many(["0"], 4)  # type: ignore[list-item]
         with pytest.raises(ValueError, match="negative"):
             f.read_many(np.array([-1]), 4)
 
 
-def test_read_into_variable_length_records_packed(data):
+def test_read_into_variable_length_records_packed(data: DataFile) -> None:
     """Records of different sizes land back to back in one buffer; the
     byte counts say how much of each slot was read."""
     path, blob, _ = data

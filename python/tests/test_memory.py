@@ -12,8 +12,11 @@ import os
 import subprocess
 import sys
 import textwrap
+from typing import Generator
 
 import pytest
+
+from conftest import DataDir
 
 MiB = 1 << 20
 
@@ -70,7 +73,7 @@ def run_child(code: str, path: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def sparse(datadir):
+def sparse(datadir: DataDir) -> Generator[str, None, None]:
     d, _ = datadir
     path = os.path.join(d, "sparse-256m.bin")
     make_sparse(path, 256 * MiB)
@@ -78,7 +81,7 @@ def sparse(datadir):
     os.unlink(path)
 
 
-def test_large_read_costs_one_buffer(sparse):
+def test_large_read_costs_one_buffer(sparse: str) -> None:
     """The kernel reads into the bytes returned: a 256 MiB read_at peaks at
     its own size (at most 1.1x above where it started), as do read_many's
     two 64 MiB records and read()."""
@@ -107,7 +110,7 @@ def test_large_read_costs_one_buffer(sparse):
     assert "read_at" in out and "read_many" in out
 
 
-def test_read_past_end_of_file_costs_what_it_returns(sparse):
+def test_read_past_end_of_file_costs_what_it_returns(sparse: str) -> None:
     """A read of "up to N bytes" at the end of a file allocates what it
     returns, not N: 1 GiB asked for 10 bytes (read_at, read_many, aread_at
     and the page-cache-first try), bytes right."""
@@ -132,7 +135,7 @@ def test_read_past_end_of_file_costs_what_it_returns(sparse):
     """, sparse)
 
 
-def test_burst_of_large_reads_gives_memory_back(sparse):
+def test_burst_of_large_reads_gives_memory_back(sparse: str) -> None:
     """Four threads each reading 2 x 64 MiB with read_many, twice: once the
     results are dropped and the file closed, the resident set is back
     within 32 MiB of where it started (nothing is cached per reader)."""
@@ -161,7 +164,7 @@ def test_burst_of_large_reads_gives_memory_back(sparse):
     """, sparse)
 
 
-def test_asyncio_burst_gives_memory_back(sparse):
+def test_asyncio_burst_gives_memory_back(sparse: str) -> None:
     """300 x 1 MiB aread_at at once (page-cache hits, and through the ring):
     once the results are dropped no memory is held for them (Python's own
     accounting, tracemalloc, back within 1 MiB: the ring keeps no buffers),

@@ -12,6 +12,8 @@ import sys
 import textwrap
 import time
 
+from conftest import DataDir
+
 CHILD = textwrap.dedent("""
     import gc, os, sys, time
     import nowait
@@ -46,7 +48,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_ctrl_c_ends_a_large_read_many(datadir):
+def test_ctrl_c_ends_a_large_read_many(datadir: DataDir) -> None:
     d, _ = datadir
     path = os.path.join(d, "sparse-2g.bin")
     with open(path, "wb") as w:  # holes read as zeros at memory speed, no disk
@@ -56,7 +58,7 @@ def test_ctrl_c_ends_a_large_read_many(datadir):
     try:
         p = subprocess.Popen([sys.executable, "-c", CHILD, path], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-        assert p.stdout.readline().strip() == "reading"
+        assert p.stdout is not None and p.stdout.readline().strip() == "reading"
         time.sleep(0.3)
         sent = time.monotonic()
         p.send_signal(signal.SIGINT)

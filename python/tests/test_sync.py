@@ -103,13 +103,13 @@ def test_size_mismatch_and_bad_arguments(data):
         with pytest.raises(ValueError, match="size -3 is negative"):
             f.read_at(0, -3)
         with pytest.raises(TypeError):
-            f.read_many(5, 10)
+            f.read_many(5, 10)  # type: ignore[arg-type]
         with pytest.raises(TypeError):
-            f.read_many(["a"], 10)
+            f.read_many(["a"], 10)  # type: ignore[list-item]
     with pytest.raises(ValueError, match="not a mode"):
-        nowait.open(path, direct="sometimes")
+        nowait.open(path, direct="sometimes")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        nowait.open(path, direct=3)
+        nowait.open(path, direct=3)  # type: ignore[arg-type]
 
 
 def test_close_and_context_manager(data):
@@ -150,7 +150,7 @@ def test_threads_share_a_file(data):
                     if f.read_at(one, 100) != blob[one:one + 100]:
                         errors.append((seed, one))
             except BaseException as e:  # report, don't hang the join
-                errors.append(e)
+                errors.append(e)  # type: ignore[arg-type]
 
         threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
         for t in threads:
@@ -177,7 +177,7 @@ def test_gil_released_while_waiting(data):
     # O_DIRECT reads (where possible) go to the disk every time: a long call.
     mode = "on" if direct_ok else "off"
     offs = [i * 4096 for i in range(len(blob) // 4096)] * 8
-    with nowait.open(path, direct=mode) as f:
+    with nowait.open(path, direct=mode) as f:  # type: ignore[arg-type]
         t = threading.Thread(target=spinner)
         t.start()
         try:
@@ -211,6 +211,7 @@ def test_backend_and_probe(data):
     assert p["backend"]["kind"] in ("uring", "aio+pool", "aio", "pool", "sync")
     assert "Auto backend" in p["text"]
     pf = nowait.probe(path)
+    assert nowait.probe()["file"] is None and pf["file"] is not None
     assert pf["file"]["size"] == os.path.getsize(path)
     assert pf["file"]["path"] == path
     assert path in pf["text"]
