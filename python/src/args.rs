@@ -69,7 +69,10 @@ fn ints(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
     if let Ok(dtype) = obj.getattr("dtype") {
         // A NumPy array (or anything with a dtype): integers only, one
         // dimension; `tolist` makes Python ints in one C loop.
-        let kind: String = dtype.getattr("kind").and_then(|k| k.extract()).unwrap_or_default();
+        let kind: String = dtype
+            .getattr("kind")
+            .and_then(|k| k.extract())
+            .unwrap_or_default();
         if kind != "i" && kind != "u" {
             return Err(PyTypeError::new_err(format!(
                 "{what} must be integers; this array's dtype is {}",

@@ -54,8 +54,6 @@ pub enum Kind {
     Whole,
 }
 
-
-
 /// A file's read counters (`File.stats()`), shared with the calls that
 /// read it, which add their reads when they are collected.
 #[derive(Default)]
@@ -128,13 +126,17 @@ struct OwnQueue {
 impl Deref for OwnQueue {
     type Target = Queue;
     fn deref(&self) -> &Queue {
-        self.queue.as_ref().expect("the queue is there until dropped")
+        self.queue
+            .as_ref()
+            .expect("the queue is there until dropped")
     }
 }
 
 impl DerefMut for OwnQueue {
     fn deref_mut(&mut self) -> &mut Queue {
-        self.queue.as_mut().expect("the queue is there until dropped")
+        self.queue
+            .as_mut()
+            .expect("the queue is there until dropped")
     }
 }
 
@@ -178,10 +180,12 @@ impl Core {
             .build()?;
         let notify = if notify {
             let fd = queue.completion_fd()?;
-            let own = fd.try_clone_to_owned().map_err(|source| nowait::Error::Kernel {
-                what: "dup of the completion eventfd (the asyncio loop's watch)",
-                source,
-            })?;
+            let own = fd
+                .try_clone_to_owned()
+                .map_err(|source| nowait::Error::Kernel {
+                    what: "dup of the completion eventfd (the asyncio loop's watch)",
+                    source,
+                })?;
             Some(fs::File::from(own))
         } else {
             None
@@ -452,7 +456,11 @@ impl Core {
             self.give_back(op_id, idx, c.buf);
             match c.result {
                 Ok(got) => {
-                    if let Some(slot) = self.ops.get_mut(&op_id).and_then(|op| op.counts.get_mut(idx)) {
+                    if let Some(slot) = self
+                        .ops
+                        .get_mut(&op_id)
+                        .and_then(|op| op.counts.get_mut(idx))
+                    {
                         *slot = got;
                     }
                 }

@@ -278,9 +278,9 @@ impl PyFile {
                     "path must be a path or a file descriptor (int), not a bool",
                 ));
             }
-            let fd: i32 = path.extract().map_err(|_| {
-                PyValueError::new_err(format!("{path} is not a file descriptor"))
-            })?;
+            let fd: i32 = path
+                .extract()
+                .map_err(|_| PyValueError::new_err(format!("{path} is not a file descriptor")))?;
             // EBADF as Python's own calls raise it, before any reopening.
             py.import("os")?.getattr("fstat")?.call1((fd,))?;
             (PathBuf::from(format!("/proc/self/fd/{fd}")), Some(fd))
