@@ -32,6 +32,11 @@ use pyo3::prelude::*;
 
 use crate::export::Landing;
 
+/// The longest one feed reads from the page cache on the caller's thread
+/// before it returns (a batch of hits is a loop of copies: the wait that
+/// called it checks for signals between feeds).
+const FEED_SLICE: Duration = Duration::from_millis(5);
+
 /// Entries an idle core's tables keep room for (they grow with a burst of
 /// calls and shrink back when it is over).
 const IDLE_TABLES: usize = 64;
@@ -61,6 +66,8 @@ pub struct Tally {
     pub reads: AtomicU64,
     pub bytes: AtomicU64,
     pub errors: AtomicU64,
+    /// How the page-cache-first tries of the file's reads ended.
+    pub tries: nowait::CacheTryCounts,
 }
 
 impl Tally {
@@ -73,6 +80,16 @@ impl Tally {
             self.errors.fetch_add(1, Relaxed);
         }
     }
+}
+
+/// What a call reads and how.
+pub struct Source {
+    pub file: Arc<nowait::File>,
+    /// The file's counters.
+    pub tally: Arc<Tally>,
+    /// Try each part from the page cache first in this mode (buffered
+    /// files only).
+    pub cached_first: Option<nowait::NowaitMode>,
 }
 
 /// One call in flight or finished.
@@ -92,6 +109,9 @@ pub struct Op {
     pub error: Option<(usize, nowait::Error)>,
     /// The counters of the file it reads.
     pub tally: Arc<Tally>,
+    /// Try each part from the page cache on the calling thread first
+    /// (`preadv2(RWF_NOWAIT)`) in this mode, before the queue.
+    cached_first: Option<nowait::NowaitMode>,
 }
 
 impl Op {
@@ -246,13 +266,18 @@ impl Core {
     pub fn start(
         &mut self,
         py: Python<'_>,
-        file: Arc<nowait::File>,
-        tally: Arc<Tally>,
+        src: Source,
         kind: Kind,
         reqs: &[(u64, usize)],
         shared: Option<(Landing, Vec<usize>)>,
     ) -> PyResult<u64> {
+        let Source {
+            file,
+            tally,
+            cached_first,
+        } = src;
         let n = reqs.len();
+        let file_direct = file.is_direct();
         let (landings, dests) = match shared {
             Some((l, d)) => (vec![l], Some(d)),
             // O_DIRECT needs aligned memory, which a bytes object's storage
@@ -297,6 +322,7 @@ impl Core {
                 counts: vec![0; n],
                 sizes: reqs.iter().map(|&(_, len)| len).collect(),
                 error: None,
+                cached_first: cached_first.filter(|_| !file_direct),
                 tally,
             },
         );
@@ -334,6 +360,8 @@ impl Core {
     /// reads of several calls go out in one system call).
     pub fn feed_with(&mut self, submit: bool) -> nowait::Result<()> {
         let mut pushed = 0;
+        let mut hits = 0u32;
+        let started = Instant::now();
         while self.queue.in_flight() < self.depth {
             let Some(p) = self.backlog.pop_front() else {
                 break;
@@ -348,6 +376,32 @@ impl Core {
             }
             let file = Arc::clone(&op.file);
             let li = op.landing(p.idx as usize);
+            if let Some(mode) = op.cached_first {
+                // From the page cache on this thread first: a hit is done
+                // here, with no slot, no system call of the queue's.
+                let tried = op.landings.get_mut(li).and_then(|l| {
+                    l.fill_at(p.at, p.len, |s| {
+                        let t = file.try_read_cached(s, p.offset, mode);
+                        (matches!(t, nowait::CacheTry::Hit(_)), t)
+                    })
+                });
+                if let Some(t) = tried {
+                    op.tally.tries.count(t);
+                    if let nowait::CacheTry::Hit(n) = t {
+                        if let Some(c) = op.counts.get_mut(p.idx as usize) {
+                            *c = n;
+                        }
+                        self.part_done(p.op);
+                        hits += 1;
+                        if hits % 32 == 0 && started.elapsed() >= FEED_SLICE {
+                            // Back to the caller's wait, which checks for
+                            // signals; the next feed goes on from here.
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
             let Some(buf) = op.landings.get_mut(li).and_then(|l| l.lend(p.at, p.len)) else {
                 let e = nowait::Error::BufferTooSmall {
                     len: p.at.saturating_add(p.len),

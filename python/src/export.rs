@@ -302,23 +302,39 @@ impl Landing {
         }
     }
 
-    /// Read into the whole of a `bytes` landing with a function of a slice
-    /// over it (the page-cache try); `None` for a landing that is lent or
-    /// not a fresh `bytes`.
-    pub fn fill<R>(&mut self, _py: Python<'_>, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
-        if self.lent > 0 || self.next > 0 || !matches!(self.target, Some(Target::Bytes(_))) {
+    /// Fill bytes `at..at + len` here on this thread with `f` (the
+    /// page-cache try), which says whether it filled them: if it did, the
+    /// range counts as lent and given back (never lent again). `None` for a
+    /// range [`Landing::lend`] would refuse, and for an engine buffer
+    /// (O_DIRECT results are never tried).
+    pub fn fill_at<R>(
+        &mut self,
+        at: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> (bool, R),
+    ) -> Option<R> {
+        let end = at.checked_add(len)?;
+        if at < self.next || end > self.len || len == 0 {
             return None;
         }
-        if self.len == 0 {
-            return Some(f(&mut []));
+        if !matches!(
+            self.target,
+            Some(Target::Bytes(_)) | Some(Target::Export { .. })
+        ) {
+            return None;
         }
-        // SAFETY: the bytes object is ours alone (no Python code has a
-        // reference to it yet), `base` is its storage of `len` bytes, alive
-        // while `self` is borrowed, and nothing else reads or writes it
-        // meanwhile (nothing is lent; the GIL is held). Its bytes are
-        // initialised to this crate (see `lend`).
-        let s = unsafe { std::slice::from_raw_parts_mut(self.base, self.len) };
-        Some(f(s))
+        // SAFETY: `at..end` lies inside the landing's memory, alive and in
+        // place while `self` is borrowed (see `lend`); no buffer over it is
+        // lent (it is past `next`), the bytes object is ours alone and the
+        // caller's buffer is the call's to fill, so nothing else reads or
+        // writes it meanwhile. Its bytes are initialised to this crate (see
+        // `lend`).
+        let s = unsafe { std::slice::from_raw_parts_mut(self.base.wrapping_add(at), len) };
+        let (filled, r) = f(s);
+        if filled {
+            self.next = end;
+        }
+        Some(r)
     }
 
     /// The `bytes` result holding the first `n` bytes (shrunk in place

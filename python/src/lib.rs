@@ -26,7 +26,7 @@ mod export;
 mod probe_dict;
 
 use crate::args::{Call, Plan};
-use crate::calls::{Core, Kind, Op, Tally};
+use crate::calls::{Core, Kind, Op, Source, Tally};
 use crate::errors::to_py;
 use crate::export::{Landing, TrimOnDrop};
 
@@ -119,7 +119,6 @@ pub struct PyFile {
 /// (`File.stats()`).
 #[derive(Default)]
 struct CachedCounts {
-    tries: nowait::CacheTryCounts,
     /// Hits sent to the ring to let the loop run ([`CACHED_BUDGET`]).
     yields: AtomicU64,
 }
@@ -152,7 +151,16 @@ impl PyFile {
         let plan = args::plan(py, &file, call)?;
         let mut core = take_core().map_err(to_py)?;
         let Plan { kind, reqs, shared } = plan;
-        let id = match core.start(py, file, self.tally.clone(), kind, &reqs, shared) {
+        // Batches try each record from the page cache first, on this thread
+        // with the GIL released (read_at has tried already).
+        let cached_first =
+            Some(self.nowait).filter(|m| *m != nowait::NowaitMode::Off && kind != Kind::One);
+        let src = Source {
+            file,
+            tally: self.tally.clone(),
+            cached_first,
+        };
+        let id = match core.start(py, src, kind, &reqs, shared) {
             Ok(id) => id,
             Err(e) => {
                 put_core(core);
@@ -453,7 +461,9 @@ impl PyFile {
 
     /// read_many(offsets, size) -> list[bytes]
     ///
-    /// Read one record per offset, all submitted to the kernel at once;
+    /// Read one record per offset: on a buffered file each is tried from
+    /// the page cache first (`preadv2(RWF_NOWAIT)` on this thread, the GIL
+    /// released, see `nowait=`), the rest submitted to the kernel at once;
     /// `offsets` is any iterable of ints or an integer NumPy array, `size`
     /// one int for every record or one per offset. Records are returned in
     /// the order of `offsets`, each shorter than asked only at end of file.
@@ -577,7 +587,7 @@ impl PyFile {
         }
         drop(guard);
         d.set_item("nowait", self.nowait.as_str())?;
-        let c = self.cached.tries.stats();
+        let c = self.tally.tries.stats();
         d.set_item("nowait_path_hits", c.hits)?;
         d.set_item("nowait_path_partial", c.partial_hits)?;
         d.set_item("nowait_path_misses", c.misses)?;
@@ -616,14 +626,17 @@ impl PyFile {
         // The result itself is what the page cache is read into (a miss
         // costs its allocation, no copy).
         let mut landing = Landing::bytes(py, len).ok()?;
-        let tried = landing.fill(py, |s| file.try_read_cached(s, offset, self.nowait))?;
+        let tried = landing.fill_at(0, len, |s| {
+            let t = file.try_read_cached(s, offset, self.nowait);
+            (matches!(t, nowait::CacheTry::Hit(_)), t)
+        })?;
         let tried = match tried {
             nowait::CacheTry::Hit(n) => Ok(landing.into_bytes(py, n).ok()?),
             other => Err(other),
         };
         match tried {
             Ok(bytes) => {
-                self.cached.tries.count(nowait::CacheTry::Hit(0));
+                self.tally.tries.count(nowait::CacheTry::Hit(0));
                 // Counted as its method's other reads are.
                 if budget {
                     HITS_IN_A_ROW.set(HITS_IN_A_ROW.get() + 1);
@@ -638,7 +651,7 @@ impl PyFile {
                 Some(bytes)
             }
             Err(other) => {
-                self.cached.tries.count(other);
+                self.tally.tries.count(other);
                 None
             }
         }
@@ -747,7 +760,12 @@ impl Ring {
         let Plan { kind, reqs, shared } = args::plan(file.py(), &f, call)?;
         pf.async_calls.fetch_add(1, Relaxed);
         let mut core = lock(&self.core);
-        let id = core.start(file.py(), f, pf.tally.clone(), kind, &reqs, shared)?;
+        let src = Source {
+            file: f,
+            tally: pf.tally.clone(),
+            cached_first: None,
+        };
+        let id = core.start(file.py(), src, kind, &reqs, shared)?;
         // Nothing waits here; the eventfd says when the reads are done.
         // While the queue batches (cached reads), pushed and not submitted:
         // the loop calls `submit` at the end of the iteration, so the reads

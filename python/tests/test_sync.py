@@ -253,3 +253,29 @@ def test_open_reads_through_the_page_cache_by_default(data):
         with nowait.open(path, direct="auto") as g:
             assert g.direct and g.mode == "auto"
             assert g.read_at(8192, 4096) == blob[8192:12288]
+
+
+def test_batches_try_the_page_cache_first(data):
+    """On a buffered file, read_many and read_into read each cached record
+    on the calling thread (preadv2 RWF_NOWAIT), the rest through the queue:
+    same bytes, end of file included; nowait="off" skips the try."""
+    path, blob, _ = data
+    pread(path, 0, len(blob))  # cached
+    n = len(blob)
+    offs = [0, 4096, 100_000, n - 100, n + 10, 77]
+    with nowait.open(path, nowait="always") as f:
+        got = f.read_many(offs, 4096)
+        assert got == [blob[o:o + 4096] for o in offs]
+        buf = bytearray(6 * 4096)
+        counts = f.read_into(buf, offs, 4096)
+        assert counts == [len(blob[o:o + 4096]) for o in offs]
+        for i, (o, c) in enumerate(zip(offs, counts)):
+            assert buf[i * 4096:i * 4096 + c] == blob[o:o + c]
+        s = f.stats()
+        # Every record but the one past the end (0 bytes: only a plain
+        # read tells end of file from a miss) came from the page cache.
+        assert s["nowait_path_hits"] >= 2 * (len(offs) - 1) - 2, s
+        assert s["reads"] == 2 * len(offs) and s["errors"] == 0, s
+    with nowait.open(path, nowait="off") as g:
+        assert g.read_many(offs, 4096) == [blob[o:o + 4096] for o in offs]
+        assert g.stats()["nowait_path_hits"] == 0
