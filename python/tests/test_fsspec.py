@@ -7,6 +7,7 @@ and PyArrow read Parquet through it."""
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import random
 from typing import Any, List, Optional, Tuple
@@ -119,7 +120,7 @@ def test_pandas_and_pyarrow_read_parquet_through_it(datadir: DataDir) -> None:
     pd: Any = pytest.importorskip(
         "pandas", reason="SKIP test_pandas_parquet: pandas is not installed")
     pytest.importorskip("pyarrow", reason="SKIP test_pandas_parquet: pyarrow is not installed")
-    import pyarrow.parquet as pq  # type: ignore[import-untyped, unused-ignore]
+    pq: Any = importlib.import_module("pyarrow.parquet")
 
     d, _ = datadir
     path = os.path.join(d, "frame.parquet")
