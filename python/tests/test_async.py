@@ -61,7 +61,7 @@ def test_aread_matches(data, mode):
                 with pytest.raises(ValueError, match="not aligned"):
                     await f.aread_into(memoryview(raw)[start + 1:], offs, 4096)
             else:
-                ba = bytearray(64 * 4096)
+                ba = bytearray(64 * 4096)  # type: ignore[assignment]
             counts = await f.aread_into(ba, offs, 4096)
             assert counts == [len(blob[o:o + 4096]) for o in offs]
             for i, o in enumerate(offs):

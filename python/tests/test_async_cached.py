@@ -10,6 +10,8 @@ import asyncio
 import os
 import random
 
+from typing import Any, Mapping
+
 import pytest
 
 import nowait
@@ -28,11 +30,11 @@ def warm(path: str) -> None:
             pass
 
 
-def tries(st: dict) -> int:
+def tries(st: Mapping[str, Any]) -> int:
     return sum(st[f"nowait_path_{k}"] for k in ("hits", "partial", "misses", "refused"))
 
 
-def skip_if_refused(st: dict, name: str) -> None:
+def skip_if_refused(st: Mapping[str, Any], name: str) -> None:
     if st["nowait_path_off"] is not None:
         pytest.skip(f"SKIP {name}: no RWF_NOWAIT reads on this filesystem "
                     f"({st['fs']}: {st['nowait_path_off']})")
@@ -156,7 +158,7 @@ def test_direct_and_off_never_try(data):
     async def main():
         loop = asyncio.get_running_loop()
         for direct, mode in cases:
-            with nowait.open(path, direct=direct, nowait=mode) as f:
+            with nowait.open(path, direct=direct, nowait=mode) as f:  # type: ignore[arg-type]
                 assert f.direct == (direct != "off")
                 ring = nowait._rings.get(loop)
                 before = ring._ring.queue_stats()["completed"] if ring else 0
@@ -256,7 +258,7 @@ def test_a_task_reading_cached_data_lets_the_others_run(data):
 def test_bad_nowait_mode(data):
     path, _, _ = data
     with pytest.raises(ValueError, match="not a mode"):
-        nowait.open(path, nowait="sometimes")
+        nowait.open(path, nowait="sometimes")  # type: ignore[arg-type]
     with nowait.open(path) as f:
         assert f.nowait == "adaptive" and f.stats()["nowait"] == "adaptive"
 
@@ -272,7 +274,7 @@ def test_errors_unchanged_with_the_cached_path(data):
         with pytest.raises(ValueError, match="negative"):
             await f.aread_at(0, -10)
         with pytest.raises(TypeError):
-            await f.aread_at(1.5, 10)
+            await f.aread_at(1.5, 10)  # type: ignore[arg-type]
         with pytest.raises(OverflowError):
             await f.aread_at(1 << 70, 10)
         assert await f.aread_at(0, 0) == b""

@@ -32,7 +32,7 @@ def use_ring(loop, ring):
 
 def wait_all(ring, ids):
     """Poll a bare _Ring until every id in `ids` finished; {id: result}."""
-    got = {}
+    got: dict = {}  # type: ignore[type-arg]
     while len(got) < len(ids):
         select.select([ring.fileno()], [], [], 10)
         for op, ok, value in ring.poll():
@@ -90,7 +90,7 @@ def test_batch_ring_leaves_reads_for_the_loop_submit(data):
     assert [got[i] for i in ids] == [blob[i * 3000:(i + 1) * 3000] for i in range(5)]
 
 
-class _Recording(nowait._LoopRing):
+class _Recording(nowait._LoopRing):  # type: ignore[misc]
     """Notes, after each completion callback, whether a submit is scheduled."""
 
     def __init__(self, loop, submit):
@@ -157,7 +157,7 @@ def test_paced_many_tasks_with_cancellation_match_pread(data):
                         counts = await f.aread_into(buf, [off, off + size], size)
                         done.append(("into", off, size, bytes(buf), counts))
                     else:
-                        done.append(("at", off, size, await f.aread_at(off, size)))
+                        done.append(("at", off, size, await f.aread_at(off, size)))  # type: ignore[arg-type]
                 return done
 
             for round_ in range(3):

@@ -22,6 +22,7 @@ def test_missing_file(datadir):
         nowait.open(path)
     assert e.value.errno == errno.ENOENT
     assert e.value.filename == path
+    assert e.value.strerror is not None
     assert "cannot open" in e.value.strerror and "check the path" in e.value.strerror
 
 
@@ -42,7 +43,7 @@ def test_paths_as_open_takes_them(data, datadir):
         w.write(b"not utf-8")
     try:
         with nowait.open(odd, direct="off") as f:
-            assert os.fsencode(f.name) == odd
+            assert isinstance(f.name, str) and os.fsencode(f.name) == odd
             with nowait.open(f.name, direct="off") as g:
                 assert g.read_at(0, 9) == b"not utf-8"
         assert nowait.probe(odd)["file"] is not None
@@ -51,9 +52,9 @@ def test_paths_as_open_takes_them(data, datadir):
     for bad in ("a\0b", b"a\0b"):
         with pytest.raises(ValueError, match="NUL"):
             nowait.open(bad)
-    for bad in (3, None, 1.5):
+    for wrong in (None, 1.5, True, [path]):
         with pytest.raises(TypeError):
-            nowait.open(bad)  # type: ignore[arg-type]
+            nowait.open(wrong)  # type: ignore[arg-type]
 
 
 def test_directory(datadir):

@@ -93,7 +93,7 @@ def test_into_rejects_bad_buffers(data):
         with pytest.raises(TypeError, match="writable, C-contiguous"):
             f.read_into(memoryview(bytearray(16))[::2], [0], 4)
         with pytest.raises(TypeError):
-            f.read_into(12, [0], 4)
+            f.read_into(12, [0], 4)  # type: ignore[arg-type]
 
 
 def test_into_buffer_released_after_call(data):

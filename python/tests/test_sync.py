@@ -103,13 +103,13 @@ def test_size_mismatch_and_bad_arguments(data):
         with pytest.raises(ValueError, match="size -3 is negative"):
             f.read_at(0, -3)
         with pytest.raises(TypeError):
-            f.read_many(5, 10)
+            f.read_many(5, 10)  # type: ignore[arg-type]
         with pytest.raises(TypeError):
-            f.read_many(["a"], 10)
+            f.read_many(["a"], 10)  # type: ignore[list-item]
     with pytest.raises(ValueError, match="not a mode"):
-        nowait.open(path, direct="sometimes")
+        nowait.open(path, direct="sometimes")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        nowait.open(path, direct=3)
+        nowait.open(path, direct=3)  # type: ignore[arg-type]
 
 
 def test_close_and_context_manager(data):
@@ -150,7 +150,7 @@ def test_threads_share_a_file(data):
                     if f.read_at(one, 100) != blob[one:one + 100]:
                         errors.append((seed, one))
             except BaseException as e:  # report, don't hang the join
-                errors.append(e)
+                errors.append(e)  # type: ignore[arg-type]
 
         threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
         for t in threads:
@@ -177,7 +177,7 @@ def test_gil_released_while_waiting(data):
     # O_DIRECT reads (where possible) go to the disk every time: a long call.
     mode = "on" if direct_ok else "off"
     offs = [i * 4096 for i in range(len(blob) // 4096)] * 8
-    with nowait.open(path, direct=mode) as f:
+    with nowait.open(path, direct=mode) as f:  # type: ignore[arg-type]
         t = threading.Thread(target=spinner)
         t.start()
         try:
@@ -211,6 +211,7 @@ def test_backend_and_probe(data):
     assert p["backend"]["kind"] in ("uring", "aio+pool", "aio", "pool", "sync")
     assert "Auto backend" in p["text"]
     pf = nowait.probe(path)
+    assert nowait.probe()["file"] is None and pf["file"] is not None
     assert pf["file"]["size"] == os.path.getsize(path)
     assert pf["file"]["path"] == path
     assert path in pf["text"]
@@ -236,3 +237,45 @@ def test_fork_child_gets_its_own_queue(data):
         _, status = os.waitpid(pid, 0)
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
         assert f.read_at(3, 3) == blob[3:6]
+
+
+def test_open_reads_through_the_page_cache_by_default(data):
+    """nowait.open(path) is buffered, as open() and np.memmap are, and a
+    cached read is answered by the page-cache-first try."""
+    path, blob, direct_ok = data
+    pread(path, 0, len(blob))  # cached
+    with nowait.open(path) as f:
+        assert f.mode == "off" and not f.direct and f.nowait == "adaptive"
+        assert f.read_at(8192, 4096) == blob[8192:12288]
+        s = f.stats()
+        assert s["direct"] is False and s["nowait_path_hits"] == 1, s
+    if direct_ok:
+        with nowait.open(path, direct="auto") as g:
+            assert g.direct and g.mode == "auto"
+            assert g.read_at(8192, 4096) == blob[8192:12288]
+
+
+def test_batches_try_the_page_cache_first(data):
+    """On a buffered file, read_many and read_into read each cached record
+    on the calling thread (preadv2 RWF_NOWAIT), the rest through the queue:
+    same bytes, end of file included; nowait="off" skips the try."""
+    path, blob, _ = data
+    pread(path, 0, len(blob))  # cached
+    n = len(blob)
+    offs = [0, 4096, 100_000, n - 100, n + 10, 77]
+    with nowait.open(path, nowait="always") as f:
+        got = f.read_many(offs, 4096)
+        assert got == [blob[o:o + 4096] for o in offs]
+        buf = bytearray(6 * 4096)
+        counts = f.read_into(buf, offs, 4096)
+        assert counts == [len(blob[o:o + 4096]) for o in offs]
+        for i, (o, c) in enumerate(zip(offs, counts)):
+            assert buf[i * 4096:i * 4096 + c] == blob[o:o + c]
+        s = f.stats()
+        # Every record but the one past the end (0 bytes: only a plain
+        # read tells end of file from a miss) came from the page cache.
+        assert s["nowait_path_hits"] >= 2 * (len(offs) - 1) - 2, s
+        assert s["reads"] == 2 * len(offs) and s["errors"] == 0, s
+    with nowait.open(path, nowait="off") as g:
+        assert g.read_many(offs, 4096) == [blob[o:o + 4096] for o in offs]
+        assert g.stats()["nowait_path_hits"] == 0
