@@ -123,6 +123,20 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// A seek or a byte range that names no valid file position (the
+    /// front ends of [`crate::fs`]).
+    #[error(
+        "{asked} on {path} names no valid file position: positions run from 0 to {max}, and a \
+         range must start at or before its end; ask for one inside those bounds",
+        max = i64::MAX
+    )]
+    BadPosition {
+        /// The file.
+        path: PathBuf,
+        /// What was asked ("seek to End(-10) from position 3", "range 10..4").
+        asked: String,
+    },
+
     /// `read_exact_at` reached end of file before filling the request.
     #[error(
         "read of {len} bytes at offset {offset} of {path} reached end of file after {got} bytes"
@@ -199,7 +213,7 @@ impl Error {
             | Error::Read { source, .. }
             | Error::Kernel { source, .. } => source.raw_os_error(),
             Error::IsDirectory { .. } => Some(libc::EISDIR),
-            Error::Misaligned { .. } => Some(libc::EINVAL),
+            Error::Misaligned { .. } | Error::BadPosition { .. } => Some(libc::EINVAL),
             _ => None,
         }
     }
@@ -216,7 +230,8 @@ impl Error {
             Error::Misaligned { .. }
             | Error::BufferTooSmall { .. }
             | Error::TooLarge { .. }
-            | Error::OffsetTooLarge { .. } => io::ErrorKind::InvalidInput,
+            | Error::OffsetTooLarge { .. }
+            | Error::BadPosition { .. } => io::ErrorKind::InvalidInput,
             Error::QueueFull { .. } => io::ErrorKind::WouldBlock,
             Error::Config(_) => io::ErrorKind::InvalidInput,
             Error::UnexpectedEof { .. } => io::ErrorKind::UnexpectedEof,

@@ -77,6 +77,7 @@ mod buf;
 pub mod engine;
 mod error;
 mod file;
+pub mod fs;
 mod future;
 mod notify;
 mod ops;
