@@ -222,6 +222,7 @@ EXPECTED = {
     "QueueFull": (OSError, errno.EBUSY),
     "Read": (OSError, errno.EIO),
     "UnexpectedEof": (EOFError, errno.ENODATA),
+    "BadPosition": (ValueError, errno.EINVAL),
     "BackendUnavailable": (OSError, errno.EOPNOTSUPP),
     "Kernel": (OSError, errno.ENOMEM),
     "Config": (ValueError, errno.EINVAL),

@@ -116,6 +116,15 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// A seek or a byte range that names no valid file position (the
+    /// front ends of [`crate::fs`]).
+    BadPosition {
+        /// The file.
+        path: PathBuf,
+        /// What was asked ("seek to End(-10) from position 3", "range 10..4").
+        asked: String,
+    },
+
     /// `read_exact_at` reached end of file before filling the request.
     UnexpectedEof {
         /// The file read.
@@ -215,6 +224,9 @@ impl Error {
             Error::BufferTooSmall { .. }
             | Error::TooLarge { .. }
             | Error::OffsetTooLarge { .. } => libc::EINVAL,
+            // A position before 0 or past the largest offset, or a range
+            // that ends before it starts: what lseek(2) answers to the same.
+            Error::BadPosition { .. } => libc::EINVAL,
             // A setting out of range, or asked for at the wrong time.
             Error::Config(_) => libc::EINVAL,
             // Every slot is in flight until completions are reaped: EBUSY,
@@ -279,6 +291,7 @@ impl Error {
             | Error::Unsupported { path, .. }
             | Error::DirectUnsupported { path, .. }
             | Error::Misaligned { path, .. }
+            | Error::BadPosition { path, .. }
             | Error::Read { path, .. }
             | Error::UnexpectedEof { path, .. } => Some(path),
             _ => None,
@@ -332,7 +345,7 @@ impl From<ConfigError> for Error {
 /// The variants, in declaration order; [`variant`] gives each error's
 /// index here. A new variant needs a name here, an arm in [`variant`] and
 /// an error in [`samples`] (the tests check all three).
-const VARIANTS: [&str; 15] = [
+const VARIANTS: [&str; 16] = [
     "Open",
     "IsDirectory",
     "Unsupported",
@@ -348,6 +361,7 @@ const VARIANTS: [&str; 15] = [
     "Kernel",
     "Config",
     "Closed",
+    "BadPosition",
 ];
 
 /// The variant's name (no wildcard arm: a new variant does not compile
@@ -369,6 +383,7 @@ fn variant(e: &Error) -> &'static str {
         Error::Kernel { .. } => 12,
         Error::Config(_) => 13,
         Error::Closed(_) => 14,
+        Error::BadPosition { .. } => 15,
     }]
 }
 
@@ -430,6 +445,10 @@ pub fn samples() -> Vec<(&'static str, Error)> {
             offset: 0,
             len: 4096,
             got: 100,
+        },
+        Error::BadPosition {
+            path: p(),
+            asked: "seek to End(-10) from position 3 of a 5-byte file".into(),
         },
         Error::BackendUnavailable {
             backend: BackendChoice::Exactly(BackendKind::Uring),
@@ -493,6 +512,7 @@ mod tests {
             ("QueueFull", libc::EBUSY, K::ResourceBusy),
             ("Read", libc::EIO, eio),
             ("UnexpectedEof", libc::ENODATA, K::UnexpectedEof),
+            ("BadPosition", libc::EINVAL, K::InvalidInput),
             ("BackendUnavailable", libc::EOPNOTSUPP, K::Unsupported),
             ("BackendUnavailable", libc::EOPNOTSUPP, K::Unsupported),
             ("Kernel", libc::ENOMEM, K::OutOfMemory),

@@ -86,6 +86,7 @@ mod buf;
 pub mod engine;
 mod error;
 mod file;
+pub mod fs;
 mod future;
 mod message;
 mod notify;

@@ -215,6 +215,13 @@ fn error(e: &Error, w: &dyn Vocabulary, f: &mut fmt::Formatter<'_>) -> fmt::Resu
             Kernel(source),
             read_hint(source)
         ),
+        Error::BadPosition { path, asked } => write!(
+            f,
+            "{asked} on {} names no valid file position: positions run from 0 to {}, and a \
+             range must start at or before its end; ask for one inside those bounds",
+            path.display(),
+            i64::MAX
+        ),
         Error::UnexpectedEof {
             path,
             offset,
