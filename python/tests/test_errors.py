@@ -105,7 +105,7 @@ def test_permission_denied(datadir):
 
         # User nobody may not reach this interpreter's environment (a venv
         # under /root): give it a world-readable copy of the package (one
-        # abi3 build serves any CPython >= 3.9) and try the interpreters in
+        # abi3 build serves any CPython >= 3.10) and try the interpreters in
         # turn.
         os.chmod(d, 0o755)
         pkg = os.path.join(d, "pkg")

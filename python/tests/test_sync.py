@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import nowait
-from conftest import drop_cache, modes, pread
+from conftest import DataFile, drop_cache, modes, pread
 
 
 def random_requests(rng: random.Random, file_size: int, n: int, align: int = 1):
@@ -279,3 +279,36 @@ def test_batches_try_the_page_cache_first(data):
     with nowait.open(path, nowait="off") as g:
         assert g.read_many(offs, 4096) == [blob[o:o + 4096] for o in offs]
         assert g.stats()["nowait_path_hits"] == 0
+
+
+def test_a_batch_with_one_uncached_record(data: DataFile) -> None:
+    """A batch whose records are cached but one: the ones before it are
+    read on the calling thread, it and the rest go to the queue (the rest
+    still tried from the page cache there), and the uncached record is
+    tried once, not again by the queue. Bytes right in both layouts."""
+    path, blob, _ = data
+    hole = 1 << 20
+    offs = [0, 8192, 65536, hole, 4096, 2 << 20, 12288]
+    for method in ("read_many", "read_into"):
+        # Cached but for 512 KiB around `hole`: the file evicted, then the
+        # rest read back without readahead (the page cache may hold large
+        # folios, which a ranged eviction would keep whole).
+        drop_cache(path)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            os.pread(fd, hole - (256 << 10), 0)
+            os.pread(fd, len(blob), hole + (256 << 10))
+        finally:
+            os.close(fd)
+        with nowait.open(path, nowait="always") as f:
+            if method == "read_many":
+                assert f.read_many(offs, 4096) == [blob[o:o + 4096] for o in offs]
+            else:
+                buf = bytearray(len(offs) * 4096)
+                assert f.read_into(buf, offs, 4096) == [4096] * len(offs)
+                assert bytes(buf) == b"".join(blob[o:o + 4096] for o in offs)
+            s = f.stats()
+            assert s["reads"] == len(offs) and s["calls"] == 1, s
+            assert s["nowait_path_hits"] == len(offs) - 1, s
+            assert s["nowait_path_misses"] + s["nowait_path_partial"] == 1, s
