@@ -11,7 +11,7 @@ import shutil
 import sys
 import tempfile
 
-from typing import Any, Generator, List, Set, Tuple, cast
+from typing import Any, Generator, List, Literal, Set, Tuple, cast
 
 import pytest
 
@@ -19,6 +19,8 @@ import pytest
 DataFile = Tuple[str, bytes, bool]
 #: The `datadir` fixture: (directory, whether it takes O_DIRECT).
 DataDir = Tuple[str, bool]
+#: A `direct=` mode of nowait.open.
+DirectMode = Literal["off", "auto", "on"]
 
 # Every call that waits must provably return: a test that hangs dumps every
 # thread's stack and fails the run instead of blocking CI.
@@ -121,7 +123,7 @@ def drop_cache(path: str) -> None:
         os.close(fd)
 
 
-def modes(direct_ok: bool) -> List[str]:
+def modes(direct_ok: bool) -> List[DirectMode]:
     """The direct modes this filesystem can run."""
     return ["off", "auto", "on"] if direct_ok else ["off", "auto"]
 
