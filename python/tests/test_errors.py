@@ -228,6 +228,7 @@ EXPECTED = {
     "UnexpectedEof": (EOFError, errno.ENODATA),
     "BackendUnavailable": (OSError, errno.EOPNOTSUPP),
     "Kernel": (OSError, errno.ENOMEM),
+    "BadPosition": (ValueError, errno.EINVAL),
     "Config": (ValueError, errno.EINVAL),
     "Closed": (BrokenPipeError, errno.EPIPE),
 }
