@@ -696,3 +696,84 @@ fn sigint_before_any_result_leaves_no_empty_output() {
     assert!(stderr(&o).contains("while laying out"), "{}", stderr(&o));
     assert!(!out.exists() && !svg.exists(), "{}", stderr(&o));
 }
+
+// `resident`: mincore(2) over a file, shared with the library's tests.
+#[allow(dead_code)]
+#[path = "../../nowait/examples/support/cgroup.rs"]
+mod cgroup;
+
+/// `--cache=drop` (fio's `uncached=1`) reads every buffered read with
+/// `RWF_DONTCACHE` on every engine: the run leaves (almost) nothing of the
+/// file in the page cache, where `--cache=keep` leaves all of it, every
+/// byte is verified, and the report counts the uncached reads. Where the
+/// filesystem refuses the flag, the reads go on cached and the report
+/// says so.
+#[test]
+fn cache_drop_reads_uncached_on_every_engine_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("data");
+    for (opt, engine) in [
+        ("--cache=keep", "uring"),
+        ("--uncached=1", "uring"),
+        ("--cache=drop", "sync"),
+        ("--cache=drop", "pool"),
+        ("--uncached=1", "aio"),
+    ] {
+        let o = nowait(&[
+            "bench",
+            &path_arg(&file),
+            "--size=8m",
+            "--rw=read",
+            "--bs=128k",
+            "--iodepth=4",
+            &format!("--ioengine={engine}"),
+            opt,
+            "--verify",
+            "--output-format=json",
+        ]);
+        if !o.status.success() && stderr(&o).contains("not available") {
+            common::skip_line(&format!("{engine}: {}", stderr(&o).trim()));
+            continue;
+        }
+        assert_eq!(o.status.code(), Some(0), "{engine} {opt}: {}", stderr(&o));
+        let j = &json(&o)["jobs"][0];
+        assert_eq!(j["nowait"]["verified_ios"], 64, "{engine} {opt}");
+        let c = &j["nowait"]["cache"];
+        let (r, t) = cgroup::resident(&file).expect("mincore");
+        let share = r as f64 / t as f64;
+        if opt == "--cache=keep" {
+            assert_eq!(c["policy"], "keep", "{c}");
+            assert_eq!(c["uncached"], 0, "{c}");
+            assert!(share > 0.9, "keep left {share:.2} of the file cached");
+        } else if c["refused"].as_u64().unwrap() + c["kept"].as_u64().unwrap() > 0 {
+            // A filesystem without uncached reads (tmpfs): read cached.
+            common::skip_line(&format!(
+                "{engine} {opt}: the filesystem of {} refuses RWF_DONTCACHE ({c})",
+                dir.path().display()
+            ));
+        } else {
+            assert_eq!(c["policy"], "drop", "{c}");
+            assert_eq!(c["uncached"], 64, "{engine} {opt}: {c}");
+            assert!(
+                share < 0.25,
+                "{engine} {opt} left {share:.2} of the file cached"
+            );
+            assert!(j["job options"]["uncached"] == "1", "{}", j["job options"]);
+        }
+    }
+    // The text report says what the policy did.
+    let o = nowait(&[
+        "bench",
+        &path_arg(&file),
+        "--size=8m",
+        "--rw=read",
+        "--bs=128k",
+        "--cache=drop",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("cache        : drop: ") && text.contains("reads uncached (RWF_DONTCACHE)"),
+        "{text}"
+    );
+}

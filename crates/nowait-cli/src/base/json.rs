@@ -253,6 +253,8 @@ pub struct Nowait {
     pub clat_compare_with: String,
     pub nowait_path: NowaitPath,
     pub inline: Inline,
+    #[serde(default)]
+    pub cache: Cache,
     pub uring: Uring,
     pub sqpoll_cpu: Option<SqpollCpu>,
     /// fio's run of the same job (`--compare-fio`), or why there is none.
@@ -268,6 +270,22 @@ pub struct Nowait {
 pub struct Inline {
     pub enabled: bool,
     pub reads: u64,
+}
+
+/// What buffered reads left in the page cache (`--cache`, fio's
+/// `uncached`): the policy and how its reads went.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Cache {
+    /// `keep`, `drop` or `adaptive` (`keep` for direct reads).
+    pub policy: String,
+    /// Reads sent with `RWF_DONTCACHE`.
+    pub uncached: u64,
+    /// Reads the policy wanted uncached that went cached: the file's
+    /// filesystem was known to refuse the flag.
+    pub kept: u64,
+    /// Reads the kernel refused the flag for (`EOPNOTSUPP`), read again
+    /// cached.
+    pub refused: u64,
 }
 
 /// io_uring's counters.

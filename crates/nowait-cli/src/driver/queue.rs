@@ -23,6 +23,7 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         .memory_inline(n.memory_inline)
         .spin(Duration::from_micros(n.spin_us))
         .submit_policy(n.submit)
+        .cache(n.cache)
         .iopoll(match n.hipri {
             None => IoPoll::Auto,
             Some(true) => IoPoll::Always,

@@ -6,12 +6,18 @@
 //! sides use threads, and `--group_reporting` so several `numjobs` come
 //! back as one entry.
 
+use nowait::CachePolicy;
+
 use crate::model::job::Job;
 
-/// fio's name for a nowait engine, if fio has one.
+/// fio's name for a nowait engine, if fio has one: `sync` is `psync`, or
+/// `pvsync2` for uncached reads (fio's `uncached` is an option of its
+/// `pvsync2` and `io_uring` engines only; both read with one system call
+/// per read at depth 1).
 pub fn engine(job: &Job) -> Option<&'static str> {
     match job.ioengine.as_str() {
         "uring" => Some("io_uring"),
+        "sync" if job.normalized().cache == CachePolicy::Drop => Some("pvsync2"),
         "sync" => Some("psync"),
         "aio" => Some("libaio"),
         _ => None,
@@ -63,6 +69,13 @@ pub fn job_options(j: &Job, region: u64) -> Vec<(&'static str, Option<String>)> 
         ("registerfiles", b(j.registerfiles)),
         ("hipri", n.hipri.and_then(b)),
         ("spin_us", s(&n.spin_us)),
+        ("cache", s(&n.cache)),
+        // fio's RWF_DONTCACHE on every buffered read; given only when set,
+        // since only two of fio's engines know the option.
+        (
+            "uncached",
+            (n.cache == CachePolicy::Drop).then(|| "1".into()),
+        ),
     ]
 }
 
@@ -76,6 +89,23 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
         )
     })?;
     job.filename.as_ref().ok_or("--filename is required")?;
+    match job.normalized().cache {
+        CachePolicy::Adaptive => {
+            return Err(
+                "fio has no adaptive cache policy (--cache=adaptive); compare \
+                        --cache=keep or --cache=drop (fio's uncached=0 or 1)"
+                    .into(),
+            )
+        }
+        CachePolicy::Drop if engine == "libaio" => {
+            return Err(
+                "fio's libaio engine has no uncached option (only io_uring and \
+                        pvsync2 have it); compare --cache=drop with --ioengine=uring or sync"
+                    .into(),
+            )
+        }
+        _ => {}
+    }
     let depth = job.effective_iodepth();
     let mut a: Vec<String> = job_options(job, region)
         .into_iter()
@@ -92,9 +122,8 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
                     job.iodepth_batch_complete_min.min(depth).to_string()
                 }
                 // nowait's own (fio's verify takes a checksum type, not the pattern).
-                "verify" | "nowait" | "pool_workers" | "sqthread_poll_idle" | "spin_us" => {
-                    return None
-                }
+                "verify" | "nowait" | "pool_workers" | "sqthread_poll_idle" | "spin_us"
+                | "cache" => return None,
                 "sqthread_poll" | "fixedbufs" | "registerfiles" | "hipri"
                     if engine != "io_uring" =>
                 {
@@ -186,6 +215,38 @@ mod tests {
             a.contains("--ioengine=psync") && a.contains("--iodepth=1 "),
             "{a}"
         );
+    }
+
+    /// --cache=drop (fio's uncached=1) is passed as fio's uncached=1, on
+    /// the two engines of fio that have it; adaptive, and drop on libaio,
+    /// have nothing to compare with; direct reads ignore it, as fio does.
+    #[test]
+    fn uncached_reads_pass_fios_uncached() {
+        let a = |cmd: &str| args(&job(cmd), 4096).map(|a| a.join(" "));
+        let u = a("--filename=/f --ioengine=uring --iodepth=4 --uncached=1").unwrap();
+        assert!(
+            u.contains("--ioengine=io_uring") && u.contains("--uncached=1"),
+            "{u}"
+        );
+        assert_eq!(job("--uncached=1").cache, CachePolicy::Drop);
+        assert_eq!(job("--uncached=7 --cache=keep").cache, CachePolicy::Keep);
+        let s = a("--filename=/f --ioengine=sync --cache=drop").unwrap();
+        assert!(
+            s.contains("--ioengine=pvsync2") && s.contains("--uncached=1"),
+            "{s}"
+        );
+        let k = a("--filename=/f --ioengine=sync --uncached=0").unwrap();
+        assert!(
+            k.contains("--ioengine=psync") && !k.contains("uncached"),
+            "{k}"
+        );
+        let d = a("--filename=/f --ioengine=uring --direct=1 --uncached=1").unwrap();
+        assert!(!d.contains("uncached"), "{d}");
+        let e = a("--filename=/f --ioengine=uring --cache=adaptive").unwrap_err();
+        assert!(e.contains("--cache=adaptive"), "{e}");
+        let e = a("--filename=/f --ioengine=aio --uncached=1").unwrap_err();
+        assert!(e.contains("libaio") && e.contains("uncached"), "{e}");
+        assert!(a("--filename=/f --ioengine=aio --direct=1 --uncached=1").is_ok());
     }
 
     /// fio before 3.18 turns clat percentiles off when lat_percentiles=1 is

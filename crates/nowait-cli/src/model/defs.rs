@@ -14,7 +14,7 @@ use std::time::Duration;
 
 #[cfg(test)]
 use nowait::BackendKind;
-use nowait::{NowaitMode, SubmitPolicy};
+use nowait::{CachePolicy, NowaitMode, SubmitPolicy};
 
 use crate::model::job::{Format, Rw};
 use crate::model::opt::{Apply, Opt};
@@ -323,6 +323,39 @@ pub static OPTIONS: &[Opt] = &[
                uring engine does; other engines ignore it, with a note.",
         |j, v| j.nowait = Some(v.trim().parse::<NowaitMode>()?),
         example: "always" => |j| j.nowait == Some(NowaitMode::Always)
+    ),
+    sweep!(
+        "cache",
+        "keep|drop|adaptive",
+        "keep",
+        "What buffered reads leave in the page cache, on every engine. keep: what a read \
+               brings in stays (fio's default); drop: every read is uncached \
+               (preadv2/io_uring RWF_DONTCACHE, Linux 6.14+: the pages it brings in are \
+               dropped once copied, pages cached before stay), fio's uncached=1; adaptive: \
+               only the scan reads (sequential runs, or reads of 1 MiB or more) of a file at \
+               least half the memory the page cache may use here (the memory cgroup's limit, \
+               else RAM) and mostly not cached. Where the filesystem refuses the flag (tmpfs, \
+               FUSE) reads go on cached and the report says how many. No effect with \
+               direct=1. --compare-fio passes drop as uncached=1 (fio has no adaptive).",
+        |j, v| j.cache = v.trim().parse::<CachePolicy>()?,
+        example: "adaptive" => |j| j.cache == CachePolicy::Adaptive
+    ),
+    job!(
+        "uncached",
+        "INT",
+        "0 (fio's)",
+        "fio's io_uring and pvsync2 option: any value but 0 reads every buffered read \
+               uncached (RWF_DONTCACHE), as --cache=drop; 0 is --cache=keep. Ignored with \
+               direct=1, as in fio. Unlike fio, where the kernel or filesystem refuses the flag \
+               the reads go on cached instead of failing (the report says how many).",
+        |j, v| {
+            let n: i64 = v
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{v}' is not a whole number (0: keep, else: drop)"))?;
+            j.cache = if n != 0 { CachePolicy::Drop } else { CachePolicy::Keep };
+        },
+        example: "1" => |j| j.cache == CachePolicy::Drop
     ),
     job!(
         "pool_workers" | "pool-workers",

@@ -34,11 +34,12 @@ DEFAULTS:
     (each reap takes every completion there is), iodepth_low=iodepth (refill
     at once), registerfiles=0, fixedbufs=0, hipri=0, sqthread_poll=0,
     invalidate=1, fadvise_hint=1, norandommap=0, rw=read, bs=4k, iodepth=1,
-    direct=0, numjobs=1. Not fio's: ioengine=uring (fio: psync), randseed,
-    and nowait's own options (nowait, pool_workers, small_direct,
-    memory_inline, inline_window, spin_us, submit). nowait's faster modes stay
-    options: --iodepth_batch_submit=0 (every free slot in one call),
-    --registerfiles=1, --fixedbufs, and --peak, which sets them all. At
+    direct=0, numjobs=1, uncached=0 (cache=keep). Not fio's: ioengine=uring
+    (fio: psync), randseed, and nowait's own options (nowait, pool_workers,
+    small_direct, memory_inline, inline_window, spin_us, submit, cache).
+    nowait's faster modes stay options: --iodepth_batch_submit=0 (every free
+    slot in one call), --registerfiles=1, --fixedbufs, and --peak, which
+    sets them all. At
     iodepth=1 the read rides on the reap's io_uring_enter (one system call
     per read; fio's engine makes two).
 

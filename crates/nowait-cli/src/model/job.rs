@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nowait::{BackendKind, NowaitMode, SubmitPolicy};
+use nowait::{BackendKind, CachePolicy, NowaitMode, SubmitPolicy};
 
 /// Sequential or random reads (fio's `rw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,6 +102,9 @@ pub struct Job {
     /// `uring`, `aio`: how many queued reads one system call hands over
     /// (`submit`; nowait's own).
     pub submit: SubmitPolicy,
+    /// What buffered reads leave in the page cache (`cache`, nowait's
+    /// own; fio's `uncached=1` is `Drop`, `uncached=0` `Keep`).
+    pub cache: CachePolicy,
 }
 
 impl Default for Job {
@@ -139,6 +142,7 @@ impl Default for Job {
             memory_inline: true,
             inline_window: None,
             submit: SubmitPolicy::Adaptive,
+            cache: CachePolicy::Keep,
         }
     }
 }
@@ -155,7 +159,7 @@ impl Job {
     }
 
     /// The engine with the options that shape it, as shown in tables:
-    /// `pool:off`, `uring+hipri`, `uring+sqpoll`.
+    /// `pool:off`, `uring+hipri`, `uring+sqpoll`, `uring+cache=drop`.
     pub fn engine_label(&self) -> String {
         let mut l = self.ioengine.as_str().to_string();
         match self.ioengine {
@@ -172,6 +176,10 @@ impl Job {
                 }
             }
             _ => {}
+        }
+        if self.normalized().cache != CachePolicy::Keep {
+            l.push_str("+cache=");
+            l.push_str(self.cache.as_str());
         }
         l
     }
@@ -222,6 +230,11 @@ impl Job {
         }
         if !matches!(j.ioengine, BackendKind::Uring | BackendKind::Aio) {
             j.submit = d.submit;
+        }
+        if j.direct {
+            // Direct reads skip the page cache (fio ignores uncached=1 with
+            // direct=1 as well).
+            j.cache = d.cache;
         }
         j
     }

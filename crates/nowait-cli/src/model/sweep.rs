@@ -60,7 +60,7 @@ pub(crate) fn job_of(s: &str) -> Job {
 mod tests {
     use std::path::PathBuf;
 
-    use nowait::{BackendKind, NowaitMode};
+    use nowait::{BackendKind, CachePolicy, NowaitMode};
 
     use super::{job_of as job, *};
     use crate::base::args::words as args;
@@ -270,6 +270,31 @@ mod tests {
         assert_eq!(jobs[0].engine_label(), "pool:off");
         let e = err("--nowait=sometimes");
         assert!(e.contains("--nowait") && e.contains("adaptive"), "{e}");
+    }
+
+    /// nowait's --cache sweeps like any engine option; fio's uncached=N is
+    /// the same setting (0 keep, else drop), and direct reads have none.
+    #[test]
+    fn cache_policies_sweep_and_uncached_is_fios_name_for_drop() {
+        let (set, _, _) = parse_args(&args("--cache keep,drop,adaptive")).unwrap();
+        let (jobs, _) = expand(&set, &Job::default()).unwrap();
+        let labels: Vec<_> = jobs.iter().map(|j| j.engine_label()).collect();
+        assert_eq!(
+            labels,
+            ["uring", "uring+cache=drop", "uring+cache=adaptive"]
+        );
+        assert_eq!(job("--uncached=1").cache, CachePolicy::Drop);
+        assert_eq!(job("--uncached=0").cache, CachePolicy::Keep);
+        assert_eq!(
+            job("--uncached=1 --ioengine=aio").engine_label(),
+            "aio+cache=drop"
+        );
+        let direct = job("--cache=drop --direct=1");
+        assert_eq!(direct.normalized().cache, CachePolicy::Keep);
+        assert_eq!(direct.engine_label(), "uring");
+        let e = err("--cache=sometimes");
+        assert!(e.contains("--cache") && e.contains("adaptive"), "{e}");
+        assert!(err("--uncached=yes").contains("--uncached"));
     }
 
     #[test]

@@ -5,8 +5,8 @@
 
 use crate::base::host::Host;
 use crate::base::json::{
-    self, Doc, Fio, FioResult, Inline, Lat, Nowait, NowaitPath, Peak, Read, SqpollCpu, Summary,
-    Uring,
+    self, Cache, Doc, Fio, FioResult, Inline, Lat, Nowait, NowaitPath, Peak, Read, SqpollCpu,
+    Summary, Uring,
 };
 use crate::base::units::ratio;
 use crate::fio;
@@ -92,6 +92,12 @@ pub fn job(row: &Row, peak: bool) -> json::Job {
         inline: Inline {
             enabled: j.memory_inline,
             reads: q.inline,
+        },
+        cache: Cache {
+            policy: j.normalized().cache.as_str().into(),
+            uncached: q.cache.uncached,
+            kept: q.cache.kept,
+            refused: q.cache.refused,
         },
         uring: Uring {
             fixed_reads: q.backend.fixed_reads,

@@ -11,7 +11,9 @@ use crate::measure::latency::LatSummary;
 use crate::measure::outcome::Outcome;
 use crate::measure::row::Row;
 use crate::model::job::{uses_pool, Job};
-use crate::report::words::{hipri_status, nowait_path_line, nowait_state_words, opt_ns};
+use crate::report::words::{
+    cache_words, hipri_status, nowait_path_line, nowait_state_words, opt_ns,
+};
 
 /// Options shaping the engine, for the job header (`, nowait=off`).
 fn engine_opts(j: &Job) -> String {
@@ -122,6 +124,9 @@ pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool) {
                 ""
             }
         );
+    }
+    if let Some(c) = cache_words(j, &q.cache, m.ios) {
+        let _ = writeln!(s, "  cache        : {c}");
     }
     if let Some(h) = hipri_status(j, m) {
         let _ = writeln!(s, "  hipri        : {h}");
