@@ -436,15 +436,18 @@ impl Core {
 
 impl Core {
     /// Wait until the kernel is done with every read in flight, dropping
-    /// their results (the ring is being discarded). `false` when that
-    /// cannot be known: a core inherited through fork (its ring is the
-    /// parent's) or a failed reap; the callers' buffers must then stay
-    /// exported for ever (`keep_exports`).
+    /// their results (the ring is being discarded); reads pushed and not
+    /// yet submitted are dropped unread (`Queue::drop_unsubmitted`).
+    /// `false` when that cannot be known: a core inherited through fork
+    /// (its ring is the parent's) or a failed reap; the callers' buffers
+    /// must then stay exported for ever (`keep_exports`).
     pub fn settle(&mut self) -> bool {
         if !self.is_ours() {
             return false;
         }
         self.backlog.clear();
+        self.queue.drop_unsubmitted();
+        self.unsubmitted = 0;
         let mut out = Vec::new();
         while self.queue.in_flight() > 0 {
             out.clear();

@@ -259,10 +259,12 @@ pub unsafe extern "C" fn nowait_queue_create(
     })
 }
 
-/// Destroy a queue (NULL is ignored). Waits for every read still in
-/// flight (the kernel may be writing into their memory), so once it
-/// returns the memory of every read pushed to it is the caller's again;
-/// their completions are discarded.
+/// Destroy a queue (NULL is ignored). Reads pushed and not yet submitted
+/// are dropped unread: the kernel never sees them and nothing writes their
+/// memory, as with liburing's unsubmitted entries. Reads submitted before
+/// (by `nowait_submit` or `nowait_reap`) are waited for (the kernel may be
+/// writing into their memory). Once it returns the memory of every read
+/// pushed to the queue is the caller's again; completions are discarded.
 ///
 /// # Safety
 /// `q` must be NULL or a queue from `nowait_queue_create`, not destroyed,
@@ -282,11 +284,15 @@ pub unsafe extern "C" fn nowait_queue_destroy(q: *mut NowaitQueue) {
 }
 
 /// The queue's completion file descriptor for event loops (epoll, libuv's
-/// `uv_poll_t`, tevent): an eventfd that becomes readable when completions
-/// may be waiting. When it is readable: read its 8-byte counter (the fd is
+/// `uv_poll_t`, tevent): an eventfd that is readable whenever a finished
+/// read is waiting to be reaped (level-triggered in effect: after any call
+/// on the queue returns, a finished read not yet reaped keeps it readable
+/// or makes it so). When it is readable: read its 8-byte counter (the fd is
 /// non-blocking; -EAGAIN just means it was already cleared), then call
-/// `nowait_reap(q, cqes, n, 0, 0)` until it returns fewer than `n`. A
-/// wake-up may find nothing (it is a hint); none is lost.
+/// `nowait_reap(q, cqes, n, 0, 0)` until it returns fewer than `n` (or
+/// until 0: either rule is enough). A read that finishes meanwhile makes
+/// the fd readable again. A wake-up may find nothing (it is a hint); none
+/// is lost.
 ///
 /// Ask for it right after creating the queue, before the first push
 /// (-EINVAL otherwise). The fd belongs to the queue: do not close it.
@@ -362,10 +368,14 @@ pub unsafe extern "C" fn nowait_queue_in_flight(q: *const NowaitQueue) -> c_int 
 
 /// Queue a read of `len` bytes at `offset` of `file` into the caller's
 /// memory `buf`. It reaches the kernel at the next `nowait_submit` or
-/// `nowait_reap`. `buf` must stay valid, and untouched, until the read's
-/// completion is reaped (or the queue destroyed). On a `NOWAIT_DIRECT_ON`
-/// file, `offset`, `len` and `buf` must meet `nowait_file_dio_align`; on a
-/// `NOWAIT_DIRECT_AUTO` one an unaligned read is bounced.
+/// `nowait_reap`; `nowait_queue_destroy` drops it unread if neither came.
+/// (A read of a memory-backed file, tmpfs or zram, may be done at once on
+/// the calling thread instead, writing `buf` before `nowait_push` returns;
+/// such a push first submits the reads queued before it.) `buf` must stay
+/// valid, and untouched, until the read's completion is reaped (or the
+/// queue destroyed). On a `NOWAIT_DIRECT_ON` file, `offset`, `len` and
+/// `buf` must meet `nowait_file_dio_align`; on a `NOWAIT_DIRECT_AUTO` one
+/// an unaligned read is bounced.
 ///
 /// Returns 0, or a negative errno and the read is not queued: -EBUSY when
 /// every slot is in flight (reap, then push again), -EINVAL for a
@@ -373,7 +383,9 @@ pub unsafe extern "C" fn nowait_queue_in_flight(q: *const NowaitQueue) -> c_int 
 /// over the per-request limit or one ending past the largest file offset
 /// (2^63 - 1), -ENOMEM when the aligned bounce buffer of an unaligned
 /// read on a `NOWAIT_DIRECT_AUTO` file cannot be allocated (read it in
-/// smaller pieces, or aligned), -EBADF/-EINVAL for a bad handle.
+/// smaller pieces, or aligned; the bounce covers the request only up to
+/// the file's size, so a read far past end of file costs what it returns),
+/// -EBADF/-EINVAL for a bad handle.
 ///
 /// # Safety
 /// `q` must be a live queue used by this thread only, `file` a live file,

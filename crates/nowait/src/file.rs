@@ -507,8 +507,40 @@ impl File {
         mode: NowaitMode,
         threshold: u32,
     ) -> CacheTry {
+        let len = buf.len();
+        self.read_cached_with(len, offset, mode, threshold, |fd| {
+            sys::preadv2_nowait(fd, buf, offset)
+        })
+    }
+
+    /// [`File::read_cached`] into the first `len` bytes of `buf`, which are
+    /// not zeroed first (only the bytes the page cache returns are written).
+    pub(crate) fn read_cached_into(
+        &self,
+        buf: &mut crate::buf::Buf,
+        len: usize,
+        offset: u64,
+        mode: NowaitMode,
+        threshold: u32,
+    ) -> CacheTry {
+        let len = len.min(buf.capacity());
+        self.read_cached_with(len, offset, mode, threshold, |fd| {
+            buf.preadv2_nowait(fd, len, offset)
+        })
+    }
+
+    /// The policy and bookkeeping of a page-cache try of `len` bytes at
+    /// `offset`; `read` makes the `preadv2(RWF_NOWAIT)` call.
+    fn read_cached_with(
+        &self,
+        len: usize,
+        offset: u64,
+        mode: NowaitMode,
+        threshold: u32,
+        read: impl FnOnce(BorrowedFd<'_>) -> std::result::Result<usize, i32>,
+    ) -> CacheTry {
         let f = &*self.inner;
-        if f.direct || buf.is_empty() || buf.len() > RW_MAX || !offset_fits(offset, buf.len()) {
+        if f.direct || len == 0 || len > RW_MAX || !offset_fits(offset, len) {
             return CacheTry::Off;
         }
         let regular = f.kind == FileKind::Regular;
@@ -518,12 +550,7 @@ impl File {
             Attempt::Skip => return CacheTry::Skipped,
             Attempt::Off => return CacheTry::Off,
         };
-        let len = buf.len();
-        let (outcome, out) = match Answer::of(
-            sys::preadv2_nowait(f.file.as_fd(), buf, offset),
-            offset,
-            len,
-        ) {
+        let (outcome, out) = match Answer::of(read(f.file.as_fd()), offset, len) {
             // Short: end of file, which `Answer::of` infers from a stop
             // inside a page. That holds for the page cache's own reads
             // (`filemap_read` stops at end of file or a folio's end); a

@@ -184,12 +184,7 @@ fn read_cached(
     if !streak::extend(yielded) {
         return First::Yield;
     }
-    let tried = file.read_cached(
-        &mut buf.spare_mut()[..len],
-        offset,
-        first.mode,
-        ENGINE_THRESHOLD,
-    );
+    let tried = file.read_cached_into(buf, len, offset, first.mode, ENGINE_THRESHOLD);
     first.counts.count(tried);
     match tried {
         CacheTry::Hit(n) => {

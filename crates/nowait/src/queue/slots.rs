@@ -24,6 +24,11 @@ pub(super) struct Slot {
     /// Bytes of the issued read done so far.
     pub(super) done: usize,
     pub(super) retries: u32,
+    /// The read went on past a point that was not end of file when it was
+    /// read (a direct read restarted from a block's start, a bounce buffer
+    /// grown): if it then finds end of file, the file may have shrunk below
+    /// what was read, and the result is cut to its size (`on_result`).
+    pub(super) recheck_end: bool,
     /// Set when the request is finished; the slot then waits in `ready`.
     pub(super) result: Option<Result<usize>>,
     /// Pushed by the small direct-read path and not yet fallen back to the
@@ -106,6 +111,7 @@ impl Queue {
         s.buf = Some(buf);
         s.done = 0;
         s.retries = 0;
+        s.recheck_end = false;
         s.result = None;
         s.small_direct = false;
         match bounce {
@@ -163,21 +169,50 @@ impl Queue {
         self.hand_to_backend(&sqe);
     }
 
-    /// Hand raw read `sqe`, which names slot `sqe.slot`'s buffer and file, to
-    /// the backend. The one place the "buffer outlives the kernel's use"
-    /// invariant is kept.
+    /// Stage raw read `sqe`, which names slot `sqe.slot`'s buffer and file,
+    /// for the backend: it reaches the backend (and the kernel) at the next
+    /// submit or reap ([`Queue::send_staged`]), or never, if the queue is
+    /// dropped first.
     #[inline]
     pub(super) fn hand_to_backend(&mut self, sqe: &Sqe) {
         debug_assert!(self.slots[sqe.slot as usize].file.is_some());
-        // SAFETY: the caller built `sqe` from slot `sqe.slot`: `ptr..ptr+len`
-        // lies inside the buffer the slot owns (its own or its bounce
-        // buffer; `done < io_len <= capacity`), and the slot holds a clone of
-        // the file, so `fd` and `file` stay valid. Both stay in the slot until
-        // the backend returns this slot's Cqe from `reap`: `pump` is the only
-        // place that finishes an issued slot, and `Drop` waits for every owed
-        // Cqe (or leaks the buffers if it cannot).
-        unsafe { self.backend.push(sqe) };
+        self.staged.push(*sqe);
         self.owed += 1;
-        self.unsent = true;
     }
+
+    /// Hand every staged read to the backend. The caller submits (or reaps)
+    /// right after, so no read waits in the backend past this call. The one
+    /// place the "buffer outlives the kernel's use" invariant is kept.
+    #[inline]
+    pub(super) fn send_staged(&mut self) {
+        for sqe in self.staged.drain(..) {
+            // SAFETY: `hand_to_backend`'s caller built `sqe` from slot
+            // `sqe.slot`: `ptr..ptr+len` lies inside the buffer the slot owns
+            // (its own or its bounce buffer; `done < io_len <= capacity`),
+            // and the slot holds a clone of the file, so `fd` and `file` stay
+            // valid. Both stay in the slot until the backend returns this
+            // slot's Cqe from `reap`: `pump` is the only place that finishes
+            // an issued slot, and `Drop` waits for every owed Cqe (or leaks
+            // the buffers if it cannot). A staged read is owed too, and is
+            // only dropped unsent by `Drop`, before any backend saw it.
+            unsafe { self.backend.push(&sqe) };
+        }
+    }
+}
+
+/// Record that the completed reads of a slot wrote bytes `0..done` of its
+/// target (its buffer, or its bounce buffer), so they are shown as read
+/// rather than zeroed ([`Buf::assume_written`]).
+#[inline]
+pub(super) fn reads_wrote(target: &mut Buf, done: usize) {
+    debug_assert!(done <= target.capacity());
+    // SAFETY: a slot's reads fill its target from byte 0 up without a gap:
+    // each raw read (a backend's, or `read_inline`'s pread) starts where
+    // the bytes done so far end (`io_offset + done`, into `base + done`),
+    // and `done` grows only by what a read returned — the kernel wrote
+    // exactly that many bytes there — or moves back to a point already
+    // written (a direct read's restart from a block's start). So every
+    // byte of `0..done` was written by a completed read; `done <= io_len
+    // <= capacity`.
+    unsafe { target.assume_written(done) };
 }

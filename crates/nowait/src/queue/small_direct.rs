@@ -72,6 +72,7 @@ impl Queue {
         s.io_len = len;
         s.done = 0;
         s.retries = 0;
+        s.recheck_end = false;
         s.small_direct = !inline;
         if inline {
             s.buf = Some(buf);
@@ -103,6 +104,7 @@ impl Queue {
         let s = &mut self.slots[idx as usize];
         s.small_direct = false;
         let mut buf = s.buf.take().expect("an issued slot holds its buffer");
+        super::slots::reads_wrote(&mut buf, s.len);
         buf.set_len(s.len);
         s.file = None;
         let c = Completion {

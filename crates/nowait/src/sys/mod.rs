@@ -59,12 +59,22 @@ pub(crate) unsafe fn preadv2_nowait_raw(
     len: usize,
     offset: u64,
 ) -> Result<usize, i32> {
-    // SAFETY: the caller keeps `fd` open for the call.
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    // SAFETY: the caller guarantees `ptr..ptr+len` is writable for the call;
-    // every buffer the engine hands out is zero-initialised (`Buf`).
-    let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-    preadv2_nowait(fd, buf, offset)
+    // By hand: rustix's `preadv2` takes initialised `IoSliceMut`s, and the
+    // engine's buffers are not zeroed before a read (`Buf`).
+    let iov = libc::iovec {
+        iov_base: ptr.cast(),
+        iov_len: len,
+    };
+    // SAFETY: the caller keeps `fd` open and `ptr..ptr+len` writable for
+    // the call; `iov` is one live iovec; the kernel only writes the bytes
+    // it returns.
+    let r = unsafe { libc::preadv2(fd, &iov, 1, offset as libc::off_t, libc::RWF_NOWAIT) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(r as usize)
 }
 
 /// `preadv2(2)` with `RWF_NOWAIT` into a slice: the bytes the page cache
