@@ -205,11 +205,17 @@ int main(int argc, char **argv)
                     if (readable(fd) && took > 1.0) {
                         late++;
                     } else {
+                        /* Said for the diagnosis: does a signal come at all? */
+                        struct pollfd later = {.fd = fd, .events = POLLIN};
+                        double t1 = now_ms();
+                        int came = poll(&later, 1, 1000);
                         printf("LOST WAKE-UP: %s (%s), run %ld of %ld, seed %" PRIu64
                                ": %d finished reads waited %d ms with the completion fd unreadable "
-                               "(%ld of %ld done, %d in flight)\n",
+                               "(%ld of %ld done, %d in flight); the fd %s %.0f ms after the reap\n",
                                argv[2], backend, run, runs, seed, n, WAIT_MS, done, reads,
-                               nowait_queue_in_flight(q) + n);
+                               nowait_queue_in_flight(q) + n,
+                               came > 0 ? "became readable" : "was still unreadable",
+                               now_ms() - t1);
                         return 3;
                     }
                 }

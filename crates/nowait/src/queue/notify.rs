@@ -77,6 +77,7 @@ impl Queue {
             })?;
             let before = self.backend.describe();
             let by_backend = self.backend.register_notify(efd.raw_fd());
+            self.backend.signal_every_completion();
             let after = self.backend.describe();
             if after != before {
                 // Registering can change the setup (IOPOLL off): keep the

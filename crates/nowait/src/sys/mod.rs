@@ -26,6 +26,7 @@ pub(crate) mod eventfd;
 pub(crate) mod names;
 pub(crate) mod sysfs;
 pub(crate) mod uring;
+pub(crate) mod valgrind;
 
 fn errno_of(e: rustix::io::Errno) -> i32 {
     e.raw_os_error()
