@@ -238,6 +238,20 @@ impl Buf {
         self.init = self.init.max(n);
     }
 
+    /// Record that a read wrote bytes `0..written` ([`Buf::assume_written`])
+    /// and show the first `len` of them (`len <= written`): the fill of a
+    /// completed read, with nothing to zero.
+    ///
+    /// # Safety
+    /// As for [`Buf::assume_written`]; and `len <= written`.
+    #[inline]
+    pub(crate) unsafe fn set_read_len(&mut self, written: usize, len: usize) {
+        debug_assert!(len <= written && written <= self.cap);
+        crate::sys::valgrind::mark_defined(self.ptr.as_ptr() as usize, written);
+        self.init = self.init.max(written);
+        self.len = len;
+    }
+
     /// Copy `src` to the start of the buffer and make it the fill (no
     /// zeroing first: every byte shown is written here).
     ///

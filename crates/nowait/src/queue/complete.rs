@@ -8,7 +8,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::inline::INLINE_HARVEST;
-use super::slots::reads_wrote;
+use super::slots::{reads_filled, reads_wrote};
 use super::{Completion, Queue};
 use crate::buf::Buf;
 use crate::error::{Error, Result};
@@ -311,19 +311,17 @@ impl Queue {
     #[inline]
     pub(super) fn finish(&mut self, idx: u32, outcome: Result<()>) {
         let s = &mut self.slots[idx as usize];
-        let bounce = s.bounce.take();
         let buf = s.buf.as_mut().expect("a pushed slot holds its buffer");
         let result = match outcome {
             Ok(()) => {
-                let n = match bounce {
-                    Some(mut b) => {
+                let n = match s.bounce.as_mut() {
+                    Some(b) => {
                         reads_wrote(&mut b.buf, s.done);
                         b.copy_out(s.done, s.len, buf)
                     }
                     None => {
-                        reads_wrote(buf, s.done);
                         let n = s.done.min(s.len);
-                        buf.set_len(n);
+                        reads_filled(buf, s.done, n);
                         n
                     }
                 };
@@ -335,6 +333,9 @@ impl Queue {
                 Err(e)
             }
         };
+        if s.bounce.is_some() {
+            s.bounce = None;
+        }
         s.result = Some(result);
         self.ready.push_back(idx);
     }

@@ -37,7 +37,7 @@ use std::fmt;
 use std::io;
 
 use crate::backend::ladder::BackendReport;
-use crate::backend::{Backend, BackendStats, Cqe, Sqe};
+use crate::backend::{Backend, BackendStats, Cqe};
 use crate::buf::{Buf, BufPool};
 use crate::error::{Error, Result};
 use crate::file::File;
@@ -163,11 +163,11 @@ pub struct Queue {
     /// Raw reads handed to the backend (or staged for it) and not yet
     /// reaped.
     owed: usize,
-    /// Raw reads pushed and not yet handed to the backend: they go to it,
-    /// and so to the kernel, at the next submit or reap (`send_staged`).
-    /// Dropping the queue drops them unread. Capacity `depth`: a slot has
-    /// at most one raw read outstanding.
-    staged: Vec<Sqe>,
+    /// Slots whose raw read is pushed and not yet handed to the backend: it
+    /// goes to it, and so to the kernel, at the next submit or reap
+    /// (`send_staged`). Dropping the queue drops them unread. Capacity
+    /// `depth`: a slot has at most one raw read outstanding.
+    staged: Vec<u32>,
     cqes: Vec<Cqe>,
     /// Completions taken out by `read_at` while it waited for its own.
     stash: VecDeque<Completion>,
@@ -341,14 +341,14 @@ impl Queue {
     /// kernel works alongside.
     pub fn drop_unsubmitted(&mut self) -> usize {
         let n = self.staged.len();
-        while let Some(sqe) = self.staged.pop() {
+        while let Some(idx) = self.staged.pop() {
             self.owed -= 1;
-            let s = &mut self.slots[sqe.slot as usize];
+            let s = &mut self.slots[idx as usize];
             s.buf = None;
             s.bounce = None;
             s.file = None;
             s.small_direct = false;
-            self.free.push(sqe.slot);
+            self.free.push(idx);
         }
         n
     }

@@ -21,30 +21,40 @@ const RUNNING_ON_VALGRIND: usize = 0x1001;
 /// Memcheck's `VALGRIND_MAKE_MEM_DEFINED`: `VG_USERREQ_TOOL_BASE('M','C') + 2`.
 const MAKE_MEM_DEFINED: usize = 0x4D43_0002;
 
-/// 0: not asked yet; 1: not under Valgrind; 2: under Valgrind.
-static UNDER: AtomicU8 = AtomicU8::new(0);
+/// Not asked yet.
+const UNKNOWN: u8 = 0;
+/// Not under Valgrind.
+const NOT_UNDER: u8 = 1;
+/// Under Valgrind.
+const UNDER_VALGRIND: u8 = 2;
+
+/// Whether the program runs under Valgrind: `UNKNOWN` until first asked.
+static UNDER: AtomicU8 = AtomicU8::new(UNKNOWN);
 
 /// Tell Memcheck that the `len` bytes at `addr` hold defined data (a read
-/// wrote them). Nothing happens outside Valgrind.
+/// wrote them). Nothing happens outside Valgrind (one load and a branch).
 #[inline]
 pub(crate) fn mark_defined(addr: usize, len: usize) {
+    if UNDER.load(Ordering::Relaxed) != NOT_UNDER {
+        mark_slow(addr, len);
+    }
+}
+
+/// [`mark_defined`] under Valgrind, or the first time (asks once).
+#[cold]
+#[inline(never)]
+fn mark_slow(addr: usize, len: usize) {
     let under = match UNDER.load(Ordering::Relaxed) {
-        1 => false,
-        2 => true,
-        _ => ask(),
+        UNKNOWN => {
+            let under = request(RUNNING_ON_VALGRIND, 0, 0) != 0;
+            UNDER.store(if under { UNDER_VALGRIND } else { NOT_UNDER }, Ordering::Relaxed);
+            under
+        }
+        state => state == UNDER_VALGRIND,
     };
     if under && len > 0 {
         request(MAKE_MEM_DEFINED, addr, len);
     }
-}
-
-/// Whether the program runs under Valgrind, asked once.
-#[cold]
-#[inline(never)]
-fn ask() -> bool {
-    let under = request(RUNNING_ON_VALGRIND, 0, 0) != 0;
-    UNDER.store(if under { 2 } else { 1 }, Ordering::Relaxed);
-    under
 }
 
 /// One client request; its answer, or 0 outside Valgrind (and on an
