@@ -7,11 +7,11 @@ median and CPU per read (user + system percent over IOPS).
 Usage: abba_pacing.py SETS RUNTIME_S QDS WORKLOADS OUT.json
   e.g. abba_pacing.py 3 3 1,8,32,128 uring-direct,uring-buffered,aio-direct out.json
 Environment: NOWAIT (the nowait binary, default target/release/nowait),
-NOWAIT_FILE (the file read, default /var/tmp/perf12/f4g; lay it out with
+NOWAIT_FILE (the file read, default /var/tmp/nw/f4g; lay it out with
 fio --name=mk --filename=F --size=4g --rw=write --bs=1m --direct=1)."""
 import json, re, subprocess, sys, statistics, time, os
 NW = os.environ.get("NOWAIT", "target/release/nowait")
-F = os.environ.get("NOWAIT_FILE", "/var/tmp/perf12/f4g")
+F = os.environ.get("NOWAIT_FILE", "/var/tmp/nw/f4g")
 sets, rt = int(sys.argv[1]), sys.argv[2]
 qds = [int(x) for x in sys.argv[3].split(",")]
 wls = sys.argv[4].split(",")

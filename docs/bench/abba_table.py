@@ -1,7 +1,7 @@
 """Turn abba_pacing.py's JSON into the Markdown table of docs/BENCHMARKS.md."""
 import json, sys
 res = json.load(open(sys.argv[1]))
-names = {"fio": "fio", "nw-fio-defaults": "nowait, fio's defaults", "nw-engine-adaptive": "nowait, engine policy (adaptive)", "nw-engine-batch": "nowait, engine policy, `--submit=batch` (before)"}
+names = {"fio": "fio", "nw-fio-defaults": "nowait, fio's defaults", "nw-engine-adaptive": "nowait, engine policy (adaptive)", "nw-engine-batch": "nowait, engine policy, `--submit=batch`"}
 wl = None
 print("| workload | QD | run | IOPS median (range of 6) | × fio | CPU µs/read | × fio CPU | submission |")
 print("| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |")

@@ -1,8 +1,7 @@
 #!/bin/bash
-# Two builds of async_peer_bench side by side (A = before a change, B = after),
-# alternating A B B A per round: cached 4 KiB random reads at 32 tasks with
-# the peers, then 256 tasks, then uncached. Fifth session (one reference
-# count per cached hit).
+# Two builds of async_peer_bench side by side (A and B; the same binary twice
+# measures one build), alternating A B B A per round: cached 4 KiB random
+# reads at 32 tasks with the peers, then 256 tasks, then uncached.
 # Build each: cargo build --release -p nowait --features tokio --example async_peer_bench
 # Usage: docs/bench/engine_ab.sh BIN_A BIN_B [OUTDIR] [ROUNDS]; then
 #        docs/bench/peer_medians.py OUTDIR/*.txt (modes A and B)

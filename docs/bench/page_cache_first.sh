@@ -1,5 +1,5 @@
 #!/bin/bash
-# The page cache first (fourth session): the async engine with its first-poll
+# The page cache first: the async engine with its first-poll
 # RWF_NOWAIT read (adaptive) and without it (off), alternating, against
 # tokio-uring, monoio, the queue and a pread loop; then 256 tasks; then uncached.
 # Build: cargo build --release -p nowait --features tokio --example async_peer_bench

@@ -228,7 +228,7 @@ fn abba_runs_fio_and_nowait_in_abba_order() {
     let o = nowait(&a.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let c = &json(&o)["jobs"][0]["nowait"]["fio"]["compare"];
-    let typed: nowait_cli::report::Compare = serde_json::from_value(c.clone()).unwrap();
+    let typed: nowait_cli::base::compare::Compare = serde_json::from_value(c.clone()).unwrap();
     assert_eq!(typed.runs.len(), 8);
     let order: Vec<&str> = c["runs"]
         .as_array()
@@ -275,7 +275,7 @@ fn non_utf8_filename_is_read() {
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     // Read back with the CLI's own types for fio's JSON.
-    let d: nowait_cli::json::Doc = serde_json::from_slice(&o.stdout).unwrap();
+    let d: nowait_cli::base::json::Doc = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d.jobs[0].read.total_ios, 256);
     assert_eq!(d.jobs[0].nowait.as_ref().unwrap().verified_ios, 256);
     assert!(d.jobs[0].read.clat_ns.at(99.0) > 0);

@@ -48,7 +48,7 @@ fn pool_nowait_always_reports_nowait_path_counters() {
     assert_eq!(j["nowait"]["verified_ios"], 512);
     let f = &j["nowait"]["nowait_path"];
     assert_eq!(f["mode"], "always");
-    // The names before #16 are gone (one word, one meaning).
+    // One word, one meaning: no other names for the path or its hits.
     assert!(j["nowait"].get("fast_path").is_none(), "{}", j["nowait"]);
     assert!(f.get("inline_hits").is_none(), "{f}");
     let n = |k: &str| {
@@ -210,8 +210,8 @@ fn peak_runs_one_second_with_registered_buffers_and_verifies() {
     );
 }
 
-/// `--small_fast_path` (the option's name before #16) still works as an
-/// alias of `--small_direct`; the JSON and the report use the new names.
+/// `--small_fast_path` (the option's older name) still works as an
+/// alias of `--small_direct`; the JSON and the report use the current names.
 #[test]
 fn small_fast_path_alias_turns_the_small_direct_path_off() {
     let dir = tempfile::tempdir().unwrap();

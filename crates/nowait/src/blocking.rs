@@ -3,8 +3,9 @@
 //! batches), driven by [`block_on`], which parks the calling thread until the
 //! engine wakes it.
 //!
-//! Any number of threads may read through one [`crate::Engine`] at once; they
-//! share its queue, so reads from different threads are in flight together.
+//! Any number of threads may read through one [`crate::Engine`] at once; each
+//! has a ring of its own (past `max_rings`, threads share the live rings), so
+//! reads from different threads are in flight together.
 
 use std::future::Future;
 use std::io;

@@ -88,7 +88,7 @@ const SUBMIT_BATCH: usize = 32;
 /// worker when there is one): per read, with cached reads. The deferred
 /// wakes come back as one batch. Used only while the ring's queue batches
 /// (reads served from the page cache); while it is paced (reads wait on
-/// the device) the poll wakes itself as before: the defer list would hold
+/// the device) the poll wakes itself: the defer list would hold
 /// the batch's second polls until the worker idles, by which time the other
 /// worker has gone back to sleep and must be woken again, whereas the
 /// self-wakes unpark it while it is still up for the same burst of

@@ -552,7 +552,7 @@ fn reap_submits_reissued_remainder_before_returning() {
 /// What the kernel does with a FUSE read answered EINTR or EAGAIN: `pread`,
 /// aio and the pool's workers hand the errno to the queue, which retries.
 /// (io_uring would retry EAGAIN itself from io-wq, without bound, so a
-/// persistent EAGAIN spun in the kernel forever; FUSE files now bypass the
+/// persistent EAGAIN spun in the kernel forever; FUSE files bypass the
 /// ring, see `File::pooled_reason`, and the uring backend retries like the
 /// others.)
 #[test]
@@ -687,7 +687,7 @@ fn async_front_end_finishes_short_reads() {
 /// libfuse 2 negotiates (no `FUSE_ASYNC_DIO`), every reply at most 20,000
 /// bytes, EIO over one range, answered by several reader threads. Each read
 /// must return the file's bytes (length and content) or EIO when it touches
-/// the bad range. Before the fix, io_uring completed a 64 KiB read with
+/// the bad range. Without the fix, io_uring completed a 64 KiB read with
 /// `res = 65536` whose bytes from 20,000 on repeated the start of the read,
 /// and reads over the bad range succeeded.
 fn short_replies_like_libfuse2(test: &str, engine: bool) {

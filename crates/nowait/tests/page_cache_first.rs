@@ -345,8 +345,7 @@ fn a_task_draining_a_cached_read_many_still_yields() {
 /// The streak is per thread: a task that reads 128 cached blocks and then
 /// yields by other means leaves the count at the limit each time. Another
 /// task's read that yielded for the streak must go on at its next poll,
-/// whatever the count then, or it would yield on every poll and never run
-/// (found in review).
+/// whatever the count then, or it would yield on every poll and never run.
 #[test]
 fn a_read_that_yielded_for_the_streak_goes_on_next_time() {
     let (_dir, path) = fixture();

@@ -15,7 +15,7 @@ const STALL: Duration = Duration::from_secs(10);
 
 /// `Queue::read_at` / `read_exact_at` with ten other reads in flight, on
 /// every backend: each returns its own bytes, and the ten come back from the
-/// next reaps, once each. Before the fix, a completion `read_at` stashed for
+/// next reaps, once each. Without the fix, a completion `read_at` stashed for
 /// later satisfied its own `reap(1)` forever: 100% CPU, no return.
 #[test]
 fn read_at_with_reads_in_flight_returns() {
@@ -71,7 +71,7 @@ fn read_at_with_reads_in_flight_returns() {
 
 /// `probe::machine()` many times on one thread, then a queue on that
 /// thread: every probe can register a ring fd and the queue still gets one.
-/// Before the fix, each probe left its ring registered in the thread's
+/// Without the fix, each probe left its ring registered in the thread's
 /// io_uring context (kept alive until the thread exits); after 16 the table
 /// was full, later probes reported the registration refused and every queue
 /// built on the thread silently lost its registered ring fd.
@@ -116,7 +116,7 @@ fn probe_machine_does_not_leak_rings() {
 /// Buffers taken from a queue's registered pool and dropped by the caller
 /// must not hand their memory back to the allocator while the queue (and
 /// its ring, which has the memory pinned and registered) lives: no later
-/// allocation may land on it. Before the fix each pool buffer owned its
+/// allocation may land on it. Without the fix each pool buffer owned its
 /// own allocation, so `take_buf` + drop freed registered memory (and
 /// `BufPool::put` dropped buffers of another size) while the backend's
 /// SAFETY comment said the queue kept it allocated.

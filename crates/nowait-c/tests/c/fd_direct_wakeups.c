@@ -10,7 +10,7 @@
  * runs a bounded batch of it per enter, and what a batch leaves is not
  * signalled again. About one run in ten stopped near the end with reads
  * done but never signalled (poll timed out with 1 to 9 reads in flight, the
- * ring's CqTail behind its SqTail). The queue now rebuilds such a ring
+ * ring's CqTail behind its SqTail). The queue rebuilds such a ring
  * without DEFER_TASKRUN when the completion fd is asked for.
  *
  *   fd_direct_wakeups FILE DIRECT(0|1|2)     exit 3 = a lost wake-up

@@ -329,22 +329,27 @@ impl Queue {
 
 impl Queue {
     /// Drop every read pushed and not yet submitted, unread: the kernel
-    /// never sees them and nothing writes their buffers, which are dropped
-    /// with them (memory of [`Buf::from_raw_parts`] is left to its owner).
-    /// Returns how many. Dropping the queue does this first (see
-    /// [`Queue`]), then waits for the reads submitted before.
+    /// never sees them and nothing writes their buffers, which are handed
+    /// back untouched in `dropped`, each with its read's `user_data`
+    /// (a front end that lent its memory takes it back there). Returns how
+    /// many. Dropping the queue does this first (see [`Queue`]), then waits
+    /// for the reads submitted before.
     ///
     /// A read counts as submitted once [`Queue::submit`] or [`Queue::reap`]
     /// has run after its push; a push itself submits the reads queued before
     /// it when it reads a memory-backed file on the calling thread (past the
     /// inline window, see [`QueueBuilder::memory_inline`]), so that the
     /// kernel works alongside.
-    pub fn drop_unsubmitted(&mut self) -> usize {
+    pub fn drop_unsubmitted(&mut self, dropped: &mut Vec<(u64, Buf)>) -> usize {
         let n = self.staged.len();
-        while let Some(idx) = self.staged.pop() {
+        dropped.reserve(n);
+        // Oldest first, as they were pushed.
+        for idx in self.staged.drain(..) {
             self.owed -= 1;
             let s = &mut self.slots[idx as usize];
-            s.buf = None;
+            if let Some(buf) = s.buf.take() {
+                dropped.push((s.user_data, buf));
+            }
             s.bounce = None;
             s.file = None;
             s.small_direct = false;
@@ -359,7 +364,7 @@ impl Drop for Queue {
         // Reads pushed and never submitted are dropped: no backend has seen
         // them, so nothing writes their buffers (what a liburing user
         // expects of unsubmitted entries).
-        self.drop_unsubmitted();
+        self.drop_unsubmitted(&mut Vec::new());
         // The kernel may still write into buffers of submitted reads: wait
         // for every one before the slots (and their buffers) are freed.
         while self.owed > 0 {

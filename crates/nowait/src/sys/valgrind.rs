@@ -47,7 +47,10 @@ fn mark_slow(addr: usize, len: usize) {
     let under = match UNDER.load(Ordering::Relaxed) {
         UNKNOWN => {
             let under = request(RUNNING_ON_VALGRIND, 0, 0) != 0;
-            UNDER.store(if under { UNDER_VALGRIND } else { NOT_UNDER }, Ordering::Relaxed);
+            UNDER.store(
+                if under { UNDER_VALGRIND } else { NOT_UNDER },
+                Ordering::Relaxed,
+            );
             under
         }
         state => state == UNDER_VALGRIND,

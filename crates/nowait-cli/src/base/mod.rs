@@ -1,0 +1,16 @@
+//! The ground floor: the vocabulary every other floor shares, so that no
+//! command or report owns what the others need. Imports nothing from the
+//! floors above.
+
+pub mod args;
+pub mod compare;
+pub mod failure;
+#[cfg(test)]
+pub(crate) mod fio_check;
+pub mod flags;
+pub mod host;
+pub mod json;
+pub mod output;
+pub mod progress;
+pub mod sys;
+pub mod units;

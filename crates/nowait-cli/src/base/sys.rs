@@ -1,0 +1,98 @@
+//! The system calls only the command makes, apart from the engine's: CPU
+//! time and context switches (`getrusage(2)`), free space (`statvfs(2)`)
+//! and access advice (`posix_fadvise(2)`).
+//!
+//! The crate's one kernel-facing module, and the only place it allows
+//! unsafe code: one `getrusage` call, written by hand because rustix 1.x
+//! has no `getrusage` and the engine's system layer is private to it.
+//! Everything else here goes through rustix's safe calls.
+
+use std::os::fd::AsFd;
+use std::path::Path;
+
+/// CPU time and context switches of the whole process (every thread).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Rusage {
+    /// User CPU time, microseconds.
+    pub user_us: u64,
+    /// System CPU time, microseconds.
+    pub sys_us: u64,
+    /// Voluntary context switches (the task slept).
+    pub ctx_voluntary: u64,
+    /// Involuntary context switches (the task was preempted).
+    pub ctx_involuntary: u64,
+}
+
+impl Rusage {
+    /// `getrusage(RUSAGE_SELF)`: every thread of the process, including
+    /// io_uring's SQPOLL thread (an io thread of the process since 5.12).
+    #[allow(unsafe_code)] // rustix 1.x has no getrusage: libc's, one call (module docs).
+    pub fn now() -> Rusage {
+        let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: `ru` is a zeroed buffer of the size getrusage writes, alive
+        // across the call; RUSAGE_SELF cannot fail (only EFAULT/EINVAL can).
+        let r = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+        if r != 0 {
+            return Rusage::default();
+        }
+        // SAFETY: zero-initialised, and filled by the kernel on success.
+        let ru = unsafe { ru.assume_init() };
+        let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
+        Rusage {
+            user_us: us(ru.ru_utime),
+            sys_us: us(ru.ru_stime),
+            ctx_voluntary: ru.ru_nvcsw as u64,
+            ctx_involuntary: ru.ru_nivcsw as u64,
+        }
+    }
+
+    /// `self - earlier`, saturating.
+    pub fn since(&self, earlier: &Rusage) -> Rusage {
+        Rusage {
+            user_us: self.user_us.saturating_sub(earlier.user_us),
+            sys_us: self.sys_us.saturating_sub(earlier.sys_us),
+            ctx_voluntary: self.ctx_voluntary.saturating_sub(earlier.ctx_voluntary),
+            ctx_involuntary: self.ctx_involuntary.saturating_sub(earlier.ctx_involuntary),
+        }
+    }
+}
+
+/// Bytes free for an unprivileged writer on the filesystem holding `dir`.
+pub fn free_space(dir: &Path) -> Option<u64> {
+    let st = rustix::fs::statvfs(dir).ok()?;
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// `posix_fadvise` over `offset..offset+len` (`len` 0: to the end).
+pub fn fadvise(
+    file: &impl AsFd,
+    offset: u64,
+    len: u64,
+    advice: rustix::fs::Advice,
+) -> std::io::Result<()> {
+    let len = std::num::NonZeroU64::new(len);
+    rustix::fs::fadvise(file, offset, len, advice).map_err(std::io::Error::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rusage_grows_with_work() {
+        // CPU time is sampled at clock ticks: work until it shows (2 s at most).
+        let (a, t0) = (Rusage::now(), std::time::Instant::now());
+        let mut d = Rusage::default();
+        while d.user_us + d.sys_us == 0 && t0.elapsed().as_secs() < 2 {
+            std::hint::black_box((0..1_000_000u64).fold(0u64, |x, i| x.wrapping_add(i * i)));
+            d = Rusage::now().since(&a);
+        }
+        assert!(d.user_us + d.sys_us > 0, "{d:?}");
+    }
+
+    #[test]
+    fn free_space_of_a_directory() {
+        assert!(free_space(Path::new("/tmp")).is_some());
+        assert!(free_space(Path::new("/no/such/dir")).is_none());
+    }
+}

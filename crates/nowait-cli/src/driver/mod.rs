@@ -1,0 +1,13 @@
+//! The driver: runs jobs on the engine. The data file (`layout.rs`: laid
+//! out, opened, checked), the page cache as a run wants it (`cache.rs`),
+//! scenarios' scratch space (`scratch.rs`), the queue a job asks for
+//! (`queue.rs`), the read loop on `numjobs` threads (`run.rs`), one job
+//! on its data (`job.rs`), and `probe`'s trial read (`trial.rs`).
+
+pub mod cache;
+pub mod job;
+pub mod layout;
+pub mod queue;
+pub mod run;
+pub mod scratch;
+pub mod trial;

@@ -1,0 +1,215 @@
+//! fio's command line for the job nowait runs.
+//!
+//! Every option that changes what is measured is passed explicitly (the
+//! defaults of `nowait bench` are fio's, but a job may set nowait's own
+//! modes, such as `iodepth_batch_submit=0`), with fio's `--thread` so both
+//! sides use threads, and `--group_reporting` so several `numjobs` come
+//! back as one entry.
+
+use crate::model::job::Job;
+
+/// fio's name for a nowait engine, if fio has one.
+pub fn engine(job: &Job) -> Option<&'static str> {
+    match job.ioengine.as_str() {
+        "uring" => Some("io_uring"),
+        "sync" => Some("psync"),
+        "aio" => Some("libaio"),
+        _ => None,
+    }
+}
+
+/// The job's options under fio's names as nowait runs them (`None`: not
+/// set): the JSON's `job options`, and fio's command line (those fio has).
+pub fn job_options(j: &Job, region: u64) -> Vec<(&'static str, Option<String>)> {
+    let n = j.normalized();
+    let ms = |d: std::time::Duration| Some(format!("{}ms", d.as_millis()));
+    let b = |x: bool| Some(u8::from(x).to_string());
+    let s = |x: &dyn ToString| Some(x.to_string());
+    vec![
+        ("name", s(&j.name)),
+        (
+            "filename",
+            // fio splits at ':'; a colon of the name is written '\:'.
+            j.filename
+                .as_ref()
+                .map(|p| p.display().to_string().replace(':', "\\:")),
+        ),
+        ("size", s(&region)),
+        ("rw", s(&j.rw.as_str())),
+        ("bs", s(&j.bs)),
+        ("ioengine", s(&j.ioengine)),
+        ("iodepth", s(&j.iodepth)),
+        ("direct", b(j.direct)),
+        ("runtime", j.runtime.and_then(ms)),
+        ("time_based", b(j.time_based)),
+        ("number_ios", j.number_ios.map(|n| n.to_string())),
+        ("ramp_time", ms(j.ramp_time)),
+        ("norandommap", b(j.norandommap)),
+        ("randseed", s(&j.randseed)),
+        ("invalidate", b(j.invalidate)),
+        ("numjobs", s(&j.numjobs)),
+        ("iodepth_batch_submit", s(&j.iodepth_batch_submit)),
+        (
+            "iodepth_batch_complete_min",
+            s(&j.iodepth_batch_complete_min),
+        ),
+        ("verify", b(j.verify)),
+        ("fadvise_hint", b(j.fadvise_hint)),
+        ("nowait", n.nowait.map(|m| m.to_string())),
+        ("pool_workers", n.pool_workers.map(|n| n.to_string())),
+        ("sqthread_poll", b(n.sqthread_poll)),
+        ("sqthread_poll_idle", ms(j.sqthread_poll_idle)),
+        ("fixedbufs", b(j.fixedbufs)),
+        ("registerfiles", b(j.registerfiles)),
+        ("hipri", n.hipri.and_then(b)),
+        ("spin_us", s(&n.spin_us)),
+    ]
+}
+
+/// fio's command line for `job` over `region` bytes of its file: its
+/// [`job_options`] that fio has, at the depth and batches nowait really used.
+pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
+    let engine = engine(job).ok_or_else(|| {
+        format!(
+            "fio has no engine equivalent to nowait's {}; nothing to compare",
+            job.ioengine
+        )
+    })?;
+    job.filename.as_ref().ok_or("--filename is required")?;
+    let depth = job.effective_iodepth();
+    let mut a: Vec<String> = job_options(job, region)
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let v = match k {
+                "ioengine" => engine.to_string(),
+                "iodepth" => depth.to_string(),
+                "iodepth_batch_submit" => match job.iodepth_batch_submit {
+                    0 => depth,
+                    n => n.min(depth),
+                }
+                .to_string(),
+                "iodepth_batch_complete_min" => {
+                    job.iodepth_batch_complete_min.min(depth).to_string()
+                }
+                // nowait's own (fio's verify takes a checksum type, not the pattern).
+                "verify" | "nowait" | "pool_workers" | "sqthread_poll_idle" | "spin_us" => {
+                    return None
+                }
+                "sqthread_poll" | "fixedbufs" | "registerfiles" | "hipri"
+                    if engine != "io_uring" =>
+                {
+                    return None
+                }
+                _ => v?,
+            };
+            Some(format!("--{k}={v}"))
+        })
+        .collect();
+    a.extend(["--thread", "--group_reporting"].map(String::from));
+    // lat_percentiles: fio's lat (from before the submission) is what
+    // nowait's clat matches at iodepth 1; statistics only. Only there: fio
+    // older than 3.18 then turns clat's percentiles off (init.c), which
+    // the comparison uses at any other depth.
+    if job.clat_matches_fio_lat() {
+        a.push("--lat_percentiles=1".into());
+    }
+    a.push("--output-format=json".into());
+    Ok(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::sweep::job_of as job;
+
+    #[test]
+    fn passes_every_measuring_option() {
+        let j = job(
+            "--filename=/d/f --rw=randread --bs=4k --iodepth=32 --ioengine=uring --direct=1 \
+             --runtime=2 --time_based --randseed=89 --norandommap --invalidate=0 --numjobs=2 \
+             --iodepth_batch_submit=8 --iodepth_batch_complete_min=4 --number_ios=1000 --ramp_time=1",
+        );
+        let a = args(&j, 1 << 30).unwrap().join(" ");
+        for want in [
+            "--filename=/d/f",
+            "--size=1073741824",
+            "--rw=randread",
+            "--bs=4096",
+            "--ioengine=io_uring",
+            "--iodepth=32",
+            "--direct=1",
+            "--invalidate=0",
+            "--randseed=89",
+            "--numjobs=2",
+            "--iodepth_batch_submit=8",
+            "--iodepth_batch_complete_min=4",
+            "--runtime=2000ms",
+            "--time_based",
+            "--number_ios=1000",
+            "--ramp_time=1000ms",
+            "--norandommap",
+            "--fadvise_hint=1",
+            "--output-format=json",
+        ] {
+            assert!(a.contains(want), "missing {want} in {a}");
+        }
+    }
+
+    #[test]
+    fn passes_io_uring_options_under_fio_names() {
+        let a = args(
+            &job("--filename=/f --ioengine=uring --direct=1 --sqthread_poll --fixedbufs --hipri"),
+            4096,
+        )
+        .unwrap()
+        .join(" ");
+        for want in [
+            "--sqthread_poll=1",
+            "--fixedbufs=1",
+            "--hipri=1",
+            "--registerfiles=0",
+        ] {
+            assert!(a.contains(want), "missing {want} in {a}");
+        }
+        let a = args(&job("--filename=/f --ioengine=aio --direct=1"), 4096)
+            .unwrap()
+            .join(" ");
+        assert!(!a.contains("registerfiles"), "{a}");
+    }
+
+    #[test]
+    fn sync_maps_to_psync_at_depth_one() {
+        let a = args(&job("--filename=/f --ioengine=sync --iodepth=32"), 4096)
+            .unwrap()
+            .join(" ");
+        assert!(
+            a.contains("--ioengine=psync") && a.contains("--iodepth=1 "),
+            "{a}"
+        );
+    }
+
+    /// fio before 3.18 turns clat percentiles off when lat_percentiles=1 is
+    /// set (init.c), so fio gets it only at iodepth 1, where its lat is
+    /// compared (`fio/run.rs` reads what such a fio prints).
+    #[test]
+    fn lat_percentiles_only_where_fios_lat_is_compared() {
+        let has = |cmd: &str| {
+            args(&job(cmd), 4096)
+                .unwrap()
+                .contains(&"--lat_percentiles=1".to_string())
+        };
+        assert!(has("--filename=/f --ioengine=uring"));
+        assert!(has("--filename=/f --ioengine=aio --iodepth=1"));
+        assert!(!has("--filename=/f --ioengine=uring --iodepth=8"));
+        assert!(!has("--filename=/f --ioengine=aio --iodepth=32"));
+        assert!(!has("--filename=/f --ioengine=sync"));
+    }
+
+    /// A colon of a file's name (`\:` on nowait's command line) is handed
+    /// to fio escaped again.
+    #[test]
+    fn filename_colons_are_escaped_for_fio() {
+        let a = args(&job(r"--filename=/tmp/a\:b"), 4096).unwrap();
+        assert!(a.iter().any(|x| x == r"--filename=/tmp/a\:b"), "{a:?}");
+    }
+}

@@ -1,0 +1,11 @@
+//! Measurement: latency histograms and percentiles (`latency.rs`), what a
+//! run measured (`metrics.rs`: counts, CPU time, the queues' counters),
+//! the SQPOLL thread's CPU (`sqpoll.rs`), a finished run (`outcome.rs`)
+//! and a job's result row, ours beside fio's (`row.rs`). Below the driver,
+//! which records into these as it reads.
+
+pub mod latency;
+pub mod metrics;
+pub mod outcome;
+pub mod row;
+pub mod sqpoll;
