@@ -203,9 +203,11 @@ def _forget_closed_loops() -> None:
     future keeps the loop: the weak key would never die, and each such loop
     would keep its ring's file descriptors and the buffers it reads into.
     Nothing can be delivered to a closed loop, so its waiters are dropped;
-    dropping the ring waits for the kernel to finish with their buffers
-    (reads of cached data are done already; others take a device's time)
-    and then releases them."""
+    reads their calls queued and the loop never submitted are dropped
+    unread (nothing writes their buffers), and dropping the ring waits for
+    the kernel to finish with the buffers of the others (reads of cached
+    data are done already; others take a device's time) and then releases
+    them."""
     # A copy of the underlying dict taken in one step: another thread's loop
     # may add its ring meanwhile (iterating the WeakKeyDictionary itself
     # would then fail with "dictionary changed size during iteration").

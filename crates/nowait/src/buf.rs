@@ -6,23 +6,36 @@
 //! which satisfies every O_DIRECT alignment seen in practice (the exact
 //! requirement comes from `statx`, see [`crate::File::dio_align`]).
 //!
-//! Memory is zeroed when allocated, so every byte of a buffer is always
-//! initialised and `set_len` needs no `unsafe`.
+//! Memory is not zeroed when allocated: a read is about to overwrite it,
+//! and for a read far longer than what the file holds (a "read up to N
+//! bytes" at end of file) zeroing would touch, and keep resident, memory
+//! that no byte ever lands in. A buffer knows how many leading bytes have
+//! been written (by a read, or zeroed on demand); the safe interface only
+//! ever shows those, zeroing the rest the first time it is shown
+//! ([`Buf::set_len`], [`Buf::spare_mut`]), so no uninitialised byte is
+//! ever visible and no `unsafe` is needed to use a buffer. A large buffer's
+//! memory comes from the allocator untouched (glibc maps it fresh), so only
+//! the pages a read writes become resident.
 #![allow(unsafe_code)]
 
 use std::alloc::{self, Layout};
 use std::fmt;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
 /// Default alignment of a buffer: one page.
 pub const PAGE: usize = 4096;
 
-/// An owned, aligned, zero-initialised byte buffer with a fill length.
+/// An owned, aligned byte buffer with a fill length. Bytes no read has
+/// written read as zero.
 pub struct Buf {
     ptr: NonNull<u8>,
     cap: usize,
     len: usize,
+    /// Bytes `0..init` are initialised (written by a read, or zeroed);
+    /// `len <= init <= cap`.
+    init: usize,
     align: usize,
     /// Set only on buffers of a queue's registered pool: (registration id,
     /// index). A tag travels with the buffer, so memory that merely reuses
@@ -107,6 +120,7 @@ impl Buf {
                 ptr,
                 cap: 0,
                 len: 0,
+                init: 0,
                 align,
                 fixed: None,
                 foreign: false,
@@ -115,12 +129,15 @@ impl Buf {
         }
         let layout = Layout::from_size_align(cap, align)
             .expect("buffer size and alignment form a valid layout");
-        // SAFETY: the layout has a non-zero size (checked above).
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        // SAFETY: the layout has a non-zero size (checked above). The
+        // memory is left uninitialised: `init` is 0, and nothing reads a
+        // byte past `init`.
+        let raw = unsafe { alloc::alloc(layout) };
         Some(Buf {
             ptr: NonNull::new(raw)?,
             cap,
             len: 0,
+            init: 0,
             align,
             fixed: None,
             foreign: false,
@@ -152,6 +169,8 @@ impl Buf {
                 ptr,
                 cap,
                 len: 0,
+                // The caller's bytes are initialised (this fn's contract).
+                init: cap,
                 align,
                 fixed: None,
                 foreign: true,
@@ -181,6 +200,8 @@ impl Buf {
                 ptr,
                 cap,
                 len: 0,
+                // Zeroed just above.
+                init: cap,
                 align,
                 fixed: None,
                 foreign: false,
@@ -247,8 +268,9 @@ impl Buf {
         self.align
     }
 
-    /// Set the fill length (at most the capacity). All bytes are initialised,
-    /// so this only changes what [`Buf::as_slice`] shows.
+    /// Set the fill length (at most the capacity): what [`Buf::as_slice`]
+    /// shows. Bytes no read has written show as zero (they are zeroed
+    /// here, once).
     ///
     /// # Panics
     /// If `len > capacity`.
@@ -258,7 +280,128 @@ impl Buf {
             "Buf::set_len({len}) beyond capacity {}",
             self.cap
         );
+        self.zero_to(len);
         self.len = len;
+    }
+
+    /// Make bytes `0..end` initialised, zeroing those no read has written.
+    fn zero_to(&mut self, end: usize) {
+        if end > self.init {
+            // SAFETY: `init < end <= cap`: the range lies inside the
+            // allocation, which `&mut self` gives us exclusively.
+            unsafe { std::ptr::write_bytes(self.ptr.as_ptr().add(self.init), 0, end - self.init) };
+            self.init = end;
+        }
+    }
+
+    /// Record that a read wrote bytes `0..n` (every one of them, through
+    /// the pointer of [`Buf::as_mut_ptr`]), so they are shown as they are,
+    /// not zeroed.
+    ///
+    /// # Safety
+    /// Every byte of `0..n` must have been written, and `n <= capacity`.
+    pub(crate) unsafe fn assume_written(&mut self, n: usize) {
+        debug_assert!(n <= self.cap);
+        // io_uring and AIO wrote them without a system call Valgrind sees.
+        crate::sys::valgrind::mark_defined(self.ptr.as_ptr() as usize, n);
+        self.init = self.init.max(n);
+    }
+
+    /// Record that a read wrote bytes `0..written` ([`Buf::assume_written`])
+    /// and show the first `len` of them (`len <= written`): the fill of a
+    /// completed read, with nothing to zero.
+    ///
+    /// # Safety
+    /// As for [`Buf::assume_written`]; and `len <= written`.
+    #[inline]
+    pub(crate) unsafe fn set_read_len(&mut self, written: usize, len: usize) {
+        debug_assert!(len <= written && written <= self.cap);
+        crate::sys::valgrind::mark_defined(self.ptr.as_ptr() as usize, written);
+        self.init = self.init.max(written);
+        self.len = len;
+    }
+
+    /// Copy `src` to the start of the buffer and make it the fill (no
+    /// zeroing first: every byte shown is written here).
+    ///
+    /// # Panics
+    /// If `src` is longer than the capacity.
+    pub(crate) fn copy_in(&mut self, src: &[u8]) {
+        assert!(src.len() <= self.cap, "copy beyond capacity");
+        // SAFETY: `src.len() <= cap` bytes inside our allocation, which
+        // `&mut self` holds exclusively; `src` cannot overlap it (it is
+        // borrowed shared while we are borrowed mutably).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr(), src.len()) };
+        self.init = self.init.max(src.len());
+        self.len = src.len();
+    }
+
+    /// `pread(2)` of up to `len` bytes at file `offset` into bytes
+    /// `at..at + len`, without zeroing them first (`preadv2(2)` with the
+    /// `RWF_*` bits `flags` when they are not 0). Returns the bytes read or
+    /// `-errno`.
+    ///
+    /// # Panics
+    /// If `at + len` is past the capacity.
+    pub(crate) fn pread_at(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        at: usize,
+        len: usize,
+        offset: u64,
+        flags: u32,
+    ) -> i32 {
+        assert!(
+            at.checked_add(len).is_some_and(|end| end <= self.cap),
+            "read beyond capacity"
+        );
+        // SAFETY: `at..at + len` lies inside our allocation (checked above),
+        // which `&mut self` holds exclusively, and `fd` is open for the
+        // call; pread writes bytes, it never reads them.
+        let r = unsafe {
+            let ptr = self.ptr.as_ptr().add(at);
+            if flags == 0 {
+                crate::sys::pread(fd.as_raw_fd(), ptr, len, offset)
+            } else {
+                crate::sys::preadv2_raw(fd.as_raw_fd(), ptr, len, offset, flags)
+            }
+        };
+        match r {
+            // n <= len <= MAX_READ < i32::MAX (callers read at most that).
+            Ok(n) => {
+                if at <= self.init {
+                    self.init = self.init.max(at + n);
+                }
+                n as i32
+            }
+            Err(e) => -e,
+        }
+    }
+
+    /// `preadv2(2)` with the `RWF_*` bits `flags` (`RWF_NOWAIT`: the page
+    /// cache's bytes or nothing) of up to `len` bytes at file `offset` into
+    /// the start of the buffer, without zeroing it first.
+    ///
+    /// # Panics
+    /// If `len` is past the capacity.
+    pub(crate) fn preadv2_into(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        len: usize,
+        offset: u64,
+        flags: u32,
+    ) -> Result<usize, i32> {
+        assert!(len <= self.cap, "read beyond capacity");
+        // SAFETY: `0..len` lies inside our allocation, which `&mut self`
+        // holds exclusively, and `fd` is open for the call; the kernel only
+        // writes the bytes it returns, from the start.
+        let r = unsafe {
+            crate::sys::preadv2_raw(fd.as_raw_fd(), self.ptr.as_ptr(), len, offset, flags)
+        };
+        if let Ok(n) = r {
+            self.init = self.init.max(n);
+        }
+        r
     }
 
     /// The filled bytes.
@@ -273,20 +416,23 @@ impl Buf {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
-    /// The whole capacity, mutably (for filling a buffer before a write-like use).
+    /// The whole capacity, mutably (for filling a buffer before a
+    /// write-like use). Bytes no read has written are zeroed first (once).
     pub fn spare_mut(&mut self) -> &mut [u8] {
-        // SAFETY: the whole capacity is initialised (zeroed at allocation) and exclusively ours.
+        self.zero_to(self.cap);
+        // SAFETY: the whole capacity is initialised (just above) and exclusively ours.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.cap) }
     }
 
-    /// The whole capacity, read-only.
-    pub(crate) fn full(&self) -> &[u8] {
-        // SAFETY: the whole capacity is initialised (zeroed at allocation); `&self` forbids writers.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.cap) }
+    /// The bytes written so far (by reads, or zeroed), from the start.
+    pub(crate) fn written(&self) -> &[u8] {
+        // SAFETY: bytes `0..init` are initialised; `&self` forbids writers.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.init) }
     }
 
     /// Raw pointer handed to the kernel; valid for `capacity()` bytes while
-    /// the `Buf` is alive and not moved out of its owner.
+    /// the `Buf` is alive and not moved out of its owner. What is written
+    /// through it is shown only after [`Buf::assume_written`].
     pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }
@@ -322,10 +468,14 @@ impl fmt::Debug for Buf {
 }
 
 /// A pool of equally sized, aligned buffers: allocation happens up front,
-/// `get`/`put` on the hot path only move pointers.
+/// `get`/`put` on the hot path only move pointers. It never holds more than
+/// it was made with, `count × size` bytes: [`BufPool::put`] drops a buffer
+/// past that (or of another shape), and dropping the pool frees them all.
 #[derive(Debug)]
 pub struct BufPool {
     free: Vec<Buf>,
+    /// The most buffers `free` holds: the count the pool was made with.
+    limit: usize,
     size: usize,
     align: usize,
     /// The region every buffer is carved from (pools made with `shared`).
@@ -338,6 +488,7 @@ impl BufPool {
         let free = (0..count).map(|_| Buf::with_align(size, align)).collect();
         BufPool {
             free,
+            limit: count,
             size,
             align,
             region: None,
@@ -368,6 +519,8 @@ impl BufPool {
                 ptr: unsafe { NonNull::new_unchecked(base.as_ptr().add(i * stride)) },
                 cap: size,
                 len: 0,
+                // The region is zeroed once, when the pool is made.
+                init: size,
                 align,
                 fixed: None,
                 foreign: false,
@@ -376,6 +529,7 @@ impl BufPool {
             .collect();
         BufPool {
             free,
+            limit: count,
             size,
             align,
             region: Some(region),
@@ -389,15 +543,21 @@ impl BufPool {
         Some(b)
     }
 
-    /// Return a buffer. Buffers of another size or alignment, and buffers
-    /// over the caller's memory, are dropped rather than mixed into the pool.
+    /// Return a buffer. Buffers of another size or alignment, buffers over
+    /// the caller's memory, and buffers past the count the pool was made
+    /// with are dropped rather than kept.
     pub fn put(&mut self, buf: Buf) {
         let ours = match (&self.region, &buf.region) {
             (Some(mine), Some(its)) => Arc::ptr_eq(mine, its),
             (None, None) => true,
             _ => false,
         };
-        if ours && !buf.foreign && buf.cap == self.size && buf.align == self.align {
+        if ours
+            && !buf.foreign
+            && buf.cap == self.size
+            && buf.align == self.align
+            && self.free.len() < self.limit
+        {
             self.free.push(buf);
         }
     }
@@ -509,5 +669,21 @@ mod tests {
         assert_eq!(p.available(), 1);
         p.put(b);
         assert_eq!(p.available(), 2);
+        // Full: a third buffer of the same shape is dropped, not kept.
+        p.put(Buf::with_align(4096, 4096));
+        assert_eq!(p.available(), 2);
+    }
+
+    #[test]
+    fn unwritten_bytes_read_as_zero_and_written_ones_stay() {
+        let mut b = Buf::new(1 << 20);
+        b.copy_in(b"abc");
+        assert_eq!(b.as_slice(), b"abc");
+        b.set_len(6);
+        assert_eq!(b.as_slice(), b"abc\0\0\0");
+        let spare = b.spare_mut();
+        assert_eq!(spare.len(), 1 << 20);
+        assert!(spare[3..].iter().all(|&x| x == 0));
+        assert_eq!(&spare[..3], b"abc");
     }
 }

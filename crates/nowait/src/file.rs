@@ -606,8 +606,44 @@ impl File {
         threshold: u32,
         dontcache: bool,
     ) -> CacheTry {
+        let len = buf.len();
+        self.read_cached_with(len, offset, mode, threshold, dontcache, |fd, flags| {
+            sys::preadv2(fd, buf, offset, flags)
+        })
+    }
+
+    /// [`File::read_cached`] into the first `len` bytes of `buf`, which are
+    /// not zeroed first (only the bytes the page cache returns are written).
+    pub(crate) fn read_cached_into(
+        &self,
+        buf: &mut crate::buf::Buf,
+        len: usize,
+        offset: u64,
+        mode: NowaitMode,
+        threshold: u32,
+        dontcache: bool,
+    ) -> CacheTry {
+        let len = len.min(buf.capacity());
+        self.read_cached_with(len, offset, mode, threshold, dontcache, |fd, flags| {
+            buf.preadv2_into(fd, len, offset, flags)
+        })
+    }
+
+    /// The policy and bookkeeping of a page-cache try of `len` bytes at
+    /// `offset`; `read` makes the `preadv2` call with the flags it is given
+    /// (`RWF_NOWAIT`, and `RWF_DONTCACHE` for an uncached read of a file
+    /// known to take it).
+    fn read_cached_with(
+        &self,
+        len: usize,
+        offset: u64,
+        mode: NowaitMode,
+        threshold: u32,
+        dontcache: bool,
+        read: impl FnOnce(BorrowedFd<'_>, u32) -> std::result::Result<usize, i32>,
+    ) -> CacheTry {
         let f = &*self.inner;
-        if f.direct || buf.is_empty() || buf.len() > RW_MAX || !offset_fits(offset, buf.len()) {
+        if f.direct || len == 0 || len > RW_MAX || !offset_fits(offset, len) {
             return CacheTry::Off;
         }
         let regular = f.kind == FileKind::Regular;
@@ -617,17 +653,12 @@ impl File {
             Attempt::Skip => return CacheTry::Skipped,
             Attempt::Off => return CacheTry::Off,
         };
-        let len = buf.len();
         let flags = if dontcache && f.cache.accepted() {
             sys::RWF_NOWAIT | sys::RWF_DONTCACHE
         } else {
             sys::RWF_NOWAIT
         };
-        let (outcome, out) = match Answer::of(
-            sys::preadv2(f.file.as_fd(), buf, offset, flags),
-            offset,
-            len,
-        ) {
+        let (outcome, out) = match Answer::of(read(f.file.as_fd(), flags), offset, len) {
             // Short: end of file, which `Answer::of` infers from a stop
             // inside a page. That holds for the page cache's own reads
             // (`filemap_read` stops at end of file or a folio's end); a

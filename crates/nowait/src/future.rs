@@ -229,8 +229,9 @@ fn read_cached(
     // Decided once, here, for the try and for the ring's read after it
     // (the adaptive policy follows each read once).
     let uncached = cache.decide(first.cache, file, offset, len);
-    let tried = file.read_cached(
-        &mut buf.spare_mut()[..len],
+    let tried = file.read_cached_into(
+        buf,
+        len,
         offset,
         first.mode,
         ENGINE_THRESHOLD,

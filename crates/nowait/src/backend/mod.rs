@@ -278,6 +278,13 @@ pub(crate) trait Backend: Send {
         false
     }
 
+    /// After [`Backend::register_notify`]: signal the eventfd for every
+    /// result, also those the reaping thread collects itself. For an event
+    /// loop's completion fd, which has no periodic look to fall back on; the
+    /// async front end's rings leave it off (the uring backend masks its
+    /// eventfd while it is inside the ring, sparing a wake-up per read).
+    fn signal_every_completion(&mut self) {}
+
     /// Register buffers (address, length) with the kernel so reads into
     /// them skip page pinning (`READ_FIXED`). The caller keeps them
     /// allocated for the backend's lifetime. Unsupported by default.

@@ -45,17 +45,20 @@ impl Queue {
     /// in memory (`FileInner::memory`): the read copies (or decompresses)
     /// and never waits on a device.
     pub(super) fn read_inline(&mut self, idx: u32) {
-        use std::os::unix::fs::FileExt;
+        use std::os::fd::AsFd;
         if self.inline_active {
             // Called back from `on_result` below (a short read's remainder,
             // an EINTR retry): read it in the loop, not by recursion.
             self.inline_next = Some(idx);
             return;
         }
-        if self.inline_since_enter == 0 && std::mem::take(&mut self.unsent) {
-            // Reads the backend holds unsubmitted go first, so its kernel
-            // worker reads alongside this thread. An error here stays with
-            // the queued reads and is reported by the next submit or reap.
+        if self.inline_since_enter == 0
+            && (std::mem::take(&mut self.unsent) || !self.staged.is_empty())
+        {
+            // Reads staged for the backend go first, so its kernel worker
+            // reads alongside this thread. An error here stays with the
+            // queued reads and is reported by the next submit or reap.
+            self.send_staged();
             if self.backend.submit().is_err() {
                 self.unsent = true;
             }
@@ -70,23 +73,21 @@ impl Queue {
                 None => s.buf.as_mut().expect("an issued slot holds its buffer"),
             };
             let offset = s.io_offset + s.done as u64;
-            let dst = &mut target.spare_mut()[s.done..s.io_len];
-            // `io_len` fits a read (MAX_READ), so the count fits an i32.
-            let res = if s.dontcache {
-                // A memory-backed filesystem refuses it (EOPNOTSUPP), which
-                // `on_result` takes back and remembers.
-                use std::os::fd::AsFd;
-                let flags = crate::sys::RWF_DONTCACHE;
-                match crate::sys::preadv2(file.inner.file.as_fd(), dst, offset, flags) {
-                    Ok(n) => n as i32,
-                    Err(e) => -e,
-                }
+            // `io_len` fits a read (MAX_READ), so the count fits an i32. An
+            // uncached read on a memory-backed filesystem is refused
+            // (EOPNOTSUPP), which `on_result` takes back and remembers.
+            let flags = if s.dontcache {
+                crate::sys::RWF_DONTCACHE
             } else {
-                match file.inner.file.read_at(dst, offset) {
-                    Ok(n) => n as i32,
-                    Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
-                }
+                0
             };
+            let res = target.pread_at(
+                file.inner.file.as_fd(),
+                s.done,
+                s.io_len - s.done,
+                offset,
+                flags,
+            );
             self.stats.inline += 1;
             self.inline_since_enter = self.inline_since_enter.saturating_add(1);
             self.on_result(idx, res);

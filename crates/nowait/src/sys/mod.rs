@@ -27,6 +27,7 @@ pub(crate) mod eventfd;
 pub(crate) mod names;
 pub(crate) mod sysfs;
 pub(crate) mod uring;
+pub(crate) mod valgrind;
 
 fn errno_of(e: rustix::io::Errno) -> i32 {
     e.raw_os_error()
@@ -69,7 +70,9 @@ pub(crate) const RWF_DONTCACHE: u32 = libc::RWF_DONTCACHE as u32;
 pub(crate) const RWF_NOWAIT: u32 = ReadWriteFlags::NOWAIT.bits();
 
 /// `preadv2(2)` into `len` bytes at `ptr` with the `RWF_*` bits `flags`
-/// (0: a plain positional read).
+/// (0: a plain positional read; `RWF_NOWAIT`: the page cache's bytes or
+/// EAGAIN). The memory need not be initialised: the kernel only writes the
+/// bytes it returns.
 ///
 /// # Safety
 /// `fd` must be open, and `ptr` valid for writes of `len` bytes, for the
@@ -81,12 +84,35 @@ pub(crate) unsafe fn preadv2_raw(
     offset: u64,
     flags: u32,
 ) -> Result<usize, i32> {
-    // SAFETY: the caller keeps `fd` open for the call.
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    // SAFETY: the caller guarantees `ptr..ptr+len` is writable for the call;
-    // every buffer the engine hands out is zero-initialised (`Buf`).
-    let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-    preadv2(fd, buf, offset, flags)
+    // By hand: rustix's `preadv2` takes initialised `IoSliceMut`s, and the
+    // engine's buffers are not zeroed before a read (`Buf`). The raw system
+    // call, as rustix makes it: glibc's `preadv2` wrapper is a cancellation
+    // point, which costs about 70 instructions a call on this hot path.
+    let iov = libc::iovec {
+        iov_base: ptr.cast(),
+        iov_len: len,
+    };
+    // SAFETY: the caller keeps `fd` open and `ptr..ptr+len` writable for
+    // the call; `iov` is one live iovec; the kernel only writes the bytes
+    // it returns. The position is passed as the kernel's low and high
+    // halves (`pos_from_hilo`: on 64-bit the low word holds all of it).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_preadv2,
+            fd,
+            &iov as *const libc::iovec,
+            1 as libc::c_int,
+            offset as libc::c_ulong,
+            (offset >> 32) as libc::c_ulong,
+            flags as libc::c_int,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(r as usize)
 }
 
 /// `preadv2(2)` into a slice with the `RWF_*` bits `flags`.

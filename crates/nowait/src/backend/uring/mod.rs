@@ -88,6 +88,9 @@ pub(crate) struct UringBackend {
     side: Option<SidePool>,
     /// Batched or paced submission (`backend::pacing`).
     pacer: Pacer,
+    /// Mask the registered eventfd while this thread is inside the ring
+    /// (`reap_main`); off once [`Backend::signal_every_completion`] asked.
+    mask_eventfd: bool,
 }
 
 /// Enter `ring`: submit what is queued and wait for `want` completions.
@@ -368,8 +371,14 @@ impl UringBackend {
         // right here, so mask the registered eventfd (IORING_CQ_EVENTFD_DISABLED;
         // no effect without one) to spare the async front end's poller a
         // wake-up per read; unmask and look once more afterwards, so a
-        // completion posted meanwhile is either collected or signalled.
-        self.ring.completion().disable_eventfd();
+        // completion posted meanwhile is either collected or signalled. (A
+        // completion posted from another CPU can still slip between the
+        // unmask and the look: the async front end's poller looks every
+        // 10 ms while reads are in flight; an event loop's completion fd has
+        // no such net, so it is never masked: `signal_every_completion`.)
+        if self.mask_eventfd {
+            self.ring.completion().disable_eventfd();
+        }
         let taskrun = self.ring.submission().taskrun();
         let mut r = Ok(());
         if self.unsubmitted > 0 || ready < min || taskrun {
@@ -382,7 +391,9 @@ impl UringBackend {
                 res: cqe.result(),
             });
         }
-        self.ring.completion().enable_eventfd();
+        if self.mask_eventfd {
+            self.ring.completion().enable_eventfd();
+        }
         for cqe in self.ring.completion() {
             out.push(Cqe {
                 slot: cqe.user_data() as u32,
@@ -494,6 +505,10 @@ impl Backend for UringBackend {
         self.iopoll = IoPoll::Off;
         self.poll_note = "IOPOLL off (completions are signalled through an eventfd)".into();
         true
+    }
+
+    fn signal_every_completion(&mut self) {
+        self.mask_eventfd = false;
     }
 
     fn register_buffers(&mut self, bufs: &[(usize, usize)]) -> io::Result<()> {

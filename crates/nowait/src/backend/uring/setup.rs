@@ -184,6 +184,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                     iopoll: cfg.iopoll,
                     fixed: Vec::new(),
                     side: None,
+                    mask_eventfd: true,
                     // Never paced with SQPOLL: the kernel thread takes the
                     // reads off the SQ itself.
                     pacer: Pacer::new(if bits & SQ != 0 {
