@@ -577,6 +577,11 @@ fn a_read_polled_by_an_executor_nested_in_a_tokio_task_finishes() {
         nested_reads(&rt, engine.open(&path, Direct::Off).unwrap(), 200);
         let s = engine.stats();
         println!("{s:?}");
-        assert!(s.nowait.hits >= 100 && s.delivered > 0, "{s:?}");
+        assert!(s.nowait.hits >= 100, "{s:?}");
+        // Only the `tokio` feature lets the engine see tokio's budget;
+        // without it the streak's yields keep the task moving instead.
+        if cfg!(feature = "tokio") {
+            assert!(s.delivered > 0, "{s:?}");
+        }
     });
 }
