@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use nowait::{BackendKind, NowaitMode, SubmitPolicy};
 
+use crate::model::group::{Member, Placed};
+
 /// Sequential or random reads (fio's `rw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rw {
@@ -102,6 +104,9 @@ pub struct Job {
     /// `uring`, `aio`: how many queued reads one system call hands over
     /// (`submit`; nowait's own).
     pub submit: SubmitPolicy,
+    /// Which thread of which group this is (fio's groupid, clone, thread
+    /// number); set when a job file's jobs are laid out as threads.
+    pub member: Member,
 }
 
 impl Default for Job {
@@ -139,6 +144,7 @@ impl Default for Job {
             memory_inline: true,
             inline_window: None,
             submit: SubmitPolicy::Adaptive,
+            member: Member::default(),
         }
     }
 }
@@ -224,6 +230,12 @@ impl Job {
             j.submit = d.submit;
         }
         j
+    }
+}
+
+impl Placed for Job {
+    fn member(&self) -> &Member {
+        &self.member
     }
 }
 
