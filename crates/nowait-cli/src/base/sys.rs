@@ -1,10 +1,13 @@
 //! The system calls only the command makes, apart from the engine's: CPU
-//! time and context switches (`getrusage(2)`), free space (`statvfs(2)`)
-//! and access advice (`posix_fadvise(2)`).
+//! time and context switches (`getrusage(2)`), free space (`statvfs(2)`),
+//! access advice (`posix_fadvise(2)`) and a file mapped for reading
+//! (`mmap(2)`, fio's mmap engine).
 //!
 //! The crate's one kernel-facing module, and the only place it allows
 //! unsafe code: one `getrusage` call, written by hand because rustix 1.x
-//! has no `getrusage` and the engine's system layer is private to it.
+//! has no `getrusage` and the engine's system layer is private to it, and
+//! the mapping (`mmap` hands out memory the kernel fills from the file,
+//! which no safe call can).
 //! Everything else here goes through rustix's safe calls.
 
 use std::os::fd::AsFd;
@@ -26,12 +29,23 @@ pub struct Rusage {
 impl Rusage {
     /// `getrusage(RUSAGE_SELF)`: every thread of the process, including
     /// io_uring's SQPOLL thread (an io thread of the process since 5.12).
-    #[allow(unsafe_code)] // rustix 1.x has no getrusage: libc's, one call (module docs).
     pub fn now() -> Rusage {
+        Rusage::of(libc::RUSAGE_SELF)
+    }
+
+    /// `getrusage(RUSAGE_THREAD)`: the calling thread alone (a job's own
+    /// CPU when several jobs run at once).
+    pub fn thread_now() -> Rusage {
+        Rusage::of(libc::RUSAGE_THREAD)
+    }
+
+    #[allow(unsafe_code)] // rustix 1.x has no getrusage: libc's, one call (module docs).
+    fn of(who: libc::c_int) -> Rusage {
         let mut ru = std::mem::MaybeUninit::<libc::rusage>::zeroed();
         // SAFETY: `ru` is a zeroed buffer of the size getrusage writes, alive
-        // across the call; RUSAGE_SELF cannot fail (only EFAULT/EINVAL can).
-        let r = unsafe { libc::getrusage(libc::RUSAGE_SELF, ru.as_mut_ptr()) };
+        // across the call; RUSAGE_SELF and RUSAGE_THREAD cannot fail (only
+        // EFAULT/EINVAL can).
+        let r = unsafe { libc::getrusage(who, ru.as_mut_ptr()) };
         if r != 0 {
             return Rusage::default();
         }
@@ -74,6 +88,96 @@ pub fn fadvise(
     rustix::fs::fadvise(file, offset, len, advice).map_err(std::io::Error::from)
 }
 
+/// A file's region mapped read-only and shared (fio's mmap engine:
+/// `mmap(2)` with `PROT_READ`, `MAP_SHARED`); reads copy out of it.
+/// Unmapped when dropped.
+#[derive(Debug)]
+pub struct Mapping {
+    ptr: *mut std::ffi::c_void,
+    len: usize,
+    /// The file offset of the mapping's first byte.
+    start: u64,
+}
+
+// SAFETY: the mapping is read-only memory owned by this value; any thread
+// may copy out of it.
+#[allow(unsafe_code)]
+unsafe impl Send for Mapping {}
+// SAFETY: as above: `copy_to` only reads.
+#[allow(unsafe_code)]
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Map `len` bytes of `file` from `offset` (rounded down to a page),
+    /// and advise the kernel of the access pattern (`random`:
+    /// `MADV_RANDOM`, else `MADV_SEQUENTIAL`), as fio's engine does.
+    #[allow(unsafe_code)] // mmap: the one call that maps (module docs).
+    pub fn new(file: &impl AsFd, offset: u64, len: u64, random: bool) -> std::io::Result<Mapping> {
+        use rustix::mm::{madvise, mmap, Advice, MapFlags, ProtFlags};
+        let page = rustix::param::page_size() as u64;
+        let start = offset / page * page;
+        let len = usize::try_from(len + (offset - start))
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?
+            .max(1);
+        // SAFETY: a new mapping chosen by the kernel (no address given), so
+        // it overlaps no memory of ours; it is read only through `copy_to`,
+        // which stays within `len`, and unmapped once, in `drop`.
+        let ptr = unsafe {
+            mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ,
+                MapFlags::SHARED,
+                file,
+                start,
+            )
+        }
+        .map_err(std::io::Error::from)?;
+        let advice = if random {
+            Advice::Random
+        } else {
+            Advice::Sequential
+        };
+        // SAFETY: the range is the mapping just made; advice only.
+        let _ = unsafe { madvise(ptr, len, advice) };
+        Ok(Mapping { ptr, len, start })
+    }
+
+    /// Copy `dst.len()` bytes at file offset `offset` out of the mapping;
+    /// `false` when they are not all inside it.
+    #[allow(unsafe_code)] // reads the mapping (module docs).
+    pub fn copy_to(&self, offset: u64, dst: &mut [u8]) -> bool {
+        let Some(at) = offset.checked_sub(self.start) else {
+            return false;
+        };
+        let at = at as usize;
+        if at.checked_add(dst.len()).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        // SAFETY: `at..at + dst.len()` is inside the mapping (checked
+        // above), which lives as long as `self`; `dst` is a distinct
+        // buffer of ours. Bytes are copied without forming a reference to
+        // the mapping (the file's pages may change under it). A file
+        // truncated during the run raises SIGBUS here, as in fio.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (self.ptr as *const u8).add(at),
+                dst.as_mut_ptr(),
+                dst.len(),
+            );
+        }
+        true
+    }
+}
+
+impl Drop for Mapping {
+    #[allow(unsafe_code)] // munmap of our own mapping (module docs).
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` are the mapping `new` made, unmapped only here.
+        let _ = unsafe { rustix::mm::munmap(self.ptr, self.len) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +192,24 @@ mod tests {
             d = Rusage::now().since(&a);
         }
         assert!(d.user_us + d.sys_us > 0, "{d:?}");
+    }
+
+    #[test]
+    fn a_mapping_copies_the_files_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let f = std::fs::File::open(&p).unwrap();
+        let m = Mapping::new(&f, 5000, 15_000, true).unwrap();
+        let mut b = [0u8; 100];
+        assert!(m.copy_to(9000, &mut b));
+        assert_eq!(&b[..], &data[9000..9100]);
+        assert!(!m.copy_to(19_950, &mut b), "past the mapping");
+        assert!(
+            m.copy_to(4096, &mut b),
+            "the page before the offset is mapped too"
+        );
     }
 
     #[test]

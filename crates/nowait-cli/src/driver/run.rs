@@ -1,11 +1,13 @@
 //! The one read driver of the benchmark, `--peak` and the scenarios: one
-//! thread per `numjobs`, each with its own queue, keeping `iodepth` reads in
-//! flight. What differs is a [`Mode`] (how reads reach the kernel, what is
-//! timed) and a [`Reads`] hook (where each read goes, what else to record).
+//! thread per job thread, each with its own queue (or engine), keeping up
+//! to `iodepth` reads in flight. What differs is a [`Mode`] (how reads
+//! reach the kernel, what is timed) and each thread's [`Reads`] hook
+//! (where each read goes and how long it is, what else to record, its
+//! pacing).
 //!
 //! The hot loop allocates nothing: one buffer per slot is made before the
-//! start, offsets come from a seeded generator, and reaps take every
-//! completion available (fio's `iodepth_batch_complete_max` = iodepth).
+//! start, reads come from the hook, and reaps take every completion
+//! available (fio's `iodepth_batch_complete_max` = iodepth).
 //! In [`Mode::Measure`] time is read once before each read's push (as fio
 //! stamps each io_u's `start_time`), once after each submit and once after
 //! each reap:
@@ -13,39 +15,52 @@
 //!   the reap that returned the read, as in fio's io_uring engine (which
 //!   stamps `issue_time` in `fio_ioring_queued()`, after `io_uring_enter`
 //!   returns) and libaio engine; where no call submits apart (iodepth 1,
-//!   where the reap's call carries the read, and so `sync`, whose `pread`
-//!   is then inside clat as fio's psync counts it) and in [`Mode::Serve`],
-//!   from just before the batch's first `push`;
+//!   where the reap's call carries the read, and so the synchronous
+//!   engines, whose read is then inside clat as fio's psync counts it) and
+//!   in [`Mode::Serve`], from just before the batch's first `push`;
 //! * submission latency (`slat`) runs from just before the read's own
 //!   `push` to the return of the submit call that handed its batch over
 //!   (with `iodepth_batch_submit` > 1 a batch's first read waits for the
 //!   later pushes, its last one does not, as in fio): a read that completes
 //!   inside `push` (the pool's `RWF_NOWAIT` nowait path, a memory-backed
 //!   file read inline) is counted there; where clat starts before the push
-//!   (iodepth 1, `sync`, [`Mode::Serve`]) the submission is inside clat and
-//!   no slat is recorded, so that slat + clat = lat for every read, as in fio;
+//!   (iodepth 1, the synchronous engines, [`Mode::Serve`]) the submission
+//!   is inside clat and no slat is recorded, so that slat + clat = lat for
+//!   every read, as in fio;
 //! * total latency (`lat`, fio's lat) runs from just before the read's own
 //!   `push` to the reap.
 //!
 //! At `iodepth=1`, and always in [`Mode::Peak`], the reads are not submitted
 //! on their own: the reap's `io_uring_enter` submits them and waits (one
 //! system call per round, as t/io_uring does; fio's engine makes two).
+//!
+//! A thread's pacing (fio's, from its hook) is carried out here: a read
+//! that is not due yet waits for the reads in flight, then the thread
+//! sleeps (`io_submit_mode=inline`), or it reaps while it waits
+//! (`offload`); a think waits for the reads in flight, spins, sleeps; the
+//! minimum rate is checked after each reap; a flow group holds a thread
+//! back while it is ahead of its share; `iodepth_low` holds refills back
+//! until the queue has drained to it. Every wait ends at the runtime or at
+//! Ctrl-C.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use nowait::{BackendReport, Completion, File, Read};
+use nowait::{BackendReport, Buf, Completion, File};
 
 use crate::base::failure::{interrupted, Failure};
 use crate::base::json::Second;
 use crate::base::progress::Progress;
 use crate::base::sys::Rusage;
 use crate::base::units::{ratio, short_num};
+use crate::driver::engine::{Engine, Lib, Own, Req};
+use crate::driver::flow;
 use crate::driver::queue::{build_queue, slot_buffers};
 use crate::measure::metrics::Measured;
 use crate::measure::sqpoll;
 use crate::model::job::Job;
+use crate::workload::fio_rate::Gate;
 use crate::workload::reads::Reads;
 
 /// How the loop hands reads to the kernel and what it times.
@@ -64,66 +79,108 @@ pub enum Mode {
     Serve,
 }
 
-/// What the driver hands back: the threads' figures added up, and each
-/// thread's [`Reads`] hook.
-pub struct Driven<R> {
-    /// Counts, latencies, CPU, the queues' counters.
+/// One thread to drive: its job, its files, where its reads go, when it starts.
+pub struct Thread<'a, R> {
+    /// The job (one of its threads).
+    pub job: &'a Job,
+    /// The thread's files, opened for it (none for `ioengine=null`).
+    pub files: Vec<&'a File>,
+    /// Where its reads go.
+    pub reads: R,
+    /// Start this long after the run started (`startdelay`).
+    pub delay: Duration,
+    /// Its place in a flow group (`flow`).
+    pub flow: Option<flow::Member>,
+}
+
+/// What one thread measured.
+#[derive(Debug, Clone)]
+pub struct ThreadFigures {
+    /// Counts, latencies, its own CPU time (when the run had several
+    /// threads; else the process's), the queue's counters.
     pub measured: Measured,
-    /// The backend the queues used.
+    /// Reads whose data was checked against the pattern.
+    pub verified: u64,
+    /// The engine it read through.
+    pub backend: BackendReport,
+    /// SIGINT stopped it before its end.
+    pub interrupted: bool,
+}
+
+/// What the driver hands back: the threads' figures added up, each
+/// thread's, and each thread's [`Reads`] hook.
+pub struct Driven<R> {
+    /// Counts, latencies, CPU, the queues' counters, all threads together.
+    pub measured: Measured,
+    /// The backend the first thread used.
     pub backend: BackendReport,
     /// Reads whose data was checked against the pattern.
     pub verified: u64,
     /// Per-second figures (with a `say` callback).
     pub seconds: Vec<Second>,
+    /// Each thread's figures, in thread order.
+    pub threads: Vec<ThreadFigures>,
     /// Each thread's hook, in thread order.
     pub reads: Vec<R>,
-    /// SIGINT stopped a thread before the job's end (its runtime, its
+    /// SIGINT stopped a thread before its job's end (its runtime, its
     /// reads): the figures are of the reads until then.
     pub interrupted: bool,
 }
 
 /// Counters each thread publishes after every reap, for the live lines:
-/// reads completed, reads submitted, submit calls, reap calls.
+/// reads completed, reads submitted, submit calls, reap calls, bytes.
 #[derive(Default)]
-struct Counters([AtomicU64; 4]);
+struct Counters([AtomicU64; 5]);
 
 impl Counters {
     fn publish(&self, ios: u64, c: &Measured) {
-        let now = [ios, c.submitted, c.submit_calls, c.reap_calls];
+        let now = [ios, c.submitted, c.submit_calls, c.reap_calls, c.bytes];
         for (a, v) in self.0.iter().zip(now) {
             a.store(v, Ordering::Relaxed);
         }
     }
 }
 
-/// Run `job` over `files` on `numjobs` threads: thread `tid` reads where
-/// `reads(tid)` says. `blocks` (reads per pass) ends a job that is not
-/// time based. With `say`, a line of IOPS and reads per call every second.
+/// Run `threads` side by side until each ends (its reads, its runtime,
+/// Ctrl-C). With `say`, a line of IOPS and reads per call every second.
 pub fn drive<R: Reads>(
-    job: &Job,
-    files: &[&File],
-    blocks: u64,
+    threads: Vec<Thread<'_, R>>,
     mode: Mode,
-    reads: impl Fn(usize) -> R + Sync,
     say: Option<&(dyn Fn(String) + Sync)>,
 ) -> Result<Driven<R>, Failure> {
-    let counters: Vec<Counters> = (0..job.numjobs).map(|_| Counters::default()).collect();
+    let n = threads.len();
+    assert!(n > 0, "a run has threads");
+    let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
     let abort = AtomicBool::new(false);
-    let barrier = Barrier::new(job.numjobs + 1);
-    let limit = ios_limit(job, blocks);
-    let mut bar = Progress::new(format!(
-        "{} {} qd{}",
-        job.name,
-        job.ioengine,
-        job.effective_iodepth()
-    ));
+    let barrier = Barrier::new(n + 1);
+    let first = threads[0].job;
+    let longest = threads
+        .iter()
+        .map(|t| t.delay + t.job.ramp_time + t.job.runtime.unwrap_or(Duration::ZERO))
+        .max()
+        .unwrap_or(Duration::ZERO);
+    let timed_run = threads.iter().all(|t| t.job.runtime.is_some());
+    let label = if n == 1 || threads.iter().all(|t| t.job.name == first.name) {
+        format!(
+            "{} {} qd{}",
+            first.name,
+            first.engine_name(),
+            first.effective_iodepth()
+        )
+    } else {
+        format!("{n} threads")
+    };
+    let mut bar = Progress::new(label);
     let mut seconds = Vec::new();
+    let alone = n == 1;
     let (results, usage) = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..job.numjobs)
-            .map(|tid| {
-                let (c, abort, barrier, reads) = (&counters[tid], &abort, &barrier, &reads);
+        let handles: Vec<_> = threads
+            .into_iter()
+            .enumerate()
+            .map(|(tid, t)| {
+                let (c, abort, barrier) = (&counters[tid], &abort, &barrier);
                 s.spawn(move || {
-                    let r = worker(job, files, limit, mode, reads(tid), c, abort, barrier);
+                    let r = run_thread(t, mode, c, abort, barrier, alone);
                     if r.is_err() {
                         abort.store(true, Ordering::Relaxed);
                     }
@@ -135,11 +192,8 @@ pub fn drive<R: Reads>(
         // setup cost stays out of the CPU figures.
         barrier.wait();
         let start = Instant::now();
-        let mut r0 = Rusage::now();
-        let ramp_end = start + job.ramp_time;
-        let mut ramped = job.ramp_time.is_zero();
-        let total = job.ramp_time + job.runtime.unwrap_or(Duration::ZERO);
-        let snap = || -> [u64; 4] {
+        let r0 = Rusage::now();
+        let snap = || -> [u64; 5] {
             std::array::from_fn(|i| {
                 counters
                     .iter()
@@ -152,36 +206,27 @@ pub fn drive<R: Reads>(
         let mut next = start + Duration::from_secs(1);
         while !handles.iter().all(|h| h.is_finished()) {
             let now = Instant::now();
-            if !ramped && now >= ramp_end {
-                r0 = Rusage::now();
-                ramped = true;
-            }
             if bar.is_on() && now - bar_at >= Duration::from_millis(250) {
                 let done = snap()[0];
                 let iops = (done - bar_ios) as f64 / (now - bar_at).as_secs_f64();
-                let by_time = (job.runtime.is_some() && !total.is_zero())
-                    .then(|| (now - start).as_secs_f64() / total.as_secs_f64());
-                let by_ios =
-                    (limit != u64::MAX).then(|| done as f64 / (limit as f64 * job.numjobs as f64));
-                let frac = match (by_time, by_ios) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                };
+                let frac = (timed_run && !longest.is_zero())
+                    .then(|| (now - start).as_secs_f64() / longest.as_secs_f64());
                 bar.update(frac, &format!("{} IOPS", short_num(iops)));
                 (bar_at, bar_ios) = (now, done);
             }
             if let Some(say) = say.filter(|_| now >= next) {
                 let cur = snap();
                 let d = |i: usize| cur[i] - last.1[i];
+                let secs = (now - last.0).as_secs_f64();
                 let sec = Second {
-                    iops: d(0) as f64 / (now - last.0).as_secs_f64(),
+                    iops: d(0) as f64 / secs,
                     ios_per_submit: ratio(d(1), d(2)),
                     ios_per_reap: ratio(d(0), d(3)),
                 };
                 say(format!(
                     "IOPS={}, BW={:.0}MiB/s, IOS/call={:.1}/{:.1}",
                     short_num(sec.iops),
-                    sec.iops * job.bs as f64 / (1 << 20) as f64,
+                    d(4) as f64 / secs / (1 << 20) as f64,
                     sec.ios_per_submit,
                     sec.ios_per_reap
                 ));
@@ -189,12 +234,11 @@ pub fn drive<R: Reads>(
                 last = (now, cur);
                 next += Duration::from_secs(1);
             }
-            // Wake for the next second's line, the ramp's end, or to see
-            // whether the threads are done; never spin.
-            let nap = match (ramped, say) {
-                (false, _) => ramp_end - now,
-                (true, Some(_)) => next.saturating_duration_since(now),
-                (true, None) => Duration::from_millis(50),
+            // Wake for the next second's line, or to see whether the
+            // threads are done; never spin.
+            let nap = match say {
+                Some(_) => next.saturating_duration_since(now),
+                None => Duration::from_millis(50),
             };
             std::thread::sleep(nap.clamp(Duration::from_millis(1), Duration::from_millis(50)));
         }
@@ -207,11 +251,8 @@ pub fn drive<R: Reads>(
     });
     bar.finish();
 
-    let mut measured = Measured {
-        rusage: usage,
-        ..Measured::default()
-    };
-    let (mut backend, mut verified, mut hooks, mut first_err) = (None, 0, Vec::new(), None);
+    let mut measured = Measured::default();
+    let (mut verified, mut hooks, mut figures, mut first_err) = (0, Vec::new(), Vec::new(), None);
     let mut interrupted = false;
     for r in results {
         match r {
@@ -219,8 +260,8 @@ pub fn drive<R: Reads>(
                 measured.add(&t.measured);
                 verified += t.verified;
                 interrupted |= t.interrupted;
-                backend.get_or_insert(t.backend);
                 hooks.push(hook);
+                figures.push(t);
             }
             // A usage error beats a runtime one; otherwise the first wins.
             Err(e) if first_err.is_none() || matches!(e, Failure::Usage(_)) => first_err = Some(e),
@@ -230,240 +271,467 @@ pub fn drive<R: Reads>(
     if let Some(e) = first_err {
         return Err(e);
     }
+    // The process's CPU over the run; a lone thread's figures are those
+    // too (its engine's threads included).
+    measured.rusage = usage;
+    if alone {
+        figures[0].measured.rusage = usage;
+    }
     Ok(Driven {
         measured,
-        backend: backend.expect("numjobs >= 1"),
+        backend: figures[0].backend.clone(),
         verified,
         seconds,
+        threads: figures,
         reads: hooks,
         interrupted,
     })
 }
 
-/// Reads per thread before the job ends on its own (`u64::MAX`: only time ends it).
-fn ios_limit(job: &Job, blocks: u64) -> u64 {
-    match (job.number_ios, job.time_based) {
-        (Some(n), _) => n,
-        (None, true) => u64::MAX,
-        (None, false) => blocks,
-    }
-}
-
-/// What one thread hands back.
-struct ThreadOut {
-    measured: Measured,
-    verified: u64,
-    backend: BackendReport,
-    /// SIGINT, not the job's end, stopped the loop.
-    interrupted: bool,
-}
-
-/// The loop of one thread; see the module docs and [`Mode`].
-#[allow(clippy::too_many_arguments)]
-fn worker<R: Reads>(
-    job: &Job,
-    files: &[&File],
-    limit: u64,
+/// Build the thread's engine, then run its loop.
+fn run_thread<R: Reads>(
+    t: Thread<'_, R>,
     mode: Mode,
-    mut reads: R,
     counters: &Counters,
     abort: &AtomicBool,
     barrier: &Barrier,
-) -> Result<(ThreadOut, R), Failure> {
+    alone: bool,
+) -> Result<(ThreadFigures, R), Failure> {
+    let job = t.job;
+    let depth = job.effective_iodepth();
     // Build everything before the barrier, and always reach the barrier so
     // the main thread is never left waiting.
-    let depth = job.effective_iodepth();
-    let setup = build_queue(job, depth).map(|mut q| {
-        let bufs = slot_buffers(job, &mut q, files, depth);
-        (q, bufs)
-    });
-    // SQPOLL threads are named after the thread that set the ring up.
-    let os_tid = job.sqthread_poll.then(sqpoll::current_tid).flatten();
-    barrier.wait();
-    let (mut q, mut bufs) = setup?;
-    let backend = q.backend().clone();
-
-    let bs = job.bs as usize;
-    let batch_size = match job.iodepth_batch_submit {
-        0 => depth,
-        n => n.min(depth),
-    };
-    // The reap's enter carries the reads: always at peak, and at depth 1.
-    let ride = mode == Mode::Peak || (mode == Mode::Measure && depth == 1);
-    let timed = mode != Mode::Peak;
-    let mut free: Vec<u32> = (0..depth as u32).rev().collect();
-    let mut batch: Vec<u32> = Vec::with_capacity(depth);
-    let mut done: Vec<Completion> = Vec::with_capacity(depth);
-    let mut m = Measured::default();
-
-    let start = Instant::now();
-    let mut stamps = Stamps::new(depth, start);
-    let mut slot = vec![(0usize, 0u64); depth];
-    let ramp_end = start + job.ramp_time;
-    let end = job.runtime.map(|r| ramp_end + r);
-    let mut measuring = job.ramp_time.is_zero();
-    let mut measure_start = start;
-    let mut stats_base = q.stats();
-    let mut sq_base = os_tid.map(sqpoll::cpu_of);
-    let (mut verified, mut issued, mut in_flight, mut completed) = (0u64, 0u64, 0usize, 0u64);
-    let (mut stopping, mut cut) = (false, false);
-    let mut now = start;
-
-    let fail = |what: &str, e: nowait::Error| {
-        Failure::Runtime(format!("--ioengine={}: {what} failed: {e}", job.ioengine))
-    };
-    // Hand the batch to the kernel (unless the reap carries it) and account
-    // for it ([`Stamps::submitted`]): `slat` from each read's push to the
-    // end of the submit call, `clat` will run from the end of that call to
-    // the reap of each read, `lat` from its push. Where the reap carries
-    // the batch, and in Serve, clat runs from the push and holds the
-    // submission: no slat then (slat + clat = lat, as fio's).
-    macro_rules! submit {
-        ($carried:expr) => {
-            if !$carried {
-                q.submit().map_err(|e| fail("submit", e))?;
-            }
-            if timed {
-                let apart = !$carried && mode != Mode::Serve;
-                stamps.submitted(&batch, Instant::now(), apart, |slat| {
-                    if measuring {
-                        m.slat.record(slat);
-                    }
-                });
-            }
-            m.submit_calls += 1;
-            m.submitted += batch.len() as u64;
-            batch.clear();
-        };
+    match job.own_engine {
+        Some(kind) => {
+            let mut e = Own::new(kind, job, &t.files);
+            let bufs = slot_buffers(job, &mut e, &t.files, depth);
+            let w = Worker::new(t.job, mode, counters, abort, depth, t.delay, t.flow, alone);
+            barrier.wait();
+            w.run(e, bufs, t.reads, &t.files)
+        }
+        None => {
+            let setup = build_queue(job, depth).map(|q| {
+                let mut e = Lib::new(q, &t.files);
+                let bufs = slot_buffers(job, &mut e, &t.files, depth);
+                (e, bufs)
+            });
+            // SQPOLL threads are named after the thread that set the ring up.
+            let os_tid = job.sqthread_poll.then(sqpoll::current_tid).flatten();
+            let mut w = Worker::new(t.job, mode, counters, abort, depth, t.delay, t.flow, alone);
+            w.sq_tid = os_tid;
+            barrier.wait();
+            let (e, bufs) = setup?;
+            w.run(e, bufs, t.reads, &t.files)
+        }
     }
-    // Check and count the reads in `done`, and free their slots.
-    macro_rules! finish {
-        () => {
-            for c in done.drain(..) {
-                let id = c.user_data as usize;
-                let (f, offset) = slot[id];
-                let n = c
-                    .result
-                    .map_err(|e| Failure::Runtime(format!("--ioengine={}: {e}", job.ioengine)))?;
-                if n != bs {
-                    return Err(Failure::Runtime(format!(
-                        "--filename={}: read of {bs} bytes at offset {offset} returned {n}: \
-                         the file is shorter than the region (did it shrink during the run?)",
-                        files[f].path().display()
-                    )));
-                }
-                if job.verify {
-                    nowait::pattern::check(offset, c.buf.as_slice()).map_err(|e| {
-                        Failure::Runtime(format!(
-                            "--verify: {e} (read of {bs} bytes at offset {offset} of {}, \
-                             ioengine {}); was the file laid out by nowait?",
-                            files[f].path().display(),
-                            job.ioengine
-                        ))
-                    })?;
-                    verified += 1;
-                }
-                if measuring {
-                    if timed {
-                        let clat = now - stamps.issued[id];
-                        m.clat.record(clat);
-                        m.lat.record(now - stamps.pushed[id]);
-                        reads.done(f, clat);
-                    }
-                    m.ios += 1;
-                    m.bytes += n as u64;
-                }
-                bufs[id] = Some(c.buf);
-                free.push(id as u32);
-                in_flight -= 1;
-                completed += 1;
-            }
-        };
+}
+
+/// One thread's loop state that does not depend on its engine.
+struct Worker<'a> {
+    job: &'a Job,
+    mode: Mode,
+    counters: &'a Counters,
+    abort: &'a AtomicBool,
+    depth: usize,
+    delay: Duration,
+    flow: Option<flow::Member>,
+    alone: bool,
+    sq_tid: Option<u32>,
+}
+
+impl<'a> Worker<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        job: &'a Job,
+        mode: Mode,
+        counters: &'a Counters,
+        abort: &'a AtomicBool,
+        depth: usize,
+        delay: Duration,
+        flow: Option<flow::Member>,
+        alone: bool,
+    ) -> Worker<'a> {
+        Worker {
+            job,
+            mode,
+            counters,
+            abort,
+            depth,
+            delay,
+            flow,
+            alone,
+            sq_tid: None,
+        }
     }
 
-    loop {
-        if !stopping {
-            while in_flight < depth && issued < limit && !(ride && batch.len() >= batch_size) {
-                let id = free.pop().expect("a slot is free while in_flight < depth");
-                let (f, offset) = reads.next();
-                let buf = bufs[id as usize]
-                    .take()
-                    .expect("a free slot holds its buffer");
+    /// Sleep until `until`, in steps, waking early on Ctrl-C or an abort;
+    /// `false` when cut short.
+    fn sleep_until(&self, until: Instant) -> bool {
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                return true;
+            }
+            if interrupted() || self.abort.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(20)));
+        }
+    }
+
+    /// The loop of one thread; see the module docs and [`Mode`].
+    fn run<E: Engine, R: Reads>(
+        mut self,
+        mut q: E,
+        mut bufs: Vec<Option<Buf>>,
+        mut reads: R,
+        files: &[&File],
+    ) -> Result<(ThreadFigures, R), Failure> {
+        let job = self.job;
+        let mode = self.mode;
+        let depth = self.depth;
+        let backend = q.backend().clone();
+        if !self.delay.is_zero() && !self.sleep_until(Instant::now() + self.delay) {
+            // Ctrl-C (or another thread's failure) before the job started.
+            let figures = ThreadFigures {
+                measured: Measured::default(),
+                verified: 0,
+                backend,
+                interrupted: interrupted(),
+            };
+            return Ok((figures, reads));
+        }
+        let batch_size = match job.iodepth_batch_submit {
+            0 => depth,
+            n => n.min(depth),
+        };
+        let low = job.iodepth_low.unwrap_or(depth).min(depth);
+        // The reap's enter carries the reads: always at peak, and at depth 1.
+        let ride = mode == Mode::Peak || (mode == Mode::Measure && depth == 1);
+        let timed = mode != Mode::Peak;
+        let paced = reads.pacing().is_some() || self.flow.is_some();
+        let mut free: Vec<u32> = (0..depth as u32).rev().collect();
+        let mut batch: Vec<u32> = Vec::with_capacity(depth);
+        let mut done: Vec<Completion> = Vec::with_capacity(depth);
+        let mut m = Measured::default();
+
+        let start = Instant::now();
+        let mut stamps = Stamps::new(depth, start);
+        // (file, offset, length) of each slot's read.
+        let mut slot = vec![(0usize, 0u64, 0usize); depth];
+        let ramp_end = start + job.ramp_time;
+        let end = job.runtime.map(|r| ramp_end + r);
+        let runtime_us = end.map(|e| (e - start).as_micros() as u64);
+        let mut measuring = job.ramp_time.is_zero();
+        let mut measure_start = start;
+        let mut stats_base = q.stats();
+        let mut sq_base = self.sq_tid.map(sqpoll::cpu_of);
+        let mut cpu_base = Rusage::thread_now();
+        let (mut verified, mut issued, mut in_flight, mut completed) = (0u64, 0u64, 0usize, 0u64);
+        let (mut bytes_done, mut stopping, mut cut, mut filling) = (0u64, false, false, true);
+        let mut now = start;
+        let engine = job.engine_name();
+
+        let fail = |what: &str, e: nowait::Error| {
+            Failure::Runtime(format!("--ioengine={engine}: {what} failed: {e}"))
+        };
+        // Hand the batch to the kernel (unless the reap carries it) and account
+        // for it ([`Stamps::submitted`]): `slat` from each read's push to the
+        // end of the submit call, `clat` will run from the end of that call to
+        // the reap of each read, `lat` from its push. Where the reap carries
+        // the batch, and in Serve, clat runs from the push and holds the
+        // submission: no slat then (slat + clat = lat, as fio's).
+        macro_rules! submit {
+            ($carried:expr) => {
+                if !$carried {
+                    q.submit().map_err(|e| fail("submit", e))?;
+                }
                 if timed {
-                    // A read may complete inside `push` (the pool's
-                    // RWF_NOWAIT nowait path, memory-backed files): its
-                    // time starts before it.
-                    stamps.pushed[id as usize] = Instant::now();
+                    let apart = !$carried && mode != Mode::Serve;
+                    stamps.submitted(&batch, Instant::now(), apart, |slat| {
+                        if measuring {
+                            m.slat.record(slat);
+                        }
+                    });
                 }
-                q.push(Read {
-                    file: files[f],
-                    offset,
-                    len: bs,
-                    buf,
-                    user_data: id as u64,
-                })
-                .map_err(|r| fail("queueing a read", r.error))?;
-                slot[id as usize] = (f, offset);
-                batch.push(id);
-                in_flight += 1;
-                issued += 1;
-                if !ride && batch.len() >= batch_size {
-                    submit!(false);
-                    if mode == Mode::Serve
-                        && q.reap(0, None, &mut done).map_err(|e| fail("reap", e))? > 0
-                    {
-                        // A nowait hit (or an inline read) is complete already: collect it now.
+                m.submit_calls += 1;
+                m.submitted += batch.len() as u64;
+                batch.clear();
+            };
+        }
+        // Check and count the reads in `done`, and free their slots.
+        macro_rules! finish {
+            () => {
+                for c in done.drain(..) {
+                    let id = c.user_data as usize;
+                    let (f, offset, len) = slot[id];
+                    let n = c
+                        .result
+                        .map_err(|e| Failure::Runtime(format!("--ioengine={engine}: {e}")))?;
+                    // A read RWF_NOWAIT cut short (pvsync2 nowait=1) counts
+                    // what it read, as fio's resid does.
+                    if n != len && !(job.rwf_nowait && n > 0) {
+                        return Err(Failure::Runtime(format!(
+                            "--filename={}: read of {len} bytes at offset {offset} returned {n}: \
+                             the file is shorter than the region (did it shrink during the run?)",
+                            files.get(f).map_or("?".into(), |x| x.path().display().to_string())
+                        )));
+                    }
+                    if job.verify {
+                        nowait::pattern::check(offset, c.buf.as_slice()).map_err(|e| {
+                            Failure::Runtime(format!(
+                                "--verify: {e} (read of {len} bytes at offset {offset} of {}, \
+                                 ioengine {engine}); was the file laid out by nowait?",
+                                files.get(f).map_or("?".into(), |x| x.path().display().to_string()),
+                            ))
+                        })?;
+                        verified += 1;
+                    }
+                    if measuring {
+                        if timed {
+                            let clat = now - stamps.issued[id];
+                            m.clat.record(clat);
+                            m.lat.record(now - stamps.pushed[id]);
+                            reads.done(f, clat);
+                        }
+                        m.ios += 1;
+                        m.bytes += n as u64;
+                    }
+                    bytes_done += n as u64;
+                    bufs[id] = Some(c.buf);
+                    free.push(id as u32);
+                    in_flight -= 1;
+                    completed += 1;
+                }
+            };
+        }
+        // Reap until nothing is in flight (fio's io_u_quiesce), before a
+        // rate wait, a think or a flow sleep.
+        macro_rules! quiesce {
+            () => {
+                if !batch.is_empty() {
+                    submit!(ride);
+                }
+                while in_flight > 0 {
+                    q.reap(in_flight, None, &mut done)
+                        .map_err(|e| fail("reap", e))?;
+                    m.reap_calls += 1;
+                    now = Instant::now();
+                    finish!();
+                }
+            };
+        }
+
+        loop {
+            if !stopping {
+                let mut budget = depth;
+                while filling
+                    && in_flight < depth
+                    && budget > 0
+                    && !(ride && batch.len() >= batch_size)
+                {
+                    if paced {
                         now = Instant::now();
-                        finish!();
+                        let t_us = (now - start).as_micros() as u64;
+                        if let Some(fl) = self.flow.as_mut() {
+                            if !fl.may_read() {
+                                if job.flow_sleep_us > 0 {
+                                    quiesce!();
+                                    std::thread::sleep(Duration::from_micros(job.flow_sleep_us));
+                                } else if in_flight == 0 && batch.is_empty() {
+                                    std::thread::yield_now();
+                                }
+                                break;
+                            }
+                        }
+                        let gate = reads
+                            .pacing()
+                            .and_then(|p| p.rate.as_ref())
+                            .map_or(Gate::Go, |r| r.gate(t_us, runtime_us));
+                        match gate {
+                            Gate::Go => {}
+                            Gate::Stop => {
+                                stopping = true;
+                                break;
+                            }
+                            Gate::Wait(us) => {
+                                let due = now + Duration::from_micros(us);
+                                let offload = reads.pacing().is_some_and(|p| p.offload);
+                                if !offload {
+                                    quiesce!();
+                                } else if !batch.is_empty() {
+                                    submit!(ride);
+                                }
+                                // Offload: reap what completes meanwhile.
+                                while offload && in_flight > 0 && Instant::now() < due {
+                                    let left = due.saturating_duration_since(Instant::now());
+                                    q.reap(1, Some(left), &mut done)
+                                        .map_err(|e| fail("reap", e))?;
+                                    m.reap_calls += 1;
+                                    now = Instant::now();
+                                    finish!();
+                                }
+                                if !self.sleep_until(due) {
+                                    stopping = true;
+                                    cut = interrupted();
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    let Some(io) = reads.next() else {
+                        stopping = true;
+                        break;
+                    };
+                    let id = free.pop().expect("a slot is free while in_flight < depth");
+                    let buf = bufs[id as usize]
+                        .take()
+                        .expect("a free slot holds its buffer");
+                    if timed {
+                        // A read may complete inside `push` (the pool's
+                        // RWF_NOWAIT nowait path, memory-backed files, the
+                        // synchronous engines): its time starts before it.
+                        stamps.pushed[id as usize] = Instant::now();
+                    }
+                    q.push(Req {
+                        file: io.file as usize,
+                        offset: io.offset,
+                        len: io.len as usize,
+                        buf,
+                        user_data: id as u64,
+                    })
+                    .map_err(|r| fail("queueing a read", r.error))?;
+                    slot[id as usize] = (io.file as usize, io.offset, io.len as usize);
+                    batch.push(id);
+                    in_flight += 1;
+                    issued += 1;
+                    budget -= 1;
+                    if paced {
+                        if let Some(r) = reads.pacing().and_then(|p| p.rate.as_mut()) {
+                            r.issued(u64::from(io.len));
+                        }
+                    }
+                    if !ride && batch.len() >= batch_size {
+                        submit!(false);
+                        if mode == Mode::Serve
+                            && q.reap(0, None, &mut done).map_err(|e| fail("reap", e))? > 0
+                        {
+                            // A nowait hit (or an inline read) is complete already: collect it now.
+                            now = Instant::now();
+                            finish!();
+                        }
+                    }
+                    if paced {
+                        let t_us = (Instant::now() - start).as_micros() as u64;
+                        let left = runtime_us.map(|r| r.saturating_sub(t_us));
+                        let step = reads
+                            .pacing()
+                            .and_then(|p| p.think.as_mut())
+                            .and_then(|th| th.after_io(issued, completed, t_us, left));
+                        if let Some(step) = step {
+                            quiesce!();
+                            let t0 = Instant::now();
+                            while t0.elapsed() < Duration::from_micros(step.spin_us) {
+                                std::hint::spin_loop();
+                            }
+                            let spun = t0.elapsed().as_micros() as u64;
+                            let p = reads.pacing().expect("paced");
+                            let th = p.think.as_mut().expect("thinking");
+                            let sleep = th.sleep_after_spin(spun, left);
+                            if let Some(r) = p.rate.as_mut() {
+                                r.thought(spun + sleep);
+                            }
+                            if !self.sleep_until(Instant::now() + Duration::from_micros(sleep)) {
+                                stopping = true;
+                                cut = interrupted();
+                                break;
+                            }
+                            let t = (Instant::now() - start).as_micros() as u64;
+                            if let Some(th) = reads.pacing().and_then(|p| p.think.as_mut()) {
+                                th.ended_at(t);
+                            }
+                        }
                     }
                 }
+                if in_flight >= depth {
+                    filling = low >= depth;
+                }
+                if !batch.is_empty() {
+                    submit!(ride);
+                }
             }
-            if !batch.is_empty() {
-                submit!(ride);
+            if in_flight == 0 {
+                if stopping {
+                    break;
+                }
+                // Every read completed inside its push (Serve, synchronous
+                // engines): look at the clock and Ctrl-C before the next round.
+                now = Instant::now();
+                filling = true;
+                let ended = end.is_some_and(|e| now >= e);
+                cut = !ended && interrupted();
+                stopping = ended || cut || self.abort.load(Ordering::Relaxed);
+                self.counters.publish(completed, &m);
+                continue;
+            }
+            let min = job.iodepth_batch_complete_min.clamp(1, in_flight);
+            q.reap(min, None, &mut done).map_err(|e| fail("reap", e))?;
+            m.reap_calls += 1;
+            now = Instant::now();
+            finish!();
+            if in_flight <= low {
+                filling = true;
+            }
+            self.counters.publish(completed, &m);
+            if !measuring && now >= ramp_end {
+                measuring = true;
+                measure_start = now;
+                stats_base = q.stats();
+                sq_base = self.sq_tid.map(sqpoll::cpu_of);
+                cpu_base = Rusage::thread_now();
+            }
+            if let Some(min) = reads.pacing().and_then(|p| p.min.as_mut()) {
+                let ms = (now - start).as_millis() as u64;
+                min.check(ms, bytes_done, completed).map_err(|e| {
+                    Failure::Runtime(format!(
+                        "job {}: {e} over rate_cycle={}ms (fio ends such a job with an error too)",
+                        job.name, job.rate_cycle_ms
+                    ))
+                })?;
+            }
+            if !stopping {
+                let ended = end.is_some_and(|e| now >= e);
+                cut = !ended && interrupted();
+                stopping = ended || cut || self.abort.load(Ordering::Relaxed);
             }
         }
-        if in_flight == 0 {
-            break;
+        m.elapsed = now.saturating_duration_since(measure_start);
+        m.queue = q.stats().since(&stats_base);
+        if !self.alone {
+            m.rusage = Rusage::thread_now().since(&cpu_base);
         }
-        let min = job.iodepth_batch_complete_min.clamp(1, in_flight);
-        q.reap(min, None, &mut done).map_err(|e| fail("reap", e))?;
-        m.reap_calls += 1;
-        now = Instant::now();
-        finish!();
-        counters.publish(completed, &m);
-        if !measuring && now >= ramp_end {
-            measuring = true;
-            measure_start = now;
-            stats_base = q.stats();
-            sq_base = os_tid.map(sqpoll::cpu_of);
+        // What the submission policy chose, from the whole run.
+        let mut backend = backend;
+        if let Some(note) = q.submission() {
+            backend.detail = format!("{}; {note}", backend.detail);
         }
-        if !stopping {
-            let ended = end.is_some_and(|e| now >= e) || issued >= limit;
-            cut = !ended && interrupted();
-            stopping = ended || cut || abort.load(Ordering::Relaxed);
-        }
+        m.syscalls = m.queue.backend.syscalls;
+        m.sqpoll = match (self.sq_tid, sq_base) {
+            (Some(t), Some(b)) => Some(sqpoll::cpu_of(t).since(&b)),
+            _ => None,
+        };
+        // Leave the flow group: the others are no longer held back by us.
+        self.flow.take();
+        Ok((
+            ThreadFigures {
+                measured: m,
+                verified,
+                backend,
+                interrupted: cut,
+            },
+            reads,
+        ))
     }
-    m.elapsed = now.saturating_duration_since(measure_start);
-    m.queue = q.stats().since(&stats_base);
-    // What the submission policy chose, from the whole run.
-    let mut backend = backend;
-    if let Some(note) = q.submission() {
-        backend.detail = format!("{}; {note}", backend.detail);
-    }
-    m.syscalls = m.queue.backend.syscalls;
-    m.sqpoll = match (os_tid, sq_base) {
-        (Some(t), Some(b)) => Some(sqpoll::cpu_of(t).since(&b)),
-        _ => None,
-    };
-    Ok((
-        ThreadOut {
-            measured: m,
-            verified,
-            backend,
-            interrupted: cut,
-        },
-        reads,
-    ))
 }
 
 /// Where each slot's latencies start, as fio's io_u times: `pushed` just

@@ -7,14 +7,15 @@
 //! back as one entry.
 
 use crate::model::job::Job;
+use crate::model::parse::find;
+use crate::model::resolve::Run;
 
-/// fio's name for a nowait engine, if fio has one.
+/// fio's name for a job's engine, if fio has one (not nowait's `pool`
+/// and `aio+pool`).
 pub fn engine(job: &Job) -> Option<&'static str> {
-    match job.ioengine.as_str() {
-        "uring" => Some("io_uring"),
-        "sync" => Some("psync"),
-        "aio" => Some("libaio"),
-        _ => None,
+    match job.engine_name() {
+        "pool" | "aio+pool" => None,
+        e => Some(e),
     }
 }
 
@@ -29,15 +30,13 @@ pub fn job_options(j: &Job, region: u64) -> Vec<(&'static str, Option<String>)> 
         ("name", s(&j.name)),
         (
             "filename",
-            // fio splits at ':'; a colon of the name is written '\:'.
-            j.filename
-                .as_ref()
-                .map(|p| p.display().to_string().replace(':', "\\:")),
+            // As given: fio's ':' between files, '\:' in a name.
+            j.filename.as_ref().map(|p| p.display().to_string()),
         ),
         ("size", s(&region)),
         ("rw", s(&j.rw.as_str())),
         ("bs", s(&j.bs)),
-        ("ioengine", s(&j.ioengine)),
+        ("ioengine", s(&j.engine_name())),
         ("iodepth", s(&j.iodepth)),
         ("direct", b(j.direct)),
         ("runtime", j.runtime.and_then(ms)),
@@ -45,7 +44,7 @@ pub fn job_options(j: &Job, region: u64) -> Vec<(&'static str, Option<String>)> 
         ("number_ios", j.number_ios.map(|n| n.to_string())),
         ("ramp_time", ms(j.ramp_time)),
         ("norandommap", b(j.norandommap)),
-        ("randseed", s(&j.randseed)),
+        ("randseed", j.randseed_set.then(|| j.randseed.to_string())),
         ("invalidate", b(j.invalidate)),
         ("numjobs", s(&j.numjobs)),
         ("iodepth_batch_submit", s(&j.iodepth_batch_submit)),
@@ -55,7 +54,14 @@ pub fn job_options(j: &Job, region: u64) -> Vec<(&'static str, Option<String>)> 
         ),
         ("verify", b(j.verify)),
         ("fadvise_hint", b(j.fadvise_hint)),
-        ("nowait", n.nowait.map(|m| m.to_string())),
+        (
+            "nowait",
+            if n.rwf_nowait {
+                Some("1".into())
+            } else {
+                n.nowait.map(|m| m.to_string())
+            },
+        ),
         ("pool_workers", n.pool_workers.map(|n| n.to_string())),
         ("sqthread_poll", b(n.sqthread_poll)),
         ("sqthread_poll_idle", ms(j.sqthread_poll_idle)),
@@ -92,9 +98,8 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
                     job.iodepth_batch_complete_min.min(depth).to_string()
                 }
                 // nowait's own (fio's verify takes a checksum type, not the pattern).
-                "verify" | "nowait" | "pool_workers" | "sqthread_poll_idle" | "spin_us" => {
-                    return None
-                }
+                "verify" | "pool_workers" | "sqthread_poll_idle" | "spin_us" => return None,
+                "nowait" if !job.rwf_nowait => return None,
                 "sqthread_poll" | "fixedbufs" | "registerfiles" | "hipri"
                     if engine != "io_uring" =>
                 {
@@ -115,6 +120,122 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
     }
     a.push("--output-format=json".into());
     Ok(a)
+}
+
+/// nowait's own options, which fio does not have: left out of fio's copy
+/// of a job (`nowait` too, unless it is fio's `pvsync2` flag).
+const NOWAIT_ONLY: [&str; 9] = [
+    "pool_workers",
+    "small_direct",
+    "spin_us",
+    "memory_inline",
+    "inline_window",
+    "submit",
+    "sqthread_poll_idle",
+    "verify",
+    "exclude-section",
+];
+
+/// How fio runs the same jobs as a [`Run`]: its arguments (the job files
+/// as given, or one written for it), and the job file written, if any
+/// (removed when dropped).
+#[derive(Debug)]
+pub struct FioCommand {
+    /// fio's arguments.
+    pub args: Vec<String>,
+    /// The job file written for fio, kept until fio has run.
+    pub job_file: Option<tempfile::NamedTempFile>,
+    /// Its text, to show what fio ran.
+    pub text: Option<String>,
+}
+
+/// The job file that gives fio the jobs of `run`: each job's options as
+/// fio reads them (globals, its own, the command line's on top), with
+/// nowait's own options left out and the engine fio's name of the one
+/// nowait runs. Errors say what fio cannot run the same way.
+pub fn job_file_text(run: &Run) -> Result<String, String> {
+    let mut text = String::from("; written by nowait bench --compare-fio: the same jobs for fio\n");
+    let heads = run.threads.iter().filter(|t| t.member.clone == 0);
+    for (fj, job) in run.fio_jobs.iter().zip(heads) {
+        let engine = engine(job).ok_or_else(|| {
+            format!(
+                "job {}: fio has no engine like nowait's {}; nothing to compare",
+                job.name,
+                job.engine_name()
+            )
+        })?;
+        text.push_str(&format!("[{}]\n", fj.name));
+        for (name, value) in &fj.options {
+            let canonical = find(name).map_or(name.as_str(), |o| o.name);
+            if NOWAIT_ONLY.contains(&canonical) || canonical == "ioengine" {
+                continue;
+            }
+            if canonical == "nowait" && !job.rwf_nowait {
+                continue;
+            }
+            let value = match (canonical, value.as_deref()) {
+                ("hipri", Some("auto")) => continue,
+                ("nowait", Some(_)) => Some("1"),
+                (_, v) => v,
+            };
+            match value {
+                Some(v) => text.push_str(&format!("{name}={v}\n")),
+                None => text.push_str(&format!("{name}\n")),
+            }
+        }
+        text.push_str(&format!("ioengine={engine}\n"));
+    }
+    Ok(text)
+}
+
+/// fio's command for the jobs of `run`: the job files unchanged when
+/// nothing changes them, else a job file written for fio; threads (as
+/// nowait's jobs are), JSON output, and fio's lat percentiles where a
+/// job's clat is compared with fio's lat.
+pub fn run_command(run: &Run) -> Result<FioCommand, String> {
+    let mut args = vec!["--thread".to_string(), "--output-format=json".to_string()];
+    if run.threads.iter().any(Job::clat_matches_fio_lat) {
+        args.push("--lat_percentiles=1".into());
+    }
+    // A job file is needed unless the files are as fio reads them (a job
+    // file's default engine is fio's in nowait too).
+    let nowait_only = run
+        .fio_jobs
+        .iter()
+        .flat_map(|fj| &fj.options)
+        .any(|(n, _)| find(n).is_some_and(|o| NOWAIT_ONLY.contains(&o.name)));
+    if let (Some(files), false) = (&run.unchanged, nowait_only) {
+        // Every engine must be one fio has.
+        for t in &run.threads {
+            engine(t).ok_or_else(|| {
+                format!(
+                    "job {}: fio has no engine like nowait's {}; nothing to compare",
+                    t.name,
+                    t.engine_name()
+                )
+            })?;
+        }
+        args.extend(files.iter().map(|f| f.display().to_string()));
+        return Ok(FioCommand {
+            args,
+            job_file: None,
+            text: None,
+        });
+    }
+    let text = job_file_text(run)?;
+    let mut f = tempfile::Builder::new()
+        .prefix("nowait-fio-")
+        .suffix(".fio")
+        .tempfile()
+        .map_err(|e| format!("cannot write fio's job file: {e}"))?;
+    std::io::Write::write_all(&mut f, text.as_bytes())
+        .map_err(|e| format!("cannot write fio's job file: {e}"))?;
+    args.push(f.path().display().to_string());
+    Ok(FioCommand {
+        args,
+        job_file: Some(f),
+        text: Some(text),
+    })
 }
 
 #[cfg(test)]
@@ -179,7 +300,7 @@ mod tests {
 
     #[test]
     fn sync_maps_to_psync_at_depth_one() {
-        let a = args(&job("--filename=/f --ioengine=sync --iodepth=32"), 4096)
+        let a = args(&job("--filename=/f --ioengine=psync --iodepth=32"), 4096)
             .unwrap()
             .join(" ");
         assert!(

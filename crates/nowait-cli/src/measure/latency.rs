@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::workload::reads::Reads;
+use crate::workload::reads::{Io, Reads};
 
 /// fio's completion-latency percentile set.
 pub const PERCENTILES: [f64; 17] = [
@@ -125,7 +125,7 @@ impl<R: Reads> LatencyByFile<R> {
 
 impl<R: Reads> Reads for LatencyByFile<R> {
     #[inline]
-    fn next(&mut self) -> (usize, u64) {
+    fn next(&mut self) -> Option<Io> {
         self.reads.next()
     }
 

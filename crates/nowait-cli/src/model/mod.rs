@@ -1,7 +1,7 @@
 //! The workload model: what a command line and a job file mean. The
 //! option table (`defs.rs`, one entry per option), what an entry is
 //! (`opt.rs`), the value parsers (`values.rs`), names and words to
-//! settings (`parse.rs`), sweeps (`sweep.rs`), job files (`jobfile.rs`),
+//! settings (`parse.rs`), sweeps (`sweep.rs`),
 //! the resolved [`job::Job`] and [`job::Settings`] (`job.rs`), fio's
 //! groups and how their results fold (`group.rs`), the jobs a
 //! command runs (`resolve.rs`), and the help drawn from the table
@@ -13,7 +13,6 @@ pub mod fio_ini;
 pub mod group;
 pub mod help;
 pub mod job;
-pub mod jobfile;
 pub mod opt;
 pub mod parse;
 pub mod resolve;

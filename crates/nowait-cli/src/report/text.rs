@@ -141,12 +141,13 @@ pub fn human(row: &Row) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{}: (groupid=0, jobs={}): err= 0: rw={}, bs={}, ioengine={}{}, iodepth={}{}",
+        "{}: (groupid={}, jobs={}): err= 0: rw={}, bs={}, ioengine={}{}, iodepth={}{}",
         j.name,
+        j.member.group,
         j.numjobs,
         j.rw.as_str(),
         human_bytes(j.bs),
-        j.ioengine,
+        j.engine_name(),
         engine_opts(j),
         j.iodepth,
         if o.effective_iodepth != j.iodepth {
