@@ -79,7 +79,7 @@ impl<'a> Lib<'a> {
 }
 
 impl Engine for Lib<'_> {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, r: Req) -> Result<(), Rejected> {
         self.q.push(Read {
             file: self.files[r.file],

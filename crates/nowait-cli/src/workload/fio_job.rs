@@ -6,6 +6,7 @@
 //! `loops` passes (more while `io_size` is not reached), after
 //! `number_ios` reads; never on its own when `time_based`.
 
+use super::fio_fast::FastPath;
 use super::fio_files::FileChoice;
 use super::fio_offsets::{
     FileGeometry, FileOffsets, JobOffsets, OffsetError, OffsetOptions, RegionOptions, Sequencer,
@@ -165,6 +166,12 @@ pub struct FioReads {
     time_based: bool,
     pacing: Option<Pacing>,
     log: Option<IoLog>,
+    /// The common job's reads without the general machinery.
+    fast: Option<FastPath>,
+    /// Whether each pass starts the random streams again.
+    reseed: bool,
+    /// `pass_bytes * pass`: the bytes issued when this pass is over.
+    pass_limit: u64,
 }
 
 /// fio's I/O log (`write_iolog`, version 3): each file's `add` and `open`,
@@ -250,6 +257,16 @@ impl FioReads {
             .map(|f| f.geometry.io_size.min(f.geometry.real_file_size) / job.bs.max(1))
             .max()
             .unwrap_or(0);
+        let fast = match files {
+            [one] => FastPath::of(
+                &opts,
+                one.geometry,
+                Generator::for_blocks(opts.generator, hint),
+                &seeds,
+            ),
+            _ => None,
+        };
+        let reseed = opts.seeds.reseeds_each_loop();
         let offsets = JobOffsets::new(opts, &seeds, hint).map_err(err)?;
         let fo = files
             .iter()
@@ -289,6 +306,9 @@ impl FioReads {
             time_based: job.time_based,
             pacing,
             log: None,
+            fast,
+            reseed,
+            pass_limit: pass_bytes,
         })
     }
 
@@ -313,6 +333,34 @@ impl FioReads {
     fn new_pass(&mut self) {
         self.offsets.new_loop(&self.seeds, &mut self.files);
         self.choice.reset();
+        if let Some(f) = self.fast.as_mut() {
+            f.restart(&self.seeds, self.reseed);
+        }
+    }
+
+    /// One read: the file it goes to and where, from the fast path or the
+    /// job's files and offsets; `None` when this pass has no more.
+    #[inline]
+    fn fill(&mut self) -> Option<(usize, super::fio_offsets::Read)> {
+        if let Some(fp) = self.fast.as_mut() {
+            return fp.next().map(|r| (0, r));
+        }
+        loop {
+            let f = self.choice.pick()?;
+            if let Some(r) = self.offsets.next_read(&mut self.files[f]) {
+                return Some((f, r));
+            }
+            if self.choice.restarts_files() || self.time_based {
+                // fio resets the file (non-uniform choice); a time-based
+                // file that cannot wrap starts over.
+                let seed = self.seeds.get(super::fio_random::Stream::Block);
+                self.files[f].reset(seed);
+            }
+            self.choice.finished(f);
+            if self.time_based && self.choice.all_done() {
+                return None;
+            }
+        }
     }
 
     /// The pass is over: whether another starts.
@@ -323,6 +371,7 @@ impl FioReads {
         }
         if self.pass < self.loops {
             self.pass += 1;
+            self.pass_limit = self.pass_bytes * u64::from(self.pass);
             self.new_pass();
             return true;
         }
@@ -340,7 +389,37 @@ impl FioReads {
 }
 
 impl Reads for FioReads {
+    #[inline]
     fn next(&mut self) -> Option<Io> {
+        // The common job: one check, the fast path's read, the counts.
+        if let Some(fp) = self.fast.as_mut() {
+            if self.ios_left != 0 && (self.time_based || self.issued_bytes < self.pass_limit) {
+                if let Some(r) = fp.next() {
+                    self.issued_bytes += r.len;
+                    self.ios_left -= 1;
+                    if let Some(log) = self.log.as_mut() {
+                        log.read(0, r.offset, r.len);
+                    }
+                    return Some(Io {
+                        file: 0,
+                        len: r.len as u32,
+                        offset: r.offset,
+                    });
+                }
+            }
+        }
+        self.next_slow()
+    }
+
+    fn pacing(&mut self) -> Option<&mut Pacing> {
+        self.pacing.as_mut()
+    }
+}
+
+impl FioReads {
+    /// [`Reads::next`] when the fast path has no read: a new pass, the
+    /// general machinery, or the end.
+    fn next_slow(&mut self) -> Option<Io> {
         if self.ios_left == 0 {
             return None;
         }
@@ -354,54 +433,24 @@ impl Reads for FioReads {
                 }
                 continue;
             }
-            let Some(f) = self.choice.pick() else {
+            let Some((f, r)) = self.fill() else {
                 empty_passes += 1;
                 if empty_passes > 2 || !self.next_pass() {
                     return None;
                 }
                 continue;
             };
-            match self.offsets.next_read(&mut self.files[f]) {
-                Some(r) => {
-                    self.issued_bytes += r.len;
-                    self.ios_left -= 1;
-                    if let Some(log) = self.log.as_mut() {
-                        log.read(f, r.offset, r.len);
-                    }
-                    return Some(Io {
-                        file: f as u32,
-                        len: r.len as u32,
-                        offset: r.offset,
-                    });
-                }
-                None => {
-                    if self.choice.restarts_files() || self.time_based {
-                        // fio resets the file (non-uniform choice); a
-                        // time-based file that cannot wrap starts over.
-                        let seed = self.seeds.get(super::fio_random::Stream::Block);
-                        self.files[f].reset(seed);
-                        if self.time_based && !self.choice.restarts_files() {
-                            self.choice.finished(f);
-                            if self.choice.all_done() {
-                                empty_passes += 1;
-                                if empty_passes > 2 {
-                                    return None;
-                                }
-                                self.choice.reset();
-                            }
-                        } else {
-                            self.choice.finished(f);
-                        }
-                    } else {
-                        self.choice.finished(f);
-                    }
-                }
+            self.issued_bytes += r.len;
+            self.ios_left -= 1;
+            if let Some(log) = self.log.as_mut() {
+                log.read(f, r.offset, r.len);
             }
+            return Some(Io {
+                file: f as u32,
+                len: r.len as u32,
+                offset: r.offset,
+            });
         }
-    }
-
-    fn pacing(&mut self) -> Option<&mut Pacing> {
-        self.pacing.as_mut()
     }
 }
 

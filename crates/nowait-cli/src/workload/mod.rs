@@ -12,9 +12,11 @@
 //! - [`fio_offsets`]: the next read of a job and file;
 //! - [`fio_rate`]: rate, minimum rate, thinktime;
 //! - [`fio_files`]: which of a job's files is next;
-//! - [`fio_job`]: a job thread's reads from its options, and when it ends.
+//! - [`fio_job`]: a job thread's reads from its options, and when it ends;
+//! - [`fio_fast`]: the common job's reads without the general machinery.
 
 pub mod fio_dist;
+pub mod fio_fast;
 pub mod fio_files;
 pub mod fio_job;
 #[cfg(test)]
