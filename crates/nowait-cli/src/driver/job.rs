@@ -1,11 +1,13 @@
 //! One job on its prepared data: the page cache as the job asks
 //! (`invalidate`, `fadvise_hint`), a seeded offset generator per thread,
-//! the drive, and its [`Outcome`].
+//! the drive with the file's block device watched (`disk_util`), and its
+//! [`Outcome`].
 
 use crate::base::failure::Failure;
 use crate::driver::cache::fadvise_access;
 use crate::driver::layout::Data;
 use crate::driver::run::{drive, Mode};
+use crate::measure::disk::DiskWatch;
 use crate::measure::outcome::Outcome;
 use crate::model::job::{uses_pool, Job};
 use crate::workload::offsets::Offsets;
@@ -32,7 +34,10 @@ pub fn run_job(
         let seed = job.randseed.wrapping_add(tid as u64);
         Offsets::new(job.rw, job.norandommap, blocks, job.bs, seed)
     };
+    let disks =
+        (job.measuring.disk_util && mode != Mode::Peak).then(|| DiskWatch::start([file.path()]));
     let d = drive(job, &[file], blocks, mode, offsets, say)?;
+    let disks = disks.map_or_else(Vec::new, DiskWatch::finish);
     let path = if file.is_direct() {
         let a = file.dio_align();
         format!(
@@ -47,6 +52,8 @@ pub fn run_job(
     Ok(Outcome {
         job: job.clone(),
         measured: d.measured,
+        threads: d.threads,
+        disks,
         backend: d.backend,
         path,
         effective_iodepth: job.effective_iodepth(),

@@ -31,7 +31,7 @@
 //! on their own: the reap's `io_uring_enter` submits them and waits (one
 //! system call per round, as t/io_uring does; fio's engine makes two).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -43,8 +43,11 @@ use crate::base::progress::Progress;
 use crate::base::sys::Rusage;
 use crate::base::units::{ratio, short_num};
 use crate::driver::queue::{build_queue, slot_buffers};
+use crate::measure::log::{Log, LogKind, ReadLogs};
 use crate::measure::metrics::Measured;
+use crate::measure::samples::{Sampler, Totals};
 use crate::measure::sqpoll;
+use crate::measure::steady::{SoFar, Steady};
 use crate::model::job::Job;
 use crate::workload::reads::Reads;
 
@@ -67,8 +70,10 @@ pub enum Mode {
 /// What the driver hands back: the threads' figures added up, and each
 /// thread's [`Reads`] hook.
 pub struct Driven<R> {
-    /// Counts, latencies, CPU, the queues' counters.
+    /// Counts, latencies, CPU, the queues' counters, all threads added up.
     pub measured: Measured,
+    /// Each thread's own figures, in thread order (fio's clones).
+    pub threads: Vec<Measured>,
     /// The backend the queues used.
     pub backend: BackendReport,
     /// Reads whose data was checked against the pattern.
@@ -82,18 +87,74 @@ pub struct Driven<R> {
     pub interrupted: bool,
 }
 
-/// Counters each thread publishes after every reap, for the live lines:
-/// reads completed, reads submitted, submit calls, reap calls.
+/// Counters each thread publishes after every reap, for the live lines,
+/// the bandwidth and IOPS samples and steady state: reads completed, reads
+/// submitted, submit calls, reap calls, and of the measured reads: reads,
+/// bytes, the sum of their completion latencies (ns) and its count.
 #[derive(Default)]
-struct Counters([AtomicU64; 4]);
+struct Counters([AtomicU64; 8]);
 
 impl Counters {
+    #[inline]
     fn publish(&self, ios: u64, c: &Measured) {
-        let now = [ios, c.submitted, c.submit_calls, c.reap_calls];
+        let now = [
+            ios,
+            c.submitted,
+            c.submit_calls,
+            c.reap_calls,
+            c.ios,
+            c.bytes,
+            c.clat.sum_ns() as u64,
+            c.clat.count(),
+        ];
         for (a, v) in self.0.iter().zip(now) {
             a.store(v, Ordering::Relaxed);
         }
     }
+
+    fn get(&self, i: usize) -> u64 {
+        self.0[i].load(Ordering::Relaxed)
+    }
+
+    fn totals(&self) -> Totals {
+        Totals {
+            ios: self.get(4),
+            bytes: self.get(5),
+        }
+    }
+
+    fn so_far(&self) -> SoFar {
+        SoFar {
+            ios: self.get(4),
+            bytes: self.get(5),
+            lat_sum: self.get(6) as f64,
+            lat_n: self.get(7),
+        }
+    }
+}
+
+/// A thread runs on (0), stops because another failed (1), or because
+/// steady state was reached (2).
+const RUN: u8 = 0;
+const ABORT: u8 = 1;
+const STEADY: u8 = 2;
+
+/// Steady state of each thread, or of all of them together
+/// (`group_reporting`), and which threads each watches.
+fn steady_units(job: &Job) -> Vec<(Steady, Vec<usize>)> {
+    let n = job.numjobs;
+    match (Steady::new(&job.measuring, n), job.group.reporting) {
+        (None, _) => Vec::new(),
+        (Some(s), true) => vec![(s, (0..n).collect())],
+        (Some(_), false) => (0..n)
+            .filter_map(|t| Steady::new(&job.measuring, 1).map(|s| (s, vec![t])))
+            .collect(),
+    }
+}
+
+/// A log option's failure, in the option's words.
+fn log_failure(opt: &str, e: std::io::Error) -> Failure {
+    Failure::Runtime(format!("--{opt}: cannot write the log: {e}"))
 }
 
 /// Run `job` over `files` on `numjobs` threads: thread `tid` reads where
@@ -108,8 +169,17 @@ pub fn drive<R: Reads>(
     say: Option<&(dyn Fn(String) + Sync)>,
 ) -> Result<Driven<R>, Failure> {
     let counters: Vec<Counters> = (0..job.numjobs).map(|_| Counters::default()).collect();
-    let abort = AtomicBool::new(false);
+    let halts: Vec<AtomicU8> = (0..job.numjobs).map(|_| AtomicU8::new(RUN)).collect();
     let barrier = Barrier::new(job.numjobs + 1);
+    let sampled = mode != Mode::Peak;
+    let mut sampler = match sampled {
+        true => Some(Sampler::new(job, job.numjobs).map_err(|e| log_failure("write_bw_log", e))?),
+        false => None,
+    };
+    let mut steady = match sampled {
+        true => steady_units(job),
+        false => Vec::new(),
+    };
     let limit = ios_limit(job, blocks);
     let mut bar = Progress::new(format!(
         "{} {} qd{}",
@@ -118,14 +188,22 @@ pub fn drive<R: Reads>(
         job.effective_iodepth()
     ));
     let mut seconds = Vec::new();
-    let (results, usage) = std::thread::scope(|s| {
+    let (results, usage, sampled, log_err) = std::thread::scope(|s| {
         let handles: Vec<_> = (0..job.numjobs)
             .map(|tid| {
-                let (c, abort, barrier, reads) = (&counters[tid], &abort, &barrier, &reads);
+                let (c, halts, barrier, reads) = (&counters[tid], &halts, &barrier, &reads);
                 s.spawn(move || {
-                    let r = worker(job, files, limit, mode, reads(tid), c, abort, barrier);
+                    let halt = &halts[tid];
+                    let r = worker(job, tid, files, limit, mode, reads(tid), c, halt, barrier);
                     if r.is_err() {
-                        abort.store(true, Ordering::Relaxed);
+                        for h in halts {
+                            let _ = h.compare_exchange(
+                                RUN,
+                                ABORT,
+                                Ordering::Relaxed,
+                                Ordering::Relaxed,
+                            );
+                        }
                     }
                     r
                 })
@@ -150,11 +228,56 @@ pub fn drive<R: Reads>(
         let (mut bar_at, mut bar_ios) = (start, 0);
         let mut last = (start, snap());
         let mut next = start + Duration::from_secs(1);
+        let totals = || counters.iter().map(Counters::totals).collect::<Vec<_>>();
+        let mut epoch = start;
+        let mut next_sample = start;
+        let ss_every = Duration::from_millis(steady.first().map_or(1000, |(s, _)| s.interval_ms()));
+        let mut next_ss = start + ss_every;
+        let mut log_err = None;
+        if let (true, Some(sm)) = (ramped, sampler.as_mut()) {
+            sm.start(start, &totals());
+        }
         while !handles.iter().all(|h| h.is_finished()) {
             let now = Instant::now();
             if !ramped && now >= ramp_end {
                 r0 = Rusage::now();
                 ramped = true;
+                epoch = now;
+                next_sample = now;
+                next_ss = now + ss_every;
+                if let Some(sm) = sampler.as_mut() {
+                    sm.start(now, &totals());
+                }
+            }
+            // fio's helper thread: bandwidth and IOPS samples, steady state.
+            if ramped && now >= next_sample {
+                if let Some(sm) = sampler.as_mut() {
+                    match sm.tick(now, &totals()) {
+                        Ok(t) => next_sample = t,
+                        Err(e) => {
+                            log_err.get_or_insert(e);
+                            next_sample = now + Duration::from_secs(3600);
+                        }
+                    }
+                }
+            }
+            if ramped && now >= next_ss && !steady.is_empty() {
+                let t_us = (now - epoch).as_micros() as u64;
+                for (st, members) in &mut steady {
+                    let so_far: Vec<SoFar> =
+                        members.iter().map(|&t| counters[t].so_far()).collect();
+                    if !st.attained() && st.check(t_us, &so_far) {
+                        for &t in members.iter() {
+                            let _ = halts[t].compare_exchange(
+                                RUN,
+                                STEADY,
+                                Ordering::Relaxed,
+                                Ordering::Relaxed,
+                            );
+                        }
+                    }
+                }
+                next_ss += ss_every;
             }
             if bar.is_on() && now - bar_at >= Duration::from_millis(250) {
                 let done = snap()[0];
@@ -189,23 +312,49 @@ pub fn drive<R: Reads>(
                 last = (now, cur);
                 next += Duration::from_secs(1);
             }
-            // Wake for the next second's line, the ramp's end, or to see
-            // whether the threads are done; never spin.
-            let nap = match (ramped, say) {
+            // Wake for the next second's line, sample or check, the ramp's
+            // end, or to see whether the threads are done; never spin.
+            let mut nap = match (ramped, say) {
                 (false, _) => ramp_end - now,
                 (true, Some(_)) => next.saturating_duration_since(now),
                 (true, None) => Duration::from_millis(50),
             };
+            if ramped {
+                if sampler.is_some() {
+                    nap = nap.min(next_sample.saturating_duration_since(now));
+                }
+                if !steady.is_empty() {
+                    nap = nap.min(next_ss.saturating_duration_since(now));
+                }
+            }
             std::thread::sleep(nap.clamp(Duration::from_millis(1), Duration::from_millis(50)));
         }
         let r1 = Rusage::now();
+        let end = Instant::now();
         let results: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().expect("benchmark threads do not panic"))
             .collect();
-        (results, r1.since(&r0))
+        let sampled = sampler.map(|sm| sm.finish(end));
+        (results, r1.since(&r0), sampled, log_err)
     });
     bar.finish();
+    if let Some(e) = log_err {
+        return Err(log_failure("write_bw_log/--write_iops_log", e));
+    }
+    let (stats, _bw_iops_logs) = match sampled {
+        Some(r) => r.map_err(|e| log_failure("write_bw_log/--write_iops_log", e))?,
+        None => (Vec::new(), Vec::new()),
+    };
+    let reports: Vec<_> = steady
+        .iter()
+        .map(|(st, members)| {
+            (
+                st.report(job.measuring.ss_dur),
+                *members.last().expect("a member"),
+            )
+        })
+        .collect();
 
     let mut measured = Measured {
         rusage: usage,
@@ -213,10 +362,24 @@ pub fn drive<R: Reads>(
     };
     let (mut backend, mut verified, mut hooks, mut first_err) = (None, 0, Vec::new(), None);
     let mut interrupted = false;
-    for r in results {
+    let mut threads = Vec::with_capacity(results.len());
+    for (tid, r) in results.into_iter().enumerate() {
         match r {
-            Ok((t, hook)) => {
+            Ok((mut t, hook)) => {
+                if let Some((bw, iops)) = stats.get(tid) {
+                    // Sampled apart (not per read in the thread).
+                    if let Some(bw) = bw {
+                        t.measured.bw_stat = *bw;
+                    }
+                    if let Some(iops) = iops {
+                        t.measured.iops_stat = *iops;
+                    }
+                }
+                if let Some((rep, _)) = reports.iter().find(|(_, last)| *last == tid) {
+                    t.measured.steady = Some(rep.clone());
+                }
                 measured.add(&t.measured);
+                threads.push(t.measured);
                 verified += t.verified;
                 interrupted |= t.interrupted;
                 backend.get_or_insert(t.backend);
@@ -232,12 +395,52 @@ pub fn drive<R: Reads>(
     }
     Ok(Driven {
         measured,
+        threads,
         backend: backend.expect("numjobs >= 1"),
         verified,
         seconds,
         reads: hooks,
         interrupted,
     })
+}
+
+/// Thread `tid`'s per-read logs (`write_lat_log`; `write_bw_log` and
+/// `write_iops_log` without `log_avg_msec`), named after its fio thread
+/// number; `None` without any.
+fn read_logs(job: &Job, tid: usize) -> Result<Option<ReadLogs>, Failure> {
+    let m = &job.measuring;
+    let thread = job.group.first_thread + tid as u32;
+    let open = |prefix: &Option<String>, kind, on: bool, opt: &str| match prefix {
+        Some(p) if on => Log::open(m, p, &job.name, kind, thread, m.log_avg_msec)
+            .map(Some)
+            .map_err(|e| log_failure(opt, e)),
+        _ => Ok(None),
+    };
+    let logs = ReadLogs {
+        lat: open(&m.lat_log, LogKind::Lat, m.lat(), "write_lat_log")?,
+        clat: open(&m.lat_log, LogKind::Clat, m.clat(), "write_lat_log")?,
+        slat: open(&m.lat_log, LogKind::Slat, m.slat(), "write_lat_log")?,
+        bw: open(
+            &m.bw_log,
+            LogKind::Bw,
+            m.sampling(false).is_none() && !m.disable_bw,
+            "write_bw_log",
+        )?,
+        iops: open(
+            &m.iops_log,
+            LogKind::Iops,
+            m.sampling(true).is_none() && !m.untimed(),
+            "write_iops_log",
+        )?,
+    };
+    let any = [
+        logs.lat.is_some(),
+        logs.clat.is_some(),
+        logs.slat.is_some(),
+        logs.bw.is_some(),
+        logs.iops.is_some(),
+    ];
+    Ok(any.contains(&true).then_some(logs))
 }
 
 /// Reads per thread before the job ends on its own (`u64::MAX`: only time ends it).
@@ -262,12 +465,13 @@ struct ThreadOut {
 #[allow(clippy::too_many_arguments)]
 fn worker<R: Reads>(
     job: &Job,
+    tid: usize,
     files: &[&File],
     limit: u64,
     mode: Mode,
     mut reads: R,
     counters: &Counters,
-    abort: &AtomicBool,
+    halt: &AtomicU8,
     barrier: &Barrier,
 ) -> Result<(ThreadOut, R), Failure> {
     // Build everything before the barrier, and always reach the barrier so
@@ -277,11 +481,21 @@ fn worker<R: Reads>(
         let bufs = slot_buffers(job, &mut q, files, depth);
         (q, bufs)
     });
+    let logs = match mode {
+        Mode::Peak => Ok(None),
+        _ => read_logs(job, tid),
+    };
     // SQPOLL threads are named after the thread that set the ring up.
     let os_tid = job.sqthread_poll.then(sqpoll::current_tid).flatten();
     barrier.wait();
     let (mut q, mut bufs) = setup?;
+    let mut logs = logs?;
     let backend = q.backend().clone();
+    let ms = &job.measuring;
+    // What each read records (fio's disable_* and gtod_reduce).
+    let (want_clat, want_lat, want_slat) = (ms.clat(), ms.lat(), ms.slat());
+    let bw_per_read = !ms.disable_bw && ms.sampling(false).is_none();
+    let iops_per_read = ms.sampling(true).is_none();
 
     let bs = job.bs as usize;
     let batch_size = match job.iodepth_batch_submit {
@@ -290,7 +504,7 @@ fn worker<R: Reads>(
     };
     // The reap's enter carries the reads: always at peak, and at depth 1.
     let ride = mode == Mode::Peak || (mode == Mode::Measure && depth == 1);
-    let timed = mode != Mode::Peak;
+    let timed = mode != Mode::Peak && !ms.untimed();
     let mut free: Vec<u32> = (0..depth as u32).rev().collect();
     let mut batch: Vec<u32> = Vec::with_capacity(depth);
     let mut done: Vec<Completion> = Vec::with_capacity(depth);
@@ -308,6 +522,8 @@ fn worker<R: Reads>(
     let (mut verified, mut issued, mut in_flight, mut completed) = (0u64, 0u64, 0usize, 0u64);
     let (mut stopping, mut cut) = (false, false);
     let mut now = start;
+    let mut cpu0 = crate::base::sys::Rusage::thread();
+    let mut log_err: Option<std::io::Error> = None;
 
     let fail = |what: &str, e: nowait::Error| {
         Failure::Runtime(format!("--ioengine={}: {what} failed: {e}", job.ioengine))
@@ -325,11 +541,23 @@ fn worker<R: Reads>(
             }
             if timed {
                 let apart = !$carried && mode != Mode::Serve;
-                stamps.submitted(&batch, Instant::now(), apart, |slat| {
-                    if measuring {
-                        m.slat.record(slat);
+                let t1 = Instant::now();
+                stamps.submitted(&batch, t1, apart, |id, slat| {
+                    if measuring && want_slat {
+                        let ns = slat.as_nanos() as u64;
+                        m.slat.record_ns(ns);
+                        if let Some(l) = logs.as_mut() {
+                            let t_ms = (t1 - measure_start).as_millis() as u64;
+                            if let Err(e) = l.submitted(t_ms, ns, bs as u64, slot[id].1) {
+                                log_err.get_or_insert(e);
+                            }
+                        }
                     }
                 });
+            }
+            if measuring {
+                m.dist.submitted_at(in_flight, batch.len() as u64);
+                m.dist.submit_call(batch.len());
             }
             m.submit_calls += 1;
             m.submitted += batch.len() as u64;
@@ -366,8 +594,27 @@ fn worker<R: Reads>(
                 if measuring {
                     if timed {
                         let clat = now - stamps.issued[id];
-                        m.clat.record(clat);
-                        m.lat.record(now - stamps.pushed[id]);
+                        let clat_ns = clat.as_nanos() as u64;
+                        let lat_ns = (now - stamps.pushed[id]).as_nanos() as u64;
+                        if want_lat {
+                            m.lat.record_ns(lat_ns);
+                        }
+                        if want_clat {
+                            m.clat.record_ns(clat_ns);
+                            m.dist.clat(clat_ns);
+                        }
+                        if bw_per_read {
+                            m.bw_stat.add((n as u64 * 1_000_000).checked_div(clat_ns).unwrap_or(0));
+                        }
+                        if iops_per_read {
+                            m.iops_stat.add(1);
+                        }
+                        if let Some(l) = logs.as_mut() {
+                            let t_ms = (now - measure_start).as_millis() as u64;
+                            if let Err(e) = l.completed(t_ms, clat_ns, lat_ns, n as u64, offset) {
+                                log_err.get_or_insert(e);
+                            }
+                        }
                         reads.done(f, clat);
                     }
                     m.ios += 1;
@@ -426,8 +673,11 @@ fn worker<R: Reads>(
             break;
         }
         let min = job.iodepth_batch_complete_min.clamp(1, in_flight);
-        q.reap(min, None, &mut done).map_err(|e| fail("reap", e))?;
+        let got = q.reap(min, None, &mut done).map_err(|e| fail("reap", e))?;
         m.reap_calls += 1;
+        if measuring {
+            m.dist.reap_call(got);
+        }
         now = Instant::now();
         finish!();
         counters.publish(completed, &m);
@@ -436,14 +686,31 @@ fn worker<R: Reads>(
             measure_start = now;
             stats_base = q.stats();
             sq_base = os_tid.map(sqpoll::cpu_of);
+            cpu0 = crate::base::sys::Rusage::thread();
         }
         if !stopping {
-            let ended = end.is_some_and(|e| now >= e) || issued >= limit;
+            let halted = halt.load(Ordering::Relaxed);
+            let ended = end.is_some_and(|e| now >= e) || issued >= limit || halted == STEADY;
             cut = !ended && interrupted();
-            stopping = ended || cut || abort.load(Ordering::Relaxed);
+            stopping = ended || cut || halted != RUN;
         }
     }
     m.elapsed = now.saturating_duration_since(measure_start);
+    m.run_ms = m.elapsed.as_millis() as u64;
+    m.members = 1;
+    m.thread_cpu = crate::base::sys::Rusage::thread().since(&cpu0);
+    if let Some(l) = logs {
+        let t_ms = m.elapsed.as_millis() as u64;
+        if let Err(e) = l.finish(t_ms) {
+            log_err.get_or_insert(e);
+        }
+    }
+    if let Some(e) = log_err {
+        return Err(log_failure(
+            "write_lat_log/--write_bw_log/--write_iops_log",
+            e,
+        ));
+    }
     m.queue = q.stats().since(&stats_base);
     // What the submission policy chose, from the whole run.
     let mut backend = backend;
@@ -486,20 +753,20 @@ impl Stamps {
 
     /// The submit call that handed `batch` over returned at `t1` (`apart`:
     /// a call of its own, not the reap's): set each read's clat start, and
-    /// hand each read's slat (from its own push) to `slat`.
+    /// hand each read's slot and slat (from its own push) to `slat`.
     #[inline]
     fn submitted(
         &mut self,
         batch: &[u32],
         t1: Instant,
         apart: bool,
-        mut slat: impl FnMut(Duration),
+        mut slat: impl FnMut(usize, Duration),
     ) {
         for &id in batch {
             let id = id as usize;
             if apart {
                 self.issued[id] = t1;
-                slat(t1 - self.pushed[id]);
+                slat(id, t1 - self.pushed[id]);
             } else {
                 self.issued[id] = self.pushed[id];
             }
@@ -523,13 +790,13 @@ mod tests {
             s.pushed[id as usize] = t0 + us(at);
         }
         let mut slats = Vec::new();
-        s.submitted(&[2, 0, 3], t0 + us(5), true, |d| slats.push(d));
+        s.submitted(&[2, 0, 3], t0 + us(5), true, |_, d| slats.push(d));
         assert_eq!(slats, [us(5), us(4), us(3)]);
         assert_eq!(s.issued[0], t0 + us(5));
         assert_eq!(s.issued[3], t0 + us(5));
         // Carried by the reap's call: clat from the push, no slat.
         slats.clear();
-        s.submitted(&[3], t0 + us(9), false, |d| slats.push(d));
+        s.submitted(&[3], t0 + us(9), false, |_, d| slats.push(d));
         assert!(slats.is_empty());
         assert_eq!(s.issued[3], t0 + us(2));
     }

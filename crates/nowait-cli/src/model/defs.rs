@@ -16,7 +16,7 @@ use std::time::Duration;
 use nowait::BackendKind;
 use nowait::{NowaitMode, SubmitPolicy};
 
-use crate::model::job::{Format, Rw};
+use crate::model::job::Rw;
 use crate::model::opt::{Apply, Opt};
 use crate::model::values::{
     fio_filename, fio_read_bs, in_range, nonempty, parse_bool, parse_count, parse_depth,
@@ -66,7 +66,16 @@ macro_rules! run_path {
     ($($t:tt)*) => { entry!(RunPath, Run, false, $($t)*) };
 }
 
-/// Every option of `nowait bench`, in help order.
+mod output;
+pub use output::refused;
+
+/// Every option of `nowait bench`, in help order: the table below, then
+/// the measuring and reporting options (`defs/output.rs`).
+pub fn all() -> impl Iterator<Item = &'static Opt> {
+    OPTIONS.iter().chain(output::OPTIONS)
+}
+
+/// The workload and engine options, in help order.
 pub static OPTIONS: &[Opt] = &[
     job!(
         "name",
@@ -231,21 +240,6 @@ pub static OPTIONS: &[Opt] = &[
            reported together (like fio's group_reporting).",
         |j, v| j.numjobs = parse_in(v, 1, 1024)? as usize,
         example: "2" => |j| j.numjobs == 2
-    ),
-    job!(
-        "group_reporting",
-        "",
-        "1 (always)",
-        "fio's option, accepted with fio's meaning: a job's numjobs threads are reported \
-               together, which nowait always does (0 is refused: nowait has no per-thread report).",
-        |_j, v| {
-            if !parse_bool(v)? {
-                return Err("nowait always reports a job's threads together; \
-                            drop the option (or give 1)"
-                    .into());
-            }
-        },
-        example: "1" => |j| *j == Job::default()
     ),
     job!(
         "thread",
@@ -462,21 +456,6 @@ pub static OPTIONS: &[Opt] = &[
             };
         },
         example: "4" => |j| j.inline_window == Some(4)
-    ),
-    run!(
-        "output-format" | "output_format",
-        "normal|json",
-        "normal",
-        "normal: text shaped like fio's; json: fio's JSON field names (jobs[].read.iops, \
-               .bw, .clat_ns.percentile, jobs[].usr_cpu, .sys_cpu, .ctx) plus nowait's own.",
-        |s, v| {
-            s.format = match v {
-                "normal" | "terse-free" => Format::Normal,
-                "json" => Format::Json,
-                _ => return Err(format!("unknown format '{v}'; use normal or json")),
-            };
-        },
-        example: "json" => |s| s.format == Format::Json
     ),
     run_path!(
         "output",

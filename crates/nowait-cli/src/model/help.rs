@@ -1,7 +1,7 @@
 //! Help text: `nowait bench --help`, with every option's entry drawn from
 //! the table (`model/defs.rs`), wrapped to 78 columns.
 
-use crate::model::defs::OPTIONS;
+use crate::model::defs;
 
 /// Help for `nowait bench`.
 pub fn bench() -> String {
@@ -81,7 +81,7 @@ EXIT STATUS:
 /// The help text of every option, from the table.
 pub fn options() -> String {
     let mut s = String::new();
-    for o in OPTIONS {
+    for o in defs::all() {
         let head = if o.arg.is_empty() {
             format!("--{}", o.name)
         } else {
@@ -121,7 +121,7 @@ mod tests {
     #[test]
     fn help_mentions_every_option() {
         let h = options();
-        for o in OPTIONS {
+        for o in defs::all() {
             assert!(h.contains(&format!("--{}", o.name)), "{}", o.name);
         }
     }

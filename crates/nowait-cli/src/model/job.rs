@@ -7,6 +7,9 @@ use std::time::Duration;
 
 use nowait::{BackendKind, NowaitMode, SubmitPolicy};
 
+pub use crate::model::measuring::Format;
+use crate::model::measuring::{Group, Measuring};
+
 /// Sequential or random reads (fio's `rw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rw {
@@ -102,6 +105,10 @@ pub struct Job {
     /// `uring`, `aio`: how many queued reads one system call hands over
     /// (`submit`; nowait's own).
     pub submit: SubmitPolicy,
+    /// What is measured, logged and reported (fio's statistics options).
+    pub measuring: Measuring,
+    /// The group the job reports in.
+    pub group: Group,
 }
 
 impl Default for Job {
@@ -139,6 +146,8 @@ impl Default for Job {
             memory_inline: true,
             inline_window: None,
             submit: SubmitPolicy::Adaptive,
+            measuring: Measuring::default(),
+            group: Group::default(),
         }
     }
 }
@@ -233,15 +242,6 @@ pub fn uses_pool(kind: BackendKind) -> bool {
     matches!(kind, BackendKind::Pool | BackendKind::AioPool)
 }
 
-/// How the results are printed (`--output-format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// fio-shaped text.
-    Normal,
-    /// fio-compatible JSON.
-    Json,
-}
-
 /// Settings of the invocation rather than of a job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -264,7 +264,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            format: Format::Normal,
+            format: Format::default(),
             output: None,
             plot: None,
             compare_fio: false,

@@ -2,7 +2,8 @@
 //! option table (`defs.rs`, one entry per option), what an entry is
 //! (`opt.rs`), the value parsers (`values.rs`), names and words to
 //! settings (`parse.rs`), sweeps (`sweep.rs`), job files (`jobfile.rs`),
-//! the resolved [`job::Job`] and [`job::Settings`] (`job.rs`), the jobs a
+//! the resolved [`job::Job`] and [`job::Settings`] (`job.rs`), what a job
+//! measures, logs and reports (`measuring.rs`), the jobs a
 //! command runs (`resolve.rs`), and the help drawn from the table
 //! (`help.rs`); fio's job-file syntax and value kinds as fio reads them
 //! (`fio_ini/`).
@@ -12,6 +13,7 @@ pub mod fio_ini;
 pub mod help;
 pub mod job;
 pub mod jobfile;
+pub mod measuring;
 pub mod opt;
 pub mod parse;
 pub mod resolve;

@@ -8,21 +8,21 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use crate::base::args::lex;
-use crate::model::defs::OPTIONS;
+use crate::model::defs;
 use crate::model::job::{Job, Settings};
 use crate::model::opt::Opt;
 
 /// Look an option up by name or alias.
 pub fn find(name: &str) -> Option<&'static Opt> {
-    OPTIONS
-        .iter()
-        .find(|o| o.name == name || o.aliases.contains(&name))
+    defs::all().find(|o| o.name == name || o.aliases.contains(&name))
 }
 
 /// An option that does not exist, with the closest names as a hint.
 pub fn unknown(name: &str) -> String {
-    let mut near: Vec<&str> = OPTIONS
-        .iter()
+    if let Some(why) = defs::refused(name) {
+        return format!("option '{name}' is not supported: {why}");
+    }
+    let mut near: Vec<&str> = defs::all()
         .map(|o| o.name)
         .filter(|n| n.contains(name) || name.contains(n) || edit_distance(n, name) <= 2)
         .collect();

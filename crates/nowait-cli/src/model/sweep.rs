@@ -2,7 +2,7 @@
 //! every combination of the sweep options' comma lists (`--iodepth 1,2,4
 //! --ioengine uring,sync`).
 
-use crate::model::defs::OPTIONS;
+use crate::model::defs;
 use crate::model::job::{Job, Settings};
 use crate::model::opt::Opt;
 #[cfg(test)]
@@ -28,7 +28,7 @@ pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), 
                 .map_err(|e| s.err(opt, &s.value, e))?;
         }
     }
-    sweeps.sort_by_key(|(o, _)| OPTIONS.iter().position(|x| x.name == o.name));
+    sweeps.sort_by_key(|(o, _)| defs::all().position(|x| x.name == o.name));
     let mut jobs = vec![job];
     for (opt, s) in sweeps {
         let mut next = Vec::new();
@@ -89,7 +89,7 @@ mod tests {
     /// the example says.
     #[test]
     fn every_option_sets_what_its_example_says_in_both_spellings() {
-        for o in OPTIONS {
+        for o in defs::all() {
             let (Example::Job(value, _) | Example::Run(value, _)) = o.example;
             for name in std::iter::once(&o.name).chain(o.aliases) {
                 let a = parsed(&format!("--{name}={value}"));
@@ -111,7 +111,7 @@ mod tests {
         ))
         .unwrap();
         let (_, s) = expand(&set, &Job::default()).unwrap();
-        assert_eq!(s.format, Format::Json);
+        assert_eq!(s.format, Format::JSON);
         assert_eq!(s.output.as_deref(), Some("/tmp/o".as_ref()));
         assert_eq!(s.plot.as_deref(), Some("/tmp/p.svg".as_ref()));
         assert!(s.compare_fio);
@@ -190,9 +190,13 @@ mod tests {
     #[test]
     fn group_reporting_and_thread_are_fios_on_the_command_line_too() {
         let j = job("--numjobs=2 --group_reporting --thread --rw=randread");
-        assert_eq!((j.numjobs, j.rw), (2, Rw::RandRead));
+        assert_eq!(
+            (j.numjobs, j.rw, j.group.reporting),
+            (2, Rw::RandRead, true)
+        );
         assert!(err("--thread=0").contains("--thread"));
-        assert!(err("--group_reporting=0").contains("--group_reporting"));
+        // fio's default: each clone reported on its own.
+        assert!(!job("--numjobs=2 --group_reporting=0").group.reporting);
     }
 
     #[test]
