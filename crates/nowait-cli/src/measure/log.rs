@@ -296,11 +296,7 @@ impl ReadLogs {
             l.add(t_ms, clat_ns, bs, offset)?;
         }
         if let Some(l) = &mut self.bw {
-            let rate = if clat_ns > 0 {
-                bs * 1_000_000 / clat_ns
-            } else {
-                0
-            };
+            let rate = (bs * 1_000_000).checked_div(clat_ns).unwrap_or(0);
             l.add(t_ms, rate, bs, offset)?;
         }
         if let Some(l) = &mut self.iops {

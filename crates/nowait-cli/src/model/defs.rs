@@ -236,8 +236,8 @@ pub static OPTIONS: &[Opt] = &[
         "numjobs",
         "INT",
         "1",
-        "Threads, each with its own queue, all reading the same file; results are \
-           reported together (like fio's group_reporting).",
+        "Threads, each with its own queue, all reading the same file; each is reported \
+           on its own, as fio's clones are (group_reporting reports them as one).",
         |j, v| j.numjobs = parse_in(v, 1, 1024)? as usize,
         example: "2" => |j| j.numjobs == 2
     ),

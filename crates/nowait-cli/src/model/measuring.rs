@@ -47,9 +47,10 @@ pub fn parse_percentiles(v: &str) -> Result<Percentiles, String> {
     let mut precision = 0;
     for part in v.split(':').map(str::trim) {
         if list.len() == 20 {
-            return Err(format!(
+            return Err(
                 "more than 20 percentiles; fio's list holds at most 20 (FIO_IO_U_LIST_MAX_LEN)"
-            ));
+                    .into(),
+            );
         }
         let p: f64 = part.parse().map_err(|_| {
             format!("'{part}' is not a number; give percentiles separated by ':' (e.g. 50:99:99.9)")
@@ -374,6 +375,25 @@ impl Measuring {
         }
     }
 
+    /// The options that only make sense together, checked as fio 3.42's
+    /// `fixup_options` checks them: a steady-state window a whole number
+    /// of check intervals, and longer than one.
+    pub fn check(&self) -> Result<(), String> {
+        if self.ss_dur > 0
+            && (self.ss_dur % self.ss_interval != 0 || self.ss_dur <= self.ss_interval)
+        {
+            return Err(format!(
+                "--steadystate_duration={}s must be a multiple of --steadystate_check_interval={}s \
+                 and longer than it (fio 3.42 refuses it too; fio 3.33 accepted a window of one \
+                 check); give --ss_dur={}",
+                self.ss_dur,
+                self.ss_interval,
+                2 * self.ss_interval
+            ));
+        }
+        Ok(())
+    }
+
     /// Steady-state window in checks (fio's `intervals`).
     pub fn ss_intervals(&self) -> u64 {
         self.ss_dur / self.ss_interval.max(1)
@@ -544,6 +564,19 @@ mod tests {
         m.disable_slat = true;
         m.disable_bw = true;
         assert!(m.untimed());
+    }
+
+    #[test]
+    fn steady_window_must_span_checks() {
+        let m = |dur, interval| Measuring {
+            ss_dur: dur,
+            ss_interval: interval,
+            ..Measuring::default()
+        };
+        assert!(m(0, 1).check().is_ok());
+        assert!(m(2, 1).check().is_ok());
+        assert!(m(1, 1).check().unwrap_err().contains("--ss_dur=2"));
+        assert!(m(5, 2).check().is_err());
     }
 
     #[test]

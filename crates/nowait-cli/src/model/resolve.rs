@@ -21,6 +21,11 @@ use crate::model::sweep::expand;
 /// (off, fio's default) is what nowait's uring engine does. Returns the
 /// jobs to run and the notes to print (each once).
 pub fn applicable(jobs: Vec<Job>) -> Result<(Vec<Job>, Vec<String>), String> {
+    for j in &jobs {
+        j.measuring
+            .check()
+            .map_err(|e| format!("job {}: {e}", j.name))?;
+    }
     if !jobs.iter().any(|j| uses_pool(j.ioengine)) {
         if let Some(m) = jobs
             .iter()

@@ -28,9 +28,10 @@ impl Entry<'_> {
         self.job.group.id
     }
 
-    /// Milliseconds of the run (fio's `runtime`: the longest member's).
+    /// Milliseconds of the run (fio's `runtime`: the longest member's,
+    /// rounded up to a whole millisecond as fio's `update_runtime` does).
     pub fn runtime_ms(&self) -> u64 {
-        self.m.elapsed.as_millis() as u64
+        self.m.elapsed.as_micros().div_ceil(1000) as u64
     }
 
     /// Bytes per second over the runtime, as fio computes it (integers).
@@ -129,9 +130,7 @@ pub fn groups(entries: &[Entry]) -> Vec<GroupRun> {
         g.io_bytes += e.m.bytes;
     }
     for g in &mut out {
-        if g.max_run > 0 {
-            g.agg = g.io_bytes * 1000 / g.max_run;
-        }
+        g.agg = (g.io_bytes * 1000).checked_div(g.max_run).unwrap_or(0);
     }
     out.sort_by_key(|g| g.groupid);
     out

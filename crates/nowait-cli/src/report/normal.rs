@@ -211,9 +211,8 @@ pub fn entry(e: &Entry, g: &GroupRun, pid: u32, time: &str) -> String {
         let _ = writeln!(out, "  Description  : [{d}]");
     }
     let runt = e.runtime_ms();
-    if runt > 0 {
+    if let Some(iops) = (m.ios * 1000).checked_div(runt) {
         let bw = e.bw();
-        let iops = m.ios * 1000 / runt;
         let _ = writeln!(
             out,
             "  read: IOPS={}, BW={} ({})({}/{runt}msec)",
