@@ -41,7 +41,16 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
     if jobs.is_empty() {
         return Err(Failure::Usage("no job to run".into()));
     }
-    let (jobs, notes) = applicable(jobs).map_err(Failure::Usage)?;
+    let (mut jobs, notes) = applicable(jobs).map_err(Failure::Usage)?;
+    // fio's thread numbers (logs are named after them): 1, counting every
+    // job's numjobs threads, where the jobs' layout has not set them.
+    let mut next = 1;
+    for j in &mut jobs {
+        if j.member.thread_number == 0 {
+            j.member.thread_number = next;
+        }
+        next = j.member.thread_number + j.numjobs as u32;
+    }
     for note in notes {
         eprintln!("nowait bench: {note}");
     }

@@ -143,7 +143,7 @@ const STEADY: u8 = 2;
 /// (`group_reporting`), and which threads each watches.
 fn steady_units(job: &Job) -> Vec<(Steady, Vec<usize>)> {
     let n = job.numjobs;
-    match (Steady::new(&job.measuring, n), job.group.reporting) {
+    match (Steady::new(&job.measuring, n), job.member.group_reporting) {
         (None, _) => Vec::new(),
         (Some(s), true) => vec![(s, (0..n).collect())],
         (Some(_), false) => (0..n)
@@ -409,7 +409,7 @@ pub fn drive<R: Reads>(
 /// number; `None` without any.
 fn read_logs(job: &Job, tid: usize) -> Result<Option<ReadLogs>, Failure> {
     let m = &job.measuring;
-    let thread = job.group.first_thread + tid as u32;
+    let thread = job.member.thread_number.max(1) + tid as u32;
     let open = |prefix: &Option<String>, kind, on: bool, opt: &str| match prefix {
         Some(p) if on => Log::open(m, p, &job.name, kind, thread, m.log_avg_msec)
             .map(Some)

@@ -100,7 +100,7 @@ fn measuring_options(j: &Job) -> Vec<(&'static str, Option<String>)> {
                     .join(":"),
             ),
         ),
-        ("group_reporting", on(j.group.reporting)),
+        ("group_reporting", on(j.member.group_reporting)),
         ("write_lat_log", m.lat_log.clone()),
         ("write_bw_log", m.bw_log.clone()),
         ("write_iops_log", m.iops_log.clone()),

@@ -75,7 +75,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// Sampling for `threads` threads of `job`, numbered from
-    /// `job.group.first_thread`; opens windowed bandwidth and IOPS logs.
+    /// `job.member.thread_number`; opens windowed bandwidth and IOPS logs.
     pub fn new(job: &Job, threads: usize) -> io::Result<Sampler> {
         let m = &job.measuring;
         let series = |iops: bool, thread: u32| -> io::Result<Option<Series>> {
@@ -102,7 +102,7 @@ impl Sampler {
         };
         let threads = (0..threads)
             .map(|t| {
-                let n = job.group.first_thread + t as u32;
+                let n = job.member.thread_number.max(1) + t as u32;
                 Ok((series(false, n)?, series(true, n)?))
             })
             .collect::<io::Result<_>>()?;

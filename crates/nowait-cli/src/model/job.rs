@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use nowait::{BackendKind, NowaitMode, SubmitPolicy};
 
+use crate::model::group::{Member, Placed};
 pub use crate::model::measuring::Format;
-use crate::model::measuring::{Group, Measuring};
+use crate::model::measuring::Measuring;
 
 /// Sequential or random reads (fio's `rw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,8 +108,9 @@ pub struct Job {
     pub submit: SubmitPolicy,
     /// What is measured, logged and reported (fio's statistics options).
     pub measuring: Measuring,
-    /// The group the job reports in.
-    pub group: Group,
+    /// Which thread of which group this is (fio's groupid, clone, thread
+    /// number); set when a job file's jobs are laid out as threads.
+    pub member: Member,
 }
 
 impl Default for Job {
@@ -147,7 +149,7 @@ impl Default for Job {
             inline_window: None,
             submit: SubmitPolicy::Adaptive,
             measuring: Measuring::default(),
-            group: Group::default(),
+            member: Member::default(),
         }
     }
 }
@@ -233,6 +235,12 @@ impl Job {
             j.submit = d.submit;
         }
         j
+    }
+}
+
+impl Placed for Job {
+    fn member(&self) -> &Member {
+        &self.member
     }
 }
 

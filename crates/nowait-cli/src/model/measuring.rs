@@ -7,9 +7,8 @@
 //! `log_offset`, `log_prio`, `per_job_logs`), the bandwidth and IOPS
 //! sampling windows (`bwavgtime`, `iopsavgtime`), steady state (`ss`,
 //! `ss_dur`, `ss_ramp`, `ss_interval`), and what the text report shows
-//! (`significant_figures`, `description`); plus the group a job reports in
-//! (`new_group`, `group_reporting`) and the output formats of a run
-//! (`--output-format`, `--terse-version`). The option table's entries are
+//! (`significant_figures`, `description`); and the output formats of a
+//! run (`--output-format`, `--terse-version`). The option table's entries are
 //! in `defs/output.rs`; the values' parsers are here.
 
 use crate::model::fio_ini::value::{parse_time_us, TimeUnit};
@@ -397,34 +396,6 @@ impl Measuring {
     /// Steady-state window in checks (fio's `intervals`).
     pub fn ss_intervals(&self) -> u64 {
         self.ss_dur / self.ss_interval.max(1)
-    }
-}
-
-/// The group a job reports in: fio's `groupid` (a new group at each
-/// `new_group` or `stonewall`), whether the group's jobs and their
-/// `numjobs` clones are reported as one (`group_reporting`), and the job's
-/// first thread number (fio numbers threads from 1 across all jobs, each
-/// clone its own; logs are named after it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Group {
-    /// fio's `groupid`.
-    pub id: u32,
-    /// `group_reporting`.
-    pub reporting: bool,
-    /// This job starts a new group (`new_group`).
-    pub new_group: bool,
-    /// fio's `thread_number` of the job's first thread (1-based).
-    pub first_thread: u32,
-}
-
-impl Default for Group {
-    fn default() -> Self {
-        Group {
-            id: 0,
-            reporting: false,
-            new_group: false,
-            first_thread: 1,
-        }
     }
 }
 

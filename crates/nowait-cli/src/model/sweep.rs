@@ -191,12 +191,16 @@ mod tests {
     fn group_reporting_and_thread_are_fios_on_the_command_line_too() {
         let j = job("--numjobs=2 --group_reporting --thread --rw=randread");
         assert_eq!(
-            (j.numjobs, j.rw, j.group.reporting),
+            (j.numjobs, j.rw, j.member.group_reporting),
             (2, Rw::RandRead, true)
         );
         assert!(err("--thread=0").contains("--thread"));
         // fio's default: each clone reported on its own.
-        assert!(!job("--numjobs=2 --group_reporting=0").group.reporting);
+        assert!(
+            !job("--numjobs=2 --group_reporting=0")
+                .member
+                .group_reporting
+        );
     }
 
     #[test]

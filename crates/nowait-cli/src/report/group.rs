@@ -10,6 +10,7 @@
 use crate::measure::disk::DiskStat;
 use crate::measure::metrics::Measured;
 use crate::measure::row::Row;
+use crate::model::group::{self, Member, Placed};
 use crate::model::job::Job;
 
 /// One reported job (fio's `thread_stat` after folding).
@@ -25,7 +26,7 @@ pub struct Entry<'a> {
 impl Entry<'_> {
     /// fio's `groupid`.
     pub fn groupid(&self) -> u32 {
-        self.job.group.id
+        self.job.member.group
     }
 
     /// Milliseconds of the run (fio's `runtime`: the longest member's,
@@ -43,37 +44,64 @@ impl Entry<'_> {
     }
 }
 
-/// The entries of `rows`, in thread order, folded as fio folds them.
+/// One thread of a row, placed in fio's report.
+struct Thread<'a> {
+    member: Member,
+    row: usize,
+    job: &'a Job,
+    m: &'a Measured,
+}
+
+impl Placed for Thread<'_> {
+    fn member(&self) -> &Member {
+        &self.member
+    }
+}
+
+/// The entries of `rows`, in thread order, folded as fio folds them
+/// ([`crate::model::group::entries`]): a row's threads are its job's
+/// clones, numbered from the job's thread number.
 pub fn entries(rows: &[Row]) -> Vec<Entry<'_>> {
-    let mut out: Vec<Entry> = Vec::new();
-    let mut last_group = None;
-    for (i, r) in rows.iter().enumerate() {
-        let job = &r.ours.job;
-        let threads: Vec<&Measured> = match r.ours.threads.is_empty() {
-            true => vec![&r.ours.measured],
-            false => r.ours.threads.iter().collect(),
-        };
-        for t in threads {
-            let joins = job.group.reporting && last_group == Some(job.group.id) && !out.is_empty();
-            last_group = Some(job.group.id);
-            if joins {
-                let e = out.last_mut().expect("an entry to join");
-                e.m.add(t);
-                if e.rows.last() != Some(&i) {
-                    e.rows.push(i);
-                }
-                continue;
-            }
-            let mut m = t.clone();
-            m.members = m.members.max(1);
-            out.push(Entry {
+    let threads: Vec<Thread> = rows
+        .iter()
+        .enumerate()
+        .flat_map(|(row, r)| {
+            let job = &r.ours.job;
+            let ms: Vec<&Measured> = match r.ours.threads.is_empty() {
+                true => vec![&r.ours.measured],
+                false => r.ours.threads.iter().collect(),
+            };
+            ms.into_iter().enumerate().map(move |(t, m)| Thread {
+                member: Member {
+                    clone: job.member.clone + t as u32,
+                    thread_number: job.member.thread_number + t as u32,
+                    ..job.member
+                },
+                row,
                 job,
                 m,
-                rows: vec![i],
-            });
-        }
-    }
-    out
+            })
+        })
+        .collect();
+    group::entries(&threads)
+        .into_iter()
+        .map(|ts| {
+            let mut m = ts[0].m.clone();
+            m.members = m.members.max(1);
+            let mut rows = vec![ts[0].row];
+            for t in &ts[1..] {
+                m.add(t.m);
+                if rows.last() != Some(&t.row) {
+                    rows.push(t.row);
+                }
+            }
+            Entry {
+                job: ts[0].job,
+                m,
+                rows,
+            }
+        })
+        .collect()
 }
 
 /// A group's run statistics (reads), as fio's `group_run_stats`.
@@ -158,7 +186,7 @@ mod tests {
     fn clones(n: usize, reporting: bool) -> Row {
         let mut r = row::example();
         r.ours.job.numjobs = n;
-        r.ours.job.group.reporting = reporting;
+        r.ours.job.member.group_reporting = reporting;
         r.ours.threads = (0..n)
             .map(|i| Measured {
                 ios: 100,
@@ -203,7 +231,7 @@ mod tests {
         b.ours.job.name = "b".into();
         let mut c = clones(1, true);
         c.ours.job.name = "c".into();
-        c.ours.job.group.id = 1;
+        c.ours.job.member.group = 1;
         let rows = [a, b, c];
         let e = entries(&rows);
         assert_eq!(e.len(), 2);

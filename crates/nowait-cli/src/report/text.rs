@@ -123,7 +123,7 @@ pub fn job_line(o: &Outcome) -> String {
     format!(
         "{}: (g={}): rw={}, bs=(R) {bs}, (W) {bs}, (T) {bs}, ioengine={}{}, iodepth={}{}\n",
         j.name,
-        j.group.id,
+        j.member.group,
         j.rw.as_str(),
         j.ioengine,
         engine_opts(j),

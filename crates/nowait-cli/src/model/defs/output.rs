@@ -72,8 +72,8 @@ pub static OPTIONS: &[Opt] = &[
                IOPS samples of jobs side by side summed. Without it, as in fio, every job and \
                every clone is reported on its own. The comparison table always shows one row \
                per job.",
-        |j, v| j.group.reporting = parse_bool(v)?,
-        example: "1" => |j| j.group.reporting
+        |j, v| j.member.group_reporting = parse_bool(v)?,
+        example: "1" => |j| j.member.group_reporting
     ),
     job!(
         "gtod_reduce",
