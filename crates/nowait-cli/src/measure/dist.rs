@@ -118,36 +118,31 @@ impl Dist {
     }
 }
 
+/// Counts in percent of `total`, a count above 0 showing at least `floor`.
+fn pct<const N: usize>(counts: &[u64; N], total: u64, floor: f64) -> [f64; N] {
+    counts.map(|c| match total {
+        0 => 0.0,
+        t => {
+            let p = c as f64 / t as f64 * 100.0;
+            if p < floor && c > 0 {
+                floor
+            } else {
+                p
+            }
+        }
+    })
+}
+
 /// Shares of `map` in percent of `total`, as fio's `stat_calc_dist`: a
 /// range with any count shows at least 0.1%.
 pub fn shares(map: &[u64; 7], total: u64) -> [f64; 7] {
-    map.map(|c| {
-        if total == 0 {
-            return 0.0;
-        }
-        let p = c as f64 / total as f64 * 100.0;
-        if p < 0.1 && c > 0 {
-            0.1
-        } else {
-            p
-        }
-    })
+    pct(map, total, 0.1)
 }
 
 /// Shares of latency buckets in percent of `total` reads, as fio's
 /// `stat_calc_lat`: a bucket with any count shows at least 0.01%.
 pub fn lat_shares<const N: usize>(buckets: &[u64; N], total: u64) -> [f64; N] {
-    buckets.map(|c| {
-        if total == 0 {
-            return 0.0;
-        }
-        let p = c as f64 / total as f64 * 100.0;
-        if p < 0.01 && c > 0 {
-            0.01
-        } else {
-            p
-        }
-    })
+    pct(buckets, total, 0.01)
 }
 
 #[cfg(test)]

@@ -74,7 +74,10 @@ OUTPUT:
     fio's side when compared) and a table of all jobs when there are
     several or fio was compared. Every job and every numjobs clone is
     reported on its own, as fio does; group_reporting folds a group into
-    one report.
+    one report. The forms are fio 3.42's; fio 3.33 prints `latency :
+    target=0, window=0`, no `sectors=` in disk lines, no job_start,
+    latency_target_ns or latency_window_us in JSON, and has no lat steady
+    state and no log_max_value=both.
 
 EXAMPLES:
     nowait bench --filename=/tmp/f --size=1g --rw=randread --iodepth=32 --runtime=10
