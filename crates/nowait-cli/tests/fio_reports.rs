@@ -315,7 +315,7 @@ fn per_read_logs_have_fios_names_lines_and_columns() {
 /// log_avg_msec: one entry per window, at about the window's multiples,
 /// with size and offset 0 (fio's averaged entries), here the largest value
 /// (log_max_value=1; fio 3.33 takes 0 or 1); per_job_logs=0 drops the
-/// thread number.
+/// thread number; the histogram log has fio's columns and windows.
 #[test]
 fn averaged_logs_have_fios_windows() {
     let shm = Shm::new();
@@ -333,10 +333,19 @@ fn averaged_logs_have_fios_windows() {
             "--log_offset=1",
             "--log_max_value=1",
             "--per_job_logs=0",
+            "--write_hist_log=A",
+            "--log_hist_msec=100",
+            "--log_hist_coarseness=4",
         ];
         fio(&bin, fd.path(), &job);
         nowait(nd.path(), &shm, &job);
-        let want = ["A_clat.log", "A_iops.log", "A_lat.log", "A_slat.log"];
+        let want = [
+            "A_clat.log",
+            "A_clat_hist.log",
+            "A_iops.log",
+            "A_lat.log",
+            "A_slat.log",
+        ];
         assert_eq!(names(fd.path()), want);
         assert_eq!(names(nd.path()), want);
         for n in ["A_clat.log", "A_lat.log", "A_iops.log"] {

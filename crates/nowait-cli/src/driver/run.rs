@@ -43,7 +43,7 @@ use crate::base::progress::Progress;
 use crate::base::sys::Rusage;
 use crate::base::units::{ratio, short_num};
 use crate::driver::queue::{build_queue, slot_buffers};
-use crate::measure::log::{Log, LogKind, ReadLogs};
+use crate::measure::log::{HistLog, Log, LogKind, ReadLogs};
 use crate::measure::metrics::Measured;
 use crate::measure::samples::{Sampler, Totals};
 use crate::measure::sqpoll;
@@ -404,9 +404,9 @@ pub fn drive<R: Reads>(
     })
 }
 
-/// Thread `tid`'s per-read logs (`write_lat_log`; `write_bw_log` and
-/// `write_iops_log` without `log_avg_msec`), named after its fio thread
-/// number; `None` without any.
+/// Thread `tid`'s per-read logs (`write_lat_log`, `write_hist_log`;
+/// `write_bw_log` and `write_iops_log` without `log_avg_msec`), named
+/// after its fio thread number; `None` without any.
 fn read_logs(job: &Job, tid: usize) -> Result<Option<ReadLogs>, Failure> {
     let m = &job.measuring;
     let thread = job.member.thread_number.max(1) + tid as u32;
@@ -416,7 +416,14 @@ fn read_logs(job: &Job, tid: usize) -> Result<Option<ReadLogs>, Failure> {
             .map_err(|e| log_failure(opt, e)),
         _ => Ok(None),
     };
+    let hist = match &m.hist_log {
+        Some(p) if m.clat() => Some(
+            HistLog::open(m, p, &job.name, thread).map_err(|e| log_failure("write_hist_log", e))?,
+        ),
+        _ => None,
+    };
     let logs = ReadLogs {
+        hist,
         lat: open(&m.lat_log, LogKind::Lat, m.lat(), "write_lat_log")?,
         clat: open(&m.lat_log, LogKind::Clat, m.clat(), "write_lat_log")?,
         slat: open(&m.lat_log, LogKind::Slat, m.slat(), "write_lat_log")?,
@@ -439,6 +446,7 @@ fn read_logs(job: &Job, tid: usize) -> Result<Option<ReadLogs>, Failure> {
         logs.slat.is_some(),
         logs.bw.is_some(),
         logs.iops.is_some(),
+        logs.hist.is_some(),
     ];
     Ok(any.contains(&true).then_some(logs))
 }
@@ -611,7 +619,10 @@ fn worker<R: Reads>(
                         }
                         if let Some(l) = logs.as_mut() {
                             let t_ms = (now - measure_start).as_millis() as u64;
-                            if let Err(e) = l.completed(t_ms, clat_ns, lat_ns, n as u64, offset) {
+                            if let Err(e) = l
+                                .completed(t_ms, clat_ns, lat_ns, n as u64, offset)
+                                .and_then(|()| l.histogram(t_ms, n as u64, &m.clat))
+                            {
                                 log_err.get_or_insert(e);
                             }
                         }

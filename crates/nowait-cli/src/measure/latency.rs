@@ -140,6 +140,11 @@ impl Latency {
         self.sum_sq += o.sum_sq;
     }
 
+    /// Samples per bucket (fio's `io_u_plat`).
+    pub fn buckets(&self) -> &[u64] {
+        &self.plat[..]
+    }
+
     /// Samples recorded.
     pub fn count(&self) -> u64 {
         self.n

@@ -1,4 +1,5 @@
-//! fio's log files (`write_lat_log`, `write_bw_log`, `write_iops_log`):
+//! fio's log files (`write_lat_log`, `write_bw_log`, `write_iops_log`,
+//! `write_hist_log`):
 //! their names (`PREFIX_clat.N.log`, N fio's thread number; without
 //! `per_job_logs`, `PREFIX_clat.log` shared by every thread), their lines
 //! (`msec, value[, max], ddir, bs[, offset], prio`, as fio's
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::measure::iostat::IoStat;
+use crate::measure::latency::{Latency, PLAT_NR};
 use crate::model::measuring::{LogValue, Measuring};
 
 /// Text a log holds before writing it out.
@@ -38,6 +40,8 @@ pub enum LogKind {
     Bw,
     /// IOPS.
     Iops,
+    /// Completion-latency histograms (`write_hist_log`).
+    ClatHist,
 }
 
 impl LogKind {
@@ -49,6 +53,7 @@ impl LogKind {
             LogKind::Slat => "slat",
             LogKind::Bw => "bw",
             LogKind::Iops => "iops",
+            LogKind::ClatHist => "clat_hist",
         }
     }
 
@@ -93,12 +98,77 @@ enum Sink {
 /// Appends to shared log files one thread at a time (fio locks the file).
 static SHARED: Mutex<()> = Mutex::new(());
 
-/// One thread's log of one kind.
-pub struct Log {
-    shape: Shape,
+/// A log file's text: a bounded buffer written out when full.
+struct Out {
     sink: Sink,
     buf: String,
     path: PathBuf,
+}
+
+impl Out {
+    /// Open `path` (truncated), or with `shared` a temporary file to be
+    /// appended to `path` at the end.
+    fn open(path: PathBuf, shared: bool) -> io::Result<Out> {
+        let sink = if !shared {
+            Sink::Own(File::create(&path)?)
+        } else {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            // The shared file must be writable before the run starts.
+            drop(File::options().create(true).append(true).open(&path)?);
+            Sink::Shared {
+                tmp: tempfile::tempfile_in(dir)?,
+                path: path.clone(),
+            }
+        };
+        Ok(Out {
+            sink,
+            buf: String::with_capacity(BUF_BYTES + 256),
+            path,
+        })
+    }
+
+    /// Write the buffer out once it is full.
+    fn maybe_write(&mut self) -> io::Result<()> {
+        match self.buf.len() >= BUF_BYTES {
+            true => self.write_out(),
+            false => Ok(()),
+        }
+    }
+
+    fn write_out(&mut self) -> io::Result<()> {
+        let f = match &mut self.sink {
+            Sink::Own(f) => f,
+            Sink::Shared { tmp, .. } => tmp,
+        };
+        f.write_all(self.buf.as_bytes())?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Write everything out; a shared log's text is appended, whole, to
+    /// its file.
+    fn finish(mut self) -> io::Result<PathBuf> {
+        self.write_out()?;
+        match self.sink {
+            Sink::Own(f) => f.sync_data()?,
+            Sink::Shared { mut tmp, path } => {
+                tmp.rewind()?;
+                let _one_at_a_time = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+                let mut out = File::options().append(true).open(&path)?;
+                io::copy(&mut tmp, &mut out)?;
+            }
+        }
+        Ok(self.path)
+    }
+}
+
+/// One thread's log of one kind.
+pub struct Log {
+    shape: Shape,
+    out: Out,
     /// The averaging window (reads only: one direction).
     window: IoStat,
     /// Where the window started, ms (fio's `avg_last`).
@@ -119,20 +189,6 @@ impl Log {
         avg_msec: u64,
     ) -> io::Result<Log> {
         let path = log_name(prefix, job, kind, thread, m.per_job_logs);
-        let sink = if m.per_job_logs {
-            Sink::Own(File::create(&path)?)
-        } else {
-            let dir = match path.parent() {
-                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-                _ => PathBuf::from("."),
-            };
-            // The shared file must be writable before the run starts.
-            drop(File::options().create(true).append(true).open(&path)?);
-            Sink::Shared {
-                tmp: tempfile::tempfile_in(dir)?,
-                path: path.clone(),
-            }
-        };
         Ok(Log {
             shape: Shape {
                 kind,
@@ -141,9 +197,7 @@ impl Log {
                 offset: m.log_offset,
                 prio: m.log_prio,
             },
-            sink,
-            buf: String::with_capacity(BUF_BYTES + 256),
-            path,
+            out: Out::open(path, !m.per_job_logs)?,
             window: IoStat::default(),
             window_start: 0,
         })
@@ -151,7 +205,7 @@ impl Log {
 
     /// The log's file.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.out.path
     }
 
     /// Whether each value is its own entry (no averaging window).
@@ -204,7 +258,7 @@ impl Log {
 
     /// One line, as fio's `flush_samples` prints it.
     fn entry(&mut self, t_ms: u64, v: u64, v1: Option<u64>, bs: u64, off: u64) -> io::Result<()> {
-        let b = &mut self.buf;
+        let b = &mut self.out.buf;
         let _ = write!(b, "{t_ms}, {v}");
         // fio 3.42 prints the second value column whenever both are asked
         // for (0 on an entry of one read).
@@ -222,20 +276,7 @@ impl Log {
         } else {
             ", 0\n"
         });
-        if b.len() >= BUF_BYTES {
-            self.write_out()?;
-        }
-        Ok(())
-    }
-
-    fn write_out(&mut self) -> io::Result<()> {
-        let f = match &mut self.sink {
-            Sink::Own(f) => f,
-            Sink::Shared { tmp, .. } => tmp,
-        };
-        f.write_all(self.buf.as_bytes())?;
-        self.buf.clear();
-        Ok(())
+        self.out.maybe_write()
     }
 
     /// The run ended at `t_ms`: write the open window (fio's
@@ -245,17 +286,76 @@ impl Log {
         if self.shape.avg_msec > 0 {
             self.flush_window(t_ms)?;
         }
-        self.write_out()?;
-        match self.sink {
-            Sink::Own(f) => f.sync_data()?,
-            Sink::Shared { mut tmp, path } => {
-                tmp.rewind()?;
-                let _one_at_a_time = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-                let mut out = File::options().append(true).open(&path)?;
-                io::copy(&mut tmp, &mut out)?;
-            }
+        self.out.finish()
+    }
+}
+
+/// A thread's completion-latency histogram log (`write_hist_log`): every
+/// `log_hist_msec` a line `msec, ddir, bs, count, count, ...` with the
+/// reads of each bucket since the line before, fio's buckets summed
+/// `2^log_hist_coarseness` at a time (fio's `add_clat_sample` and
+/// `flush_hist_samples`).
+pub struct HistLog {
+    out: Out,
+    msec: u64,
+    stride: usize,
+    /// fio's `hist_last`: where the window started, ms (0: not yet).
+    last: u64,
+    /// The histogram at the last line.
+    before: Vec<u64>,
+    /// fio keeps no histogram without clat percentiles: its lines are
+    /// zeros then.
+    zeros: bool,
+}
+
+impl HistLog {
+    /// Open the histogram log for thread `thread` of a job named `job`.
+    pub fn open(m: &Measuring, prefix: &str, job: &str, thread: u32) -> io::Result<HistLog> {
+        let path = log_name(prefix, job, LogKind::ClatHist, thread, m.per_job_logs);
+        Ok(HistLog {
+            out: Out::open(path, !m.per_job_logs)?,
+            msec: m.log_hist_msec,
+            stride: 1 << m.log_hist_coarseness,
+            last: 0,
+            before: vec![0; PLAT_NR],
+            zeros: !m.clat_pct(),
+        })
+    }
+
+    /// A read of `bs` bytes completed at `t_ms`; `clat` is the thread's
+    /// histogram so far (with it).
+    pub fn completed(&mut self, t_ms: u64, bs: u64, clat: &Latency) -> io::Result<()> {
+        if self.msec == 0 {
+            return Ok(());
         }
-        Ok(self.path)
+        if self.last == 0 {
+            self.last = t_ms;
+        }
+        let window = t_ms.saturating_sub(self.last);
+        if window < self.msec {
+            return Ok(());
+        }
+        let now = match self.zeros {
+            true => &self.before[..],
+            false => clat.buckets(),
+        };
+        let b = &mut self.out.buf;
+        let _ = write!(b, "{t_ms}, 0, {bs}");
+        for (cur, old) in now.chunks(self.stride).zip(self.before.chunks(self.stride)) {
+            let n: u64 = cur.iter().sum::<u64>() - old.iter().sum::<u64>();
+            let _ = write!(b, ", {n}");
+        }
+        b.push('\n');
+        if !self.zeros {
+            self.before.copy_from_slice(clat.buckets());
+        }
+        self.last = t_ms - (window - self.msec);
+        self.out.maybe_write()
+    }
+
+    /// Write everything out (fio writes no partial window at the end).
+    pub fn finish(self) -> io::Result<PathBuf> {
+        self.out.finish()
     }
 }
 
@@ -274,6 +374,8 @@ pub struct ReadLogs {
     pub bw: Option<Log>,
     /// `PREFIX_iops` with one entry per read.
     pub iops: Option<Log>,
+    /// `PREFIX_clat_hist`.
+    pub hist: Option<HistLog>,
 }
 
 impl ReadLogs {
@@ -313,13 +415,26 @@ impl ReadLogs {
         }
     }
 
+    /// A read completed at `t_ms` with the thread's clat histogram now
+    /// `clat` (the histogram log's line, when its window is over).
+    pub fn histogram(&mut self, t_ms: u64, bs: u64, clat: &Latency) -> io::Result<()> {
+        match &mut self.hist {
+            Some(h) => h.completed(t_ms, bs, clat),
+            None => Ok(()),
+        }
+    }
+
     /// Finish every log at `t_ms`; the files written.
     pub fn finish(self, t_ms: u64) -> io::Result<Vec<PathBuf>> {
-        [self.lat, self.clat, self.slat, self.bw, self.iops]
+        let mut files: Vec<PathBuf> = [self.lat, self.clat, self.slat, self.bw, self.iops]
             .into_iter()
             .flatten()
             .map(|l| l.finish(t_ms))
-            .collect()
+            .collect::<io::Result<_>>()?;
+        if let Some(h) = self.hist {
+            files.push(h.finish()?);
+        }
+        Ok(files)
     }
 }
 
@@ -387,6 +502,40 @@ mod tests {
         // 10, 50, 105 → window [0, 105]: mean 200.33 → 200, max 300;
         // then [100, 230]: 10, 20 → 15, max 20 at 230; nothing left.
         assert_eq!(text(&p), "105, 200, 300, 0, 0, 0\n230, 15, 20, 0, 0, 0\n");
+    }
+
+    /// fio's histogram lines: the reads of each window by bucket (summed
+    /// 2^coarseness at a time), the window starting at the first read
+    /// after 0 ms and kept on its grid.
+    #[test]
+    fn histogram_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let pre = d.path().join("h").display().to_string();
+        let m = Measuring {
+            log_hist_msec: 10,
+            log_hist_coarseness: 6,
+            ..Measuring::default()
+        };
+        let mut h = HistLog::open(&m, &pre, "j", 1).unwrap();
+        let mut clat = Latency::new();
+        for (t, ns) in [(0, 5), (2, 5), (5, 70), (12, 70), (13, 1000), (25, 5)] {
+            clat.record_ns(ns);
+            h.completed(t, 4096, &clat).unwrap();
+        }
+        let p = h.finish().unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split(", ").collect()).collect();
+        // Windows from 2 ms (the first read after 0): lines at 12 and 25.
+        assert_eq!(lines.len(), 2, "{text}");
+        assert_eq!(lines[0].len(), 3 + PLAT_NR / 64);
+        assert_eq!(&lines[0][..5], ["12", "0", "4096", "2", "2"]);
+        assert_eq!(&lines[1][..5], ["25", "0", "4096", "1", "0"]);
+        // 1000 ns: bucket 320 + ... in the group of 64 at index 5.
+        assert_eq!(lines[1][3 + bucket_group(1000)], "1");
+    }
+
+    fn bucket_group(ns: u64) -> usize {
+        crate::measure::latency::bucket_of(ns) / 64
     }
 
     /// Without per_job_logs every thread's log is appended, whole, to one

@@ -237,6 +237,12 @@ pub struct Measuring {
     pub bw_log: Option<String>,
     /// `write_iops_log`.
     pub iops_log: Option<String>,
+    /// `write_hist_log`: the completion-latency histogram log's prefix.
+    pub hist_log: Option<String>,
+    /// A histogram line every so many ms (`log_hist_msec`, 0: none).
+    pub log_hist_msec: u64,
+    /// Buckets summed 2^this at a time (`log_hist_coarseness`, 0 to 6).
+    pub log_hist_coarseness: u32,
     /// Average log entries over this many milliseconds (`log_avg_msec`, 0:
     /// one entry per read).
     pub log_avg_msec: u64,
@@ -283,6 +289,9 @@ impl Default for Measuring {
             lat_log: None,
             bw_log: None,
             iops_log: None,
+            hist_log: None,
+            log_hist_msec: 0,
+            log_hist_coarseness: 0,
             log_avg_msec: 0,
             log_value: LogValue::Avg,
             log_offset: false,
@@ -351,11 +360,6 @@ impl Measuring {
     /// Percentiles of slat shown.
     pub fn slat_pct(&self) -> bool {
         self.slat_percentiles && !self.disable_slat
-    }
-
-    /// Any log is written.
-    pub fn logs(&self) -> bool {
-        self.lat_log.is_some() || self.bw_log.is_some() || self.iops_log.is_some()
     }
 
     /// How bandwidth (`iops`: IOPS) is sampled, as fio's `add_job` sets it

@@ -208,6 +208,35 @@ pub static OPTIONS: &[Opt] = &[
         example: "run" => |j| j.measuring.iops_log.as_deref() == Some("run")
     ),
     job!(
+        "write_hist_log",
+        "PREFIX",
+        "none",
+        "Write PREFIX_clat_hist.N.log as fio: every log_hist_msec a line `msec, 0, bs, \
+               count, ...` with the reads completed since the line before in each of fio's \
+               1856 completion-latency buckets (summed 2^log_hist_coarseness at a time), the \
+               format fio's tools/hist/fio-histo-log-pctiles.py reads.",
+        |j, v| j.measuring.hist_log = prefix(v),
+        example: "run" => |j| j.measuring.hist_log.as_deref() == Some("run")
+    ),
+    job!(
+        "log_hist_msec",
+        "INT",
+        "0",
+        "With write_hist_log: a histogram line every this many milliseconds (0: none, \
+               as in fio).",
+        |j, v| j.measuring.log_hist_msec = parse_in(v, 0, u32::MAX as u64)?,
+        example: "1000" => |j| j.measuring.log_hist_msec == 1000
+    ),
+    job!(
+        "log_hist_coarseness",
+        "INT",
+        "0",
+        "With write_hist_log: sum the buckets 2^N at a time (0 to 6): 1856 columns at 0, \
+               29 at 6.",
+        |j, v| j.measuring.log_hist_coarseness = parse_in(v, 0, 6)? as u32,
+        example: "4" => |j| j.measuring.log_hist_coarseness == 4
+    ),
+    job!(
         "log_avg_msec",
         "INT",
         "0",
@@ -344,20 +373,6 @@ pub static OPTIONS: &[Opt] = &[
 /// fio's measuring and reporting options nowait refuses, each with why.
 pub static REFUSED: &[(&str, &str)] = &[
     (
-        "write_hist_log",
-        "nowait writes no histogram logs; --output-format=json+ gives the whole run's \
-         completion-latency histogram in fio's buckets",
-    ),
-    (
-        "log_hist_msec",
-        "nowait writes no histogram logs (write_hist_log); --output-format=json+ gives \
-         the whole run's histogram",
-    ),
-    (
-        "log_hist_coarseness",
-        "nowait writes no histogram logs (write_hist_log)",
-    ),
-    (
         "log_compression",
         "nowait writes logs uncompressed (fio compresses with zlib); drop the option",
     ),
@@ -417,7 +432,7 @@ mod tests {
 
     #[test]
     fn refused_options_say_why() {
-        let e = crate::model::parse::unknown("write_hist_log");
-        assert!(e.contains("write_hist_log") && e.contains("json+"), "{e}");
+        let e = crate::model::parse::unknown("log_compression");
+        assert!(e.contains("log_compression") && e.contains("zlib"), "{e}");
     }
 }
