@@ -70,7 +70,8 @@ pub fn job_options(j: &Job, region: u64) -> Vec<(&'static str, Option<String>)> 
     .collect()
 }
 
-/// The measuring and reporting options that differ from fio's defaults.
+/// The measuring and reporting options that differ from fio's defaults
+/// (only those: the others are fio's defaults on both sides).
 fn measuring_options(j: &Job) -> Vec<(&'static str, Option<String>)> {
     let m = &j.measuring;
     let d = crate::model::measuring::Measuring::default();
@@ -104,6 +105,11 @@ fn measuring_options(j: &Job) -> Vec<(&'static str, Option<String>)> {
         ("write_lat_log", m.lat_log.clone()),
         ("write_bw_log", m.bw_log.clone()),
         ("write_iops_log", m.iops_log.clone()),
+        ("write_hist_log", m.hist_log.clone()),
+        (
+            "log_hist_msec",
+            set(m.log_hist_msec != 0, m.log_hist_msec.to_string()),
+        ),
         (
             "log_avg_msec",
             set(m.log_avg_msec != 0, m.log_avg_msec.to_string()),
@@ -131,6 +137,9 @@ fn measuring_options(j: &Job) -> Vec<(&'static str, Option<String>)> {
             set(m.ss_dur > 0 && m.ss_ramp > 0, format!("{}s", m.ss_ramp)),
         ),
     ]
+    .into_iter()
+    .filter(|(_, v)| v.is_some())
+    .collect()
 }
 
 /// fio's command line for `job` over `region` bytes of its file: its
@@ -164,8 +173,9 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
                 }
                 // fio's logs would overwrite nowait's, which have the same
                 // names; `--group_reporting` is always given below.
-                "write_lat_log" | "write_bw_log" | "write_iops_log" | "log_avg_msec"
-                | "log_offset" | "per_job_logs" | "group_reporting" => return None,
+                "write_lat_log" | "write_bw_log" | "write_iops_log" | "write_hist_log"
+                | "log_hist_msec" | "log_avg_msec" | "log_offset" | "per_job_logs"
+                | "group_reporting" => return None,
                 "sqthread_poll" | "fixedbufs" | "registerfiles" | "hipri"
                     if engine != "io_uring" =>
                 {
