@@ -1,19 +1,22 @@
 //! The system calls only the command makes, apart from the engine's: CPU
-//! time and context switches (`getrusage(2)`), free space (`statvfs(2)`),
-//! access advice (`posix_fadvise(2)`) and a file mapped for reading
-//! (`mmap(2)`, fio's mmap engine).
+//! time, context switches and page faults (`getrusage(2)`, of the process
+//! or of one thread), free space (`statvfs(2)`), access advice
+//! (`posix_fadvise(2)`) and a file mapped for reading (`mmap(2)`, fio's
+//! mmap engine).
 //!
 //! The crate's one kernel-facing module, and the only place it allows
-//! unsafe code: one `getrusage` call, written by hand because rustix 1.x
-//! has no `getrusage` and the engine's system layer is private to it, and
-//! the mapping (`mmap` hands out memory the kernel fills from the file,
-//! which no safe call can).
+//! unsafe code: one `getrusage` call and one `localtime_r` call (fio's
+//! job lines print the local time), written by hand because rustix 1.x
+//! has neither and the engine's system layer is private to it, and the
+//! mapping (`mmap` hands out memory the kernel fills from the file, which
+//! no safe call can).
 //! Everything else here goes through rustix's safe calls.
 
 use std::os::fd::AsFd;
 use std::path::Path;
 
-/// CPU time and context switches of the whole process (every thread).
+/// CPU time, context switches and page faults of the whole process
+/// (every thread), or of one thread.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Rusage {
     /// User CPU time, microseconds.
@@ -24,6 +27,10 @@ pub struct Rusage {
     pub ctx_voluntary: u64,
     /// Involuntary context switches (the task was preempted).
     pub ctx_involuntary: u64,
+    /// Minor page faults (no I/O).
+    pub minflt: u64,
+    /// Major page faults (I/O).
+    pub majflt: u64,
 }
 
 impl Rusage {
@@ -33,9 +40,9 @@ impl Rusage {
         Rusage::of(libc::RUSAGE_SELF)
     }
 
-    /// `getrusage(RUSAGE_THREAD)`: the calling thread alone (a job's own
-    /// CPU when several jobs run at once).
-    pub fn thread_now() -> Rusage {
+    /// `getrusage(RUSAGE_THREAD)`: the calling thread only, as fio counts
+    /// a job's CPU (`fio_getrusage`).
+    pub fn thread() -> Rusage {
         Rusage::of(libc::RUSAGE_THREAD)
     }
 
@@ -57,6 +64,8 @@ impl Rusage {
             sys_us: us(ru.ru_stime),
             ctx_voluntary: ru.ru_nvcsw as u64,
             ctx_involuntary: ru.ru_nivcsw as u64,
+            minflt: ru.ru_minflt as u64,
+            majflt: ru.ru_majflt as u64,
         }
     }
 
@@ -67,8 +76,50 @@ impl Rusage {
             sys_us: self.sys_us.saturating_sub(earlier.sys_us),
             ctx_voluntary: self.ctx_voluntary.saturating_sub(earlier.ctx_voluntary),
             ctx_involuntary: self.ctx_involuntary.saturating_sub(earlier.ctx_involuntary),
+            minflt: self.minflt.saturating_sub(earlier.minflt),
+            majflt: self.majflt.saturating_sub(earlier.majflt),
         }
     }
+
+    /// Add another thread's usage.
+    pub fn add(&mut self, o: &Rusage) {
+        self.user_us += o.user_us;
+        self.sys_us += o.sys_us;
+        self.ctx_voluntary += o.ctx_voluntary;
+        self.ctx_involuntary += o.ctx_involuntary;
+        self.minflt += o.minflt;
+        self.majflt += o.majflt;
+    }
+}
+
+/// `ctime(3)` of `secs` since the epoch in local time, without the
+/// newline: `Thu Nov 26 08:06:21 2026` (fio's job lines carry it).
+#[allow(unsafe_code)] // rustix has no localtime: libc's localtime_r, one call (module docs).
+pub fn ctime(secs: i64) -> String {
+    let t: libc::time_t = secs as libc::time_t;
+    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
+    // SAFETY: `t` and `tm` are valid for the call; localtime_r writes only
+    // `tm` and returns NULL on failure (then `tm` is not read).
+    let r = unsafe { libc::localtime_r(&t, tm.as_mut_ptr()) };
+    if r.is_null() {
+        return format!("{secs}");
+    }
+    // SAFETY: zero-initialised, and filled by localtime_r on success.
+    let tm = unsafe { tm.assume_init() };
+    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{} {}{:3} {:02}:{:02}:{:02} {}",
+        DAYS[tm.tm_wday.rem_euclid(7) as usize],
+        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        tm.tm_year + 1900
+    )
 }
 
 /// Bytes free for an unprivileged writer on the filesystem holding `dir`.
@@ -210,6 +261,14 @@ mod tests {
             m.copy_to(4096, &mut b),
             "the page before the offset is mapped too"
         );
+    }
+
+    #[test]
+    fn ctime_shape() {
+        let c = ctime(0);
+        let w: Vec<&str> = c.split_whitespace().collect();
+        assert_eq!(w.len(), 5, "{c}");
+        assert!(w[3].len() == 8 && (w[4] == "1970" || w[4] == "1969"), "{c}");
     }
 
     #[test]

@@ -1,13 +1,15 @@
 //! One job on its prepared data (`--peak`, the scenarios): the page cache
 //! as the job asks (`invalidate`, `fadvise_hint`), its `numjobs` threads
 //! (fio's clones: thread numbers, seeds) each reading the one file with
-//! fio's offsets, the drive, and its [`Outcome`], the threads together.
+//! fio's offsets, the drive with the file's block device watched
+//! (`disk_util`), and its [`Outcome`], the threads together.
 
 use crate::base::failure::Failure;
 use crate::driver::cache::fadvise_access;
 use crate::driver::layout::Data;
 use crate::driver::run::{drive, Mode, Thread};
 use crate::driver::schedule::{entropy, path_words};
+use crate::measure::disk::DiskWatch;
 use crate::measure::outcome::Outcome;
 use crate::model::group::{assign, GroupOptions};
 use crate::model::job::{uses_pool, Job, OwnEngine};
@@ -42,6 +44,8 @@ pub fn run_job(
             io_size: data.region,
         },
     };
+    let disks =
+        (job.measuring.disk_util && mode != Mode::Peak).then(|| DiskWatch::start([file.path()]));
     let clones = assign(&[GroupOptions {
         numjobs: job.numjobs as u32,
         ..GroupOptions::default()
@@ -82,9 +86,12 @@ pub fn run_job(
         });
     }
     let d = drive(threads, mode, say)?;
+    let disks = disks.map_or_else(Vec::new, DiskWatch::finish);
     Ok(Outcome {
         job: job.clone(),
         measured: d.measured,
+        threads: d.threads.into_iter().map(|t| t.measured).collect(),
+        disks,
         backend: d.backend,
         path: path_words(job, Some(file)),
         effective_iodepth: job.effective_iodepth(),

@@ -43,7 +43,7 @@
 //! until the queue has drained to it. Every wait ends at the runtime or at
 //! Ctrl-C.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -57,8 +57,11 @@ use crate::base::units::{ratio, short_num};
 use crate::driver::engine::{Engine, Lib, Own, Req};
 use crate::driver::flow;
 use crate::driver::queue::{build_queue, slot_buffers};
+use crate::measure::log::{HistLog, Log, LogKind, ReadLogs};
 use crate::measure::metrics::Measured;
+use crate::measure::samples::{Sampler, Totals};
 use crate::measure::sqpoll;
+use crate::measure::steady::{SoFar, Steady};
 use crate::model::job::Job;
 use crate::workload::fio_rate::Gate;
 use crate::workload::reads::Reads;
@@ -127,18 +130,136 @@ pub struct Driven<R> {
     pub interrupted: bool,
 }
 
-/// Counters each thread publishes after every reap, for the live lines:
-/// reads completed, reads submitted, submit calls, reap calls, bytes.
+/// Counters each thread publishes after every reap, for the live lines,
+/// the bandwidth and IOPS samples and steady state: reads completed, reads
+/// submitted, submit calls, reap calls, and of the measured reads: reads,
+/// bytes, the sum of their completion latencies (ns) and its count.
 #[derive(Default)]
-struct Counters([AtomicU64; 5]);
+struct Counters([AtomicU64; 8]);
 
 impl Counters {
+    #[inline]
     fn publish(&self, ios: u64, c: &Measured) {
-        let now = [ios, c.submitted, c.submit_calls, c.reap_calls, c.bytes];
+        let now = [
+            ios,
+            c.submitted,
+            c.submit_calls,
+            c.reap_calls,
+            c.ios,
+            c.bytes,
+            c.clat.sum_ns() as u64,
+            c.clat.count(),
+        ];
         for (a, v) in self.0.iter().zip(now) {
             a.store(v, Ordering::Relaxed);
         }
     }
+
+    fn get(&self, i: usize) -> u64 {
+        self.0[i].load(Ordering::Relaxed)
+    }
+
+    fn totals(&self) -> Totals {
+        Totals {
+            ios: self.get(4),
+            bytes: self.get(5),
+        }
+    }
+
+    fn so_far(&self) -> SoFar {
+        SoFar {
+            ios: self.get(4),
+            bytes: self.get(5),
+            lat_sum: self.get(6) as f64,
+            lat_n: self.get(7),
+        }
+    }
+}
+
+/// A thread runs on (0), stops because another failed (1), or because
+/// steady state was reached (2).
+const RUN: u8 = 0;
+const ABORT: u8 = 1;
+const STEADY: u8 = 2;
+
+/// The threads of one job (the job and its numjobs clones, side by side in
+/// thread order): sampled together (`write_bw_log`, `write_iops_log` with
+/// `log_avg_msec`, bandwidth and IOPS statistics) from the end of their
+/// `startdelay` and `ramp_time`, with their steady state.
+struct Unit {
+    /// Index of the job's first thread.
+    first: usize,
+    /// Its threads.
+    n: usize,
+    /// Sampling starts this long after the run's start.
+    offset: Duration,
+    /// `steadystate_duration`, seconds.
+    ss_dur: u64,
+    sampler: Option<Sampler>,
+    /// Steady state of each thread, or of all of them together
+    /// (`group_reporting`), with the threads (indexes into the run) each watches.
+    steady: Vec<(Steady, Vec<usize>)>,
+    started: bool,
+    epoch: Instant,
+    next_sample: Instant,
+    next_ss: Instant,
+}
+
+impl Unit {
+    /// The units of `threads`: a new one at each job's first clone.
+    fn of<R>(threads: &[Thread<'_, R>], sampled: bool) -> Result<Vec<Unit>, Failure> {
+        let mut units: Vec<Unit> = Vec::new();
+        for (i, t) in threads.iter().enumerate() {
+            match units.last_mut() {
+                Some(u) if t.job.member.clone != 0 && t.job.name == threads[u.first].job.name => {
+                    u.n += 1
+                }
+                _ => units.push(Unit {
+                    first: i,
+                    n: 1,
+                    offset: t.delay + t.job.ramp_time,
+                    ss_dur: t.job.measuring.ss_dur,
+                    sampler: None,
+                    steady: Vec::new(),
+                    started: false,
+                    epoch: Instant::now(),
+                    next_sample: Instant::now(),
+                    next_ss: Instant::now(),
+                }),
+            }
+        }
+        if sampled {
+            for u in &mut units {
+                let job = threads[u.first].job;
+                u.sampler = Some(
+                    Sampler::new(job, u.n).map_err(|e| log_failure("write_bw_log", e))?,
+                );
+                u.steady = steady_units(job, u.first, u.n);
+            }
+        }
+        Ok(units)
+    }
+
+    fn ss_every(&self) -> Duration {
+        Duration::from_millis(self.steady.first().map_or(1000, |(s, _)| s.interval_ms()))
+    }
+}
+
+/// Steady state of each of a job's `n` threads from `first`, or of all of
+/// them together (`group_reporting`), and which threads each watches.
+fn steady_units(job: &Job, first: usize, n: usize) -> Vec<(Steady, Vec<usize>)> {
+    match (Steady::new(&job.measuring, n), job.member.group_reporting) {
+        (None, _) => Vec::new(),
+        (Some(s), true) => vec![(s, (first..first + n).collect())],
+        (Some(_), false) => (first..first + n)
+            .filter_map(|t| Steady::new(&job.measuring, 1).map(|s| (s, vec![t])))
+            .collect(),
+    }
+}
+
+/// A log option's failure, in the option's words.
+fn log_failure(opt: &str, e: std::io::Error) -> Failure {
+    Failure::Runtime(format!("--{opt}: cannot write the log: {e}"))
 }
 
 /// Run `threads` side by side until each ends (its reads, its runtime,
@@ -151,8 +272,9 @@ pub fn drive<R: Reads>(
     let n = threads.len();
     assert!(n > 0, "a run has threads");
     let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
-    let abort = AtomicBool::new(false);
+    let halts: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(RUN)).collect();
     let barrier = Barrier::new(n + 1);
+    let mut units = Unit::of(&threads, mode != Mode::Peak)?;
     let first = threads[0].job;
     let longest = threads
         .iter()
@@ -173,16 +295,23 @@ pub fn drive<R: Reads>(
     let mut bar = Progress::new(label);
     let mut seconds = Vec::new();
     let alone = n == 1;
-    let (results, usage) = std::thread::scope(|s| {
+    let (results, usage, log_err) = std::thread::scope(|s| {
         let handles: Vec<_> = threads
             .into_iter()
             .enumerate()
             .map(|(tid, t)| {
-                let (c, abort, barrier) = (&counters[tid], &abort, &barrier);
+                let (c, halts, barrier) = (&counters[tid], &halts, &barrier);
                 s.spawn(move || {
-                    let r = run_thread(t, mode, c, abort, barrier, alone);
+                    let r = run_thread(t, mode, c, &halts[tid], barrier, alone);
                     if r.is_err() {
-                        abort.store(true, Ordering::Relaxed);
+                        for h in halts {
+                            let _ = h.compare_exchange(
+                                RUN,
+                                ABORT,
+                                Ordering::Relaxed,
+                                Ordering::Relaxed,
+                            );
+                        }
                     }
                     r
                 })
@@ -193,7 +322,7 @@ pub fn drive<R: Reads>(
         barrier.wait();
         let start = Instant::now();
         let r0 = Rusage::now();
-        let snap = || -> [u64; 5] {
+        let snap = || -> [u64; 6] {
             std::array::from_fn(|i| {
                 counters
                     .iter()
@@ -204,8 +333,62 @@ pub fn drive<R: Reads>(
         let (mut bar_at, mut bar_ios) = (start, 0);
         let mut last = (start, snap());
         let mut next = start + Duration::from_secs(1);
+        let totals = |u: &Unit| {
+            counters[u.first..u.first + u.n]
+                .iter()
+                .map(Counters::totals)
+                .collect::<Vec<_>>()
+        };
+        let mut log_err = None;
         while !handles.iter().all(|h| h.is_finished()) {
             let now = Instant::now();
+            // fio's helper thread: bandwidth and IOPS samples, steady state,
+            // each job's from the end of its startdelay and ramp_time.
+            for u in &mut units {
+                if !u.started && now >= start + u.offset {
+                    u.started = true;
+                    u.epoch = now;
+                    u.next_sample = now;
+                    u.next_ss = now + u.ss_every();
+                    let t = totals(u);
+                    if let Some(sm) = u.sampler.as_mut() {
+                        sm.start(now, &t);
+                    }
+                }
+                if !u.started {
+                    continue;
+                }
+                if now >= u.next_sample {
+                    let t = totals(u);
+                    if let Some(sm) = u.sampler.as_mut() {
+                        match sm.tick(now, &t) {
+                            Ok(t) => u.next_sample = t,
+                            Err(e) => {
+                                log_err.get_or_insert(e);
+                                u.next_sample = now + Duration::from_secs(3600);
+                            }
+                        }
+                    }
+                }
+                if now >= u.next_ss && !u.steady.is_empty() {
+                    let t_us = (now - u.epoch).as_micros() as u64;
+                    for (st, members) in &mut u.steady {
+                        let so_far: Vec<SoFar> =
+                            members.iter().map(|&t| counters[t].so_far()).collect();
+                        if !st.attained() && st.check(t_us, &so_far) {
+                            for &t in members.iter() {
+                                let _ = halts[t].compare_exchange(
+                                    RUN,
+                                    STEADY,
+                                    Ordering::Relaxed,
+                                    Ordering::Relaxed,
+                                );
+                            }
+                        }
+                    }
+                    u.next_ss += u.ss_every();
+                }
+            }
             if bar.is_on() && now - bar_at >= Duration::from_millis(250) {
                 let done = snap()[0];
                 let iops = (done - bar_ios) as f64 / (now - bar_at).as_secs_f64();
@@ -226,7 +409,7 @@ pub fn drive<R: Reads>(
                 say(format!(
                     "IOPS={}, BW={:.0}MiB/s, IOS/call={:.1}/{:.1}",
                     short_num(sec.iops),
-                    d(4) as f64 / secs / (1 << 20) as f64,
+                    d(5) as f64 / secs / (1 << 20) as f64,
                     sec.ios_per_submit,
                     sec.ios_per_reap
                 ));
@@ -234,29 +417,73 @@ pub fn drive<R: Reads>(
                 last = (now, cur);
                 next += Duration::from_secs(1);
             }
-            // Wake for the next second's line, or to see whether the
-            // threads are done; never spin.
-            let nap = match say {
+            // Wake for the next second's line, sample or check, or to see
+            // whether the threads are done; never spin.
+            let mut nap = match say {
                 Some(_) => next.saturating_duration_since(now),
                 None => Duration::from_millis(50),
             };
+            for u in &units {
+                let due = match u.started {
+                    false => start + u.offset,
+                    true if u.sampler.is_some() && u.steady.is_empty() => u.next_sample,
+                    true if u.sampler.is_some() => u.next_sample.min(u.next_ss),
+                    true => u.next_ss,
+                };
+                nap = nap.min(due.saturating_duration_since(now));
+            }
             std::thread::sleep(nap.clamp(Duration::from_millis(1), Duration::from_millis(50)));
         }
         let r1 = Rusage::now();
+        let end = Instant::now();
         let results: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().expect("benchmark threads do not panic"))
             .collect();
-        (results, r1.since(&r0))
+        (results, r1.since(&r0), (log_err, end))
     });
     bar.finish();
+    let (log_err, end) = log_err;
+    if let Some(e) = log_err {
+        return Err(log_failure("write_bw_log/--write_iops_log", e));
+    }
+    // Each thread's bandwidth and IOPS statistics (sampled apart, not per
+    // read in the thread) and steady state report.
+    let mut stats = vec![(None, None); n];
+    let mut reports = Vec::new();
+    for u in units {
+        if let Some(sm) = u.sampler {
+            let (st, _logs) = sm
+                .finish(end)
+                .map_err(|e| log_failure("write_bw_log/--write_iops_log", e))?;
+            for (k, v) in st.into_iter().enumerate() {
+                stats[u.first + k] = v;
+            }
+        }
+        for (st, members) in &u.steady {
+            reports.push((
+                st.report(u.ss_dur),
+                *members.last().expect("a member"),
+            ));
+        }
+    }
 
     let mut measured = Measured::default();
     let (mut verified, mut hooks, mut figures, mut first_err) = (0, Vec::new(), Vec::new(), None);
     let mut interrupted = false;
-    for r in results {
+    for (tid, r) in results.into_iter().enumerate() {
         match r {
-            Ok((t, hook)) => {
+            Ok((mut t, hook)) => {
+                let (bw, iops) = stats[tid];
+                if let Some(bw) = bw {
+                    t.measured.bw_stat = bw;
+                }
+                if let Some(iops) = iops {
+                    t.measured.iops_stat = iops;
+                }
+                if let Some((rep, _)) = reports.iter().find(|(_, last)| *last == tid) {
+                    t.measured.steady = Some(rep.clone());
+                }
                 measured.add(&t.measured);
                 verified += t.verified;
                 interrupted |= t.interrupted;
@@ -288,12 +515,59 @@ pub fn drive<R: Reads>(
     })
 }
 
+/// A thread's per-read logs (`write_lat_log`, `write_hist_log`;
+/// `write_bw_log` and `write_iops_log` without `log_avg_msec`), named
+/// after its fio thread number; `None` without any.
+fn read_logs(job: &Job) -> Result<Option<ReadLogs>, Failure> {
+    let m = &job.measuring;
+    let thread = job.member.thread_number.max(1);
+    let open = |prefix: &Option<String>, kind, on: bool, opt: &str| match prefix {
+        Some(p) if on => Log::open(m, p, &job.name, kind, thread, m.log_avg_msec)
+            .map(Some)
+            .map_err(|e| log_failure(opt, e)),
+        _ => Ok(None),
+    };
+    let hist = match &m.hist_log {
+        Some(p) if m.clat() => Some(
+            HistLog::open(m, p, &job.name, thread).map_err(|e| log_failure("write_hist_log", e))?,
+        ),
+        _ => None,
+    };
+    let logs = ReadLogs {
+        hist,
+        lat: open(&m.lat_log, LogKind::Lat, m.lat(), "write_lat_log")?,
+        clat: open(&m.lat_log, LogKind::Clat, m.clat(), "write_lat_log")?,
+        slat: open(&m.lat_log, LogKind::Slat, m.slat(), "write_lat_log")?,
+        bw: open(
+            &m.bw_log,
+            LogKind::Bw,
+            m.sampling(false).is_none() && !m.disable_bw,
+            "write_bw_log",
+        )?,
+        iops: open(
+            &m.iops_log,
+            LogKind::Iops,
+            m.sampling(true).is_none() && !m.untimed(),
+            "write_iops_log",
+        )?,
+    };
+    let any = [
+        logs.lat.is_some(),
+        logs.clat.is_some(),
+        logs.slat.is_some(),
+        logs.bw.is_some(),
+        logs.iops.is_some(),
+        logs.hist.is_some(),
+    ];
+    Ok(any.contains(&true).then_some(logs))
+}
+
 /// Build the thread's engine, then run its loop.
 fn run_thread<R: Reads>(
     t: Thread<'_, R>,
     mode: Mode,
     counters: &Counters,
-    abort: &AtomicBool,
+    halt: &AtomicU8,
     barrier: &Barrier,
     alone: bool,
 ) -> Result<(ThreadFigures, R), Failure> {
@@ -301,13 +575,17 @@ fn run_thread<R: Reads>(
     let depth = job.effective_iodepth();
     // Build everything before the barrier, and always reach the barrier so
     // the main thread is never left waiting.
+    let logs = match mode {
+        Mode::Peak => Ok(None),
+        _ => read_logs(job),
+    };
     match job.own_engine {
         Some(kind) => {
             let mut e = Own::new(kind, job, &t.files);
             let bufs = slot_buffers(job, &mut e, &t.files, depth);
-            let w = Worker::new(t.job, mode, counters, abort, depth, t.delay, t.flow, alone);
+            let w = Worker::new(t.job, mode, counters, halt, depth, t.delay, t.flow, alone);
             barrier.wait();
-            w.run(e, bufs, t.reads, &t.files)
+            w.run(e, bufs, t.reads, &t.files, logs?)
         }
         None => {
             let setup = build_queue(job, depth).map(|q| {
@@ -317,11 +595,11 @@ fn run_thread<R: Reads>(
             });
             // SQPOLL threads are named after the thread that set the ring up.
             let os_tid = job.sqthread_poll.then(sqpoll::current_tid).flatten();
-            let mut w = Worker::new(t.job, mode, counters, abort, depth, t.delay, t.flow, alone);
+            let mut w = Worker::new(t.job, mode, counters, halt, depth, t.delay, t.flow, alone);
             w.sq_tid = os_tid;
             barrier.wait();
             let (e, bufs) = setup?;
-            w.run(e, bufs, t.reads, &t.files)
+            w.run(e, bufs, t.reads, &t.files, logs?)
         }
     }
 }
@@ -331,7 +609,7 @@ struct Worker<'a> {
     job: &'a Job,
     mode: Mode,
     counters: &'a Counters,
-    abort: &'a AtomicBool,
+    halt: &'a AtomicU8,
     depth: usize,
     delay: Duration,
     flow: Option<flow::Member>,
@@ -345,7 +623,7 @@ impl<'a> Worker<'a> {
         job: &'a Job,
         mode: Mode,
         counters: &'a Counters,
-        abort: &'a AtomicBool,
+        halt: &'a AtomicU8,
         depth: usize,
         delay: Duration,
         flow: Option<flow::Member>,
@@ -355,7 +633,7 @@ impl<'a> Worker<'a> {
             job,
             mode,
             counters,
-            abort,
+            halt,
             depth,
             delay,
             flow,
@@ -372,7 +650,7 @@ impl<'a> Worker<'a> {
             if now >= until {
                 return true;
             }
-            if interrupted() || self.abort.load(Ordering::Relaxed) {
+            if interrupted() || self.halt.load(Ordering::Relaxed) != RUN {
                 return false;
             }
             std::thread::sleep((until - now).min(Duration::from_millis(20)));
@@ -386,6 +664,7 @@ impl<'a> Worker<'a> {
         mut bufs: Vec<Option<Buf>>,
         mut reads: R,
         files: &[&File],
+        mut logs: Option<ReadLogs>,
     ) -> Result<(ThreadFigures, R), Failure> {
         let job = self.job;
         let mode = self.mode;
@@ -408,7 +687,13 @@ impl<'a> Worker<'a> {
         let low = job.iodepth_low.unwrap_or(depth).min(depth);
         // The reap's enter carries the reads: always at peak, and at depth 1.
         let ride = mode == Mode::Peak || (mode == Mode::Measure && depth == 1);
-        let timed = mode != Mode::Peak;
+        let ms = &job.measuring;
+        let timed = mode != Mode::Peak && !ms.untimed();
+        // What each read records (fio's disable_* and gtod_reduce).
+        let (want_clat, want_lat, want_slat) = (ms.clat(), ms.lat(), ms.slat());
+        let bw_per_read = !ms.disable_bw && ms.sampling(false).is_none();
+        let iops_per_read = ms.sampling(true).is_none();
+        let mut log_err: Option<std::io::Error> = None;
         let paced = reads.pacing().is_some() || self.flow.is_some();
         let mut free: Vec<u32> = (0..depth as u32).rev().collect();
         let mut batch: Vec<u32> = Vec::with_capacity(depth);
@@ -426,7 +711,7 @@ impl<'a> Worker<'a> {
         let mut measure_start = start;
         let mut stats_base = q.stats();
         let mut sq_base = self.sq_tid.map(sqpoll::cpu_of);
-        let mut cpu_base = Rusage::thread_now();
+        let mut cpu_base = Rusage::thread();
         let (mut verified, mut issued, mut in_flight, mut completed) = (0u64, 0u64, 0usize, 0u64);
         let (mut bytes_done, mut stopping, mut cut, mut filling) = (0u64, false, false, true);
         let mut now = start;
@@ -448,11 +733,24 @@ impl<'a> Worker<'a> {
                 }
                 if timed {
                     let apart = !$carried && mode != Mode::Serve;
-                    stamps.submitted(&batch, Instant::now(), apart, |slat| {
-                        if measuring {
-                            m.slat.record(slat);
+                    let t1 = Instant::now();
+                    stamps.submitted(&batch, t1, apart, |id, slat| {
+                        if measuring && want_slat {
+                            let ns = slat.as_nanos() as u64;
+                            m.slat.record_ns(ns);
+                            if let Some(l) = logs.as_mut() {
+                                let t_ms = (t1 - measure_start).as_millis() as u64;
+                                let (_, offset, len) = slot[id];
+                                if let Err(e) = l.submitted(t_ms, ns, len as u64, offset) {
+                                    log_err.get_or_insert(e);
+                                }
+                            }
                         }
                     });
+                }
+                if measuring {
+                    m.dist.submitted_at(in_flight, batch.len() as u64);
+                    m.dist.submit_call(batch.len());
                 }
                 m.submit_calls += 1;
                 m.submitted += batch.len() as u64;
@@ -490,8 +788,31 @@ impl<'a> Worker<'a> {
                     if measuring {
                         if timed {
                             let clat = now - stamps.issued[id];
-                            m.clat.record(clat);
-                            m.lat.record(now - stamps.pushed[id]);
+                            let clat_ns = clat.as_nanos() as u64;
+                            let lat_ns = (now - stamps.pushed[id]).as_nanos() as u64;
+                            if want_lat {
+                                m.lat.record_ns(lat_ns);
+                            }
+                            if want_clat {
+                                m.clat.record_ns(clat_ns);
+                                m.dist.clat(clat_ns);
+                            }
+                            if bw_per_read {
+                                m.bw_stat
+                                    .add((n as u64 * 1_000_000).checked_div(clat_ns).unwrap_or(0));
+                            }
+                            if iops_per_read {
+                                m.iops_stat.add(1);
+                            }
+                            if let Some(l) = logs.as_mut() {
+                                let t_ms = (now - measure_start).as_millis() as u64;
+                                if let Err(e) = l
+                                    .completed(t_ms, clat_ns, lat_ns, n as u64, offset)
+                                    .and_then(|()| l.histogram(t_ms, n as u64, &m.clat))
+                                {
+                                    log_err.get_or_insert(e);
+                                }
+                            }
                             reads.done(f, clat);
                         }
                         m.ios += 1;
@@ -513,9 +834,13 @@ impl<'a> Worker<'a> {
                     submit!(ride);
                 }
                 while in_flight > 0 {
-                    q.reap(in_flight, None, &mut done)
+                    let got = q
+                        .reap(in_flight, None, &mut done)
                         .map_err(|e| fail("reap", e))?;
                     m.reap_calls += 1;
+                    if measuring {
+                        m.dist.reap_call(got);
+                    }
                     now = Instant::now();
                     finish!();
                 }
@@ -670,13 +995,17 @@ impl<'a> Worker<'a> {
                 filling = true;
                 let ended = end.is_some_and(|e| now >= e);
                 cut = !ended && interrupted();
-                stopping = ended || cut || self.abort.load(Ordering::Relaxed);
+                let halted = self.halt.load(Ordering::Relaxed);
+                stopping = ended || halted == STEADY || cut || halted != RUN;
                 self.counters.publish(completed, &m);
                 continue;
             }
             let min = job.iodepth_batch_complete_min.clamp(1, in_flight);
-            q.reap(min, None, &mut done).map_err(|e| fail("reap", e))?;
+            let got = q.reap(min, None, &mut done).map_err(|e| fail("reap", e))?;
             m.reap_calls += 1;
+            if measuring {
+                m.dist.reap_call(got);
+            }
             now = Instant::now();
             finish!();
             if in_flight <= low {
@@ -688,7 +1017,7 @@ impl<'a> Worker<'a> {
                 measure_start = now;
                 stats_base = q.stats();
                 sq_base = self.sq_tid.map(sqpoll::cpu_of);
-                cpu_base = Rusage::thread_now();
+                cpu_base = Rusage::thread();
             }
             if let Some(min) = reads.pacing().and_then(|p| p.min.as_mut()) {
                 let ms = (now - start).as_millis() as u64;
@@ -700,15 +1029,30 @@ impl<'a> Worker<'a> {
                 })?;
             }
             if !stopping {
-                let ended = end.is_some_and(|e| now >= e);
+                let halted = self.halt.load(Ordering::Relaxed);
+                let ended = end.is_some_and(|e| now >= e) || halted == STEADY;
                 cut = !ended && interrupted();
-                stopping = ended || cut || self.abort.load(Ordering::Relaxed);
+                stopping = ended || cut || halted != RUN;
             }
         }
         m.elapsed = now.saturating_duration_since(measure_start);
+        m.run_ms = m.elapsed.as_millis() as u64;
+        m.members = 1;
+        m.thread_cpu = Rusage::thread().since(&cpu_base);
+        if let Some(l) = logs {
+            if let Err(e) = l.finish(m.run_ms) {
+                log_err.get_or_insert(e);
+            }
+        }
+        if let Some(e) = log_err {
+            return Err(log_failure(
+                "write_lat_log/--write_bw_log/--write_iops_log",
+                e,
+            ));
+        }
         m.queue = q.stats().since(&stats_base);
         if !self.alone {
-            m.rusage = Rusage::thread_now().since(&cpu_base);
+            m.rusage = Rusage::thread().since(&cpu_base);
         }
         // What the submission policy chose, from the whole run.
         let mut backend = backend;
@@ -754,20 +1098,20 @@ impl Stamps {
 
     /// The submit call that handed `batch` over returned at `t1` (`apart`:
     /// a call of its own, not the reap's): set each read's clat start, and
-    /// hand each read's slat (from its own push) to `slat`.
+    /// hand each read's slot and slat (from its own push) to `slat`.
     #[inline]
     fn submitted(
         &mut self,
         batch: &[u32],
         t1: Instant,
         apart: bool,
-        mut slat: impl FnMut(Duration),
+        mut slat: impl FnMut(usize, Duration),
     ) {
         for &id in batch {
             let id = id as usize;
             if apart {
                 self.issued[id] = t1;
-                slat(t1 - self.pushed[id]);
+                slat(id, t1 - self.pushed[id]);
             } else {
                 self.issued[id] = self.pushed[id];
             }
@@ -791,13 +1135,13 @@ mod tests {
             s.pushed[id as usize] = t0 + us(at);
         }
         let mut slats = Vec::new();
-        s.submitted(&[2, 0, 3], t0 + us(5), true, |d| slats.push(d));
+        s.submitted(&[2, 0, 3], t0 + us(5), true, |_, d| slats.push(d));
         assert_eq!(slats, [us(5), us(4), us(3)]);
         assert_eq!(s.issued[0], t0 + us(5));
         assert_eq!(s.issued[3], t0 + us(5));
         // Carried by the reap's call: clat from the push, no slat.
         slats.clear();
-        s.submitted(&[3], t0 + us(9), false, |d| slats.push(d));
+        s.submitted(&[3], t0 + us(9), false, |_, d| slats.push(d));
         assert!(slats.is_empty());
         assert_eq!(s.issued[3], t0 + us(2));
     }

@@ -289,6 +289,8 @@ pub fn run(threads: &[Job]) -> Result<Vec<Outcome>, Failure> {
                         .or_else(|| fs.first().map(|f| f.name.clone())),
                     ..j.clone()
                 },
+                threads: vec![t.measured.clone()],
+                disks: Vec::new(),
                 measured: t.measured,
                 backend: t.backend,
                 path: path_words(j, first),
@@ -353,6 +355,7 @@ pub fn entries(outcomes: Vec<Outcome>) -> Vec<Outcome> {
             cpu.ctx_involuntary += r.ctx_involuntary;
             first.measured.add(&o.measured);
             first.measured.rusage = cpu;
+            first.threads.extend(o.threads);
             first.verified_ios += o.verified_ios;
             first.interrupted |= o.interrupted;
             first.laid_out |= o.laid_out;

@@ -4,7 +4,8 @@
 //! defaults of `nowait bench` are fio's, but a job may set nowait's own
 //! modes, such as `iodepth_batch_submit=0`), with fio's `--thread` so both
 //! sides use threads, and `--group_reporting` so several `numjobs` come
-//! back as one entry.
+//! back as one entry. The log options are not passed: fio's logs would
+//! have the same names as nowait's and overwrite them.
 
 use crate::model::job::Job;
 use crate::model::parse::find;
@@ -70,6 +71,81 @@ pub fn job_options(j: &Job, region: u64) -> Vec<(&'static str, Option<String>)> 
         ("hipri", n.hipri.and_then(b)),
         ("spin_us", s(&n.spin_us)),
     ]
+    .into_iter()
+    .chain(measuring_options(j))
+    .collect()
+}
+
+/// The measuring and reporting options that differ from fio's defaults
+/// (only those: the others are fio's defaults on both sides).
+fn measuring_options(j: &Job) -> Vec<(&'static str, Option<String>)> {
+    let m = &j.measuring;
+    let d = crate::model::measuring::Measuring::default();
+    let on = |x: bool| x.then(|| "1".to_string());
+    let set = |x: bool, v: String| x.then_some(v);
+    vec![
+        ("gtod_reduce", on(m.gtod_reduce)),
+        ("disable_lat", on(m.disable_lat && !m.gtod_reduce)),
+        ("disable_clat", on(m.disable_clat && !m.gtod_reduce)),
+        ("disable_slat", on(m.disable_slat && !m.gtod_reduce)),
+        ("disable_bw_measurement", on(m.disable_bw && !m.gtod_reduce)),
+        (
+            "clat_percentiles",
+            set(m.clat_percentiles != d.clat_percentiles, "0".into()),
+        ),
+        ("lat_percentiles", on(m.lat_percentiles)),
+        ("slat_percentiles", on(m.slat_percentiles)),
+        (
+            "percentile_list",
+            set(
+                m.percentiles != d.percentiles,
+                m.percentiles
+                    .list
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect::<Vec<_>>()
+                    .join(":"),
+            ),
+        ),
+        ("group_reporting", on(j.member.group_reporting)),
+        ("write_lat_log", m.lat_log.clone()),
+        ("write_bw_log", m.bw_log.clone()),
+        ("write_iops_log", m.iops_log.clone()),
+        ("write_hist_log", m.hist_log.clone()),
+        (
+            "log_hist_msec",
+            set(m.log_hist_msec != 0, m.log_hist_msec.to_string()),
+        ),
+        (
+            "log_avg_msec",
+            set(m.log_avg_msec != 0, m.log_avg_msec.to_string()),
+        ),
+        ("log_offset", on(m.log_offset)),
+        ("per_job_logs", set(!m.per_job_logs, "0".into())),
+        (
+            "steadystate",
+            set(
+                m.ss_dur > 0,
+                format!(
+                    "{}:{}{}",
+                    m.ss.name(),
+                    m.ss.limit,
+                    if m.ss.pct { "%" } else { "" }
+                ),
+            ),
+        ),
+        (
+            "steadystate_duration",
+            set(m.ss_dur > 0, format!("{}s", m.ss_dur)),
+        ),
+        (
+            "steadystate_ramp_time",
+            set(m.ss_dur > 0 && m.ss_ramp > 0, format!("{}s", m.ss_ramp)),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, v)| v.is_some())
+    .collect()
 }
 
 /// fio's command line for `job` over `region` bytes of its file: its
@@ -100,6 +176,11 @@ pub fn args(job: &Job, region: u64) -> Result<Vec<String>, String> {
                 // nowait's own (fio's verify takes a checksum type, not the pattern).
                 "verify" | "pool_workers" | "sqthread_poll_idle" | "spin_us" => return None,
                 "nowait" if !job.rwf_nowait => return None,
+                // fio's logs would overwrite nowait's, which have the same
+                // names; `--group_reporting` is always given below.
+                "write_lat_log" | "write_bw_log" | "write_iops_log" | "write_hist_log"
+                | "log_hist_msec" | "log_avg_msec" | "log_offset" | "per_job_logs"
+                | "group_reporting" => return None,
                 "sqthread_poll" | "fixedbufs" | "registerfiles" | "hipri"
                     if engine != "io_uring" =>
                 {
@@ -324,6 +405,34 @@ mod tests {
         assert!(!has("--filename=/f --ioengine=uring --iodepth=8"));
         assert!(!has("--filename=/f --ioengine=aio --iodepth=32"));
         assert!(!has("--filename=/f --ioengine=sync"));
+    }
+
+    /// Measuring options go to fio; log options do not (fio's logs would
+    /// overwrite nowait's, named the same).
+    #[test]
+    fn measuring_options_go_to_fio_logs_do_not() {
+        let a = args(
+            &job(
+                "--filename=/f --iodepth=8 --gtod_reduce --percentile_list=50:99.9 \
+                  --write_lat_log=x --log_avg_msec=10 --ss=bw:5% --ss_dur=4",
+            ),
+            4096,
+        )
+        .unwrap()
+        .join(" ");
+        for want in [
+            "--gtod_reduce=1",
+            "--percentile_list=50:99.9",
+            "--steadystate=bw:5%",
+            "--steadystate_duration=4s",
+        ] {
+            assert!(a.contains(want), "missing {want} in {a}");
+        }
+        assert!(
+            !a.contains("write_lat_log") && !a.contains("log_avg_msec"),
+            "{a}"
+        );
+        assert!(!a.contains("disable_clat"), "gtod_reduce says it: {a}");
     }
 
     /// A colon of a file's name (`\:` on nowait's command line) is handed

@@ -57,6 +57,7 @@ macro_rules! run_path {
 
 mod engine;
 mod files;
+mod output;
 mod pacing;
 mod reads;
 pub mod refused;
@@ -71,6 +72,7 @@ static TABLES: &[&[Opt]] = &[
     pacing::OPTIONS,
     engine::OPTIONS,
     run::OPTIONS,
+    output::OPTIONS,
 ];
 
 /// Every option of `nowait bench`, in help order.

@@ -12,6 +12,8 @@ use crate::model::fio_ini::choice::{
 };
 use crate::model::fio_ini::value::{BsSplit, DistSpec, KbBase, Size};
 use crate::model::group::{Member, Placed};
+pub use crate::model::measuring::Format;
+use crate::model::measuring::Measuring;
 
 /// Sequential or random reads (fio's `rw`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,8 +121,6 @@ pub struct Job {
     /// The job file's section name (or the command line's `--name`): what
     /// fio names the job's files after (`$jobname`), whatever `name` says.
     pub section: String,
-    /// `description`: shown, not read.
-    pub description: Option<String>,
     /// `filename` as given: one file, or several separated by `:` (a colon
     /// of a name written `\:`); [`Job::filenames`] splits it. `None`: the
     /// files are named by `filename_format` in `directory`.
@@ -315,6 +315,8 @@ pub struct Job {
     /// `uring`, `aio`: how many queued reads one system call hands over
     /// (`submit`; nowait's own).
     pub submit: SubmitPolicy,
+    /// What is measured, logged and reported (fio's statistics options).
+    pub measuring: Measuring,
     /// Which thread of which group this is (fio's groupid, clone, thread
     /// number); set when a job file's jobs are laid out as threads.
     pub member: Member,
@@ -328,7 +330,6 @@ impl Default for Job {
         Job {
             name: "nowait".into(),
             section: "nowait".into(),
-            description: None,
             filename: None,
             directory: None,
             filename_format: None,
@@ -417,6 +418,7 @@ impl Default for Job {
             memory_inline: true,
             inline_window: None,
             submit: SubmitPolicy::Adaptive,
+            measuring: Measuring::default(),
             member: Member::default(),
             fio_rules: None,
         }
@@ -595,15 +597,6 @@ pub fn uses_pool(kind: BackendKind) -> bool {
     matches!(kind, BackendKind::Pool | BackendKind::AioPool)
 }
 
-/// How the results are printed (`--output-format`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// fio-shaped text.
-    Normal,
-    /// fio-compatible JSON.
-    Json,
-}
-
 /// Settings of the invocation rather than of a job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -632,7 +625,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            format: Format::Normal,
+            format: Format::default(),
             output: None,
             plot: None,
             compare_fio: false,

@@ -320,6 +320,9 @@ pub fn applicable(runs: Vec<Run>) -> Result<(Vec<Run>, Vec<String>), String> {
         .any(|j| uses_pool(j.ioengine) && j.own_engine.is_none());
     for mut run in runs {
         for j in &mut run.threads {
+            j.measuring
+                .check()
+                .map_err(|e| format!("job {}: {e}", j.name))?;
             if !any_pool {
                 fio_nowait(j)?;
             }

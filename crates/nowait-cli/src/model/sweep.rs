@@ -148,7 +148,7 @@ mod tests {
         ))
         .unwrap();
         let (_, s) = expand(&set, &Job::default()).unwrap();
-        assert_eq!(s.format, Format::Json);
+        assert_eq!(s.format, Format::JSON);
         assert_eq!(s.output.as_deref(), Some("/tmp/o".as_ref()));
         assert_eq!(s.plot.as_deref(), Some("/tmp/p.svg".as_ref()));
         assert!(s.compare_fio);
@@ -223,7 +223,8 @@ mod tests {
             (2, Rw::RandRead, true)
         );
         assert!(err("--thread=0").contains("--thread"));
-        assert!(!job("--group_reporting=0").group_reporting);
+        // fio's default: each clone reported on its own.
+        assert!(!job("--numjobs=2 --group_reporting=0").group_reporting);
     }
 
     #[test]

@@ -19,7 +19,7 @@
 //! pushed and submitted at once (a server hands each request over as it
 //! arrives), and anything already complete is collected at once (a nowait
 //! hit is complete when `push` returns). Completion latency per stream goes
-//! into its own HdrHistogram. Configurations: the pool with the nowait path
+//! into its own histogram (fio's buckets). Configurations: the pool with the nowait path
 //! off (the seed's "before"), the pool adaptive (the seed's "after"), and
 //! io_uring; the seed's published figures are printed beside ours.
 

@@ -93,10 +93,28 @@ const REFUSED: &[(&str, &str)] = &[
         "it is for network engines",
     ),
     (
-        "wait_for exitall exitall_on_error exit_what stats per_job_logs_gz",
+        "wait_for exitall exitall_on_error exit_what per_job_logs_gz",
         "it couples jobs in ways nowait's scheduler does not",
     ),
     ("exec_prerun exec_postrun", "nowait runs no commands"),
+    (
+        "log_compression log_store_compressed",
+        "nowait writes logs uncompressed (fio compresses them with zlib)",
+    ),
+    (
+        "log_alternate_epoch log_unix_epoch log_alternate_epoch_clock_id",
+        "nowait's log times count from the job's start, as fio's default",
+    ),
+    ("log_issue_time", "nowait's logs have no issue-time column"),
+    ("stats", "nowait always collects statistics"),
+    (
+        "unified_rw_reporting",
+        "nowait only reads, so there is nothing to unify",
+    ),
+    (
+        "block_error_percentiles",
+        "it reports trim errors, and nowait only reads",
+    ),
     (
         "lockfile lockmem lockfile_batch",
         "file locks and locked memory are not provided",

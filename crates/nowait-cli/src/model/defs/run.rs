@@ -2,28 +2,12 @@
 //! output, comparisons with fio, `--peak`, job-file section selection.
 
 use super::{Apply, Opt};
-use crate::model::job::Format;
 #[cfg(test)]
 use crate::model::opt::Example;
 use crate::model::values::{parse_bool, parse_in};
 
 /// The invocation settings.
 pub static OPTIONS: &[Opt] = &[
-    run!(
-        "output-format" | "output_format",
-        "normal|json",
-        "normal",
-        "normal: text shaped like fio's; json: fio's JSON field names (jobs[].read.iops, \
-               .bw, .clat_ns.percentile, jobs[].usr_cpu, .sys_cpu, .ctx) plus nowait's own.",
-        |s, v| {
-            s.format = match v {
-                "normal" | "terse-free" => Format::Normal,
-                "json" => Format::Json,
-                _ => return Err(format!("unknown format '{v}'; use normal or json")),
-            };
-        },
-        example: "json" => |s| s.format == Format::Json
-    ),
     run_path!(
         "output",
         "FILE",

@@ -20,14 +20,6 @@ pub static OPTIONS: &[Opt] = &[
         |j, v| j.name = nonempty(v)?.to_string(),
         example: "x" => |j| j.name == "x"
     ),
-    job!(
-        "description",
-        "STR",
-        "none",
-        "Text describing the job; shown, not read.",
-        |j, v| j.description = Some(v.trim().to_string()),
-        example: "warm" => |j| j.description.as_deref() == Some("warm")
-    ),
     sweep!(
         "numjobs",
         "INT",
@@ -60,9 +52,12 @@ pub static OPTIONS: &[Opt] = &[
         "group_reporting",
         "",
         "0",
-        "Report the threads of a group together: each thread with it is folded into \
-               the entry of the thread before it in its group (a job's numjobs clones become \
-               one entry), as fio prints them.",
+        "Report the jobs of a reporting group, and their numjobs clones, as one (fio's \
+               meaning): one block of text, one jobs[] entry, one terse line, named after \
+               the group's first job, with counts and latencies added up and bandwidth and \
+               IOPS samples of jobs side by side summed. Without it, as in fio, every job and \
+               every clone is reported on its own. The comparison table always shows one row \
+               per job.",
         |j, v| j.group_reporting = flag(v)?,
         example: "1" => |j| j.group_reporting
     ),
