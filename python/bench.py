@@ -1,24 +1,43 @@
 #!/usr/bin/env python3
-"""Random 4 KiB reads at 32 in flight from Python: nowait against the usual
-ways (a plain os.pread loop, a ThreadPoolExecutor(32) of os.pread,
-aiofiles, caio), over a cached and an uncached file.
+"""Python reads, nowait against the usual ways. Scenarios (--scenario):
+
+random (default): random 4 KiB reads at 32 in flight: nowait (read_at,
+read_many, read_into, asyncio) against a plain os.pread loop, a
+ThreadPoolExecutor(32) of os.pread, aiofiles and caio, over a cached and
+an uncached file.
 
     python3 python/bench.py --file /var/tmp/nowait-bench.bin --size 1g \
         --reads 20000 --rounds 3 [--rust-cli target/release/nowait]
 
-Per method and round: IOPS, CPU time per read (user+sys of the whole
-process over the run, io_uring and thread-pool workers included, divided by
-the reads) and context switches per read (voluntary + involuntary, all
-threads). "uncached" evicts the file from the page cache before every run
-(posix_fadvise DONTNEED); "cached" reads it once
-first. Methods run in alternating order (A B C … then … C B A) so a change
-in the machine's load during a set hits all of them alike; the table shows
-the median over rounds and the spread (min–max).
+mixed: seed 003 in asyncio: one asyncio service in which --hot-tasks (4)
+read 4 KiB at random of a cached hot file (--hot-file, 64 MiB) while
+--cold-tasks (32) read 16 KiB at random of the uncached --file, for
+--seconds per run: nowait (aread_at) against aiofiles and a
+ThreadPoolExecutor(32) with loop.run_in_executor(os.pread), the pattern the
+seed replaces. Reports hot-read p50/p99 (each hot read timed alone), hot
+and cold reads per second, total MB/s, the process's CPU (cores) and the
+loop's lag (how late a 1 ms timer fires); --hot-rate paces the hot reads.
 
-aiofiles and caio are benchmark-only dependencies (pip install aiofiles
-caio); a missing one is reported and skipped. --rust-cli runs the Rust
-engine's own benchmark (`nowait bench`, same reads, iodepth 32) for the
-"within 10% of the engine" comparison.
+fsspec: --ranges (1000) random 64 KiB ranges of the uncached --file in one
+cat_ranges call: nowait's NowaitFileSystem against fsspec's
+LocalFileSystem (the bytes are compared).
+
+rss: the peak resident set above where it started of one 1 GiB read_at,
+cached and uncached, against os.pread (a child process each).
+
+Per method and round of "random": IOPS, CPU time per read (user+sys of the
+whole process over the run, io_uring and thread-pool workers included,
+divided by the reads) and context switches per read (voluntary +
+involuntary, all threads). "uncached" evicts the file from the page cache
+before every run (posix_fadvise DONTNEED); "cached" reads it once first.
+Methods run in alternating order (A B C … then … C B A) in every scenario,
+so a change in the machine's load during a set hits all of them alike; the
+tables show the median over rounds and the spread (min–max).
+
+aiofiles, caio and fsspec are benchmark-only dependencies (pip install
+aiofiles caio fsspec); a missing one is reported and skipped. --rust-cli
+runs the Rust engine's own benchmark (`nowait bench`, same reads, iodepth
+32) for the "within 10% of the engine" comparison.
 
 "nowait asyncio" reads with aread_at's page-cache-first try on (open's
 nowait="adaptive", the default); "nowait asyncio ring only" opens with
@@ -115,6 +134,12 @@ def m_threadpool(path, offs):
         os.close(fd)
 
 
+def m_nowait_read_at(path, offs):
+    with nowait.open(path) as f:
+        for o in offs:
+            f.read_at(o, BS)
+
+
 def m_nowait_many(path, offs, direct="off"):
     with nowait.open(path, direct=direct) as f:
         for i in range(0, len(offs), QD):
@@ -188,6 +213,7 @@ def m_caio(path, offs):
 
 
 METHODS = {
+    "nowait read_at": m_nowait_read_at,
     "nowait read_many": m_nowait_many,
     "nowait read_into": m_nowait_into,
     "nowait asyncio": m_nowait_asyncio,
@@ -197,7 +223,7 @@ METHODS = {
     "aiofiles": m_aiofiles,
     "caio": m_caio,
 }
-# direct="auto" (nowait.open's default): O_DIRECT on this filesystem.
+# direct="auto": O_DIRECT on this filesystem.
 UNCACHED_ONLY = {"nowait read_into O_DIRECT": m_nowait_into_direct,
                  "nowait asyncio O_DIRECT": m_nowait_asyncio_direct}
 
@@ -252,6 +278,241 @@ def rust_cli(cli, path, reads, cached):
     return {"iops": find(json.loads(r.stdout)), "cpu_us": float("nan"), "cs": float("nan")}
 
 
+# --- seed 003 in asyncio: a hot cached file beside a cold one -------------
+
+HOT_BS = 4096
+COLD_BS = 16384
+
+
+def _pct(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def mixed_run(method, hot_path, cold_path, seconds, hot_tasks, cold_tasks, seed, hot_rate=0.0):
+    """One asyncio service for `seconds`: `hot_tasks` tasks read HOT_BS at
+    random offsets of the cached hot file (as fast as they can, or
+    `hot_rate` reads/s between them), `cold_tasks` tasks read COLD_BS of the
+    uncached cold file. Returns hot latency percentiles (µs), rates, the
+    process's CPU time per second (all threads, in cores) and the loop's lag
+    (how late a 1 ms timer fires: how long a task that is ready waits for
+    its turn), p50 and p99 in ms."""
+    hot_size = os.path.getsize(hot_path) // HOT_BS
+    cold_size = os.path.getsize(cold_path) // COLD_BS
+    lat = []
+    lag = []
+    counts = {"hot": 0, "cold": 0}
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        rng = random.Random(seed)
+        deadline = time.perf_counter() + seconds
+        closers = []
+        if method == "nowait":
+            hf, cf = nowait.open(hot_path), nowait.open(cold_path)
+            closers += [hf.close, cf.close]
+
+            def hot_reader():
+                return lambda o: hf.aread_at(o, HOT_BS)
+
+            def cold_reader():
+                return lambda o: cf.aread_at(o, COLD_BS)
+        elif method == "ThreadPoolExecutor":
+            pool = ThreadPoolExecutor(QD)
+            hfd, cfd = os.open(hot_path, os.O_RDONLY), os.open(cold_path, os.O_RDONLY)
+            closers += [lambda: pool.shutdown(wait=True), lambda: os.close(hfd),
+                        lambda: os.close(cfd)]
+
+            def hot_reader():
+                return lambda o: loop.run_in_executor(pool, os.pread, hfd, HOT_BS, o)
+
+            def cold_reader():
+                return lambda o: loop.run_in_executor(pool, os.pread, cfd, COLD_BS, o)
+        else:
+            import aiofiles
+
+            async def opened(path, bs):
+                f = await aiofiles.open(path, "rb", buffering=0)
+                closers.append(lambda: None)
+
+                async def read(o):
+                    await f.seek(o)
+                    return await f.read(bs)
+                return read, f
+
+            files = []
+
+            def hot_reader():
+                return ("hot", HOT_BS)
+
+            def cold_reader():
+                return ("cold", COLD_BS)
+
+        async def reader(kind, read):
+            if isinstance(read, tuple):  # aiofiles: a file object per task
+                path = hot_path if kind == "hot" else cold_path
+                read, f = await opened(path, read[1])
+                files.append(f)
+            blocks = hot_size if kind == "hot" else cold_size
+            bs = HOT_BS if kind == "hot" else COLD_BS
+            r = random.Random(rng.random())
+            interval = hot_tasks / hot_rate if kind == "hot" and hot_rate > 0 else 0.0
+            due = time.perf_counter()
+            while time.perf_counter() < deadline:
+                o = r.randrange(blocks) * bs
+                if interval:
+                    due += interval
+                    await asyncio.sleep(max(0.0, due - time.perf_counter()))
+                if kind == "hot":
+                    t0 = time.perf_counter_ns()
+                    await read(o)
+                    lat.append((time.perf_counter_ns() - t0) / 1000)
+                else:
+                    await read(o)
+                counts[kind] += 1
+
+        async def lag_probe():
+            while time.perf_counter() < deadline:
+                t = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lag.append((time.perf_counter() - t - 0.001) * 1000)
+
+        await asyncio.gather(*[reader("hot", hot_reader()) for _ in range(hot_tasks)],
+                             *[reader("cold", cold_reader()) for _ in range(cold_tasks)],
+                             lag_probe())
+        if method == "aiofiles":
+            for f in files:
+                await f.close()
+        for c in closers:
+            c()
+
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
+    t0 = time.perf_counter()
+    asyncio.run(main())
+    took = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    return {"hot_p50": _pct(lat, 0.5), "hot_p99": _pct(lat, 0.99),
+            "cpu": cpu / took, "lag_p50": _pct(lag, 0.5), "lag_p99": _pct(lag, 0.99),
+            "hot_rps": counts["hot"] / took, "cold_rps": counts["cold"] / took,
+            "cold_mbs": counts["cold"] * COLD_BS / took / 1e6,
+            "total_mbs": (counts["cold"] * COLD_BS + counts["hot"] * HOT_BS) / took / 1e6}
+
+
+def scenario_mixed(args, size):
+    hot = args.hot_file
+    make_file(hot, parse_size(args.hot_size))
+    names = [n for n in ("nowait", "aiofiles", "ThreadPoolExecutor")
+             if not args.only or n in args.only.split(",")]
+    if "aiofiles" in names and available("aiofiles"):
+        print(f"SKIP aiofiles: {available('aiofiles')} (pip install aiofiles)")
+        names.remove("aiofiles")
+    pace = f" ({args.hot_rate:.0f} reads/s between them)" if args.hot_rate else ""
+    print(f"mixed: {args.hot_tasks} tasks reading {HOT_BS} B of the cached {hot}{pace}, "
+          f"{args.cold_tasks} tasks reading {COLD_BS} B of the uncached {args.file}; "
+          f"{args.seconds} s per run, {args.rounds} rounds (order alternates)")
+    runs = {n: [] for n in names}
+    for r in range(args.rounds):
+        for n in (names if r % 2 == 0 else names[::-1]):
+            warm(hot)
+            evict(args.file)
+            m = mixed_run(n, hot, args.file, args.seconds, args.hot_tasks, args.cold_tasks,
+                          args.seed + r, args.hot_rate)
+            runs[n].append(m)
+            print(f"  round {r + 1} {n:20} hot p50 {m['hot_p50']:8.1f} us p99 "
+                  f"{m['hot_p99']:8.1f} us  hot {m['hot_rps']:9.0f}/s  cold "
+                  f"{m['cold_rps']:7.0f}/s ({m['cold_mbs']:6.1f} MB/s)  total "
+                  f"{m['total_mbs']:7.1f} MB/s  CPU {m['cpu']:.2f}  lag {m['lag_p50']:.2f}/"
+                  f"{m['lag_p99']:.2f} ms", flush=True)
+    med = {n: {k: statistics.median(m[k] for m in ms) for k in ms[0]} for n, ms in runs.items()}
+    print("\n| method | hot p50 µs | hot p99 µs | hot reads/s | cold reads/s | cold MB/s "
+          "| total MB/s | CPU (cores) | loop lag p50 / p99 ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n, m in med.items():
+        print(f"| {n} | {m['hot_p50']:.1f} | {m['hot_p99']:.1f} | {m['hot_rps']:,.0f} | "
+              f"{m['cold_rps']:,.0f} | {m['cold_mbs']:.1f} | {m['total_mbs']:.1f} | "
+              f"{m['cpu']:.2f} | {m['lag_p50']:.2f} / {m['lag_p99']:.2f} |")
+    if "nowait" in med:
+        for peer in med:
+            if peer != "nowait":
+                print(f"nowait/{peer}: hot p99 {med['nowait']['hot_p99'] / med[peer]['hot_p99']:.4f}"
+                      f" (1/{med[peer]['hot_p99'] / med['nowait']['hot_p99']:.0f}), cold reads "
+                      f"{med['nowait']['cold_rps'] / med[peer]['cold_rps']:.2f}x")
+
+
+# --- fsspec cat_ranges, uncached ------------------------------------------
+
+def scenario_fsspec(args, size):
+    from fsspec.implementations.local import LocalFileSystem
+
+    from nowait.fsspec import NowaitFileSystem
+    n, rbs = args.ranges, 64 << 10
+    fss = {"nowait cat_ranges": NowaitFileSystem(), "LocalFileSystem cat_ranges":
+           LocalFileSystem()}
+    print(f"fsspec: {n} random {rbs // 1024} KiB ranges of {args.file}, uncached "
+          f"(evicted before each run), {args.rounds} rounds (order alternates)")
+    runs = {k: [] for k in fss}
+    for r in range(args.rounds):
+        rng = random.Random(args.seed + r)
+        starts = [rng.randrange(0, (size - rbs) // 4096) * 4096 for _ in range(n)]
+        ends = [s + rbs for s in starts]
+        want = None
+        for k in (list(fss) if r % 2 == 0 else list(fss)[::-1]):
+            evict(args.file)
+            t0 = time.perf_counter()
+            got = fss[k].cat_ranges([args.file] * n, starts, ends)
+            took = time.perf_counter() - t0
+            if want is None:
+                want = got
+            assert got == want, "the filesystems disagree"
+            runs[k].append(took)
+            print(f"  round {r + 1} {k:28} {took * 1000:8.1f} ms  {n * rbs / took / 1e6:7.1f} MB/s",
+                  flush=True)
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    for k, v in med.items():
+        print(f"| {k} | {v * 1000:.1f} ms | {min(runs[k]) * 1000:.1f}–{max(runs[k]) * 1000:.1f} |")
+    print(f"nowait / LocalFileSystem: {med['LocalFileSystem cat_ranges'] / med['nowait cat_ranges']:.2f}x")
+
+
+# --- peak memory of one 1 GiB read_at --------------------------------------
+
+RSS_CHILD = """
+import os, sys
+import nowait
+path, how = sys.argv[1], sys.argv[2]
+def st(k):
+    for line in open("/proc/self/status"):
+        if line.startswith(k + ":"):
+            return int(line.split()[1]) * 1024
+size = 1 << 30
+if how == "nowait":
+    f = nowait.open(path)
+    f.read_at(0, 4096)
+else:
+    fd = os.open(path, os.O_RDONLY)
+base = st("VmRSS")
+open("/proc/self/clear_refs", "w").write("5")
+data = f.read_at(0, size) if how == "nowait" else os.pread(fd, size, 0)
+assert len(data) == size
+print((st("VmHWM") - base) / size)
+"""
+
+
+def scenario_rss(args, size):
+    if size < 1 << 30:
+        raise SystemExit("--scenario rss needs a file of at least 1 GiB (--size 1g)")
+    for case in ("cached", "uncached"):
+        for how in ("nowait", "os.pread"):
+            if case == "cached":
+                warm(args.file)
+            else:
+                evict(args.file)
+            r = subprocess.run([sys.executable, "-c", RSS_CHILD, args.file, how],
+                               capture_output=True, text=True, check=True)
+            print(f"| {case} | {how} read of 1 GiB | peak RSS above baseline "
+                  f"{float(r.stdout):.3f} GiB |", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--file", default="/var/tmp/nowait-bench.bin")
@@ -264,10 +525,26 @@ def main() -> int:
     ap.add_argument("--rust-cli", default=None, help="path of the nowait CLI binary")
     ap.add_argument("--seed", type=int, default=42,
                     help="seed of the random offsets (the same seed reads the same offsets)")
+    ap.add_argument("--scenario", default="random", choices=["random", "mixed", "fsspec", "rss"],
+                    help="random: the methods above; mixed: seed 003's hot cached file beside a "
+                         "cold one in one asyncio service; fsspec: cat_ranges uncached; rss: "
+                         "peak memory of a 1 GiB read_at")
+    ap.add_argument("--hot-file", default="/var/tmp/nowait-bench-hot.bin")
+    ap.add_argument("--hot-size", default="64m")
+    ap.add_argument("--hot-tasks", type=int, default=4)
+    ap.add_argument("--cold-tasks", type=int, default=32)
+    ap.add_argument("--seconds", type=float, default=5.0, help="length of a mixed run")
+    ap.add_argument("--hot-rate", type=float, default=0.0,
+                    help="mixed: hot reads per second between the hot tasks (0: unpaced)")
+    ap.add_argument("--ranges", type=int, default=1000, help="ranges per fsspec run")
     args = ap.parse_args()
 
     size = parse_size(args.size)
     make_file(args.file, size)
+    if args.scenario != "random":
+        {"mixed": scenario_mixed, "fsspec": scenario_fsspec, "rss": scenario_rss}[
+            args.scenario](args, size)
+        return 0
     print(f"file {args.file}: {size} bytes; backend {nowait.open(args.file).backend}; "
           f"{BS} B random reads, {QD} in flight; {args.rounds} rounds")
     results = {}

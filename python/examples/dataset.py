@@ -11,18 +11,21 @@ shuffled batches and checks every record) and plugs into
 has ``__len__``/``__getitem__`` (one record) and ``__getitems__`` (a batch,
 which DataLoader's fetcher calls with the sampler's indices in one go).
 
-The file is opened lazily, once per process, so DataLoader worker processes
-each open their own (nowait objects are not shared across ``fork``).
+The file is opened in ``__init__``: a ``nowait.File`` pickles as "open
+this path with these options", so DataLoader workers started with ``spawn``
+or ``forkserver`` each open it again, and ``fork`` workers inherit it.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import tempfile
-from typing import List, Optional, Sequence
+from typing import Any, Callable, List, Literal, Optional, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 import nowait
 
@@ -35,7 +38,9 @@ class ShardDataset:
     (``__getitems__`` / :meth:`batch`).
     """
 
-    def __init__(self, path: str, record_size: int, direct: str = "auto", transform=None):
+    def __init__(self, path: str, record_size: int,
+                 direct: Literal["off", "auto", "on"] = "off",
+                 transform: Optional[Callable[[NDArray[np.uint8]], Any]] = None) -> None:
         self.path = path
         self.record_size = record_size
         self.direct = direct
@@ -45,27 +50,20 @@ class ShardDataset:
             raise ValueError(
                 f"{path} is {size} bytes, not a whole number of {record_size}-byte records")
         self._len = size // record_size
-        self._file: Optional[nowait.File] = None
-        self._pid = -1
-
-    def _f(self) -> nowait.File:
-        if self._file is None or self._pid != os.getpid():
-            self._file = nowait.open(self.path, direct=self.direct)
-            self._pid = os.getpid()
-        return self._file
+        self.file = nowait.open(path, direct=direct)
 
     def __len__(self) -> int:
         return self._len
 
-    def __getitem__(self, index: int):
+    def __getitem__(self, index: int) -> Any:
         if not -self._len <= index < self._len:
             raise IndexError(f"record {index} of {self._len}")
         index %= self._len
         out = np.empty(self.record_size, dtype=np.uint8)
-        self._f().read_into(out, [index * self.record_size], self.record_size)
+        self.file.read_into(out, [index * self.record_size], self.record_size)
         return self.transform(out) if self.transform else out
 
-    def batch(self, indices: Sequence[int], out: Optional[np.ndarray] = None) -> np.ndarray:
+    def batch(self, indices: Sequence[int], out: Optional[NDArray[np.uint8]] = None) -> NDArray[np.uint8]:
         """Records ``indices`` as one ``(n, record_size)`` array: one
         ``read_into`` for the whole batch (pass ``out`` to reuse an array)."""
         n = len(indices)
@@ -74,13 +72,13 @@ class ShardDataset:
         for i in indices:
             if not 0 <= i < self._len:
                 raise IndexError(f"record {i} of {self._len}")
-        counts = self._f().read_into(out, [i * self.record_size for i in indices],
+        counts = self.file.read_into(out, [i * self.record_size for i in indices],
                                      self.record_size)
         if any(c != self.record_size for c in counts):
             raise EOFError(f"{self.path} was truncated while reading: got {counts}")
         return out
 
-    def __getitems__(self, indices: List[int]):
+    def __getitems__(self, indices: List[int]) -> List[Any]:
         """Batch fetch, as torch's DataLoader calls it (torch >= 2.1). Returns
         a list of per-record arrays (views of one batch array), which the
         default collate function stacks."""
@@ -88,11 +86,6 @@ class ShardDataset:
         if self.transform:
             arr = self.transform(arr)
         return list(arr)
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_file"] = None  # each process opens its own
-        return state
 
 
 def make_shard(path: str, records: int, record_size: int) -> None:
@@ -104,7 +97,7 @@ def make_shard(path: str, records: int, record_size: int) -> None:
             f.write(rec.tobytes())
 
 
-def check_record(i: int, rec: np.ndarray) -> None:
+def check_record(i: int, rec: NDArray[np.uint8]) -> None:
     assert int.from_bytes(rec[:8].tobytes(), "little") == i, i
     assert (rec[8:] == i % 251).all(), i
 
@@ -124,10 +117,10 @@ def main() -> int:
             for i, rec in zip(idx, arr):
                 check_record(i, rec)
         check_record(17, ds[17])
-        print(f"plain: {len(ds)} records in batches of {batch}: ok ({ds._f().backend})")
+        print(f"plain: {len(ds)} records in batches of {batch}: ok ({ds.file.backend})")
         try:
-            import torch
-            from torch.utils.data import DataLoader
+            torch: Any = importlib.import_module("torch")
+            DataLoader: Any = importlib.import_module("torch.utils.data").DataLoader
         except ImportError:
             print("torch is not installed: skipping the DataLoader run")
             return 0

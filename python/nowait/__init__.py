@@ -3,7 +3,7 @@
 Open a file with :func:`open`, then read records one at a time
 (:meth:`File.read_at`), in batches submitted at once (:meth:`File.read_many`),
 or straight into a NumPy array, ``bytearray`` or any writable buffer
-(:meth:`File.read_into`). The same calls exist for asyncio
+(:meth:`File.read_into`). The same calls exist for asyncio and trio
 (:meth:`File.aread_at`, :meth:`File.aread_many`, :meth:`File.aread_into`):
 completions reach the event loop through an eventfd the loop watches, with
 no thread per read.
@@ -45,8 +45,9 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from . import _nowait
 from ._nowait import __version__
+from ._typing import FileStats, Probe
 
-__all__ = ["File", "open", "probe", "__version__"]
+__all__ = ["File", "FileStats", "Probe", "open", "probe", "__version__"]
 
 _Size = Union[int, Sequence[int]]
 
@@ -150,23 +151,48 @@ def _forget_last() -> None:
     _last = (lambda: None, None)
 
 
+def _loop_gone(ring_id: int) -> None:
+    """A loop was collected: its ring goes too (it is held only by the
+    rings dictionary, whose weak key just died, and by ``_last``). Dropping
+    it closes its queue and hands the results' freed memory back to the
+    system (the ring's ``TrimOnDrop``)."""
+    if _last[1] is not None and id(_last[1]) == ring_id:
+        _forget_last()
+
+
 os.register_at_fork(after_in_child=_forget_last)
 
 
-def _running_ring() -> "tuple[asyncio.AbstractEventLoop, _LoopRing]":
-    """The running loop and its ring.
+def _no_loop(what: str) -> RuntimeError:
+    """The error for an asynchronous call made outside an event loop."""
+    return RuntimeError(f"no running event loop: await File.{what} inside asyncio (asyncio.run, "
+                        "uvloop, anyio) or trio")
 
-    Before Python 3.12, ``asyncio.get_running_loop()`` makes a ``getpid()``
-    system call per call (its fork check), one per read here. The loop used
-    last, if it is running in this thread (asyncio's ``BaseEventLoop`` keeps
-    ``_thread_id`` while it runs), is the running loop: a thread runs one
-    loop at a time. Other loops (uvloop) take ``get_running_loop``."""
+
+def _trio_ring(what: str) -> Any:
+    """The ring of the running trio run, or the error for a call made
+    outside any event loop. trio is imported only if the caller has."""
+    if "trio" in sys.modules:
+        from . import _trio
+        ring = _trio.current_ring()
+        if ring is not None:
+            return ring
+    raise _no_loop(what)
+
+
+def _call(file: "File", what: str, kind: str, offsets: Any, size: Any,
+          buffer: Any = None) -> Any:
+    """Start a call on the running loop's ring; returns what to await for
+    its result (an asyncio future, or under trio the coroutine that waits
+    for it)."""
     ref, ring = _last
     loop = ref()
-    if ring is not None and getattr(loop, "_thread_id", None) == _get_ident():
-        return loop, ring
-    loop = asyncio.get_running_loop()
-    return loop, _ring_for(loop)
+    if ring is None or getattr(loop, "_thread_id", None) != _get_ident():
+        loop = _get_running_loop()
+        if loop is None:
+            return _trio_ring(what).call(file, kind, offsets, size, buffer)
+        ring = _ring_for(loop)
+    return ring.start(loop, file, kind, offsets, size, buffer)
 
 
 def _forget_closed_loops() -> None:
@@ -211,6 +237,7 @@ def _ring_for(loop: asyncio.AbstractEventLoop) -> _LoopRing:
         _forget_closed_loops()
         ring = _LoopRing(loop)
         _rings[loop] = ring
+        weakref.finalize(loop, _loop_gone, id(ring))
     _last = (weakref.ref(loop), ring)
     return ring
 
@@ -220,8 +247,9 @@ class File(_nowait.File):
 
     Blocking methods release the GIL while the engine waits, so several
     Python threads can read the same ``File`` at once. The asynchronous
-    methods run on the calling task's event loop. A ``File`` is a context
-    manager; :meth:`close` is idempotent.
+    methods run on the calling task's event loop: asyncio's (uvloop's), or
+    the trio run's. A ``File`` is a context manager; :meth:`close` is
+    idempotent.
     """
 
     def __enter__(self) -> "File":
@@ -230,9 +258,48 @@ class File(_nowait.File):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    async def __aenter__(self) -> "File":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"direct={self.mode!r}"
         return f"<nowait.File {self.name!r} {state}>"
+
+    def _options(self) -> Dict[str, Any]:
+        """The options :func:`open` was called with (what a copy and a
+        pickle reopen the file with)."""
+        return {"direct": self.mode, "nowait": self.nowait}
+
+    def __reduce__(self) -> "tuple[Any, ...]":
+        """Pickle as "open this path with these options": the receiving
+        process (a ``spawn`` or ``forkserver`` worker, ``Pool.map``, a
+        PyTorch DataLoader worker) opens the file again, by path. Counters
+        (``stats()``) start from zero there."""
+        fd = self._from_fd
+        if fd is not None:
+            raise TypeError(
+                f"cannot pickle {self!r}: it was opened from file descriptor {fd}, which does "
+                "not travel to another process; open the file by path "
+                "(nowait.open(path, ...)) to pickle it")
+        if self.closed:
+            raise ValueError(f"cannot pickle {self!r}: the file is closed")
+        return (_reopen, (self.name, self._options()))
+
+    def __copy__(self) -> "File":
+        """Another ``File`` of the same file with the same options, with its
+        own descriptor (opened again by path; one opened from a descriptor
+        is opened again from this file's descriptor)."""
+        if self.closed:
+            raise ValueError(f"cannot copy {self!r}: the file is closed")
+        if self._from_fd is not None:
+            return File(self.fileno(), closefd=False, **self._options())
+        return _reopen(self.name, self._options())
+
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "File":
+        return self.__copy__()
 
     async def aread_at(self, offset: int, size: int) -> bytes:
         """Read up to ``size`` bytes at ``offset`` on the running loop.
@@ -246,7 +313,8 @@ class File(_nowait.File):
         once, with no future, no ring and no trip through the loop. A task
         reading only cached data thus runs on without suspending, up to 128
         hits in a row on a thread; the next read then goes through the ring
-        so the loop runs the other tasks.
+        so the loop runs the other tasks (under trio too: such a hit is no
+        checkpoint).
         """
         # Page cache first: bytes, or None for the ring (a miss, a partly
         # cached range, end of file, O_DIRECT, the mode or the file's hit
@@ -254,16 +322,21 @@ class File(_nowait.File):
         # Only inside a running loop, hit or miss alike: code that works on
         # a warm cache must not fail on a cold one.
         if _get_running_loop() is None:
-            raise RuntimeError("no running event loop: await File.aread_at inside asyncio")
+            ring = _trio_ring("aread_at")
+            data = self._read_cached(offset, size)
+            if data is not None:
+                return data
+            return await ring.call(self, "one", offset, size)
         data = self._read_cached(offset, size)
         if data is not None:
             return data
-        # _running_ring() and _LoopRing.start inlined: this is the call a
-        # service makes per record (two Python calls less per read).
+        # _call and _LoopRing.start inlined: this is the call a service
+        # makes per record (two Python calls less per read).
         ref, ring = _last
         loop = ref()
         if ring is None or getattr(loop, "_thread_id", None) != _get_ident():
-            loop, ring = _running_ring()
+            loop = _get_running_loop()
+            ring = _ring_for(loop)
         op, queued = ring._ring.start(self, "one", offset, size)
         fut = loop.create_future()
         ring._futures[op] = fut
@@ -272,32 +345,66 @@ class File(_nowait.File):
             loop.call_soon(ring._submit)
         return await fut
 
-    async def aread_many(self, offsets: Sequence[int], size: _Size) -> List[bytes]:
+    async def aread_many(self, offsets: Any, size: Any) -> List[bytes]:
         """Read one record per offset (all submitted at once) on the running
-        loop; ``size`` is one int for every record or one per offset."""
-        loop, ring = _running_ring()
-        return await ring.start(loop, self, "many", offsets, size)
+        loop; ``offsets`` is any iterable of ints or an integer NumPy array,
+        ``size`` one int for every record or one per offset."""
+        return await _call(self, "aread_many", "many", offsets, size)
 
-    async def aread_into(self, buffer: Any, offsets: Sequence[int], size: int) -> List[int]:
-        """Fill ``buffer`` with ``size``-byte records read at ``offsets``,
-        back to back, on the running loop; returns the bytes read per record.
+    async def aread_into(self, buffer: Any, offsets: Any, size: Any) -> List[int]:
+        """Fill ``buffer`` with the records read at ``offsets``, back to
+        back, on the running loop (``size``: one int, or one per offset for
+        variable-length records packed); returns the bytes read per record.
 
         The buffer stays exported (a ``bytearray`` cannot be resized) until
         every read is done, even if the awaiting task is cancelled.
         """
-        loop, ring = _running_ring()
-        return await ring.start(loop, self, "into", offsets, size, buffer)
+        return await _call(self, "aread_into", "into", offsets, size, buffer)
+
+    async def areadinto(self, buffer: Any, offset: int) -> int:
+        """Read ``len(buffer)`` bytes (its size in bytes) at ``offset`` into
+        ``buffer`` on the running loop; returns the bytes read (fewer only
+        at end of file)."""
+        return await _call(self, "areadinto", "intoone", offset, 0, buffer)
+
+    async def aread(self) -> bytes:
+        """The whole file, as it is when the call starts, on the running
+        loop (in 2 MiB parts, many at once, into the one ``bytes``)."""
+        return await _call(self, "aread", "whole", 0, 0)
 
 
-def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
-         direct: Union[str, bool] = "auto", nowait: str = "adaptive") -> File:
+def _reopen(path: Any, options: Dict[str, Any]) -> File:
+    """Unpickle a :class:`File`: open its path again with its options."""
+    return open(path, **options)
+
+
+def open(path: Union[int, str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
+         direct: Union[str, bool] = "off", nowait: str = "adaptive",
+         closefd: bool = True) -> File:
     """Open ``path`` for reading.
 
-    ``direct``: ``"auto"`` (default) opens with ``O_DIRECT`` where the
-    filesystem allows it and bounces unaligned reads through an aligned
-    buffer; ``"on"`` requires ``O_DIRECT`` and refuses unaligned reads with a
-    ``ValueError`` naming the offset, size and alignment; ``"off"`` reads
-    through the page cache.
+    ``path`` is a path or an open file descriptor (an ``int``). A
+    descriptor's file is opened again through ``/proc/self/fd`` with the
+    flags asked here (the caller's descriptor, its offset and flags are left
+    as they are); with ``closefd`` (the default, as for :func:`io.open`)
+    :meth:`File.close` closes the caller's descriptor too. A file opened by
+    path can be pickled and copied (it is opened again by path with the same
+    options); one opened from a descriptor can be copied, not pickled.
+
+    ``direct``: ``"off"`` (default) reads through the page cache, as
+    ``open()``, ``np.memmap`` and aiofiles do, with the page-cache-first
+    try below. ``"auto"`` opens with ``O_DIRECT`` where the filesystem
+    allows it and bounces unaligned reads through an aligned buffer;
+    ``"on"`` requires ``O_DIRECT`` and refuses unaligned reads with a
+    ``ValueError`` naming the offset, size and alignment.
+
+    Choose ``O_DIRECT`` when the data is read once and is much larger than
+    memory (a scan that would otherwise evict what other readers keep
+    cached), when the application caches records itself (the page cache
+    would hold a second copy), or to measure the device. Keep the default
+    when data is read again (epochs over a data set that fits in memory: a
+    cached pass is several times faster than one from the device) or shared
+    with other processes.
 
     ``nowait``: whether :meth:`File.aread_at` and :meth:`File.read_at` first
     try a buffered read from the page cache alone (``preadv2`` with
@@ -306,15 +413,14 @@ def open(path: Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
     ``"adaptive"`` (default) tries while the file's hit ratio stays at or
     above 1/8 and re-probes every 32 skipped reads; ``"always"`` tries every
     read; ``"off"`` sends every read through the loop's ring (or the
-    queue, for ``read_at``). Files opened
-    with ``O_DIRECT`` never try. ``File.stats()`` counts the outcomes
-    (``nowait_path_*``).
+    queue, for ``read_at``). Files opened with ``O_DIRECT`` never try.
+    ``File.stats()`` counts the outcomes (``nowait_path_*``).
 
     Raises ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``
     (all ``OSError`` with ``errno`` and ``filename``) when the file cannot be
     opened.
     """
-    return File(path, direct, nowait)
+    return File(path, direct, nowait, closefd)
 
 
 def probe(path: Optional[Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]] = None

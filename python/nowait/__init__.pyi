@@ -1,43 +1,77 @@
 """Type stubs of the nowait package (see __init__.py for the documentation)."""
 
-import os
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Union
 
 from . import _nowait
+from ._typing import (
+    WritableBuffer,
+    FileStats as FileStats,
+    Probe as Probe,
+    _Direct,
+    _NowaitMode,
+    _Offsets,
+    _Path,
+    _Sizes,
+)
 
-__all__ = ["File", "open", "probe", "__version__"]
+__all__ = ["File", "FileStats", "Probe", "open", "probe", "__version__"]
 
 __version__: str
 
-_Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
-
 class File(_nowait.File):
-    """A file open for reading with nowait; a context manager."""
+    """A file open for reading with nowait; a context manager (``with`` and
+    ``async with``), picklable and copyable (reopened by path)."""
 
     def __enter__(self) -> "File": ...
     def __exit__(self, *exc: object) -> None: ...
+    async def __aenter__(self) -> "File": ...
+    async def __aexit__(self, *exc: object) -> None: ...
+    def _options(self) -> Dict[str, Any]: ...
+    def __reduce__(self) -> "tuple[Any, ...]": ...
+    def __copy__(self) -> "File": ...
+    def __deepcopy__(self, memo: Dict[int, Any]) -> "File": ...
     async def aread_at(self, offset: int, size: int) -> bytes:
-        """Read up to ``size`` bytes at ``offset`` on the running event loop
-        (fewer only at end of file); cancelling the task is safe. A buffered
+        """Read up to ``size`` bytes at ``offset`` on the running event loop,
+        asyncio's or trio's (fewer only at end of file); cancelling the task is safe. A buffered
         read whose bytes are all in the page cache returns at once, without
         the ring (see ``open``'s ``nowait``)."""
         ...
-    async def aread_many(
-        self, offsets: Sequence[int], size: Union[int, Sequence[int]]
-    ) -> List[bytes]:
+    async def aread_many(self, offsets: _Offsets, size: _Sizes) -> List[bytes]:
         """One record per offset, all submitted at once, on the running loop."""
         ...
-    async def aread_into(self, buffer: Any, offsets: Sequence[int], size: int) -> List[int]:
+    async def aread_into(self, buffer: WritableBuffer, offsets: _Offsets, size: _Sizes) -> List[int]:
         """Fill ``buffer`` with the records back to back on the running loop;
         returns the bytes read per record."""
         ...
+    async def areadinto(self, buffer: WritableBuffer, offset: int) -> int:
+        """Read ``len(buffer)`` bytes at ``offset`` into ``buffer``."""
+        ...
+    async def aread(self) -> bytes:
+        """The whole file, on the running loop."""
+        ...
 
-def open(path: _Path, direct: Union[str, bool] = "auto", nowait: str = "adaptive") -> File:
-    """Open ``path`` for reading; ``direct`` is "auto", "on" or "off";
-    ``nowait`` ("adaptive", "always" or "off") is whether ``aread_at`` and
-    ``read_at`` first try the page cache alone with ``preadv2(RWF_NOWAIT)``."""
+def open(
+    path: Union[_Path, int],
+    direct: _Direct = "off",
+    nowait: _NowaitMode = "adaptive",
+    closefd: bool = True,
+) -> File:
+    """Open ``path`` (or a file descriptor) for reading; ``direct`` is "off"
+    (the page cache, default), "auto" or "on" (O_DIRECT); ``nowait``
+    ("adaptive", "always" or "off") is whether ``aread_at`` and ``read_at``
+    first try the page cache alone with ``preadv2(RWF_NOWAIT)``."""
     ...
 
-def probe(path: Optional[_Path] = None) -> Dict[str, Any]:
+def probe(path: Optional[_Path] = None) -> Probe:
     """What the machine (and ``path``) can do, as ``nowait probe`` prints it."""
     ...
+
+def _reopen(path: Any, options: Dict[str, Any]) -> File: ...
+
+# Internals the test suite looks at (see __init__.py).
+_rings: Any
+_last: Any
+def _running_ring() -> Any: ...
+def _forget_closed_loops() -> None: ...
+_LoopRing: Any
+def _forget_last() -> None: ...

@@ -1,30 +1,45 @@
 """Stubs of the compiled module nowait._nowait."""
 
-import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, TypeVar, Union, final
+from typing import Any, Dict, List, Literal, Optional, Tuple, TypeVar, Union, final
+
+from typing_extensions import disjoint_base
+
+from ._typing import (
+    WritableBuffer,
+    FileStats,
+    Probe,
+    _Direct,
+    _NowaitMode,
+    _Offsets,
+    _Path,
+    _Sizes,
+)
 
 _T = TypeVar("_T")
 
-__all__ = ["File", "_Ring", "probe", "__version__"]
+__all__ = ["File", "_Ring", "probe", "_error_samples", "__version__"]
 
 __version__: str
 
-_Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
-
+@disjoint_base
 class File:
     """An open file. Use ``nowait.open``; blocking methods release the GIL."""
 
     def __new__(
-        cls: type[_T], path: _Path, direct: Union[str, bool, None] = None,
-        nowait: Optional[str] = None,
+        cls: type[_T],
+        path: Union[_Path, int],
+        direct: Optional[_Direct] = None,
+        nowait: Optional[_NowaitMode] = None,
+        closefd: bool = True,
     ) -> _T: ...
     @property
-    def name(self) -> str:
-        """The path the file was opened with."""
+    def name(self) -> Union[str, int]:
+        """The path the file was opened with (the descriptor for one opened
+        from a descriptor)."""
         ...
     @property
-    def mode(self) -> str:
-        """The direct mode asked for: "auto", "on" or "off"."""
+    def mode(self) -> Literal["off", "auto", "on"]:
+        """The direct mode asked for."""
         ...
     @property
     def closed(self) -> bool:
@@ -35,9 +50,8 @@ class File:
         """True if reads bypass the page cache (O_DIRECT)."""
         ...
     @property
-    def nowait(self) -> str:
-        """The page-cache-first mode of aread_at and read_at: "adaptive",
-        "always" or "off"."""
+    def nowait(self) -> _NowaitMode:
+        """The page-cache-first mode of aread_at and read_at."""
         ...
     @property
     def backend(self) -> str:
@@ -47,6 +61,11 @@ class File:
     def size(self) -> int:
         """The file's size in bytes."""
         ...
+    @property
+    def _from_fd(self) -> Optional[int]: ...
+    def fileno(self) -> int:
+        """The descriptor reads go through (nowait's own)."""
+        ...
     def close(self) -> None:
         """Close the file (idempotent); reads in flight finish first."""
         ...
@@ -54,34 +73,32 @@ class File:
         """Read up to ``size`` bytes at ``offset``; fewer only at end of file.
         Tried from the page cache first on a buffered file (see ``nowait``)."""
         ...
-    def read_many(
-        self, offsets: Sequence[int], size: Union[int, Sequence[int]]
-    ) -> List[bytes]:
+    def read_many(self, offsets: _Offsets, size: _Sizes) -> List[bytes]:
         """One record per offset, all submitted at once; ``size`` is one int
         or one per offset."""
         ...
-    def read_into(self, buffer: Any, offsets: Sequence[int], size: int) -> List[int]:
-        """Fill a writable, C-contiguous buffer with ``size``-byte records read
-        at ``offsets``, back to back; returns the bytes read per record. The
-        kernel writes into the buffer itself where alignment allows."""
+    def read_into(self, buffer: WritableBuffer, offsets: _Offsets, size: _Sizes) -> List[int]:
+        """Fill a writable, C-contiguous buffer with the records read at
+        ``offsets``, back to back (one size, or one per record: packed);
+        returns the bytes read per record."""
         ...
-    def stats(self) -> Dict[str, Any]:
+    def readinto(self, buffer: WritableBuffer, offset: int) -> int:
+        """Read ``len(buffer)`` bytes at ``offset`` into ``buffer``; returns
+        the bytes read."""
+        ...
+    def read(self) -> bytes:
+        """The whole file."""
+        ...
+    def stats(self) -> FileStats:
         """Counters of this file, its backend and why, O_DIRECT alignment,
-        filesystem and nowait-path state (``nowait_path_hits``,
-        ``_misses``, ... of the page-cache tries of ``aread_at`` and
-        ``read_at``). ``calls`` counts the blocking calls and ``async_calls``
-        the asynchronous ones; ``reads``, ``bytes`` and ``errors`` count
-        both (an asynchronous call's once its reads are collected, also if
-        its task was cancelled meanwhile)."""
+        filesystem and nowait-path state."""
         ...
-    def _read_cached(self, offset: int, size: int) -> Optional[bytes]:
-        """aread_at's page-cache-first try (internal): the bytes, or None
-        for the ring."""
-        ...
+    def _read_cached(self, offset: int, size: int) -> Optional[bytes]: ...
 
 @final
 class _Ring:
-    """The queue of one asyncio event loop (internal; see nowait._LoopRing)."""
+    """The queue of one asyncio event loop or trio run (internal; see
+    nowait._LoopRing and nowait._trio)."""
 
     def __new__(cls, depth: int = 256, submit: str = "adaptive") -> "_Ring": ...
     def fileno(self) -> int: ...
@@ -95,4 +112,8 @@ class _Ring:
     def settle(self) -> None: ...
     def poll(self) -> List[Tuple[int, bool, Any]]: ...
 
-def probe(path: Optional[_Path] = None) -> Dict[str, Any]: ...
+def probe(path: Optional[_Path] = None) -> Probe: ...
+
+def _error_samples() -> List[Tuple[str, int, BaseException]]:
+    """For the test suite: one error of every kind the library has, as this
+    module raises it (variant, errno the library decided, exception)."""

@@ -5,23 +5,41 @@
 //! A call is an [`Op`] of one or more parts (one part per record). Parts
 //! wait in a backlog and are pushed while the queue has free slots, so a
 //! call may ask for more records than the queue is deep; the whole backlog
-//! goes out in one submit per refill. An op keeps everything the kernel
-//! may still write into — its owned buffers, the caller's buffer export,
-//! the file — until its last part is reaped: a Python caller that gives up
-//! (a cancelled task, an exception) cannot free memory under a read.
+//! goes out in one submit per refill. Each part reads straight into the
+//! call's result: a `bytes` made for it, or its slot of the caller's
+//! buffer ([`Landing`]). An op keeps everything the kernel may still write
+//! into — its landings, the file — until its last part is reaped: a Python
+//! caller that gives up (a cancelled task, an exception) cannot free memory
+//! under a read.
+//!
+//! Memory at rest: a core keeps no data buffers between calls (a result is
+//! the memory its reads landed in); what stays is its queue (the ring's
+//! entries and slots, a few KiB per 64 slots).
 //!
 //! `user_data` of a request is `op id << 24 | part index`.
-#![allow(unsafe_code)]
 
 use std::collections::{HashMap, VecDeque};
-use std::mem::ManuallyDrop;
+use std::fs;
+use std::io::{Read as _, Write as _};
+use std::ops::{Deref, DerefMut};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use nowait::{Buf, Completion, Queue, Read, SubmitPolicy};
+use nowait::{Completion, Queue, Read, SubmitPolicy};
+use pyo3::prelude::*;
 
-use crate::export::Export;
+use crate::export::Landing;
+
+/// The longest one feed reads from the page cache on the caller's thread
+/// before it returns (a batch of hits is a loop of copies: the wait that
+/// called it checks for signals between feeds).
+const FEED_SLICE: Duration = Duration::from_millis(5);
+
+/// Entries an idle core's tables keep room for (they grow with a burst of
+/// calls and shrink back when it is over).
+const IDLE_TABLES: usize = 64;
 
 /// Most records one call may ask for (the part index has 24 bits).
 pub const MAX_PARTS: usize = 1 << 24;
@@ -35,6 +53,10 @@ pub enum Kind {
     Many,
     /// A batch into the caller's buffer: `list[int]`.
     Into,
+    /// One read into the caller's buffer: `int`.
+    IntoOne,
+    /// The whole file in parts, into one `bytes`.
+    Whole,
 }
 
 /// A file's read counters (`File.stats()`), shared with the calls that
@@ -44,6 +66,11 @@ pub struct Tally {
     pub reads: AtomicU64,
     pub bytes: AtomicU64,
     pub errors: AtomicU64,
+    /// Page-cache-first tries that read every byte (added once per call).
+    pub hits: AtomicU64,
+    /// How the other page-cache-first tries ended (partly cached, missed,
+    /// refused, skipped; [`Tally::tried`] sends hits to `hits`).
+    pub tries: nowait::CacheTryCounts,
 }
 
 impl Tally {
@@ -56,6 +83,26 @@ impl Tally {
             self.errors.fetch_add(1, Relaxed);
         }
     }
+
+    /// Count one page-cache-first try.
+    pub fn tried(&self, t: nowait::CacheTry) {
+        match t {
+            nowait::CacheTry::Hit(_) => {
+                self.hits.fetch_add(1, Relaxed);
+            }
+            other => self.tries.count(other),
+        }
+    }
+}
+
+/// What a call reads and how.
+pub struct Source {
+    pub file: Arc<nowait::File>,
+    /// The file's counters.
+    pub tally: Arc<Tally>,
+    /// Try each part from the page cache first in this mode (buffered
+    /// files only).
+    pub cached_first: Option<nowait::NowaitMode>,
 }
 
 /// One call in flight or finished.
@@ -64,16 +111,170 @@ pub struct Op {
     pub file: Arc<nowait::File>,
     /// Parts not yet reaped (or skipped after an error).
     pending: usize,
-    /// The filled buffers of `One`/`Many` parts.
-    pub bufs: Vec<Option<Buf>>,
+    /// Where the parts land: one `bytes` per part (`One`, `Many`) or the
+    /// caller's buffer (`Into`), held until every part is reaped.
+    pub landings: Vec<Landing>,
+    /// (offset, length) asked per part.
+    pub reqs: Vec<(u64, usize)>,
+    /// Where part `i` lands in the one landing every part shares; `None`:
+    /// each part at the start of its own.
+    dests: Option<Vec<usize>>,
     /// Bytes read per part.
     pub counts: Vec<usize>,
     /// The error of the lowest-numbered failed part.
     pub error: Option<(usize, nowait::Error)>,
-    /// The caller's buffer (`Into`), held until every part is reaped.
-    pub export: Option<Export>,
     /// The counters of the file it reads.
     pub tally: Arc<Tally>,
+    /// Try each part from the page cache on the calling thread first
+    /// (`preadv2(RWF_NOWAIT)`) in this mode, before the queue.
+    cached_first: Option<nowait::NowaitMode>,
+    /// Parts below this one were read by [`Op::try_cached`] before the op
+    /// reached a queue; the queue reads the rest.
+    tried: usize,
+    /// The part [`Op::try_cached`] stopped at (not a hit): the queue does
+    /// not try it from the page cache again.
+    stopped_at: Option<usize>,
+}
+
+impl Op {
+    /// A call's op: `reqs` are (offset, length) per part. With `shared`,
+    /// part `i` lands at byte `shared.1[i]` of `shared.0`; without, each
+    /// part reads into a new `bytes` of its length (an aligned buffer on an
+    /// O_DIRECT file). MemoryError if a result cannot be allocated.
+    pub fn new(
+        py: Python<'_>,
+        src: Source,
+        kind: Kind,
+        reqs: Vec<(u64, usize)>,
+        shared: Option<(Landing, Vec<usize>)>,
+    ) -> PyResult<Op> {
+        let Source {
+            file,
+            tally,
+            cached_first,
+        } = src;
+        let (landings, dests) = match shared {
+            Some((l, d)) => (vec![l], Some(d)),
+            // O_DIRECT needs aligned memory, which a bytes object's storage
+            // is not: read into an aligned buffer, copy into the bytes.
+            None if file.is_direct() => {
+                let align = (file.dio_align().mem as usize).max(nowait::PAGE);
+                (
+                    reqs.iter()
+                        .map(|&(_, len)| Landing::owned(len, align))
+                        .collect(),
+                    None,
+                )
+            }
+            None => (
+                reqs.iter()
+                    .map(|&(_, len)| Landing::bytes(py, len))
+                    .collect::<PyResult<Vec<_>>>()?,
+                None,
+            ),
+        };
+        let n = reqs.len();
+        let cached_first = cached_first.filter(|_| !file.is_direct());
+        Ok(Op {
+            kind,
+            file,
+            pending: n,
+            landings,
+            reqs,
+            dests,
+            counts: vec![0; n],
+            error: None,
+            tally,
+            cached_first,
+            tried: 0,
+            stopped_at: None,
+        })
+    }
+
+    /// Which of the op's landings part `idx` reads into: the one shared
+    /// by every part, or its own.
+    fn landing(&self, idx: usize) -> usize {
+        if self.landings.len() == 1 {
+            0
+        } else {
+            idx
+        }
+    }
+
+    /// Where part `idx` lands inside its landing.
+    fn dest(&self, idx: usize) -> usize {
+        self.dests
+            .as_ref()
+            .and_then(|d| d.get(idx).copied())
+            .unwrap_or(0)
+    }
+
+    /// True if the op tries its parts from the page cache first.
+    pub fn cached_first(&self) -> bool {
+        self.cached_first.is_some()
+    }
+
+    /// True once every part has been read by [`Op::try_cached`]: nothing
+    /// is left for a queue.
+    pub fn all_tried(&self) -> bool {
+        self.tried == self.reqs.len()
+    }
+
+    /// Read parts from the page cache on this thread (`preadv2(RWF_NOWAIT)`
+    /// straight into their landings; called with the GIL released), in
+    /// order from the first not yet read, until one is not a hit (it and
+    /// the rest go to a queue), every part is read, or `slice` has passed
+    /// (the caller checks for signals and calls again). Returns true when
+    /// it stopped for good. The hits are counted once, at the end: a batch
+    /// of cached records costs its system calls and no shared counter per
+    /// record.
+    pub fn try_cached(&mut self, slice: Duration) -> bool {
+        let Some(mode) = self.cached_first else {
+            return true;
+        };
+        let started = Instant::now();
+        let mut hits = 0u64;
+        let mut stop = true;
+        while let Some(&(offset, len)) = self.reqs.get(self.tried) {
+            let idx = self.tried;
+            if len == 0 {
+                // Nothing to read (a record of size 0, or past end of file).
+                self.tried += 1;
+                continue;
+            }
+            let at = self.dest(idx);
+            let li = self.landing(idx);
+            let file = &self.file;
+            let t = self.landings.get_mut(li).and_then(|l| {
+                l.fill_at(at, len, |s| {
+                    let t = file.try_read_cached(s, offset, mode);
+                    (matches!(t, nowait::CacheTry::Hit(_)), t)
+                })
+            });
+            match t {
+                Some(nowait::CacheTry::Hit(n)) => {
+                    self.counts[idx] = n;
+                    self.tried += 1;
+                    hits += 1;
+                    if hits % 32 == 0 && started.elapsed() >= slice {
+                        stop = false;
+                        break;
+                    }
+                }
+                other => {
+                    // Counted here; the queue reads it without a second try.
+                    if let Some(t) = other {
+                        self.tally.tried(t);
+                    }
+                    self.stopped_at = Some(idx);
+                    break;
+                }
+            }
+        }
+        self.pending = self.reqs.len() - self.tried;
+        self.tally.hits.fetch_add(hits, Relaxed);
+        stop
+    }
 }
 
 struct Part {
@@ -81,30 +282,59 @@ struct Part {
     idx: u32,
     offset: u64,
     len: usize,
-    /// Where an `Into` part lands (inside the op's export).
-    dest: Option<*mut u8>,
+    /// Where the part lands inside its landing.
+    at: usize,
+}
+
+/// A queue that is leaked instead of dropped in a process that inherited
+/// it through fork: its ring (or its pool's workers) belongs to the
+/// parent, and dropping it would steal the parent's completions.
+struct OwnQueue {
+    queue: Option<Queue>,
+    pid: u32,
+}
+
+impl Deref for OwnQueue {
+    type Target = Queue;
+    fn deref(&self) -> &Queue {
+        self.queue
+            .as_ref()
+            .expect("the queue is there until dropped")
+    }
+}
+
+impl DerefMut for OwnQueue {
+    fn deref_mut(&mut self) -> &mut Queue {
+        self.queue
+            .as_mut()
+            .expect("the queue is there until dropped")
+    }
+}
+
+impl Drop for OwnQueue {
+    fn drop(&mut self) {
+        if self.pid != std::process::id() {
+            std::mem::forget(self.queue.take());
+        }
+    }
 }
 
 /// A queue and the calls it carries.
 pub struct Core {
-    queue: ManuallyDrop<Queue>,
-    fd: Option<RawFd>,
+    queue: OwnQueue,
+    /// A descriptor of the queue's completion eventfd (own, so it is read
+    /// and written through safe `File` calls).
+    notify: Option<fs::File>,
     pid: u32,
     depth: usize,
     ops: HashMap<u64, Op>,
     backlog: VecDeque<Part>,
-    free: Vec<Buf>,
     next_op: u64,
     done: Vec<u64>,
     out: Vec<Completion>,
     /// Reads pushed by `feed_with(false)` and not yet submitted.
     unsubmitted: usize,
 }
-
-// SAFETY: the raw pointers in the backlog point into exports owned by this
-// same `Core` (held by their op until the op is taken out), so moving the
-// core to another thread moves their owner with them; `Queue` is `Send`.
-unsafe impl Send for Core {}
 
 impl Core {
     /// A queue of `depth` slots handing reads to the kernel as `policy`
@@ -119,20 +349,29 @@ impl Core {
             .single_issuer(false)
             .submit_policy(policy)
             .build()?;
-        let fd = if notify {
-            Some(queue.completion_fd()?.as_raw_fd())
+        let notify = if notify {
+            let fd = queue.completion_fd()?;
+            let own = fd
+                .try_clone_to_owned()
+                .map_err(|source| nowait::Error::Kernel {
+                    what: "dup of the completion eventfd (the asyncio loop's watch)",
+                    source,
+                })?;
+            Some(fs::File::from(own))
         } else {
             None
         };
         let depth = queue.depth();
         Ok(Core {
-            queue: ManuallyDrop::new(queue),
-            fd,
+            queue: OwnQueue {
+                queue: Some(queue),
+                pid: std::process::id(),
+            },
+            notify,
             pid: std::process::id(),
             depth,
             ops: HashMap::new(),
             backlog: VecDeque::new(),
-            free: Vec::new(),
             next_op: 1,
             done: Vec::new(),
             out: Vec::with_capacity(depth),
@@ -142,7 +381,7 @@ impl Core {
 
     /// The completion eventfd (only for a core built with `notify`).
     pub fn fd(&self) -> Option<RawFd> {
-        self.fd
+        self.notify.as_ref().map(|f| f.as_raw_fd())
     }
 
     /// True if this core was built in this process (not inherited by fork).
@@ -167,84 +406,31 @@ impl Core {
         self.queue.in_flight() + self.backlog.len()
     }
 
-    /// Register a call: `reqs` are (offset, length) per part; for `Into`,
-    /// part `i` lands at `export.ptr() + dests[i]`. Nothing is pushed until
-    /// [`Core::feed`]. The caller has checked that every destination range
-    /// lies inside the export and that `reqs.len() <= MAX_PARTS`.
-    pub fn start(
-        &mut self,
-        file: Arc<nowait::File>,
-        tally: Arc<Tally>,
-        kind: Kind,
-        reqs: &[(u64, usize)],
-        export: Option<(Export, Vec<usize>)>,
-    ) -> u64 {
+    /// Register a call's op: its parts not yet read ([`Op::try_cached`]
+    /// reads a prefix of them on the calling thread) wait in the backlog
+    /// for [`Core::feed`]. A part whose range in a shared landing is not
+    /// inside it or comes before an earlier one is failed, never read. The
+    /// caller has checked that the op has at most `MAX_PARTS` parts.
+    pub fn start(&mut self, op: Op) -> u64 {
         let id = self.next_op;
         self.next_op = (self.next_op + 1) & ((1 << 40) - 1);
         if self.next_op == 0 {
             self.next_op = 1;
         }
-        let n = reqs.len();
-        let (export, dests) = match export {
-            Some((e, d)) => (Some(e), Some(d)),
-            None => (None, None),
-        };
-        let base = export.as_ref().map(|e| e.ptr());
-        for (i, &(offset, len)) in reqs.iter().enumerate() {
-            let dest = match (base, &dests) {
-                // `wrapping_add` keeps this safe code; the caller checked the
-                // range is inside the export, so the result is in bounds.
-                (Some(b), Some(d)) => Some(b.wrapping_add(d[i])),
-                _ => None,
-            };
+        for (i, &(offset, len)) in op.reqs.iter().enumerate().skip(op.tried) {
             self.backlog.push_back(Part {
                 op: id,
                 idx: i as u32,
                 offset,
                 len,
-                dest,
+                at: op.dest(i),
             });
         }
-        self.ops.insert(
-            id,
-            Op {
-                kind,
-                file,
-                pending: n,
-                bufs: if kind == Kind::Into {
-                    Vec::new()
-                } else {
-                    (0..n).map(|_| None).collect()
-                },
-                counts: vec![0; n],
-                error: None,
-                export,
-                tally,
-            },
-        );
-        if n == 0 {
+        if op.pending == 0 {
             self.done.push(id);
         }
+        self.ops.insert(id, op);
         id
-    }
-
-    fn get_buf(&mut self, len: usize) -> Buf {
-        let cap = len.div_ceil(nowait::PAGE) * nowait::PAGE;
-        if let Some(b) = self.free.last() {
-            if b.capacity() == cap {
-                if let Some(b) = self.free.pop() {
-                    return b;
-                }
-            }
-        }
-        Buf::new(cap)
-    }
-
-    /// Keep an owned buffer for the next read of the same size.
-    pub fn recycle(&mut self, buf: Buf) {
-        if !buf.is_foreign() && buf.capacity() > 0 && self.free.len() < 2 * self.depth {
-            self.free.push(buf);
-        }
     }
 
     fn fail(&mut self, op_id: u64, idx: usize, e: nowait::Error) {
@@ -275,29 +461,59 @@ impl Core {
     /// reads of several calls go out in one system call).
     pub fn feed_with(&mut self, submit: bool) -> nowait::Result<()> {
         let mut pushed = 0;
+        let mut hits = 0u32;
+        let started = Instant::now();
         while self.queue.in_flight() < self.depth {
             let Some(p) = self.backlog.pop_front() else {
                 break;
             };
-            let file = match self.ops.get(&p.op) {
-                // Once a part failed the op's result is the error: skip the rest.
-                Some(op) if op.error.is_none() => Arc::clone(&op.file),
-                Some(_) => {
-                    self.part_done(p.op);
-                    continue;
-                }
-                None => continue,
+            let Some(op) = self.ops.get_mut(&p.op) else {
+                continue;
             };
-            let buf = match p.dest {
-                // SAFETY: `dest..dest+len` lies inside the op's export (checked
-                // by the caller of `start`), which holds the exporter's memory
-                // in place until the op is taken out, and that only happens
-                // after this part's completion was reaped (`pending`). Parts
-                // of one call do not overlap (back-to-back records), and the
-                // Python caller only gets the buffer's contents back after
-                // the op completes.
-                Some(ptr) => unsafe { Buf::from_raw_parts(ptr, p.len) },
-                None => self.get_buf(p.len),
+            if op.error.is_some() {
+                // Once a part failed the op's result is the error: skip the rest.
+                self.part_done(p.op);
+                continue;
+            }
+            let file = Arc::clone(&op.file);
+            let li = op.landing(p.idx as usize);
+            let mode = op
+                .cached_first
+                .filter(|_| op.stopped_at != Some(p.idx as usize));
+            if let Some(mode) = mode {
+                // From the page cache on this thread first: a hit is done
+                // here, with no slot, no system call of the queue's.
+                let tried = op.landings.get_mut(li).and_then(|l| {
+                    l.fill_at(p.at, p.len, |s| {
+                        let t = file.try_read_cached(s, p.offset, mode);
+                        (matches!(t, nowait::CacheTry::Hit(_)), t)
+                    })
+                });
+                if let Some(t) = tried {
+                    op.tally.tried(t);
+                    if let nowait::CacheTry::Hit(n) = t {
+                        if let Some(c) = op.counts.get_mut(p.idx as usize) {
+                            *c = n;
+                        }
+                        self.part_done(p.op);
+                        hits += 1;
+                        if hits % 32 == 0 && started.elapsed() >= FEED_SLICE {
+                            // Back to the caller's wait, which checks for
+                            // signals; the next feed goes on from here.
+                            break;
+                        }
+                        continue;
+                    }
+                }
+            }
+            let Some(buf) = op.landings.get_mut(li).and_then(|l| l.lend(p.at, p.len)) else {
+                let e = nowait::Error::BufferTooSmall {
+                    len: p.at.saturating_add(p.len),
+                    capacity: op.landings.get(li).map_or(0, Landing::len),
+                };
+                self.fail(p.op, p.idx as usize, e);
+                self.part_done(p.op);
+                continue;
             };
             let req = Read {
                 file: &file,
@@ -309,7 +525,7 @@ impl Core {
             match self.queue.push(req) {
                 Ok(()) => pushed += 1,
                 Err(r) => {
-                    self.recycle(r.buf);
+                    self.give_back(p.op, p.idx as usize, r.buf);
                     self.fail(p.op, p.idx as usize, r.error);
                     self.part_done(p.op);
                 }
@@ -343,64 +559,91 @@ impl Core {
         Ok(self.unsubmitted > 0)
     }
 
-    /// Reap completions (waiting for at least `min`), account them to their
-    /// ops, refill from the backlog. Returns how many were reaped.
-    pub fn reap(&mut self, min: usize) -> nowait::Result<usize> {
+    /// Reap completions (waiting for at least `min`, at most `timeout`),
+    /// account them to their ops, refill from the backlog. Returns how many
+    /// were reaped.
+    pub fn reap(&mut self, min: usize, timeout: Option<Duration>) -> nowait::Result<usize> {
         let mut out = std::mem::take(&mut self.out);
         out.clear();
         // `Queue::reap` submits queued reads first (if it fails they may
         // still be queued: keep counting them for the next submit).
-        let r = self.queue.reap(min, None, &mut out);
+        let r = self.queue.reap(min, timeout, &mut out);
         if r.is_ok() {
             self.unsubmitted = 0;
         }
         let n = out.len();
-        for c in out.drain(..) {
-            let op_id = c.user_data >> 24;
-            let idx = (c.user_data & 0xff_ffff) as usize;
-            match c.result {
-                Ok(got) => {
-                    if let Some(op) = self.ops.get_mut(&op_id) {
-                        if let Some(slot) = op.counts.get_mut(idx) {
-                            *slot = got;
-                        }
-                        if let Some(slot) = op.bufs.get_mut(idx) {
-                            *slot = Some(c.buf);
-                        }
-                    }
-                }
-                Err(e) => {
-                    self.recycle(c.buf);
-                    self.fail(op_id, idx, e);
-                }
-            }
-            self.part_done(op_id);
-        }
+        self.account(&mut out);
         self.out = out;
         r?;
         self.feed()?;
         Ok(n)
     }
 
-    /// Wait until op `id` has finished (every part reaped or skipped).
-    pub fn wait(&mut self, id: u64) -> nowait::Result<()> {
+    /// Wait until op `id` has finished (every part reaped or skipped), or
+    /// `timeout` has passed: true if it finished.
+    pub fn wait_for(&mut self, id: u64, timeout: Duration) -> nowait::Result<bool> {
+        let deadline = Instant::now() + timeout;
         self.feed()?;
         while self.ops.get(&id).is_some_and(|op| op.pending > 0) {
-            self.reap(1)?;
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            self.reap(1, Some(left))?;
         }
-        Ok(())
+        Ok(true)
+    }
+
+    /// Give up on op `id` (its caller is gone: an exception, a signal):
+    /// its parts not yet pushed are dropped; the ones with the kernel are
+    /// reaped as usual and the op is dropped with the next finished ones.
+    pub fn abandon(&mut self, id: u64) {
+        let before = self.backlog.len();
+        self.backlog.retain(|p| p.op != id);
+        for _ in self.backlog.len()..before {
+            self.part_done(id);
+        }
+    }
+
+    /// Hand reaped completions to their ops: counts, errors, and each
+    /// buffer back to the landing it was lent from.
+    fn account(&mut self, out: &mut Vec<Completion>) {
+        for c in out.drain(..) {
+            let op_id = c.user_data >> 24;
+            let idx = (c.user_data & 0xff_ffff) as usize;
+            self.give_back(op_id, idx, c.buf);
+            match c.result {
+                Ok(got) => {
+                    if let Some(slot) = self
+                        .ops
+                        .get_mut(&op_id)
+                        .and_then(|op| op.counts.get_mut(idx))
+                    {
+                        *slot = got;
+                    }
+                }
+                Err(e) => self.fail(op_id, idx, e),
+            }
+            self.part_done(op_id);
+        }
+    }
+
+    fn give_back(&mut self, op_id: u64, idx: usize, buf: nowait::Buf) {
+        if let Some(op) = self.ops.get_mut(&op_id) {
+            let li = op.landing(idx);
+            if let Some(l) = op.landings.get_mut(li) {
+                l.give_back(buf);
+            }
+        }
     }
 
     /// Clear the completion eventfd (before reaping; see
     /// [`nowait::Queue::completion_fd`]).
     pub fn clear_fd(&self) {
-        if let Some(fd) = self.fd {
-            let mut v: u64 = 0;
-            // SAFETY: `fd` is the queue's eventfd, open as long as the queue
-            // (which this core owns); the read writes at most 8 bytes into
-            // `v`. It is non-blocking: EAGAIN (already cleared) is fine, and
-            // no other errno can come from a valid eventfd.
-            let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+        if let Some(mut f) = self.notify.as_ref() {
+            // Non-blocking: WouldBlock (already cleared) is fine, and a
+            // valid eventfd has no other error for an 8-byte read.
+            let _ = f.read(&mut [0u8; 8]);
         }
     }
 
@@ -412,13 +655,10 @@ impl Core {
     /// Make the completion eventfd readable: for ops that finished with no
     /// completion the queue would signal (every part refused at push).
     pub fn signal(&self) {
-        if let Some(fd) = self.fd {
-            let one: u64 = 1;
-            // SAFETY: `fd` is the queue's eventfd, open as long as the queue;
-            // the write reads 8 bytes from `one`. It can only fail with
-            // EAGAIN when the counter is at its maximum, and then the fd is
-            // readable anyway.
-            let _ = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+        if let Some(mut f) = self.notify.as_ref() {
+            // Fails only with WouldBlock when the counter is at its
+            // maximum, and then the fd is readable anyway.
+            let _ = f.write(&1u64.to_ne_bytes());
         }
     }
 
@@ -430,6 +670,12 @@ impl Core {
                 v.push((id, op));
             }
         }
+        if self.ops.is_empty() && self.backlog.is_empty() {
+            // Idle: give back what a burst of calls grew the tables to.
+            self.ops.shrink_to(IDLE_TABLES);
+            self.backlog.shrink_to(IDLE_TABLES);
+            self.done.shrink_to(IDLE_TABLES);
+        }
         v
     }
 }
@@ -438,8 +684,8 @@ impl Core {
     /// Wait until the kernel is done with every read in flight, dropping
     /// their results (the ring is being discarded). `false` when that
     /// cannot be known: a core inherited through fork (its ring is the
-    /// parent's) or a failed reap; the callers' buffers must then stay
-    /// exported for ever (`keep_exports`).
+    /// parent's) or a failed reap; the memory those reads land in is then
+    /// kept for ever (a [`Landing`] dropped while lent leaks).
     pub fn settle(&mut self) -> bool {
         if !self.is_ours() {
             return false;
@@ -449,21 +695,13 @@ impl Core {
         while self.queue.in_flight() > 0 {
             out.clear();
             let n = self.queue.in_flight();
-            if self.queue.reap(n, None, &mut out).is_err() {
+            let r = self.queue.reap(n, None, &mut out);
+            self.account(&mut out);
+            if r.is_err() {
                 return false;
             }
         }
         true
-    }
-
-    /// Leak the callers' buffer exports (and so keep the buffers alive):
-    /// for reads the kernel may still write into.
-    fn keep_exports(&mut self) {
-        for (_, mut op) in self.ops.drain() {
-            if let Some(e) = op.export.take() {
-                std::mem::forget(e);
-            }
-        }
     }
 }
 
@@ -472,15 +710,12 @@ impl Drop for Core {
         if !self.is_ours() {
             // Inherited through fork: the ring (or the pool's workers)
             // belongs to the parent. Touching it would steal the parent's
-            // completions; leak everything instead.
-            self.keep_exports();
+            // completions; `OwnQueue` leaks it (the landings lent to it
+            // leak with it).
             return;
         }
-        if !self.settle() {
-            // Cannot learn when the kernel is done with the memory.
-            self.keep_exports();
-        }
-        // SAFETY: dropped exactly once, here; the field is never used again.
-        unsafe { ManuallyDrop::drop(&mut self.queue) };
+        // A failed settle leaves lent landings, which leak when dropped;
+        // the queue is dropped next (fields in order), then the ops.
+        self.settle();
     }
 }

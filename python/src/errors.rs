@@ -1,91 +1,128 @@
-//! nowait's typed errors as Python exceptions.
+//! nowait's errors as Python exceptions, derived from the library's one
+//! error model: the errno is `nowait::Error::errno`, the number the C API
+//! returns and Rust's `io::Error` carries, and the class follows from the
+//! error's kind:
 //!
-//! Errors that come from the kernel become `OSError(errno, message,
-//! filename)`; Python picks the subclass from the errno
-//! (`FileNotFoundError`, `PermissionError`, `IsADirectoryError`, …). The
-//! message is nowait's own: what was asked, what failed, what to do.
-//! Requests the caller got wrong (a misaligned read on a `direct="on"` file,
-//! a read too large for one request) are `ValueError`.
+//! - a request nowait refused itself because the call cannot take it
+//!   (kind `InvalidInput`, errno EINVAL: a misaligned read on a
+//!   `direct="on"` file, a read over the per-request limit, a setting out
+//!   of range) is a `ValueError`, as Python's own functions raise for an
+//!   argument value they cannot take; it carries `errno` too;
+//! - end of file inside an exact read is an `EOFError` (`errno` ENODATA);
+//! - everything else, the kernel's answers included, is
+//!   `OSError(errno, message, filename)`, which Python turns into the
+//!   subclass for the errno (`FileNotFoundError`, `PermissionError`,
+//!   `IsADirectoryError`, `BrokenPipeError`, …).
+//!
+//! The message is the library's, with the settings it names spelled as
+//! this package takes them (`direct="auto"`): rendered from the error
+//! ([`PyWords`]), never rewritten.
 
-use std::path::Path;
+use std::borrow::Cow;
+use std::fmt;
+use std::io;
 
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
-use pyo3::PyErr;
+use nowait::{BackendChoice, Direct, Setting, Vocabulary};
+use pyo3::exceptions::{PyEOFError, PyOSError, PyValueError};
+use pyo3::prelude::*;
 
-fn os_error(errno: i32, msg: String, path: Option<&Path>) -> PyErr {
-    match path {
-        // The name as given (as os.fsdecode makes it: a name that is not
-        // UTF-8 keeps surrogate escapes and opens the same file again).
-        Some(p) => PyOSError::new_err((errno, msg, p.as_os_str().to_os_string())),
-        None => PyOSError::new_err((errno, msg)),
+/// The library's messages in this package's words: `nowait.open`'s
+/// `direct=` values and the ring's `depth=`; the package offers no choice
+/// of backend, so a message names none.
+pub struct PyWords;
+
+impl Vocabulary for PyWords {
+    fn setting(&self, setting: Setting) -> Cow<'static, str> {
+        match setting {
+            Setting::Depth => "depth".into(),
+            other => nowait::PlainWords.setting(other),
+        }
+    }
+
+    fn assigned(&self, setting: Setting, value: &dyn fmt::Display) -> String {
+        match setting {
+            Setting::Depth => format!("depth={value}"),
+            other => nowait::PlainWords.assigned(other, value),
+        }
+    }
+
+    fn direct(&self, mode: Direct) -> Option<Cow<'static, str>> {
+        Some(
+            match mode {
+                Direct::Off => "direct=\"off\"",
+                Direct::On => "direct=\"on\"",
+                Direct::Auto => "direct=\"auto\"",
+            }
+            .into(),
+        )
+    }
+
+    fn backend(&self, _: BackendChoice) -> Option<Cow<'static, str>> {
+        None
+    }
+}
+
+/// The Python class an error becomes (see the module's docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PyClass {
+    /// `ValueError` with `errno`.
+    Value,
+    /// `EOFError` with `errno`.
+    Eof,
+    /// `OSError(errno, message[, filename])`, a subclass by errno.
+    Os,
+}
+
+/// Which class an error becomes.
+pub fn class_of(e: &nowait::Error) -> PyClass {
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof => PyClass::Eof,
+        io::ErrorKind::InvalidInput if e.kernel_answer().is_none() => PyClass::Value,
+        _ => PyClass::Os,
     }
 }
 
 /// The Python exception for a nowait error.
 pub fn to_py(e: nowait::Error) -> PyErr {
-    use nowait::Error as E;
-    let msg = pythonic(&e.to_string());
-    match &e {
-        E::Open { path, source } | E::Read { path, source, .. } => {
-            os_error(source.raw_os_error().unwrap_or(libc::EIO), msg, Some(path))
-        }
-        E::IsDirectory { path } => os_error(libc::EISDIR, msg, Some(path)),
-        E::Unsupported { path, .. } => os_error(libc::EINVAL, msg, Some(path)),
-        E::DirectUnsupported { path, .. } => os_error(libc::EINVAL, msg, Some(path)),
-        E::Kernel { source, .. } => os_error(source.raw_os_error().unwrap_or(libc::EIO), msg, None),
-        E::BackendUnavailable { .. } => os_error(libc::ENOSYS, msg, None),
-        E::Misaligned { .. }
-        | E::BufferTooSmall { .. }
-        | E::TooLarge { .. }
-        | E::OffsetTooLarge { .. }
-        | E::Config(_) => PyValueError::new_err(msg),
-        E::UnexpectedEof { .. } => pyo3::exceptions::PyEOFError::new_err(msg),
-        E::Closed(_) => PyValueError::new_err(msg),
-        E::QueueFull { .. } => PyRuntimeError::new_err(format!(
-            "{msg} (nowait's Python binding keeps its own backlog, so this is a bug: please report it)"
-        )),
-        _ => match e.raw_os_error() {
-            Some(errno) => os_error(errno, msg, None),
-            None => PyRuntimeError::new_err(msg),
+    let errno = e.errno();
+    let mut msg = e.message(&PyWords).to_string();
+    if let nowait::Error::QueueFull { .. } = e {
+        msg.push_str(
+            " (nowait's Python binding keeps its own backlog, so this is a bug: please report it)",
+        );
+    }
+    match class_of(&e) {
+        PyClass::Os => match e.path() {
+            // The name as given (as os.fsdecode makes it: a name that is not
+            // UTF-8 keeps surrogate escapes and opens the same file again).
+            Some(p) => PyOSError::new_err((errno, msg, p.as_os_str().to_os_string())),
+            None => PyOSError::new_err((errno, msg)),
         },
+        PyClass::Value => with_errno(PyValueError::new_err(msg), errno),
+        PyClass::Eof => with_errno(PyEOFError::new_err(msg), errno),
     }
 }
 
-/// The engine's message in this package's words: its Rust names for the
-/// direct modes become `nowait.open`'s arguments, command-line hints go,
-/// and the "(os error N)" tail goes (the exception carries `errno`).
-fn pythonic(msg: &str) -> String {
-    let mut m = msg
-        .replace("Direct::Off (--direct=0)", "direct=\"off\"")
-        .replace("Direct::Auto", "direct=\"auto\"")
-        .replace("Direct::Off", "direct=\"off\"")
-        .replace("Direct::On", "direct=\"on\"")
-        .replace(
-            "; nowait bench lays out a missing file when given --size",
-            "",
-        );
-    while let Some(i) = m.find(" (os error ") {
-        match m[i..].find(')') {
-            Some(j) => m.replace_range(i..i + j + 1, ""),
-            None => break,
-        }
-    }
-    m
+/// `err` with an `errno` attribute, as an OSError has.
+fn with_errno(err: PyErr, errno: i32) -> PyErr {
+    Python::attach(|py| {
+        // Setting an attribute on a fresh exception instance cannot fail
+        // short of memory; the exception is raised either way.
+        let _ = err.value(py).setattr("errno", errno);
+        err
+    })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::pythonic;
-
-    #[test]
-    fn messages_speak_python() {
-        assert_eq!(
-            pythonic("x cannot be opened with O_DIRECT (y); open it with Direct::Auto or Direct::Off (--direct=0)"),
-            "x cannot be opened with O_DIRECT (y); open it with direct=\"auto\" or direct=\"off\""
-        );
-        assert_eq!(
-            pythonic("cannot open /a: No such file or directory (os error 2); check"),
-            "cannot open /a: No such file or directory; check"
-        );
-    }
+/// For the test suite (`tests/test_errors.py`): one error of every kind
+/// the library has, each as this module raises it: `(variant, errno the
+/// library decided, exception)`.
+#[pyfunction(name = "_error_samples")]
+pub fn error_samples(py: Python<'_>) -> Vec<(&'static str, i32, Py<PyAny>)> {
+    nowait::error_samples()
+        .into_iter()
+        .map(|(name, e)| {
+            let errno = e.errno();
+            (name, errno, to_py(e).into_value(py).into_any())
+        })
+        .collect()
 }

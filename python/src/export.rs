@@ -1,12 +1,24 @@
-//! A held buffer export (PEP 3118): the memory of a `bytearray`,
-//! `memoryview`, NumPy array… that a read writes into.
+//! The Python memory reads land in, lent to the engine: a caller's buffer
+//! export (PEP 3118: a `bytearray`, `memoryview`, NumPy array…) or a
+//! `bytes` object made for a result and filled in place. This file holds
+//! all of the package's unsafe code.
 //!
-//! Holding the export is what keeps the memory where it is: while a
-//! `Py_buffer` is held, a `bytearray` refuses to resize (BufferError) and
-//! NumPy refuses to reallocate, and the exporter object itself is kept
-//! alive by the view's reference. An [`Export`] lives in the request until
-//! its last read is reaped, so the kernel never writes into freed memory,
-//! even when the Python caller has given up (a cancelled asyncio task).
+//! A [`Landing`] is the memory of one call's result (one `bytes` per
+//! record, or the caller's buffer for `read_into`). It lends its memory to
+//! the queue one read at a time as a [`nowait::Buf`] over it
+//! ([`Landing::lend`]) and takes each back with the read's completion
+//! ([`Landing::give_back`]). Two rules make the lending safe whatever the
+//! caller does: a landing never lends a byte twice (each read gets a range
+//! past the previous one), and a landing dropped while a read still has
+//! its memory is leaked, never freed — the `bytes` keeps its reference, the
+//! export stays held — so the kernel never writes into freed memory, even
+//! when the Python caller has given up (a cancelled asyncio task) or the
+//! queue could not tell when the kernel was done.
+//!
+//! A `bytes` result costs one buffer: it is allocated uninitialised at the
+//! size asked (`PyBytes_FromStringAndSize(NULL, n)`), the kernel reads into
+//! it, and a short read (end of file) shrinks it in place
+//! (`_PyBytes_Resize`), as `os.pread` does.
 //!
 //! Hand-written FFI, on purpose: PyO3's `PyBuffer` and pyo3-ffi's
 //! `PyObject_GetBuffer` are only offered to abi3 builds targeting 3.11+
@@ -15,14 +27,19 @@
 //! `Py_buffer` layout and the two functions below have not changed since
 //! Python 3.3 and are exported by every CPython this package supports
 //! (3.11 made them part of the stable ABI unchanged), so declaring them here
-//! lets one abi3 wheel serve 3.9 and later.
+//! lets one abi3 wheel serve 3.10 and later. `_PyBytes_Resize` is outside
+//! the limited API but exported by every CPython 3.x (`os.pread` and
+//! `socket.recv` shrink their results with it); pyo3-ffi declares it only
+//! for non-abi3 builds.
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-use pyo3::exceptions::PyTypeError;
+use nowait::Buf;
+use pyo3::exceptions::{PyMemoryError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 /// `Py_buffer`, as CPython lays it out (Include/pybuffer.h).
 #[repr(C)]
@@ -48,6 +65,7 @@ const PYBUF_C_CONTIGUOUS: c_int = 0x0020 | PYBUF_STRIDES;
 extern "C" {
     fn PyObject_GetBuffer(obj: *mut ffi::PyObject, view: *mut PyBufferView, flags: c_int) -> c_int;
     fn PyBuffer_Release(view: *mut PyBufferView);
+    fn _PyBytes_Resize(bytes: *mut *mut ffi::PyObject, newsize: ffi::Py_ssize_t) -> c_int;
 }
 
 /// A writable, C-contiguous buffer export, released (with the GIL) on drop.
@@ -65,8 +83,9 @@ unsafe impl Send for Export {}
 
 impl Export {
     /// Export `obj`'s memory for writing: it must be writable and
-    /// C-contiguous (TypeError/BufferError otherwise, from the exporter).
-    pub fn writable(obj: &Bound<'_, PyAny>) -> PyResult<Export> {
+    /// C-contiguous (TypeError otherwise, the exporter's error as the cause).
+    /// `method` names the call in the message.
+    pub fn writable(obj: &Bound<'_, PyAny>, method: &str) -> PyResult<Export> {
         let mut view = Box::new(PyBufferView {
             buf: std::ptr::null_mut(),
             obj: std::ptr::null_mut(),
@@ -99,7 +118,7 @@ impl Export {
                 .map(|n| n.to_string())
                 .unwrap_or_else(|_| "object".into());
             PyTypeError::new_err(format!(
-                "read_into needs a writable, C-contiguous buffer (a bytearray, a memoryview \
+                "{method} needs a writable, C-contiguous buffer (a bytearray, a memoryview \
                  of one, a writable contiguous NumPy array); this {kind} is not: {why}"
             ))
         };
@@ -122,11 +141,6 @@ impl Export {
         Ok(Export { view })
     }
 
-    /// First byte of the exported memory.
-    pub fn ptr(&self) -> *mut u8 {
-        self.view.buf.cast()
-    }
-
     /// Size of the exported memory in bytes.
     pub fn len(&self) -> usize {
         usize::try_from(self.view.len).unwrap_or(0)
@@ -140,5 +154,251 @@ impl Drop for Export {
             // and is released exactly once, here, with the GIL held.
             unsafe { PyBuffer_Release(&mut *self.view) }
         });
+    }
+}
+
+/// What a landing's memory belongs to.
+enum Target {
+    /// A `bytes` made for one result; nobody else holds a reference to it
+    /// until [`Landing::into_bytes`] hands it over.
+    Bytes(Py<PyBytes>),
+    /// The caller's buffer, held (not read) until the landing goes.
+    Export { _held: Export },
+    /// An aligned buffer of the engine's (an O_DIRECT file's result, which
+    /// needs memory a `bytes` cannot offer), copied into a `bytes` at the
+    /// end; `None` while lent.
+    Owned(Option<Buf>),
+}
+
+/// The memory one call's reads land in (see the module docs).
+pub struct Landing {
+    /// `None` once handed over (`into_bytes`) or leaked.
+    target: Option<Target>,
+    base: *mut u8,
+    len: usize,
+    /// Bytes below this offset have been lent (each byte at most once).
+    next: usize,
+    /// Buffers over this memory the engine still has.
+    lent: usize,
+}
+
+// SAFETY: `base` points into memory the landing keeps alive through
+// `target` (a reference to the `bytes`, or the held export) and never
+// frees while a buffer over it is lent; the landing itself never reads or
+// writes through `base` except in `fill` (which needs `&mut self` and, by
+// taking a `Python` token, the GIL). Moving it to another thread (with its
+// queue) moves the owner along; `Py<PyBytes>` and `Export` are `Send`.
+unsafe impl Send for Landing {}
+
+impl Landing {
+    /// A `bytes` of `len` bytes to read into, allocated without being
+    /// initialised (MemoryError if it cannot be had).
+    pub fn bytes(py: Python<'_>, len: usize) -> PyResult<Landing> {
+        let n = ffi::Py_ssize_t::try_from(len)
+            .map_err(|_| PyMemoryError::new_err(format!("a result of {len} bytes")))?;
+        // SAFETY: the GIL is held (`py`); a NULL source asks CPython for
+        // `len` bytes it does not fill. The call returns a new reference
+        // or NULL with an exception set.
+        let obj = unsafe { ffi::PyBytes_FromStringAndSize(std::ptr::null(), n) };
+        if obj.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: `obj` is a new, owned reference to a bytes object.
+        let bytes: Py<PyBytes> = unsafe { Py::from_owned_ptr(py, obj) };
+        // SAFETY: a bytes object's storage pointer, valid for `len` bytes
+        // while the object lives (and for len == 0 the empty singleton's,
+        // never written: no buffer is lent over zero bytes).
+        let base = unsafe { ffi::PyBytes_AsString(bytes.as_ptr()) }.cast::<u8>();
+        if base.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(Landing {
+            target: Some(Target::Bytes(bytes)),
+            base,
+            len,
+            next: 0,
+            lent: 0,
+        })
+    }
+
+    /// An aligned buffer of `len` bytes whose result is copied into a
+    /// `bytes` (for O_DIRECT files: the kernel needs the memory aligned).
+    pub fn owned(len: usize, align: usize) -> Landing {
+        Landing {
+            target: Some(Target::Owned(Some(Buf::with_align(len, align)))),
+            base: std::ptr::null_mut(),
+            len,
+            next: 0,
+            lent: 0,
+        }
+    }
+
+    /// The caller's buffer.
+    pub fn export(e: Export) -> Landing {
+        Landing {
+            base: e.view.buf.cast(),
+            len: e.len(),
+            target: Some(Target::Export { _held: e }),
+            next: 0,
+            lent: 0,
+        }
+    }
+
+    /// Size of the memory in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// A buffer over bytes `at..at + len` for one read, or `None` if that
+    /// range is not inside the memory or not past every range lent before.
+    pub fn lend(&mut self, at: usize, len: usize) -> Option<Buf> {
+        let end = at.checked_add(len)?;
+        if at < self.next || end > self.len || self.target.is_none() {
+            return None;
+        }
+        if len == 0 {
+            // No memory to lend: the engine's empty buffer.
+            return Some(Buf::new(0));
+        }
+        if let Some(Target::Owned(slot)) = &mut self.target {
+            // Lent whole, once.
+            let buf = slot.take().filter(|_| at == 0)?;
+            self.next = end;
+            self.lent += 1;
+            return Some(buf);
+        }
+        self.next = end;
+        self.lent += 1;
+        // SAFETY: `at..end` lies inside the landing's memory (checked above),
+        // which `target` keeps alive and in place (the bytes object is ours
+        // alone; the export keeps the exporter from moving or freeing it)
+        // and which is never freed while this buffer is lent (`Drop` leaks
+        // it). No byte of it was lent before (`next`), the landing does not
+        // touch lent memory, and the caller sees it only once the landing
+        // is done (after `give_back`). The bytes hold whatever CPython's
+        // allocator or the exporter left there, which to this crate are
+        // initialised bytes of unknown value (`from_raw_parts` allows any);
+        // a result exposes only the bytes a read wrote.
+        Some(unsafe { Buf::from_raw_parts(self.base.wrapping_add(at), len) })
+    }
+
+    /// Take back a buffer from [`Landing::lend`] (with its completion, or
+    /// refused at push). A buffer that is not over this memory is ignored.
+    pub fn give_back(&mut self, buf: Buf) {
+        if buf.capacity() == 0 {
+            return;
+        }
+        if let Some(Target::Owned(slot)) = &mut self.target {
+            if self.lent > 0 && slot.is_none() && !buf.is_foreign() {
+                *slot = Some(buf);
+                self.lent -= 1;
+            }
+            return;
+        }
+        let p = buf.as_slice().as_ptr() as usize;
+        let base = self.base as usize;
+        if self.lent > 0 && p >= base && p < base + self.len {
+            self.lent -= 1;
+        }
+    }
+
+    /// Fill bytes `at..at + len` here on this thread with `f` (the
+    /// page-cache try), which says whether it filled them: if it did, the
+    /// range counts as lent and given back (never lent again). `None` for a
+    /// range [`Landing::lend`] would refuse, and for an engine buffer
+    /// (O_DIRECT results are never tried).
+    pub fn fill_at<R>(
+        &mut self,
+        at: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> (bool, R),
+    ) -> Option<R> {
+        let end = at.checked_add(len)?;
+        if at < self.next || end > self.len || len == 0 {
+            return None;
+        }
+        if !matches!(
+            self.target,
+            Some(Target::Bytes(_)) | Some(Target::Export { .. })
+        ) {
+            return None;
+        }
+        // SAFETY: `at..end` lies inside the landing's memory, alive and in
+        // place while `self` is borrowed (see `lend`); no buffer over it is
+        // lent (it is past `next`), the bytes object is ours alone and the
+        // caller's buffer is the call's to fill, so nothing else reads or
+        // writes it meanwhile. Its bytes are initialised to this crate (see
+        // `lend`).
+        let s = unsafe { std::slice::from_raw_parts_mut(self.base.wrapping_add(at), len) };
+        let (filled, r) = f(s);
+        if filled {
+            self.next = end;
+        }
+        Some(r)
+    }
+
+    /// The `bytes` result holding the first `n` bytes (shrunk in place
+    /// when `n` is less than its size). For a landing that is still lent
+    /// or is the caller's buffer: an empty `bytes`.
+    pub fn into_bytes(mut self, py: Python<'_>, n: usize) -> PyResult<Py<PyBytes>> {
+        if self.lent > 0 {
+            return Ok(PyBytes::new(py, &[]).unbind());
+        }
+        let bytes = match self.target.take() {
+            Some(Target::Bytes(b)) => b,
+            Some(Target::Owned(Some(buf))) => {
+                let filled = buf.as_slice();
+                return Ok(PyBytes::new(py, &filled[..n.min(filled.len())]).unbind());
+            }
+            other => {
+                self.target = other;
+                return Ok(PyBytes::new(py, &[]).unbind());
+            }
+        };
+        if n >= self.len {
+            return Ok(bytes);
+        }
+        let mut raw = bytes.into_ptr();
+        // SAFETY: `raw` is the only reference to a bytes object that no
+        // Python code has seen (what `_PyBytes_Resize` requires); on
+        // success it is replaced by the (possibly moved) resized object, on
+        // failure the object is released, `raw` set to NULL and MemoryError
+        // raised.
+        let rc = unsafe { _PyBytes_Resize(&mut raw, n as ffi::Py_ssize_t) };
+        if rc != 0 || raw.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        // SAFETY: a successful resize leaves an owned reference in `raw`.
+        Ok(unsafe { Py::from_owned_ptr(py, raw) })
+    }
+}
+
+impl Drop for Landing {
+    fn drop(&mut self) {
+        if self.lent > 0 {
+            // The engine still has a buffer over this memory (the kernel may
+            // write into it): keep it for ever rather than free it.
+            if let Some(t) = self.target.take() {
+                std::mem::forget(t);
+            }
+        }
+    }
+}
+
+/// Hands the C allocator's free memory back to the system when dropped:
+/// the last field of an asyncio ring, so that the `bytes` results a burst
+/// of reads on a loop's thread left free in glibc's heap (where live small
+/// allocations above them keep the heap from shrinking, as they do after
+/// a burst of `os.pread`) leave the resident set when the loop goes.
+pub struct TrimOnDrop;
+
+impl Drop for TrimOnDrop {
+    fn drop(&mut self) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: `malloc_trim` has no preconditions: it takes each arena's
+        // lock and releases free pages; 0 keeps no extra padding.
+        unsafe {
+            libc::malloc_trim(0);
+        }
     }
 }

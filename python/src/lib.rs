@@ -10,7 +10,7 @@
 //!
 //! Nothing here panics on user input: every failure is a Python exception.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
@@ -19,23 +19,28 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
+mod args;
 mod calls;
 mod errors;
 mod export;
 mod probe_dict;
 
-use crate::calls::{Core, Kind, Op, Tally, MAX_PARTS};
+use crate::args::{Call, Plan};
+use crate::calls::{Core, Kind, Op, Source, Tally};
 use crate::errors::to_py;
-use crate::export::Export;
+use crate::export::{Landing, TrimOnDrop};
 
 /// Slots of a pooled core used by the blocking calls.
 const SYNC_DEPTH: usize = 64;
 /// Idle cores kept for reuse.
 const POOL_MAX: usize = 64;
+/// How often a blocking call that waits checks for signals (Ctrl-C).
+const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Longest `aread_at` tried from the page cache first (`File._read_cached`);
-/// longer ones take the ring. Bounds the per-thread scratch buffer, and
-/// past a few hundred KiB the copy, not the ring's ~10 µs, is the cost.
+/// longer ones take the ring. The try copies with the GIL held on the
+/// loop's thread, and past a few hundred KiB the copy, not the ring's
+/// ~10 µs, is the cost.
 const CACHED_MAX: usize = 1 << 20;
 /// Cached hits in a row on one thread before one goes through the ring
 /// anyway (tokio's per-task budget is 128 too): a task reading only cached
@@ -44,9 +49,6 @@ const CACHED_MAX: usize = 1 << 20;
 const CACHED_BUDGET: u32 = 128;
 
 thread_local! {
-    /// Where `_read_cached` reads before copying into a `bytes`: reused, so
-    /// a miss costs no allocation.
-    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
     /// Cached hits on this thread since a read last went through the ring.
     static HITS_IN_A_ROW: Cell<u32> = const { Cell::new(0) };
 }
@@ -88,132 +90,20 @@ fn put_core(c: Core) {
     }
 }
 
-fn parse_direct(direct: &Bound<'_, PyAny>) -> PyResult<nowait::Direct> {
-    if let Ok(b) = direct.cast::<pyo3::types::PyBool>() {
-        return Ok(if b.is_true() {
-            nowait::Direct::On
-        } else {
-            nowait::Direct::Off
-        });
-    }
-    let s: String = direct.extract().map_err(|_| {
-        PyTypeError::new_err("direct must be \"auto\", \"on\" or \"off\" (or a bool)")
-    })?;
-    match s.as_str() {
-        "auto" => Ok(nowait::Direct::Auto),
-        "on" => Ok(nowait::Direct::On),
-        "off" => Ok(nowait::Direct::Off),
-        other => Err(PyValueError::new_err(format!(
-            "direct={other:?} is not a mode; use \"auto\" (O_DIRECT where the filesystem allows \
-             it, unaligned reads bounced), \"on\" (O_DIRECT or an error) or \"off\" (page cache)"
-        ))),
-    }
-}
-
-fn parse_nowait(mode: &str) -> PyResult<nowait::NowaitMode> {
-    match mode {
-        "adaptive" => Ok(nowait::NowaitMode::Adaptive),
-        "always" => Ok(nowait::NowaitMode::Always),
-        "off" => Ok(nowait::NowaitMode::Off),
-        other => Err(PyValueError::new_err(format!(
-            "nowait={other:?} is not a mode; use \"adaptive\" (aread_at tries the page cache \
-             first while the file mostly hits), \"always\" or \"off\" (every aread_at goes \
-             through the ring)"
-        ))),
-    }
-}
-
-fn parse_offsets(offsets: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
-    if offsets.is_instance_of::<pyo3::types::PyInt>() {
-        return Err(PyTypeError::new_err(
-            "offsets must be a sequence of ints (for one read use read_at)",
-        ));
-    }
-    let v: Vec<i64> = offsets.extract().map_err(|e: PyErr| {
-        let py = offsets.py();
-        // An int too large for a file offset is an OverflowError, as for
-        // read_at and os.pread; anything else is the wrong type.
-        if e.is_instance_of::<pyo3::exceptions::PyOverflowError>(py) {
-            pyo3::exceptions::PyOverflowError::new_err(format!(
-                "an offset is out of range: file offsets are 0 to 2**63 - 1 ({e})"
-            ))
-        } else {
-            PyTypeError::new_err(format!("offsets must be a sequence of ints: {e}"))
-        }
-    })?;
-    if v.len() > MAX_PARTS {
-        return Err(PyValueError::new_err(format!(
-            "{} offsets in one call; at most {MAX_PARTS} per call, split the batch",
-            v.len()
-        )));
-    }
-    v.into_iter()
-        .map(|o| {
-            u64::try_from(o).map_err(|_| {
-                PyValueError::new_err(format!("offset {o} is negative; offsets count from 0"))
-            })
-        })
-        .collect()
-}
-
-fn check_size(s: i64) -> PyResult<usize> {
-    let len = usize::try_from(s).map_err(|_| {
-        PyValueError::new_err(format!("size {s} is negative; ask for 0 or more bytes"))
-    })?;
-    if len > nowait::MAX_READ {
-        // Refused here, before a buffer of that size is allocated.
-        return Err(to_py(nowait::Error::TooLarge {
-            len,
-            max: nowait::MAX_READ,
-        }));
-    }
-    Ok(len)
-}
-
-fn parse_sizes(size: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<usize>> {
-    if size.is_instance_of::<pyo3::types::PyInt>() {
-        // Too large for a read is an OverflowError here, as for read_at.
-        let s = check_size(size.extract::<i64>()?)?;
-        return Ok(vec![s; n]);
-    }
-    let v: Vec<i64> = size.extract().map_err(|_| {
-        PyTypeError::new_err("size must be an int or a sequence of ints, one per offset")
-    })?;
-    if v.len() != n {
-        return Err(PyValueError::new_err(format!(
-            "{} sizes for {n} offsets; pass one size per offset, or a single int",
-            v.len()
-        )));
-    }
-    v.into_iter().map(check_size).collect()
-}
-
-/// A caller's buffer and where each record lands in it.
-fn into_plan(buffer: &Bound<'_, PyAny>, n: usize, size: usize) -> PyResult<(Export, Vec<usize>)> {
-    let export = Export::writable(buffer)?;
-    let need = n.checked_mul(size).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "{n} records of {size} bytes overflow the address space"
-        ))
-    })?;
-    if export.len() < need {
-        return Err(PyValueError::new_err(format!(
-            "the buffer holds {} bytes but {n} records of {size} bytes need {need}; \
-             pass a buffer of at least {need} bytes",
-            export.len()
-        )));
-    }
-    Ok((export, (0..n).map(|i| i * size).collect()))
-}
-
-/// An open file, for reading. Create with `nowait.open(path, direct="auto")`.
+/// An open file, for reading. Create with `nowait.open(path)` (buffered, the
+/// page cache first) or `nowait.open(path, direct="auto")` (O_DIRECT).
 ///
 /// Blocking methods release the GIL while the engine waits; several threads
 /// may use one File at once.
 #[pyclass(name = "File", module = "nowait._nowait", subclass, frozen)]
 pub struct PyFile {
     inner: RwLock<Option<Arc<nowait::File>>>,
+    /// What was opened: the path, or `/proc/self/fd/N` for a descriptor.
     path: PathBuf,
+    /// The caller's descriptor, for a file opened from one.
+    fd: Option<i32>,
+    /// The caller's descriptor while `close()` is to close it (`closefd`).
+    close_fd: Mutex<Option<i32>>,
     mode: &'static str,
     calls: AtomicU64,
     /// Reads, bytes and errors, also added by asynchronous calls when
@@ -225,13 +115,35 @@ pub struct PyFile {
     cached: CachedCounts,
 }
 
-/// How the page-cache-first tries of `aread_at` and `read_at` ended
-/// (`File.stats()`).
+/// The page-cache hits of `read_at` and `aread_at` (`File.stats()` adds
+/// them to the calls, reads, bytes and hits it reports), and the hits
+/// `aread_at` sent to the ring instead.
+///
+/// These are changed only with the GIL held (a hit is read with it held),
+/// so a load and a store lose no update and take no locked instruction: a
+/// cached `read_at` costs three plain additions, not five atomic ones.
+/// (This abi3 extension runs only on interpreters with a GIL.)
 #[derive(Default)]
 struct CachedCounts {
-    tries: nowait::CacheTryCounts,
+    /// `read_at` calls answered from the page cache.
+    read_at: AtomicU64,
+    /// `aread_at` calls answered from the page cache.
+    aread_at: AtomicU64,
+    /// Bytes those calls returned.
+    bytes: AtomicU64,
     /// Hits sent to the ring to let the loop run ([`CACHED_BUDGET`]).
     yields: AtomicU64,
+}
+
+impl CachedCounts {
+    /// Add `by` to `c`; the GIL is held (`_py`).
+    fn bump(_py: Python<'_>, c: &AtomicU64, by: u64) {
+        c.store(c.load(Relaxed).wrapping_add(by), Relaxed);
+    }
+
+    fn hits(&self) -> u64 {
+        self.read_at.load(Relaxed) + self.aread_at.load(Relaxed)
+    }
 }
 
 impl PyFile {
@@ -251,73 +163,130 @@ impl PyFile {
         self.tally.add(op);
     }
 
-    /// Run one call on a pooled core with the GIL released.
-    fn run_sync(
-        &self,
-        py: Python<'_>,
-        kind: Kind,
-        reqs: Vec<(u64, usize)>,
-        export: Option<(Export, Vec<usize>)>,
-    ) -> PyResult<Py<PyAny>> {
+    /// Run one call on a pooled core with the GIL released, checking for
+    /// signals every [`SIGNAL_CHECK`] while it waits: an exception raised
+    /// by a signal handler (KeyboardInterrupt) ends the call at once, and
+    /// the reads already with the kernel finish in the background (the
+    /// core reaps them before its next call; their memory is released
+    /// then), the ones not yet submitted are dropped.
+    fn run_sync(&self, py: Python<'_>, call: Call<'_, '_>) -> PyResult<Py<PyAny>> {
         let file = self.file()?;
+        let Plan { kind, reqs, shared } = args::plan(py, &file, call)?;
+        // Batches try each record from the page cache first, on this thread
+        // with the GIL released (read_at has tried already).
+        let cached_first =
+            Some(self.nowait).filter(|m| *m != nowait::NowaitMode::Off && kind != Kind::One);
+        let src = Source {
+            file,
+            tally: self.tally.clone(),
+            cached_first,
+        };
+        let mut op = Op::new(py, src, kind, reqs, shared)?;
+        if op.cached_first() {
+            // Records are read in order until one is not cached; when all
+            // are, the call is done here, without a queue. Nothing is lent
+            // to the kernel yet, so a signal simply ends the call.
+            while !py.detach(|| op.try_cached(SIGNAL_CHECK)) {
+                if let Err(e) = py.check_signals() {
+                    self.tally.errors.fetch_add(1, Relaxed);
+                    return Err(e);
+                }
+            }
+            if op.all_tried() {
+                self.account(&op);
+                return finish(py, op);
+            }
+        }
         let mut core = take_core().map_err(to_py)?;
-        let id = core.start(file, self.tally.clone(), kind, &reqs, export);
-        let waited = py.detach(|| core.wait(id));
-        if let Err(e) = waited {
-            // The op stays with the core until the kernel is done with it.
-            put_core(core);
-            self.tally.errors.fetch_add(1, Relaxed);
-            return Err(to_py(e));
+        let id = core.start(op);
+        loop {
+            match py.detach(|| core.wait_for(id, SIGNAL_CHECK)) {
+                Ok(true) => break,
+                Ok(false) => {
+                    if let Err(e) = py.check_signals() {
+                        core.abandon(id);
+                        // The reads with the kernel usually finish within
+                        // this; any left are reaped by the core's next call.
+                        let _ = py.detach(|| core.wait_for(id, SIGNAL_CHECK));
+                        put_core(core);
+                        self.tally.errors.fetch_add(1, Relaxed);
+                        return Err(e);
+                    }
+                }
+                Err(e) => {
+                    // The op stays with the core until the kernel is done with it.
+                    core.abandon(id);
+                    put_core(core);
+                    self.tally.errors.fetch_add(1, Relaxed);
+                    return Err(to_py(e));
+                }
+            }
         }
         let mut result = Err(PyValueError::new_err("internal: the call did not finish"));
         for (done_id, op) in core.take_done() {
             if done_id == id {
                 self.account(&op);
-                result = finish(py, &mut core, op);
+                result = finish(py, op);
             }
-            // Any other finished op was orphaned by an earlier error: drop it.
+            // Any other finished op was abandoned by an earlier call: drop it.
         }
         put_core(core);
         result
     }
 }
 
-/// Turn a finished op into its Python result (and recycle its buffers).
-fn finish(py: Python<'_>, core: &mut Core, mut op: Op) -> PyResult<Py<PyAny>> {
+/// Turn a finished op into its Python result.
+fn finish(py: Python<'_>, mut op: Op) -> PyResult<Py<PyAny>> {
     if let Some((_, e)) = op.error.take() {
-        for b in op.bufs.drain(..).flatten() {
-            core.recycle(b);
-        }
         return Err(to_py(e));
     }
     let r = match op.kind {
         Kind::One => {
-            let b = op.bufs.first_mut().and_then(Option::take);
             let n = op.counts.first().copied().unwrap_or(0);
-            let bytes = match &b {
-                Some(b) => PyBytes::new(py, &b.as_slice()[..n.min(b.len())]),
-                None => PyBytes::new(py, &[]),
-            };
-            if let Some(b) = b {
-                core.recycle(b);
+            match op.landings.pop() {
+                Some(l) => l.into_bytes(py, n)?.into_any(),
+                None => PyBytes::new(py, &[]).into_any().unbind(),
             }
-            bytes.into_any().unbind()
         }
         Kind::Many => {
             let list = PyList::empty(py);
-            for (i, b) in op.bufs.drain(..).enumerate() {
-                let n = op.counts.get(i).copied().unwrap_or(0);
-                match b {
-                    Some(b) => {
-                        list.append(PyBytes::new(py, &b.as_slice()[..n.min(b.len())]))?;
-                        core.recycle(b);
-                    }
-                    None => list.append(PyBytes::new(py, &[]))?,
-                }
+            for (l, &n) in op.landings.drain(..).zip(&op.counts) {
+                list.append(l.into_bytes(py, n)?)?;
             }
             list.into_any().unbind()
         }
         Kind::Into => PyList::new(py, &op.counts)?.into_any().unbind(),
+        Kind::IntoOne => op
+            .counts
+            .first()
+            .copied()
+            .unwrap_or(0)
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
+        Kind::Whole => {
+            // Up to the first short part: the file ended there.
+            let mut n = 0;
+            for (&got, &(_, asked)) in op.counts.iter().zip(&op.reqs) {
+                n += got;
+                if got < asked {
+                    break;
+                }
+            }
+            if op.landings.len() == 1 {
+                let l = op.landings.pop().expect("one landing");
+                l.into_bytes(py, n)?.into_any()
+            } else {
+                // An O_DIRECT file's parts, each in its own buffer: joined.
+                let mut all = Vec::with_capacity(n);
+                for (l, &got) in op.landings.drain(..).zip(&op.counts) {
+                    let b = l.into_bytes(py, got)?;
+                    let b = b.bind(py).as_bytes();
+                    all.extend_from_slice(&b[..got.min(b.len()).min(n - all.len())]);
+                }
+                PyBytes::new(py, &all).into_any().unbind()
+            }
+        }
     };
     // The export (if any) is released here, with the GIL held.
     drop(op);
@@ -326,20 +295,48 @@ fn finish(py: Python<'_>, core: &mut Core, mut op: Op) -> PyResult<Py<PyAny>> {
 
 #[pymethods]
 impl PyFile {
+    /// File(path, direct="off", nowait="adaptive", closefd=True)
+    ///
+    /// `path` is a path (`str`, `bytes`, `os.PathLike`) or an open file
+    /// descriptor (`int`). A descriptor is read through a descriptor of
+    /// the file's own, opened again through `/proc/self/fd` with `direct`'s
+    /// flags (its open file description, offset and flags stay the
+    /// caller's); with `closefd` (the default, as for `open()`), `close()`
+    /// closes the caller's descriptor too.
     #[new]
-    #[pyo3(signature = (path, direct = None, nowait = None))]
+    #[pyo3(signature = (path, direct = None, nowait = None, closefd = true))]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
         direct: Option<&Bound<'_, PyAny>>,
         nowait: Option<&str>,
+        closefd: bool,
     ) -> PyResult<Self> {
-        let path = fs_path(path)?;
-        let mode = match direct {
-            Some(d) => parse_direct(d)?,
-            None => nowait::Direct::Auto,
+        let (path, fd) = if path.is_instance_of::<pyo3::types::PyInt>() {
+            if path.is_instance_of::<pyo3::types::PyBool>() {
+                return Err(PyTypeError::new_err(
+                    "path must be a path or a file descriptor (int), not a bool",
+                ));
+            }
+            let fd: i32 = path
+                .extract()
+                .map_err(|_| PyValueError::new_err(format!("{path} is not a file descriptor")))?;
+            // EBADF as Python's own calls raise it, before any reopening.
+            py.import("os")?.getattr("fstat")?.call1((fd,))?;
+            (PathBuf::from(format!("/proc/self/fd/{fd}")), Some(fd))
+        } else {
+            if !closefd {
+                return Err(PyValueError::new_err(
+                    "closefd=False is for a file descriptor; a path's file is always closed",
+                ));
+            }
+            (fs_path(path)?, None)
         };
-        let nowait = parse_nowait(nowait.unwrap_or("adaptive"))?;
+        let mode = match direct {
+            Some(d) => args::parse_direct(d)?,
+            None => nowait::Direct::Off,
+        };
+        let nowait = args::parse_nowait(nowait.unwrap_or("adaptive"))?;
         let p = path.clone();
         let file = py
             .detach(move || nowait::File::open(&p, mode))
@@ -347,17 +344,29 @@ impl PyFile {
         Ok(PyFile {
             inner: RwLock::new(Some(Arc::new(file))),
             path,
-            mode: match mode {
-                nowait::Direct::On => "on",
-                nowait::Direct::Off => "off",
-                _ => "auto",
-            },
+            fd,
+            close_fd: Mutex::new(fd.filter(|_| closefd)),
+            mode: args::direct_name(mode),
             calls: AtomicU64::new(0),
             tally: Arc::default(),
             async_calls: AtomicU64::new(0),
             nowait,
             cached: CachedCounts::default(),
         })
+    }
+
+    /// The file descriptor reads go through (nowait's own; for a file
+    /// opened from a descriptor, not the caller's). ValueError once closed.
+    fn fileno(&self) -> PyResult<i32> {
+        use std::os::fd::{AsFd, AsRawFd};
+        Ok(self.file()?.as_fd().as_raw_fd())
+    }
+
+    /// The descriptor this file was opened from (`nowait.open(fd)`), or
+    /// None for a file opened by path.
+    #[getter]
+    fn _from_fd(&self) -> Option<i32> {
+        self.fd
     }
 
     /// The page-cache-first mode of aread_at: "adaptive", "always" or "off".
@@ -396,12 +405,22 @@ impl PyFile {
         self.cached_bytes(py, offset, len, true)
     }
 
-    /// The path the file was opened with.
+    /// The path the file was opened with, or the descriptor (an int) for
+    /// a file opened from one, as `open()`'s `name`.
     #[getter]
-    fn name(&self) -> std::ffi::OsString {
-        // As os.fsdecode gives it: a name that is not UTF-8 comes back with
-        // surrogate escapes and opens the same file again.
-        self.path.clone().into_os_string()
+    fn name(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.fd {
+            Some(fd) => Ok(fd.into_pyobject(py)?.into_any().unbind()),
+            // As os.fsdecode gives it: a name that is not UTF-8 comes back
+            // with surrogate escapes and opens the same file again.
+            None => Ok(self
+                .path
+                .clone()
+                .into_os_string()
+                .into_pyobject(py)?
+                .into_any()
+                .unbind()),
+        }
     }
 
     /// The direct mode asked for: "auto", "on" or "off".
@@ -442,53 +461,61 @@ impl PyFile {
     }
 
     /// Close the file. Reads in flight (asyncio) finish first; the file
-    /// descriptor is closed when the last one is reaped. Idempotent.
-    fn close(&self) {
+    /// descriptor is closed when the last one is reaped. For a file opened
+    /// from a descriptor with `closefd`, the caller's descriptor is closed
+    /// now. Idempotent.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
         let f = self.inner.write().unwrap_or_else(|e| e.into_inner()).take();
         drop(f);
+        if let Some(fd) = lock(&self.close_fd).take() {
+            py.import("os")?.getattr("close")?.call1((fd,))?;
+        }
+        Ok(())
     }
 
     /// read_at(offset, size) -> bytes
     ///
     /// Read up to `size` bytes at `offset`. Fewer bytes come back only at
-    /// end of file (none past it). The GIL is released while the engine waits.
+    /// end of file (none past it). The kernel reads into the `bytes`
+    /// returned (no copy); a read longer than the rest of the file costs
+    /// what it returns, not `size`. The GIL is released while the engine
+    /// waits.
     fn read_at(&self, py: Python<'_>, offset: i64, size: i64) -> PyResult<Py<PyAny>> {
-        let offset = u64::try_from(offset).map_err(|_| {
-            PyValueError::new_err(format!("offset {offset} is negative; offsets count from 0"))
-        })?;
-        let size = check_size(size)?;
+        let offset = args::offset(offset)?;
+        let size = args::check_size(size)?;
         // From the page cache first, like aread_at (the GIL held for the
         // copy, as there); a miss goes to the queue, GIL released.
         if let Some(bytes) = self.cached_bytes(py, offset, size, false) {
             return Ok(bytes.into_any());
         }
-        self.run_sync(py, Kind::One, vec![(offset, size)], None)
+        self.run_sync(py, Call::One { offset, size })
     }
 
     /// read_many(offsets, size) -> list[bytes]
     ///
-    /// Read one record per offset, all submitted to the kernel at once;
-    /// `size` is one int for every record or a sequence, one per offset.
-    /// Records are returned in the order of `offsets`, each shorter than
-    /// asked only at end of file.
+    /// Read one record per offset: on a buffered file each is tried from
+    /// the page cache first (`preadv2(RWF_NOWAIT)` on this thread, the GIL
+    /// released, see `nowait=`), the rest submitted to the kernel at once;
+    /// `offsets` is any iterable of ints or an integer NumPy array, `size`
+    /// one int for every record or one per offset. Records are returned in
+    /// the order of `offsets`, each shorter than asked only at end of file.
     fn read_many(
         &self,
         py: Python<'_>,
         offsets: &Bound<'_, PyAny>,
         size: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        let offsets = parse_offsets(offsets)?;
-        let sizes = parse_sizes(size, offsets.len())?;
-        let reqs = offsets.into_iter().zip(sizes).collect();
-        self.run_sync(py, Kind::Many, reqs, None)
+        self.run_sync(py, Call::Many { offsets, size })
     }
 
     /// read_into(buffer, offsets, size) -> list[int]
     ///
     /// Fill `buffer` (bytearray, memoryview, NumPy array: any writable,
-    /// C-contiguous buffer) with `size`-byte records read at `offsets`, back
-    /// to back: record i lands at byte i * size. Returns the bytes read per
-    /// record (fewer only at end of file; the rest of that record's slot is
+    /// C-contiguous buffer) with the records read at `offsets`, back to
+    /// back. `size` is one int (record i lands at byte i * size) or one
+    /// size per offset (variable-length records packed: record i lands at
+    /// the sum of the sizes before it). Returns the bytes read per record
+    /// (fewer only at end of file; the rest of that record's slot is
     /// unspecified). The kernel writes into the buffer itself where the
     /// alignment allows; on an O_DIRECT file opened with direct="auto", an
     /// unaligned slot is read through an aligned bounce buffer. The buffer
@@ -498,13 +525,39 @@ impl PyFile {
         py: Python<'_>,
         buffer: &Bound<'_, PyAny>,
         offsets: &Bound<'_, PyAny>,
-        size: i64,
+        size: &Bound<'_, PyAny>,
     ) -> PyResult<Py<PyAny>> {
-        let offsets = parse_offsets(offsets)?;
-        let size = check_size(size)?;
-        let plan = into_plan(buffer, offsets.len(), size)?;
-        let reqs = offsets.into_iter().map(|o| (o, size)).collect();
-        self.run_sync(py, Kind::Into, reqs, Some(plan))
+        self.run_sync(
+            py,
+            Call::Into {
+                buffer,
+                offsets,
+                size,
+            },
+        )
+    }
+
+    /// readinto(buffer, offset) -> int
+    ///
+    /// Read `len(buffer)` bytes (its size in bytes) at `offset` into
+    /// `buffer`, as `os.preadv` and `RawIOBase.readinto` do; returns the
+    /// bytes read (fewer only at end of file).
+    fn readinto(
+        &self,
+        py: Python<'_>,
+        buffer: &Bound<'_, PyAny>,
+        offset: i64,
+    ) -> PyResult<Py<PyAny>> {
+        let offset = args::offset(offset)?;
+        self.run_sync(py, Call::IntoOne { buffer, offset })
+    }
+
+    /// read() -> bytes
+    ///
+    /// The whole file, as it is when the call starts: read in parts of
+    /// 2 MiB, many at once, into the one `bytes` returned.
+    fn read(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.run_sync(py, Call::Whole)
     }
 
     /// stats() -> dict
@@ -523,13 +576,23 @@ impl PyFile {
     /// other reads do).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        d.set_item("path", self.name())?;
+        d.set_item("path", self.name(py)?)?;
         d.set_item("mode", self.mode)?;
         d.set_item("closed", self.closed())?;
-        d.set_item("calls", self.calls.load(Relaxed))?;
-        d.set_item("async_calls", self.async_calls.load(Relaxed))?;
-        d.set_item("reads", self.tally.reads.load(Relaxed))?;
-        d.set_item("bytes", self.tally.bytes.load(Relaxed))?;
+        let hit = &self.cached;
+        d.set_item(
+            "calls",
+            self.calls.load(Relaxed) + hit.read_at.load(Relaxed),
+        )?;
+        d.set_item(
+            "async_calls",
+            self.async_calls.load(Relaxed) + hit.aread_at.load(Relaxed),
+        )?;
+        d.set_item("reads", self.tally.reads.load(Relaxed) + hit.hits())?;
+        d.set_item(
+            "bytes",
+            self.tally.bytes.load(Relaxed) + hit.bytes.load(Relaxed),
+        )?;
         d.set_item("errors", self.tally.errors.load(Relaxed))?;
         let backend = self.backend()?;
         d.set_item("backend", backend)?;
@@ -549,11 +612,28 @@ impl PyFile {
             let fp = f.nowait_state();
             d.set_item("nowait_path_hit_ratio", fp.hit_ratio)?;
             d.set_item("nowait_path_off", fp.off.map(|o| o.to_string()))?;
+        } else {
+            // Closed: the same keys, with nothing to say.
+            for k in [
+                "direct",
+                "dio_mem_align",
+                "dio_offset_align",
+                "fs",
+                "buffered_reason",
+                "inline_reason",
+                "nowait_path_hit_ratio",
+                "nowait_path_off",
+            ] {
+                d.set_item(k, py.None())?;
+            }
         }
         drop(guard);
         d.set_item("nowait", self.nowait.as_str())?;
-        let c = self.cached.tries.stats();
-        d.set_item("nowait_path_hits", c.hits)?;
+        let c = self.tally.tries.stats();
+        d.set_item(
+            "nowait_path_hits",
+            self.tally.hits.load(Relaxed) + hit.hits(),
+        )?;
         d.set_item("nowait_path_partial", c.partial_hits)?;
         d.set_item("nowait_path_misses", c.misses)?;
         d.set_item("nowait_path_refused", c.refused)?;
@@ -585,49 +665,50 @@ impl PyFile {
         }
         if budget && HITS_IN_A_ROW.get() >= CACHED_BUDGET {
             HITS_IN_A_ROW.set(0);
-            self.cached.yields.fetch_add(1, Relaxed);
+            CachedCounts::bump(py, &self.cached.yields, 1);
             return None;
         }
-        let tried = SCRATCH.with(|s| {
-            let mut s = s.try_borrow_mut().ok()?;
-            if s.len() < len {
-                s.resize(len, 0);
-            }
-            match file.try_read_cached(&mut s[..len], offset, self.nowait) {
-                nowait::CacheTry::Hit(n) => Some(Ok(PyBytes::new(py, &s[..n]).unbind())),
-                other => Some(Err(other)),
-            }
-        });
-        match tried? {
-            Ok(bytes) => {
-                self.cached.tries.count(nowait::CacheTry::Hit(0));
-                // Counted as its method's other reads are.
+        // The result itself is what the page cache is read into (a miss
+        // costs its allocation, no copy).
+        let mut landing = Landing::bytes(py, len).ok()?;
+        let tried = landing.fill_at(0, len, |s| {
+            let t = file.try_read_cached(s, offset, self.nowait);
+            (matches!(t, nowait::CacheTry::Hit(_)), t)
+        })?;
+        let tried = match tried {
+            nowait::CacheTry::Hit(n) => Ok((landing.into_bytes(py, n).ok()?, n)),
+            other => Err(other),
+        };
+        match tried {
+            Ok((bytes, n)) => {
+                // Counted as its method's other reads are (`stats()`).
+                let c = &self.cached;
                 if budget {
                     HITS_IN_A_ROW.set(HITS_IN_A_ROW.get() + 1);
-                    self.async_calls.fetch_add(1, Relaxed);
+                    CachedCounts::bump(py, &c.aread_at, 1);
                 } else {
-                    self.calls.fetch_add(1, Relaxed);
+                    CachedCounts::bump(py, &c.read_at, 1);
                 }
-                self.tally.reads.fetch_add(1, Relaxed);
-                self.tally
-                    .bytes
-                    .fetch_add(bytes.bind(py).as_bytes().len() as u64, Relaxed);
+                CachedCounts::bump(py, &c.bytes, n as u64);
                 Some(bytes)
             }
             Err(other) => {
-                self.cached.tries.count(other);
+                self.tally.tried(other);
                 None
             }
         }
     }
 }
 
-/// The asyncio side: one queue per event loop, its completion eventfd
-/// watched by the loop. Used by python/nowait/__init__.py.
+/// The asynchronous side: one queue per asyncio event loop or trio run,
+/// its completion eventfd watched by the loop. Used by
+/// python/nowait/__init__.py (asyncio) and python/nowait/_trio.py.
 #[pyclass(name = "_Ring", module = "nowait._nowait", frozen)]
 pub struct Ring {
     core: Mutex<Core>,
     fd: i32,
+    /// Last: dropped after the core and the results it held.
+    _trim: TrimOnDrop,
 }
 
 #[pymethods]
@@ -650,6 +731,7 @@ impl Ring {
         Ok(Ring {
             core: Mutex::new(core),
             fd,
+            _trim: TrimOnDrop,
         })
     }
 
@@ -684,7 +766,8 @@ impl Ring {
     }
 
     /// Start a call; returns its id and whether reads it pushed wait for
-    /// `submit`. `kind` is "one", "many" or "into".
+    /// `submit`. `kind` is "one", "many", "into", "intoone" (readinto: the
+    /// offset in `offsets`) or "whole" (read).
     #[pyo3(signature = (file, kind, offsets, size, buffer = None))]
     fn start(
         &self,
@@ -698,37 +781,35 @@ impl Ring {
         // This thread's task suspends for this read: the loop runs the others.
         HITS_IN_A_ROW.set(0);
         let f = pf.file()?;
-        let (kind, reqs, plan) = match kind {
-            "one" => {
-                let o: i64 = offsets.extract()?;
-                let o = u64::try_from(o).map_err(|_| {
-                    PyValueError::new_err(format!("offset {o} is negative; offsets count from 0"))
-                })?;
-                let s = check_size(size.extract()?)?;
-                (Kind::One, vec![(o, s)], None)
-            }
-            "many" => {
-                let offs = parse_offsets(offsets)?;
-                let sizes = parse_sizes(size, offs.len())?;
-                (Kind::Many, offs.into_iter().zip(sizes).collect(), None)
-            }
-            "into" => {
-                let offs = parse_offsets(offsets)?;
-                let s = check_size(size.extract()?)?;
-                let buffer =
-                    buffer.ok_or_else(|| PyTypeError::new_err("read_into needs a buffer"))?;
-                let plan = into_plan(buffer, offs.len(), s)?;
-                (
-                    Kind::Into,
-                    offs.into_iter().map(|o| (o, s)).collect(),
-                    Some(plan),
-                )
-            }
+        let buffer = || buffer.ok_or_else(|| PyTypeError::new_err("internal: no buffer"));
+        let call = match kind {
+            "one" => Call::One {
+                offset: args::offset(offsets.extract()?)?,
+                size: args::check_size(size.extract()?)?,
+            },
+            "many" => Call::Many { offsets, size },
+            "into" => Call::Into {
+                buffer: buffer()?,
+                offsets,
+                size,
+            },
+            "intoone" => Call::IntoOne {
+                buffer: buffer()?,
+                offset: args::offset(offsets.extract()?)?,
+            },
+            "whole" => Call::Whole,
             other => return Err(PyValueError::new_err(format!("internal: kind {other:?}"))),
         };
+        let Plan { kind, reqs, shared } = args::plan(file.py(), &f, call)?;
+        let src = Source {
+            file: f,
+            tally: pf.tally.clone(),
+            cached_first: None,
+        };
+        let op = Op::new(file.py(), src, kind, reqs, shared)?;
         pf.async_calls.fetch_add(1, Relaxed);
         let mut core = lock(&self.core);
-        let id = core.start(f, pf.tally.clone(), kind, &reqs, plan);
+        let id = core.start(op);
         // Nothing waits here; the eventfd says when the reads are done.
         // While the queue batches (cached reads), pushed and not submitted:
         // the loop calls `submit` at the end of the iteration, so the reads
@@ -772,12 +853,12 @@ impl Ring {
     fn poll(&self, py: Python<'_>) -> PyResult<Vec<(u64, bool, Py<PyAny>)>> {
         let mut core = lock(&self.core);
         core.clear_fd();
-        while core.reap(0).map_err(to_py)? > 0 {}
+        while core.reap(0, None).map_err(to_py)? > 0 {}
         let mut v = Vec::new();
         for (id, op) in core.take_done() {
             // The call was counted in `async_calls` when it started.
             op.tally.add(&op);
-            match finish(py, &mut core, op) {
+            match finish(py, op) {
                 Ok(r) => v.push((id, true, r)),
                 Err(e) => v.push((id, false, e.into_value(py).into_any())),
             }
@@ -820,6 +901,7 @@ fn _nowait(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFile>()?;
     m.add_class::<Ring>()?;
     m.add_function(wrap_pyfunction!(probe, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::error_samples, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

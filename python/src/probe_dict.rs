@@ -39,9 +39,14 @@ pub fn probe(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Bound<'_, PyDict
                 }
             }
             u.set_item("flags", fl)?;
+            u.set_item("errno", py.None())?;
+            u.set_item("reason", py.None())?;
         }
         UringStatus::Unavailable { errno, reason } => {
             u.set_item("available", false)?;
+            u.set_item("op_read", py.None())?;
+            u.set_item("op_read_fixed", py.None())?;
+            u.set_item("flags", py.None())?;
             u.set_item("errno", *errno)?;
             u.set_item("reason", reason)?;
         }
@@ -61,9 +66,11 @@ pub fn probe(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Bound<'_, PyDict
         Err(e) => {
             b.set_item("kind", py.None())?;
             b.set_item("reason", e)?;
+            b.set_item("detail", py.None())?;
         }
     }
     d.set_item("backend", b)?;
+    d.set_item("file", py.None())?;
     if let Some(r) = file {
         let r = r.map_err(to_py)?;
         text.push('\n');

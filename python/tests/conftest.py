@@ -3,6 +3,7 @@ takes O_DIRECT where there is one, and a watchdog on every test."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import faulthandler
 import os
@@ -11,7 +12,18 @@ import shutil
 import sys
 import tempfile
 
+from typing import Any, Coroutine, Generator, List, Literal, Set, Tuple, TypeVar, cast
+
 import pytest
+
+#: The `data` fixture: (path, its bytes, whether the filesystem takes O_DIRECT).
+DataFile = Tuple[str, bytes, bool]
+#: The `datadir` fixture: (directory, whether it takes O_DIRECT).
+DataDir = Tuple[str, bool]
+#: A `direct=` mode of nowait.open.
+DirectMode = Literal["off", "auto", "on"]
+#: A `nowait=` mode of nowait.open.
+NowaitMode = Literal["adaptive", "always", "off"]
 
 # Every call that waits must provably return: a test that hangs dumps every
 # thread's stack and fails the run instead of blocking CI.
@@ -22,7 +34,7 @@ EXPECTED_SKIPS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", 
                               "expected-skips")
 
 
-def _expected_skips() -> set:
+def _expected_skips() -> Set[str]:
     try:
         with open(EXPECTED_SKIPS) as f:
             return {line.split(": ", 1)[0].strip() for line in f
@@ -32,14 +44,18 @@ def _expected_skips() -> set:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(item: Any, call: Any) -> Generator[None, Any, None]:
     """No quiet passes (issue #11): with CI=true a skip fails unless
     .ci/expected-skips lists its name (`SKIP <name>: <reason>`)."""
     outcome = yield
-    report = outcome.get_result()
+    report: Any = outcome.get_result()
     if not report.skipped or os.environ.get("CI") != "true":
         return
-    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    longrepr: Any = report.longrepr
+    if isinstance(longrepr, tuple):
+        reason = str(cast("tuple[Any, Any, Any]", longrepr)[2])
+    else:
+        reason = str(longrepr)
     text = reason.split("SKIP ", 1)[-1]
     name = text.split(": ", 1)[0].strip()
     if name not in _expected_skips():
@@ -49,7 +65,7 @@ def pytest_runtest_makereport(item, call):
 
 
 @pytest.fixture(autouse=True)
-def _watchdog():
+def _watchdog() -> Generator[None, None, None]:
     faulthandler.dump_traceback_later(WATCHDOG_S, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
@@ -76,7 +92,7 @@ def _pick_dir() -> tuple[str, bool]:
 
 
 @pytest.fixture(scope="session")
-def datadir():
+def datadir() -> Generator[DataDir, None, None]:
     base, direct_ok = _pick_dir()
     d = tempfile.mkdtemp(prefix="nowait-py-", dir=base)
     yield d, direct_ok
@@ -91,7 +107,7 @@ def write_random(path: str, size: int, seed: int) -> bytes:
 
 
 @pytest.fixture(scope="session")
-def data(datadir):
+def data(datadir: DataDir) -> DataFile:
     """(path, bytes, direct_ok): 3 MiB + 1234 bytes of seeded random data
     (the size is not a multiple of 4096, so reads straddle end of file)."""
     d, direct_ok = datadir
@@ -110,7 +126,7 @@ def drop_cache(path: str) -> None:
         os.close(fd)
 
 
-def modes(direct_ok: bool):
+def modes(direct_ok: bool) -> List[DirectMode]:
     """The direct modes this filesystem can run."""
     return ["off", "auto", "on"] if direct_ok else ["off", "auto"]
 
@@ -124,3 +140,14 @@ def pread(path: str, offset: int, size: int) -> bytes:
 
 
 ENOENT = errno.ENOENT
+
+
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float = 90) -> T:
+    """asyncio.run with a deadline: a wake-up that never arrives fails the
+    test (asyncio.TimeoutError) instead of hanging it."""
+    async def guarded() -> T:
+        return await asyncio.wait_for(coro, timeout)
+    return asyncio.run(guarded())

@@ -12,24 +12,38 @@
  *
  * The shape is liburing's: push reads, submit them, reap completions.
  *
- *     struct nowait_queue *q;  struct nowait_file *f;
- *     nowait_queue_create(NULL, &q);                 // depth 32, best backend
- *     nowait_file_open("data", NOWAIT_DIRECT_AUTO, &f);
- *     void *buf = nowait_alloc(4096, 0);             // page-aligned
- *     nowait_push(q, f, buf, 4096, 8192, 42);        // user_data 42
+ *     struct nowait_queue *q = NULL;  struct nowait_file *f = NULL;
  *     struct nowait_cqe cqe;
- *     nowait_reap(q, &cqe, 1, 1, -1);                // cqe.res: bytes or -errno
- *     nowait_free(buf); nowait_file_close(f); nowait_queue_destroy(q);
+ *     void *buf = nowait_alloc(4096, 0);                    // page-aligned
+ *     int r = nowait_queue_create(NULL, &q);                // depth 32, best backend
+ *     if (r == 0) r = nowait_file_open("data", NOWAIT_DIRECT_AUTO, &f);
+ *     if (r == 0) r = nowait_push(q, f, buf, 4096, 8192, 42);   // user_data 42
+ *     if (r == 0) r = nowait_reap(q, &cqe, 1, 1, -1);       // 1 stored, or -errno
+ *     if (r < 0) fprintf(stderr, "%s\n", nowait_last_error());
+ *     else if (cqe.res < 0) fprintf(stderr, "%s\n", nowait_strerror((int)cqe.res));
+ *     else use(buf, cqe.res);           // bytes read: fewer only at end of file
+ *     nowait_queue_destroy(q); nowait_file_close(f); nowait_free(buf);  // NULL: ignored
  *
  * ERRORS. Every call that can fail returns a negative errno (0 or a count
- * on success), or NULL for pointer-returning calls. The words behind it
- * (what was asked, what failed, what to do) are in nowait_last_error(), a
- * thread-local message of the last failed call on the calling thread;
- * nowait_strerror(err) names an errno. A read's own failure arrives as a
- * negative cqe.res. No Rust panic crosses this interface: an internal
- * error is returned as -ENOTRECOVERABLE (destroy the object it used).
- * NULL handles give -EINVAL; a handle of the wrong kind or already
- * destroyed is refused with -EBADF where it can still be recognised.
+ * on success), or NULL for pointer-returning calls; a result stored
+ * through an out-pointer (*out) is written only on success. The words
+ * behind it (what was asked, what failed, what to do) are in
+ * nowait_last_error(), a thread-local message of the last failed call on
+ * the calling thread; nowait_strerror(err) names an errno. A read's own
+ * failure arrives as a negative cqe.res. Each error has one errno, the
+ * same in nowait's Rust, C and Python interfaces: -EINVAL for an argument
+ * or option the call cannot take, -EBUSY for a queue whose every slot is
+ * in flight, -EOPNOTSUPP for a backend or O_DIRECT this machine or file
+ * cannot give, -ESPIPE for a file nowait does not read (fifo, socket,
+ * character device), -EISDIR for a directory, else the kernel's own
+ * answer (-ENOENT, -EACCES, -EIO, -ENOMEM, ...). No Rust panic crosses
+ * this interface: an internal error is returned as -ENOTRECOVERABLE
+ * (destroy the object it used).
+ *
+ * HANDLES. A NULL handle gives -EINVAL; a live handle of the wrong kind (a
+ * file passed as a queue) gives -EBADF. A handle that was destroyed or
+ * closed is freed memory: passing it to any call, a second destroy or
+ * close included, is undefined behaviour, as for free(3).
  *
  * THREADS. A queue belongs to one thread at a time: it may move between
  * threads (created on one, reaped on another, destroyed on a third), but
@@ -44,16 +58,18 @@
  * the device, except on the sync backend, which reads inside it (that is
  * what it is), and with native AIO (O_DIRECT files on the aio backends),
  * whose io_submit can block while the device's own queue is full.
- * nowait_reap() waits as its min_complete and timeout say.
+ * nowait_reap() waits as its min and timeout_ms say.
  * nowait_queue_destroy() waits for the reads still in flight.
  * nowait_file_open(), nowait_probe() and nowait_queue_create() make
  * ordinary system calls (open, statx, sysfs reads, io_uring_setup): call
  * them at start-up or off the event loop's hot path.
  *
- * MEMORY. Reads land in the caller's memory: the memory given to
- * nowait_push must stay valid, and untouched, until the read's completion
- * is returned by nowait_reap or the queue is destroyed;
- * nowait_queue_destroy waits for reads still in flight before returning.
+ * MEMORY. Reads land in the caller's memory, which may be any writable
+ * memory, uninitialised included (malloc(3)): the library never reads it,
+ * and only the read writes into it (nowait_push says which bytes). It must
+ * stay valid, and untouched, until the read's completion is returned by
+ * nowait_reap or the queue is destroyed; nowait_queue_destroy waits for
+ * reads still in flight before returning.
  * O_DIRECT files want aligned memory: nowait_alloc(size, 0) gives
  * page-aligned zeroed memory (free with nowait_free). Strings the library
  * returns through a char ** are the caller's (nowait_string_free); strings
@@ -62,7 +78,8 @@
  *
  * EVENT LOOPS. nowait_queue_fd() gives an eventfd that becomes readable
  * when completions may be waiting; watch it with epoll, libuv's uv_poll_t
- * or tevent, so a server's thread never blocks in nowait.
+ * or tevent, so a server's thread never blocks in nowait. The caller only
+ * watches it and reads its counter: it never writes to it or closes it.
  *
  * ENVIRONMENT. NOWAIT_DISABLE_URING=1 makes new queues skip io_uring (the
  * fallback ladder then starts at aio+pool).
@@ -97,7 +114,7 @@ struct nowait_queue;
 
 /**
  * `O_DIRECT`, strictly: opening fails where the filesystem refuses it
- * (-EINVAL), and a read whose offset, length or buffer address breaks
+ * (-EOPNOTSUPP), and a read whose offset, length or buffer address breaks
  * the file's alignment is refused with -EINVAL.
  */
 #define NOWAIT_DIRECT_ON 1
@@ -180,11 +197,13 @@ struct nowait_queue_options {
    */
   uint32_t size;
   /**
-   * Reads in flight at most: 1 to `NOWAIT_MAX_DEPTH` (0: 32). Counts
-   * what the kernel or a worker holds; completions already collected
-   * but not yet handed to the caller (a `nowait_reap` with a small
-   * `max`) do not count, so `nowait_queue_in_flight` can exceed it by
-   * those.
+   * Reads in flight at most: 1 to `NOWAIT_MAX_DEPTH` (0: 32). A read
+   * counts from `nowait_push` until `nowait_reap` collects it from the
+   * backend: a finished read that was not reaped yet still counts (reap
+   * to make room). `nowait_reap` collects every finished read and keeps
+   * those that do not fit the caller's array for the next call; those
+   * no longer count, so `nowait_queue_in_flight` can exceed `depth` by
+   * them.
    */
   uint32_t depth;
   /**
@@ -218,18 +237,18 @@ struct nowait_cqe {
 
 #ifdef __cplusplus
 extern "C" {
-#endif // __cplusplus
-
-/**
- * The library version (`"0.1.0"`), a string with static lifetime.
- */
-const char *nowait_version(void);
+#endif /* __cplusplus */
 
 /**
  * The message of the last failed call on this thread ("" if none). The
  * pointer stays valid until the next failing call on the same thread.
  */
 const char *nowait_last_error(void);
+
+/**
+ * The library version (`"0.1.0"`), a string with static lifetime.
+ */
+const char *nowait_version(void);
 
 /**
  * A description of an errno (negative or positive; 0 is `"success"`):
@@ -246,10 +265,13 @@ const char *nowait_strerror(int err);
  * device's logical block size) and filesystem. Regular files and block
  * devices only.
  *
- * Returns 0 and stores the file in `*out`, or a negative errno: the
- * `open(2)` errno (-ENOENT, -EACCES, ...), -EISDIR for a directory,
- * -ESPIPE for a fifo or socket, -EINVAL for a bad `direct` or when
- * `NOWAIT_DIRECT_ON` is refused by the filesystem.
+ * Returns 0 and stores the file in `*out`, or a negative errno and `*out`
+ * is not written: the `open(2)` errno (-ENOENT, -EACCES, ...), -EISDIR
+ * for a directory, -ESPIPE for a fifo, a socket or a character device
+ * (nowait reads only regular files and block devices, at offsets),
+ * -EOPNOTSUPP when `NOWAIT_DIRECT_ON` is refused (the filesystem has no
+ * O_DIRECT: ask for `NOWAIT_DIRECT_AUTO` or `NOWAIT_DIRECT_OFF`), -EINVAL
+ * for a bad `direct`, a NULL `path` or `out`.
  *
  * # Safety
  * `path` must be NULL or a NUL-terminated string; `out` NULL or writable.
@@ -259,6 +281,9 @@ int nowait_file_open(const char *path, int direct, struct nowait_file **out);
 /**
  * Close a file (NULL is ignored). Reads of it still in flight keep the
  * descriptor open until they complete.
+ *
+ * Closing a file twice, or using it after it is closed, is undefined
+ * behaviour, as for `free(3)`: its memory is freed.
  *
  * # Safety
  * `file` must be NULL or a file from `nowait_file_open` not closed yet.
@@ -308,7 +333,8 @@ int64_t nowait_file_size(const struct nowait_file *file);
  * The path reads of this file take, as text (direct or buffered and why,
  * alignment and its source, filesystem, inline reads, the pool backend's
  * `RWF_NOWAIT` nowait path). Stores an owned string in `*out` (free it with
- * `nowait_string_free`); returns 0 or a negative errno.
+ * `nowait_string_free`); returns 0, or a negative errno and `*out` is not
+ * written.
  *
  * # Safety
  * `file` must be NULL or a live file; `out` NULL or writable.
@@ -349,8 +375,9 @@ void nowait_string_free(char *s);
  * buffered and a direct read take), as `nowait probe` prints it; with
  * `flags = NOWAIT_PROBE_JSON`, as one JSON object
  * `{"machine": {...}, "file": {...} or null}`. Stores an owned string in
- * `*out` (free it with `nowait_string_free`). Returns 0 or a negative
- * errno (the file could not be opened: -ENOENT, -EISDIR, ...).
+ * `*out` (free it with `nowait_string_free`). Returns 0, or a negative
+ * errno and `*out` is not written (the file could not be opened:
+ * -ENOENT, -EISDIR, ...; -EINVAL for unknown `flags` or a NULL `out`).
  *
  * # Safety
  * `path` must be NULL or a NUL-terminated string; `out` NULL or writable.
@@ -367,9 +394,14 @@ void nowait_queue_options_init(struct nowait_queue_options *opts);
 
 /**
  * Create a queue with `opts` (NULL: the defaults). Returns 0 and stores
- * the queue in `*out`, or a negative errno: -EINVAL for a bad option,
+ * the queue in `*out`, or a negative errno and `*out` is not written:
+ * -EINVAL for a bad option (`opts->size` below 8, i.e. not set by
+ * `nowait_queue_options_init`; a field past this library's struct set to
+ * non-zero; an unknown `backend` or `nowait_mode`; `depth` over
+ * `NOWAIT_MAX_DEPTH`; `pool_workers` out of range) or a NULL `out`,
  * -EOPNOTSUPP when the backend asked for cannot be set up here (the
- * message says why), or the kernel's errno (-ENOMEM, ...).
+ * message says why and which `NOWAIT_BACKEND_*` to ask for instead), or
+ * the kernel's errno (-ENOMEM, ...).
  *
  * # Safety
  * `opts` must be NULL or point to an options struct of `opts->size`
@@ -381,7 +413,11 @@ int nowait_queue_create(const struct nowait_queue_options *opts, struct nowait_q
  * Destroy a queue (NULL is ignored). Waits for every read still in
  * flight (the kernel may be writing into their memory), so once it
  * returns the memory of every read pushed to it is the caller's again;
- * their completions are discarded.
+ * their completions are discarded. Its completion fd, if it was asked
+ * for, is closed: take it out of any epoll set first.
+ *
+ * Destroying a queue twice, or using it after it is destroyed, is
+ * undefined behaviour, as for `free(3)`: its memory is freed.
  *
  * # Safety
  * `q` must be NULL or a queue from `nowait_queue_create`, not destroyed,
@@ -397,9 +433,15 @@ void nowait_queue_destroy(struct nowait_queue *q);
  * `nowait_reap(q, cqes, n, 0, 0)` until it returns fewer than `n`. A
  * wake-up may find nothing (it is a hint); none is lost.
  *
+ * What the caller may do with the fd: watch it for reading (epoll, poll,
+ * select, or a loop built on them) and read its 8-byte counter. Nothing
+ * else: do not write to it, close it, or change its flags (it is
+ * `O_NONBLOCK` and `O_CLOEXEC`). It belongs to the queue and is closed by
+ * `nowait_queue_destroy`.
+ *
  * Ask for it right after creating the queue, before the first push
- * (-EINVAL otherwise). The fd belongs to the queue: do not close it.
- * Returns the fd (>= 0) or a negative errno.
+ * (-EINVAL otherwise); later calls return the same fd. Returns the fd
+ * (>= 0) or a negative errno.
  *
  * # Safety
  * `q` must be NULL or a live queue used by this thread only.
@@ -408,7 +450,9 @@ int nowait_queue_fd(struct nowait_queue *q);
 
 /**
  * The backend the queue uses: `"uring"`, `"aio"`, `"aio+pool"`, `"pool"`
- * or `"sync"`; valid until the queue is destroyed; NULL for a bad handle.
+ * or `"sync"`. The string is static: valid for the life of the process,
+ * also after the queue is destroyed; never freed by the caller. NULL for
+ * a NULL queue or a handle of another kind.
  *
  * # Safety
  * `q` must be NULL or a live queue.
@@ -417,8 +461,9 @@ const char *nowait_queue_backend(const struct nowait_queue *q);
 
 /**
  * Why the backend was chosen (and what was skipped on the way, e.g.
- * "io_uring disabled by NOWAIT_DISABLE_URING"); valid until the queue is
- * destroyed; NULL for a bad handle.
+ * "io_uring disabled by NOWAIT_DISABLE_URING"). The string belongs to the
+ * queue: valid until the queue is destroyed (copy it to keep it longer).
+ * NULL for a NULL queue or a handle of another kind.
  *
  * # Safety
  * `q` must be NULL or a live queue.
@@ -436,22 +481,35 @@ int nowait_queue_in_flight(const struct nowait_queue *q);
 /**
  * Queue a read of `len` bytes at `offset` of `file` into the caller's
  * memory `buf`. It reaches the kernel at the next `nowait_submit` or
- * `nowait_reap`. `buf` must stay valid, and untouched, until the read's
- * completion is reaped (or the queue destroyed). On a `NOWAIT_DIRECT_ON`
- * file, `offset`, `len` and `buf` must meet `nowait_file_dio_align`; on a
- * `NOWAIT_DIRECT_AUTO` one an unaligned read is bounced.
+ * `nowait_reap`. On a `NOWAIT_DIRECT_ON` file, `offset`, `len` and `buf`
+ * must meet `nowait_file_dio_align`; on a `NOWAIT_DIRECT_AUTO` one an
+ * unaligned read is bounced.
  *
- * Returns 0, or a negative errno and the read is not queued: -EBUSY when
- * every slot is in flight (reap, then push again), -EINVAL for a
- * misaligned read on a direct file, a NULL `buf` with `len > 0`, a read
- * over the per-request limit or one ending past the largest file offset
- * (2^63 - 1), -ENOMEM when the aligned bounce buffer of an unaligned
- * read on a `NOWAIT_DIRECT_AUTO` file cannot be allocated (read it in
- * smaller pieces, or aligned), -EBADF/-EINVAL for a bad handle.
+ * `buf` may be any writable memory, uninitialised included (`malloc(3)`):
+ * the library never reads it, and only the read writes into it. It must
+ * stay valid, and untouched by the caller, until the read's completion is
+ * reaped (or the queue destroyed). When the completion's `res` is `n >=
+ * 0`, the first `n` bytes of `buf` are the file's, and `n < len` only at
+ * end of file. The bytes from `n` to `len` are unspecified: a buffered
+ * read leaves them as they were, an O_DIRECT read may have written the
+ * rest of the file's last block there; never use them as data. When
+ * `res` is a negative errno, all of `buf` is unspecified.
+ *
+ * Returns 0, or a negative errno and the read is not queued (`buf` is not
+ * touched): -EBUSY when every slot holds a read not yet reaped (reap,
+ * then push again: pushing again without reaping fails the same way),
+ * -EINVAL for a misaligned read on a `NOWAIT_DIRECT_ON` file, a NULL
+ * `buf` with `len > 0`, a read over the per-request limit, one ending
+ * past the largest file offset (2^63 - 1), or a NULL `q` or `file`;
+ * -ENOMEM when the aligned bounce buffer of an unaligned read on a
+ * `NOWAIT_DIRECT_AUTO` file cannot be allocated (read it in smaller
+ * pieces, or aligned); -EBADF for a handle of another kind.
  *
  * # Safety
- * `q` must be a live queue used by this thread only, `file` a live file,
- * and `buf` valid for writes of `len` bytes until the completion is reaped.
+ * `q` must be NULL (refused) or a live queue used by this thread only;
+ * `file` NULL (refused) or a live file; `buf` NULL with `len == 0`, or
+ * valid for writes of `len` bytes until the completion is reaped or the
+ * queue destroyed.
  */
 int nowait_push(struct nowait_queue *q,
                 const struct nowait_file *file,
@@ -474,12 +532,20 @@ int nowait_submit(struct nowait_queue *q);
  * (fewer if fewer are in flight) or `timeout_ms` passes (-1: no timeout,
  * 0: do not wait), and store up to `max` completions in `cqes`. Returns
  * how many were stored (fewer than `min` only when the timeout passed or
- * fewer were in flight), or a negative errno. Completions that do not fit
- * are kept for the next call (and the completion fd, if asked for, stays
- * readable). A read's memory is the caller's again once its completion is
- * stored here. When a stored completion failed (`res < 0`),
- * `nowait_last_error()` holds the message of the last such read (what was
- * read, what the kernel answered).
+ * fewer were in flight), or a negative errno: -EINVAL when `min > max`,
+ * `timeout_ms < -1`, `cqes` is NULL with `max > 0`, or `q` is NULL.
+ * Completions that do not fit are kept for the next call (and the
+ * completion fd, if asked for, stays readable). A read's memory is the
+ * caller's again once its completion is stored here. When a stored
+ * completion failed (`res < 0`), `nowait_last_error()` holds the message
+ * of the last such read (what was read, what the kernel answered).
+ *
+ * The arguments run as in `epoll_wait(2)` and liburing's
+ * `io_uring_peek_batch_cqe`: the array, how many it holds, then how many
+ * to wait for. `io_getevents(2)` puts its `min_nr` before `nr`; written
+ * in that order here, a call asks for `min > max` and is refused with
+ * -EINVAL rather than read as another request (`min == max` means the
+ * same either way).
  *
  * # Safety
  * `q` must be NULL or a live queue used by this thread only; `cqes` must
@@ -492,8 +558,8 @@ int nowait_reap(struct nowait_queue *q,
                 int timeout_ms);
 
 #ifdef __cplusplus
-}  // extern "C"
-#endif  // __cplusplus
+}  /* extern "C" */
+#endif  /* __cplusplus */
 
 #endif  /* NOWAIT_H */
 

@@ -2,11 +2,14 @@
 //! which catches a panic (it must never unwind into C) and records failures
 //! in a thread-local last-error message that `nowait_last_error()` returns.
 //! Handles are checked for NULL and for their type tag before use.
+#![allow(unsafe_code)] // raw pointers from C: handles, out-pointers, strings.
 
 use std::any::Any;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use crate::words::CWords;
 
 /// A failed call: the errno (positive) and the message for `nowait_last_error()`.
 #[derive(Debug)]
@@ -28,10 +31,18 @@ impl Fail {
 }
 
 impl From<engine::Error> for Fail {
+    /// The engine's errno for the error (`Error::errno`, the one map every
+    /// front end shares) and its message in the C API's words.
     fn from(e: engine::Error) -> Fail {
+        Fail::from(&e)
+    }
+}
+
+impl From<&engine::Error> for Fail {
+    fn from(e: &engine::Error) -> Fail {
         Fail {
-            errno: crate::errno::of(&e),
-            msg: e.to_string(),
+            errno: e.errno(),
+            msg: e.message(&CWords).to_string(),
         }
     }
 }
@@ -120,9 +131,13 @@ pub fn guard_ptr<T>(func: &str, f: impl FnOnce() -> Result<*mut T, Fail>) -> *mu
     })
 }
 
-/// Handles carry a tag so a pointer to the wrong kind of object, or to a
-/// destroyed one whose memory was not reused yet, is refused with EBADF
-/// rather than read as the wrong type.
+/// Handles carry a tag so that a live handle of the wrong kind (a file
+/// passed as a queue) is refused with EBADF rather than read as the wrong
+/// type. A destroyed handle is not a valid argument at all: its memory is
+/// freed, and reading its tag is undefined behaviour (the header says so).
+/// The tag is cleared on destroy only so that such a mistake, while the
+/// freed memory happens to be untouched, is refused rather than used: a
+/// debugging aid, not a promise.
 pub trait Tagged {
     /// The type's tag.
     const TAG: u64;
@@ -132,11 +147,12 @@ pub trait Tagged {
     fn tag(&self) -> u64;
 }
 
-/// Borrow the object behind a handle, refusing NULL (EINVAL) and a bad tag (EBADF).
+/// Borrow the object behind a handle, refusing NULL (EINVAL) and a handle
+/// of another kind (EBADF).
 ///
 /// # Safety
-/// `p` must be NULL or point to memory readable as a `T` (a handle this
-/// library returned and that was not destroyed is).
+/// `p` must be NULL or a live handle this library returned (of any kind:
+/// each starts with its tag), not destroyed.
 pub unsafe fn handle<'a, T: Tagged>(p: *const T, arg: &str) -> Result<&'a T, Fail> {
     if p.is_null() {
         return Err(Fail::new(
@@ -144,12 +160,12 @@ pub unsafe fn handle<'a, T: Tagged>(p: *const T, arg: &str) -> Result<&'a T, Fai
             format!("{arg} is NULL; pass the {} the library returned", T::WHAT),
         ));
     }
-    // SAFETY: non-NULL, and the caller passes a handle the library made;
-    // every handle type is `repr(C)` with its `u64` tag first, so the tag
-    // is read in bounds whatever kind the handle really is, before any
-    // reference to a `T` exists.
+    // SAFETY: non-NULL, and a live handle the library made (the caller's
+    // contract); every handle type is `repr(C)` with its `u64` tag first,
+    // so the tag is read in bounds whatever kind the handle really is,
+    // before any reference to a `T` exists.
     unsafe { check_tag_at::<T>(p.cast(), arg)? };
-    // SAFETY: the tag says it is a live `T`.
+    // SAFETY: a live handle (caller's contract) with `T`'s tag: a `T`.
     Ok(unsafe { &*p })
 }
 
@@ -168,7 +184,7 @@ pub unsafe fn handle_mut<'a, T: Tagged>(p: *mut T, arg: &str) -> Result<&'a mut 
     // SAFETY: as in `handle`: the tag is read through the raw pointer
     // first, at offset 0 of any handle.
     unsafe { check_tag_at::<T>(p.cast_const().cast(), arg)? };
-    // SAFETY: the tag says it is a live `T`, not aliased (caller's contract).
+    // SAFETY: a live handle with `T`'s tag, not aliased (caller's contract).
     Ok(unsafe { &mut *p })
 }
 
@@ -176,10 +192,11 @@ pub unsafe fn handle_mut<'a, T: Tagged>(p: *mut T, arg: &str) -> Result<&'a mut 
 /// a `T` (a handle of another kind is refused, not reinterpreted).
 ///
 /// # Safety
-/// `p` is non-NULL and points to a handle the library made (every handle
-/// type starts with its `u64` tag: `repr(C)`).
+/// `p` is non-NULL and points to a live handle the library made (every
+/// handle type starts with its `u64` tag: `repr(C)`).
 unsafe fn check_tag_at<T: Tagged>(p: *const u64, arg: &str) -> Result<(), Fail> {
-    // SAFETY: the caller's contract: 8 readable, aligned bytes at `p`.
+    // SAFETY: the caller's contract: a live handle, so 8 readable, aligned
+    // bytes at `p`.
     let tag = unsafe { p.read() };
     if tag != T::TAG {
         return Err(Fail::new(
@@ -236,13 +253,42 @@ pub unsafe fn write_out<T>(out: *mut T, v: T, arg: &str) -> Result<(), Fail> {
 mod tests {
     use super::*;
 
+    fn last_error_text() -> String {
+        // SAFETY: nowait_last_error returns a NUL-terminated string.
+        let msg = unsafe { std::ffi::CStr::from_ptr(nowait_last_error()) };
+        msg.to_string_lossy().into_owned()
+    }
+
+    /// The C front end of the one error model: every error the engine has
+    /// reaches a C caller as the negation of its errno (`Error::errno`,
+    /// what Rust's io::Error and Python's exceptions carry too), with its
+    /// message in the header's words.
+    #[test]
+    fn every_engine_error_returns_its_errno_negated() {
+        for (name, e) in engine::error_samples() {
+            let errno = e.errno();
+            let r = guard_int("nowait_test", || Err(Fail::from(e)));
+            assert_eq!(r, -errno, "{name}");
+            let msg = last_error_text();
+            assert!(msg.starts_with("nowait_test: "), "{name}: {msg}");
+            for other_front_end in [
+                "::",
+                "--",
+                "(os error",
+                "direct mode",
+                "=\"",
+                "backend choice",
+            ] {
+                assert!(!msg.contains(other_front_end), "{name}: {msg}");
+            }
+        }
+    }
+
     #[test]
     fn a_panic_becomes_enotrecoverable_with_its_message() {
         let r = guard_int("nowait_test", || panic!("boom {}", 7));
         assert_eq!(r, -libc::ENOTRECOVERABLE);
-        // SAFETY: nowait_last_error returns a NUL-terminated string.
-        let msg = unsafe { std::ffi::CStr::from_ptr(nowait_last_error()) };
-        let msg = msg.to_str().unwrap();
+        let msg = last_error_text();
         assert!(msg.starts_with("nowait_test: internal error"), "{msg}");
         assert!(msg.contains("boom 7"), "{msg}");
     }

@@ -1,4 +1,5 @@
 //! `nowait_file`: an open file and what the engine learned about it.
+#![allow(unsafe_code)] // `extern "C"` entry points: raw pointers from C.
 
 use std::ffi::{c_char, c_int, CString};
 
@@ -7,7 +8,7 @@ use crate::boundary::{guard, guard_int, handle, path_arg, write_out, Fail, Tagge
 /// Reads go through the page cache.
 pub const NOWAIT_DIRECT_OFF: c_int = 0;
 /// `O_DIRECT`, strictly: opening fails where the filesystem refuses it
-/// (-EINVAL), and a read whose offset, length or buffer address breaks
+/// (-EOPNOTSUPP), and a read whose offset, length or buffer address breaks
 /// the file's alignment is refused with -EINVAL.
 pub const NOWAIT_DIRECT_ON: c_int = 1;
 /// `O_DIRECT` where the filesystem allows it, buffered otherwise; an
@@ -45,10 +46,13 @@ impl Tagged for NowaitFile {
 /// device's logical block size) and filesystem. Regular files and block
 /// devices only.
 ///
-/// Returns 0 and stores the file in `*out`, or a negative errno: the
-/// `open(2)` errno (-ENOENT, -EACCES, ...), -EISDIR for a directory,
-/// -ESPIPE for a fifo or socket, -EINVAL for a bad `direct` or when
-/// `NOWAIT_DIRECT_ON` is refused by the filesystem.
+/// Returns 0 and stores the file in `*out`, or a negative errno and `*out`
+/// is not written: the `open(2)` errno (-ENOENT, -EACCES, ...), -EISDIR
+/// for a directory, -ESPIPE for a fifo, a socket or a character device
+/// (nowait reads only regular files and block devices, at offsets),
+/// -EOPNOTSUPP when `NOWAIT_DIRECT_ON` is refused (the filesystem has no
+/// O_DIRECT: ask for `NOWAIT_DIRECT_AUTO` or `NOWAIT_DIRECT_OFF`), -EINVAL
+/// for a bad `direct`, a NULL `path` or `out`.
 ///
 /// # Safety
 /// `path` must be NULL or a NUL-terminated string; `out` NULL or writable.
@@ -108,18 +112,18 @@ pub(crate) fn refuse_blocking_open(p: &std::path::Path) -> Result<(), Fail> {
         // Anything else (and a stat error, which open reports with its errno).
         _ => return Ok(()),
     };
-    Err(Fail::new(
-        libc::ESPIPE,
-        format!(
-            "{} is a {kind}, not a regular file or block device; nowait reads files with \
-             positional reads, which a {kind} cannot serve (use read(2) on it)",
-            p.display()
-        ),
-    ))
+    // The engine's own error for a file it does not read (ESPIPE).
+    Err(Fail::from(engine::Error::Unsupported {
+        path: p.into(),
+        kind,
+    }))
 }
 
 /// Close a file (NULL is ignored). Reads of it still in flight keep the
 /// descriptor open until they complete.
+///
+/// Closing a file twice, or using it after it is closed, is undefined
+/// behaviour, as for `free(3)`: its memory is freed.
 ///
 /// # Safety
 /// `file` must be NULL or a file from `nowait_file_open` not closed yet.
@@ -128,9 +132,9 @@ pub unsafe extern "C" fn nowait_file_close(file: *mut NowaitFile) {
     guard("nowait_file_close", (), || {
         // SAFETY: caller's contract.
         if unsafe { handle(file, "file") }.is_ok() {
-            // SAFETY: a live handle made by Box::into_raw in nowait_file_open;
-            // the tag is cleared so a second close is refused while the
-            // allocator has not reused the memory.
+            // SAFETY: a live handle made by Box::into_raw in nowait_file_open
+            // (the caller's contract: not closed yet). The tag is cleared
+            // only as a debugging aid (see `Tagged`).
             let mut b = unsafe { Box::from_raw(file) };
             b.tag = 0;
             drop(b);
@@ -261,7 +265,8 @@ pub fn describe(f: &engine::File) -> String {
 /// The path reads of this file take, as text (direct or buffered and why,
 /// alignment and its source, filesystem, inline reads, the pool backend's
 /// `RWF_NOWAIT` nowait path). Stores an owned string in `*out` (free it with
-/// `nowait_string_free`); returns 0 or a negative errno.
+/// `nowait_string_free`); returns 0, or a negative errno and `*out` is not
+/// written.
 ///
 /// # Safety
 /// `file` must be NULL or a live file; `out` NULL or writable.

@@ -2,32 +2,37 @@
 //!
 //! The C API is declared in `include/nowait.h`, generated from this crate
 //! by cbindgen (`tests/header.rs` fails when the checked-in header is
-//! stale; `NOWAIT_BLESS_HEADER=1` rewrites it). The modules, one concept
-//! each: [`boundary`] (panics caught, handles checked, the thread-local
-//! last error), [`errno`] (every engine error mapped to a negative errno on
-//! purpose), [`queue`], [`file`], [`probe`], [`mem`] (aligned memory and
-//! owned strings).
+//! stale; `NOWAIT_BLESS_HEADER=1` rewrites it).
+//!
+//! The files, bottom to top (each uses only those below it; no two import
+//! each other, which `tests/floors.rs` checks):
+//! - [`words`]: the C API's words: the engine's messages with the settings
+//!   spelled as `nowait.h` names them (`NOWAIT_DIRECT_AUTO`,
+//!   `opts->depth`), the backends' names as static strings, an errno's
+//!   description. Every error's errno is the engine's own
+//!   (`Error::errno`, one map for Rust, C and Python).
+//! - [`boundary`]: panics caught, handles checked, out-pointers and path
+//!   strings read, the thread-local last error.
+//! - the entry files, one concept each: [`info`] (`nowait_version`,
+//!   `nowait_strerror`), [`mem`] (aligned memory and owned strings),
+//!   [`file`], [`probe`], [`queue`].
+//!
+//! Unsafe code is denied here and allowed only in the files that face C:
+//! [`boundary`] and the entry files, whose `extern "C"` functions take raw
+//! pointers (`tests/floors.rs` checks that no other file has any).
 //!
 //! Every exported function runs its body inside [`boundary::guard`], so a
 //! Rust panic never unwinds into C: it is reported as `-ENOTRECOVERABLE`
 //! with the panic's message in `nowait_last_error()`.
+#![deny(unsafe_code)]
+
+pub mod words;
 
 pub mod boundary;
-pub mod errno;
+
+pub mod info;
+
 pub mod file;
 pub mod mem;
 pub mod probe;
 pub mod queue;
-
-use std::ffi::{c_char, CStr};
-
-/// The library version (`"0.1.0"`), a string with static lifetime.
-#[no_mangle]
-pub extern "C" fn nowait_version() -> *const c_char {
-    const V: &CStr =
-        match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
-            Ok(v) => v,
-            Err(_) => panic!("the version string has no interior NUL"),
-        };
-    V.as_ptr()
-}

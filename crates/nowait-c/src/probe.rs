@@ -1,4 +1,5 @@
 //! `nowait_probe`: what the machine (and a file) can do, as text or JSON.
+#![allow(unsafe_code)] // `extern "C"` entry points: raw pointers from C.
 
 use std::ffi::{c_char, c_int, c_uint};
 use std::path::Path;
@@ -118,8 +119,9 @@ pub fn report(path: Option<&Path>, as_json: bool) -> Result<String, Fail> {
 /// buffered and a direct read take), as `nowait probe` prints it; with
 /// `flags = NOWAIT_PROBE_JSON`, as one JSON object
 /// `{"machine": {...}, "file": {...} or null}`. Stores an owned string in
-/// `*out` (free it with `nowait_string_free`). Returns 0 or a negative
-/// errno (the file could not be opened: -ENOENT, -EISDIR, ...).
+/// `*out` (free it with `nowait_string_free`). Returns 0, or a negative
+/// errno and `*out` is not written (the file could not be opened:
+/// -ENOENT, -EISDIR, ...; -EINVAL for unknown `flags` or a NULL `out`).
 ///
 /// # Safety
 /// `path` must be NULL or a NUL-terminated string; `out` NULL or writable.

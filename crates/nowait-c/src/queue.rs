@@ -1,4 +1,5 @@
 //! `nowait_queue`: push reads into caller-owned memory, submit, reap.
+#![allow(unsafe_code)] // `extern "C"` entry points: raw pointers from C.
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -7,8 +8,9 @@ use std::time::Duration;
 
 use engine::{BackendChoice, BackendKind, Buf, Completion, NowaitMode, Queue, Read};
 
-use crate::boundary::{guard, guard_int, handle, handle_mut, Fail, Tagged};
+use crate::boundary::{guard, guard_int, handle, handle_mut, set_last_error, Fail, Tagged};
 use crate::file::NowaitFile;
+use crate::words::backend_name;
 
 /// `backend`: the fastest this machine offers, falling back down the
 /// ladder (uring, then aio+pool, then pool, then sync) with the reason
@@ -47,11 +49,13 @@ pub const NOWAIT_MAX_DEPTH: u32 = 16384;
 pub struct NowaitQueueOptions {
     /// `sizeof(struct nowait_queue_options)` as the caller was compiled.
     pub size: u32,
-    /// Reads in flight at most: 1 to `NOWAIT_MAX_DEPTH` (0: 32). Counts
-    /// what the kernel or a worker holds; completions already collected
-    /// but not yet handed to the caller (a `nowait_reap` with a small
-    /// `max`) do not count, so `nowait_queue_in_flight` can exceed it by
-    /// those.
+    /// Reads in flight at most: 1 to `NOWAIT_MAX_DEPTH` (0: 32). A read
+    /// counts from `nowait_push` until `nowait_reap` collects it from the
+    /// backend: a finished read that was not reaped yet still counts (reap
+    /// to make room). `nowait_reap` collects every finished read and keeps
+    /// those that do not fit the caller's array for the next call; those
+    /// no longer count, so `nowait_queue_in_flight` can exceed `depth` by
+    /// them.
     pub depth: u32,
     /// One of `NOWAIT_BACKEND_*` (default `NOWAIT_BACKEND_AUTO`).
     pub backend: u32,
@@ -96,7 +100,7 @@ pub struct NowaitQueue {
     pending: VecDeque<Completion>,
     /// Scratch for `Queue::reap`, kept to avoid an allocation per call.
     scratch: Vec<Completion>,
-    backend: CString,
+    backend: BackendKind,
     reason: CString,
     /// The completion eventfd, once asked for.
     fd: Option<RawFd>,
@@ -218,9 +222,14 @@ fn builder(o: &NowaitQueueOptions) -> Result<engine::QueueBuilder, Fail> {
 }
 
 /// Create a queue with `opts` (NULL: the defaults). Returns 0 and stores
-/// the queue in `*out`, or a negative errno: -EINVAL for a bad option,
+/// the queue in `*out`, or a negative errno and `*out` is not written:
+/// -EINVAL for a bad option (`opts->size` below 8, i.e. not set by
+/// `nowait_queue_options_init`; a field past this library's struct set to
+/// non-zero; an unknown `backend` or `nowait_mode`; `depth` over
+/// `NOWAIT_MAX_DEPTH`; `pool_workers` out of range) or a NULL `out`,
 /// -EOPNOTSUPP when the backend asked for cannot be set up here (the
-/// message says why), or the kernel's errno (-ENOMEM, ...).
+/// message says why and which `NOWAIT_BACKEND_*` to ask for instead), or
+/// the kernel's errno (-ENOMEM, ...).
 ///
 /// # Safety
 /// `opts` must be NULL or point to an options struct of `opts->size`
@@ -241,7 +250,7 @@ pub unsafe extern "C" fn nowait_queue_create(
         let o = unsafe { read_options(opts) }?;
         let queue = builder(&o)?.build()?;
         let report = queue.backend();
-        let backend = CString::new(report.kind.as_str()).unwrap_or_default();
+        let backend = report.kind;
         let reason = CString::new(report.reason.to_string().replace('\0', "")).unwrap_or_default();
         let depth = queue.depth();
         let h = Box::into_raw(Box::new(NowaitQueue {
@@ -262,7 +271,11 @@ pub unsafe extern "C" fn nowait_queue_create(
 /// Destroy a queue (NULL is ignored). Waits for every read still in
 /// flight (the kernel may be writing into their memory), so once it
 /// returns the memory of every read pushed to it is the caller's again;
-/// their completions are discarded.
+/// their completions are discarded. Its completion fd, if it was asked
+/// for, is closed: take it out of any epoll set first.
+///
+/// Destroying a queue twice, or using it after it is destroyed, is
+/// undefined behaviour, as for `free(3)`: its memory is freed.
 ///
 /// # Safety
 /// `q` must be NULL or a queue from `nowait_queue_create`, not destroyed,
@@ -288,9 +301,15 @@ pub unsafe extern "C" fn nowait_queue_destroy(q: *mut NowaitQueue) {
 /// `nowait_reap(q, cqes, n, 0, 0)` until it returns fewer than `n`. A
 /// wake-up may find nothing (it is a hint); none is lost.
 ///
+/// What the caller may do with the fd: watch it for reading (epoll, poll,
+/// select, or a loop built on them) and read its 8-byte counter. Nothing
+/// else: do not write to it, close it, or change its flags (it is
+/// `O_NONBLOCK` and `O_CLOEXEC`). It belongs to the queue and is closed by
+/// `nowait_queue_destroy`.
+///
 /// Ask for it right after creating the queue, before the first push
-/// (-EINVAL otherwise). The fd belongs to the queue: do not close it.
-/// Returns the fd (>= 0) or a negative errno.
+/// (-EINVAL otherwise); later calls return the same fd. Returns the fd
+/// (>= 0) or a negative errno.
 ///
 /// # Safety
 /// `q` must be NULL or a live queue used by this thread only.
@@ -309,7 +328,9 @@ pub unsafe extern "C" fn nowait_queue_fd(q: *mut NowaitQueue) -> c_int {
 }
 
 /// The backend the queue uses: `"uring"`, `"aio"`, `"aio+pool"`, `"pool"`
-/// or `"sync"`; valid until the queue is destroyed; NULL for a bad handle.
+/// or `"sync"`. The string is static: valid for the life of the process,
+/// also after the queue is destroyed; never freed by the caller. NULL for
+/// a NULL queue or a handle of another kind.
 ///
 /// # Safety
 /// `q` must be NULL or a live queue.
@@ -318,9 +339,9 @@ pub unsafe extern "C" fn nowait_queue_backend(q: *const NowaitQueue) -> *const c
     guard("nowait_queue_backend", std::ptr::null(), || {
         // SAFETY: caller's contract.
         match unsafe { handle(q, "q") } {
-            Ok(h) => h.backend.as_ptr(),
+            Ok(h) => backend_name(h.backend).as_ptr(),
             Err(e) => {
-                crate::boundary::set_last_error("nowait_queue_backend", &e.msg);
+                set_last_error("nowait_queue_backend", &e.msg);
                 std::ptr::null()
             }
         }
@@ -328,8 +349,9 @@ pub unsafe extern "C" fn nowait_queue_backend(q: *const NowaitQueue) -> *const c
 }
 
 /// Why the backend was chosen (and what was skipped on the way, e.g.
-/// "io_uring disabled by NOWAIT_DISABLE_URING"); valid until the queue is
-/// destroyed; NULL for a bad handle.
+/// "io_uring disabled by NOWAIT_DISABLE_URING"). The string belongs to the
+/// queue: valid until the queue is destroyed (copy it to keep it longer).
+/// NULL for a NULL queue or a handle of another kind.
 ///
 /// # Safety
 /// `q` must be NULL or a live queue.
@@ -340,7 +362,7 @@ pub unsafe extern "C" fn nowait_queue_backend_reason(q: *const NowaitQueue) -> *
         match unsafe { handle(q, "q") } {
             Ok(h) => h.reason.as_ptr(),
             Err(e) => {
-                crate::boundary::set_last_error("nowait_queue_backend_reason", &e.msg);
+                set_last_error("nowait_queue_backend_reason", &e.msg);
                 std::ptr::null()
             }
         }
@@ -362,22 +384,35 @@ pub unsafe extern "C" fn nowait_queue_in_flight(q: *const NowaitQueue) -> c_int 
 
 /// Queue a read of `len` bytes at `offset` of `file` into the caller's
 /// memory `buf`. It reaches the kernel at the next `nowait_submit` or
-/// `nowait_reap`. `buf` must stay valid, and untouched, until the read's
-/// completion is reaped (or the queue destroyed). On a `NOWAIT_DIRECT_ON`
-/// file, `offset`, `len` and `buf` must meet `nowait_file_dio_align`; on a
-/// `NOWAIT_DIRECT_AUTO` one an unaligned read is bounced.
+/// `nowait_reap`. On a `NOWAIT_DIRECT_ON` file, `offset`, `len` and `buf`
+/// must meet `nowait_file_dio_align`; on a `NOWAIT_DIRECT_AUTO` one an
+/// unaligned read is bounced.
 ///
-/// Returns 0, or a negative errno and the read is not queued: -EBUSY when
-/// every slot is in flight (reap, then push again), -EINVAL for a
-/// misaligned read on a direct file, a NULL `buf` with `len > 0`, a read
-/// over the per-request limit or one ending past the largest file offset
-/// (2^63 - 1), -ENOMEM when the aligned bounce buffer of an unaligned
-/// read on a `NOWAIT_DIRECT_AUTO` file cannot be allocated (read it in
-/// smaller pieces, or aligned), -EBADF/-EINVAL for a bad handle.
+/// `buf` may be any writable memory, uninitialised included (`malloc(3)`):
+/// the library never reads it, and only the read writes into it. It must
+/// stay valid, and untouched by the caller, until the read's completion is
+/// reaped (or the queue destroyed). When the completion's `res` is `n >=
+/// 0`, the first `n` bytes of `buf` are the file's, and `n < len` only at
+/// end of file. The bytes from `n` to `len` are unspecified: a buffered
+/// read leaves them as they were, an O_DIRECT read may have written the
+/// rest of the file's last block there; never use them as data. When
+/// `res` is a negative errno, all of `buf` is unspecified.
+///
+/// Returns 0, or a negative errno and the read is not queued (`buf` is not
+/// touched): -EBUSY when every slot holds a read not yet reaped (reap,
+/// then push again: pushing again without reaping fails the same way),
+/// -EINVAL for a misaligned read on a `NOWAIT_DIRECT_ON` file, a NULL
+/// `buf` with `len > 0`, a read over the per-request limit, one ending
+/// past the largest file offset (2^63 - 1), or a NULL `q` or `file`;
+/// -ENOMEM when the aligned bounce buffer of an unaligned read on a
+/// `NOWAIT_DIRECT_AUTO` file cannot be allocated (read it in smaller
+/// pieces, or aligned); -EBADF for a handle of another kind.
 ///
 /// # Safety
-/// `q` must be a live queue used by this thread only, `file` a live file,
-/// and `buf` valid for writes of `len` bytes until the completion is reaped.
+/// `q` must be NULL (refused) or a live queue used by this thread only;
+/// `file` NULL (refused) or a live file; `buf` NULL with `len == 0`, or
+/// valid for writes of `len` bytes until the completion is reaped or the
+/// queue destroyed.
 #[no_mangle]
 pub unsafe extern "C" fn nowait_push(
     q: *mut NowaitQueue,
@@ -398,9 +433,13 @@ pub unsafe extern "C" fn nowait_push(
                 format!("buf is NULL for a read of {len} bytes; pass memory of at least len bytes"),
             ));
         }
-        // SAFETY: the caller keeps `buf` valid for `len` bytes and leaves it
-        // alone until the completion is reaped or the queue destroyed (the
-        // header's rule); the Buf never frees it.
+        // SAFETY: the caller keeps `buf` valid for writes of `len` bytes
+        // and leaves it alone until the completion is reaped or the queue
+        // destroyed (the header's rule); the Buf never frees it.
+        // `from_raw_parts` asks for initialised bytes, which memory from
+        // `malloc` (the header allows it) may not hold: what keeps that
+        // sound is that the engine never reads the buffer; it only has the
+        // kernel write into it, and copies a bounced read's bytes in.
         let b = unsafe { Buf::from_raw_parts(buf.cast::<u8>(), len) };
         h.queue.push(Read {
             file: &f.file,
@@ -428,23 +467,24 @@ pub unsafe extern "C" fn nowait_submit(q: *mut NowaitQueue) -> c_int {
     })
 }
 
-fn signal(fd: RawFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live u64 to the queue's own eventfd. A
-    // failure (EAGAIN: the counter is saturated) leaves it readable anyway.
-    let _ = unsafe { libc::write(fd, (&one as *const u64).cast::<c_void>(), 8) };
-}
-
 /// Submit queued reads, wait until at least `min` reads have completed
 /// (fewer if fewer are in flight) or `timeout_ms` passes (-1: no timeout,
 /// 0: do not wait), and store up to `max` completions in `cqes`. Returns
 /// how many were stored (fewer than `min` only when the timeout passed or
-/// fewer were in flight), or a negative errno. Completions that do not fit
-/// are kept for the next call (and the completion fd, if asked for, stays
-/// readable). A read's memory is the caller's again once its completion is
-/// stored here. When a stored completion failed (`res < 0`),
-/// `nowait_last_error()` holds the message of the last such read (what was
-/// read, what the kernel answered).
+/// fewer were in flight), or a negative errno: -EINVAL when `min > max`,
+/// `timeout_ms < -1`, `cqes` is NULL with `max > 0`, or `q` is NULL.
+/// Completions that do not fit are kept for the next call (and the
+/// completion fd, if asked for, stays readable). A read's memory is the
+/// caller's again once its completion is stored here. When a stored
+/// completion failed (`res < 0`), `nowait_last_error()` holds the message
+/// of the last such read (what was read, what the kernel answered).
+///
+/// The arguments run as in `epoll_wait(2)` and liburing's
+/// `io_uring_peek_batch_cqe`: the array, how many it holds, then how many
+/// to wait for. `io_getevents(2)` puts its `min_nr` before `nr`; written
+/// in that order here, a call asks for `min > max` and is refused with
+/// -EINVAL rather than read as another request (`min == max` means the
+/// same either way).
 ///
 /// # Safety
 /// `q` must be NULL or a live queue used by this thread only; `cqes` must
@@ -485,14 +525,7 @@ pub unsafe extern "C" fn nowait_reap(
         let max = max as usize;
         let mut n = 0;
         let mut put = |c: Completion| {
-            let res = match c.result {
-                Ok(bytes) => bytes as i64,
-                Err(e) => {
-                    // A cqe carries only the errno: keep the words too.
-                    crate::boundary::set_last_error("nowait_reap (a read failed)", &e.to_string());
-                    -i64::from(crate::errno::of(&e))
-                }
-            };
+            let res = cqe_res(c.result);
             // SAFETY: n < max and `cqes` holds `max` entries (caller's contract).
             unsafe {
                 cqes.add(n).write(NowaitCqe {
@@ -519,7 +552,7 @@ pub unsafe extern "C" fn nowait_reap(
                 if n == 0 {
                     return Err(e.into());
                 }
-                crate::boundary::set_last_error("nowait_reap", &e.to_string());
+                set_last_error("nowait_reap", &Fail::from(&e).msg);
                 return Ok(n as c_int);
             }
             let fit = h.scratch.len().min(max - from_pending);
@@ -531,12 +564,25 @@ pub unsafe extern "C" fn nowait_reap(
             h.pending.extend(rest);
         }
         if !h.pending.is_empty() {
-            if let Some(fd) = h.fd {
-                signal(fd);
-            }
+            // Completions wait here, not in the engine: keep the fd readable.
+            h.queue.signal_completion_fd();
         }
         Ok(n as c_int)
     })
+}
+
+/// A completion's `res`: the bytes read, or the negation of the engine's
+/// errno for the error (with its words kept as the last error: a cqe
+/// carries only the number).
+fn cqe_res(result: engine::Result<usize>) -> i64 {
+    match result {
+        Ok(bytes) => bytes as i64,
+        Err(e) => {
+            let fail = Fail::from(&e);
+            set_last_error("nowait_reap (a read failed)", &fail.msg);
+            -i64::from(fail.errno)
+        }
+    }
 }
 
 // The header lets a queue move between threads (used by one at a time) and
@@ -547,3 +593,19 @@ const _: () = {
     send::<Queue>();
     send_sync::<engine::File>();
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed read's `res` is the negation of the engine's errno, as a
+    /// failed call's return value is.
+    #[test]
+    fn a_failed_read_carries_its_errno_negated() {
+        for (name, e) in engine::error_samples() {
+            let errno = e.errno();
+            assert_eq!(cqe_res(Err(e)), -i64::from(errno), "{name}");
+        }
+        assert_eq!(cqe_res(Ok(4096)), 4096);
+    }
+}

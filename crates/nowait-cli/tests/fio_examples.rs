@@ -159,7 +159,10 @@ fn fio_examples_run_unchanged_and_report_fios_jobs() {
                 String::from_utf8_lossy(&f.stderr)
             );
             let theirs: Value = serde_json::from_slice(&f.stdout).unwrap_or_else(|e| {
-                panic!("fio's JSON for {name}: {e}: {}", String::from_utf8_lossy(&f.stdout))
+                panic!(
+                    "fio's JSON for {name}: {e}: {}",
+                    String::from_utf8_lossy(&f.stdout)
+                )
             });
             assert_eq!(got, jobs(&theirs), "{name}: jobs and groups, nowait vs fio");
         }

@@ -31,7 +31,8 @@ pub struct Buf {
     /// The memory belongs to the caller ([`Buf::from_raw_parts`]): never freed here.
     foreign: bool,
     /// The shared region this buffer is carved from (a pool made with
-    /// [`BufPool::shared`]); `None`: the buffer owns its allocation.
+    /// [`BufPool::shared`]) or the vector it reads into
+    /// ([`Buf::from_vec`]); `None`: the buffer owns its allocation.
     region: Option<Arc<Region>>,
 }
 
@@ -39,10 +40,13 @@ pub struct Buf {
 /// the last holder (the pool, or a buffer taken from it) goes, so memory
 /// registered with the kernel stays allocated as long as the pool that
 /// registered it, whatever callers do with the buffers.
+///
+/// Or a vector whose spare capacity one buffer is ([`Buf::from_vec`]), and
+/// the vector's length before: the vector owns that memory and frees it.
 #[derive(Debug)]
-struct Region {
-    ptr: NonNull<u8>,
-    layout: Layout,
+enum Region {
+    Shared { ptr: NonNull<u8>, layout: Layout },
+    Vec(Vec<u8>, usize),
 }
 
 // SAFETY: `Region` is only an owner of memory: it never reads or writes
@@ -54,9 +58,12 @@ unsafe impl Sync for Region {}
 
 impl Drop for Region {
     fn drop(&mut self) {
-        // SAFETY: allocated in `BufPool::shared` with exactly this layout
-        // (non-zero size), freed once, here, when the last holder goes.
-        unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+        if let Region::Shared { ptr, layout } = self {
+            // SAFETY: allocated in `BufPool::shared` with exactly this
+            // layout (non-zero size), freed once, here, when the last
+            // holder goes.
+            unsafe { alloc::dealloc(ptr.as_ptr(), *layout) };
+        }
     }
 }
 
@@ -155,6 +162,66 @@ impl Buf {
         }
     }
 
+    /// A buffer over the spare capacity of `vec` (its bytes from
+    /// `vec.len()` to `vec.capacity()`, zeroed first so that every byte is
+    /// initialised): a read lands in the vector's own memory, with no copy.
+    /// The `Buf` owns the vector, so the memory lives as long as the engine
+    /// holds the buffer, also after a dropped future. [`Buf::into_vec`]
+    /// gives it back with the bytes read appended. Its alignment is what
+    /// the address gives (see [`Buf::from_raw_parts`]); an `O_DIRECT` read
+    /// into a less aligned one is bounced ([`crate::Direct::Auto`]).
+    pub fn from_vec(mut vec: Vec<u8>) -> Buf {
+        let prefix = vec.len();
+        vec.resize(vec.capacity(), 0);
+        let cap = vec.len() - prefix;
+        let addr = vec.as_mut_ptr().wrapping_add(prefix);
+        let align = (1usize << (addr as usize).trailing_zeros().min(16)).max(1);
+        let mut b = match NonNull::new(addr) {
+            Some(ptr) if cap > 0 => Buf {
+                ptr,
+                cap,
+                len: 0,
+                align,
+                fixed: None,
+                foreign: false,
+                region: None,
+            },
+            _ => Buf::with_align(0, 1),
+        };
+        b.region = Some(Arc::new(Region::Vec(vec, prefix)));
+        b
+    }
+
+    /// The vector of a buffer made by [`Buf::from_vec`], its length its old
+    /// length plus this buffer's fill length; any other buffer comes back
+    /// as the error.
+    pub fn into_vec(mut self) -> std::result::Result<Vec<u8>, Buf> {
+        if !matches!(self.region.as_deref(), Some(Region::Vec(..))) {
+            return Err(self);
+        }
+        let region = self.region.take().expect("checked");
+        let len = self.len;
+        // The buffer is the region's only holder (made by `from_vec`,
+        // never shared): the vector comes out whole.
+        match Arc::try_unwrap(region) {
+            Ok(mut r) => match &mut r {
+                Region::Vec(v, prefix) => {
+                    let mut v = std::mem::take(v);
+                    v.truncate(*prefix + len);
+                    // `self` now has no region: make it the empty buffer
+                    // so that its `Drop` frees nothing.
+                    self.cap = 0;
+                    Ok(v)
+                }
+                Region::Shared { .. } => unreachable!("checked above"),
+            },
+            Err(shared) => {
+                self.region = Some(shared);
+                Err(self)
+            }
+        }
+    }
+
     /// True for a buffer over the caller's memory ([`Buf::from_raw_parts`]).
     pub fn is_foreign(&self) -> bool {
         self.foreign
@@ -234,7 +301,7 @@ impl Drop for Buf {
     fn drop(&mut self) {
         if self.cap == 0 || self.foreign || self.region.is_some() {
             // Empty, the caller's memory, or carved from a shared region
-            // (the region frees it).
+            // or a vector (the region frees it).
             return;
         }
         let layout =
@@ -293,7 +360,7 @@ impl BufPool {
         let Some(base) = NonNull::new(raw) else {
             alloc::handle_alloc_error(layout)
         };
-        let region = Arc::new(Region { ptr: base, layout });
+        let region = Arc::new(Region::Shared { ptr: base, layout });
         let free = (0..count)
             .map(|i| Buf {
                 // SAFETY: `i * stride + size <= stride * count`, inside the
@@ -397,6 +464,25 @@ mod tests {
         // SAFETY: a one-byte-aligned address inside `mem`, valid for 10 bytes.
         let odd = unsafe { Buf::from_raw_parts(mem.as_mut_ptr().wrapping_add(off + 1), 10) };
         assert_eq!(odd.align(), 1);
+    }
+
+    #[test]
+    fn vector_buffer_reads_into_the_spare_capacity_and_comes_back() {
+        let mut v = Vec::with_capacity(100);
+        v.extend_from_slice(b"head");
+        let base = v.as_ptr() as usize;
+        let mut b = Buf::from_vec(v);
+        assert_eq!(b.capacity(), 96);
+        assert_eq!(b.addr(), base + 4);
+        b.set_len(3);
+        b.as_mut_slice().copy_from_slice(b"abc");
+        let v = b.into_vec().unwrap();
+        assert_eq!(&v[..], b"headabc");
+        assert_eq!(v.as_ptr() as usize, base);
+        let full = Buf::from_vec(vec![1, 2]);
+        assert_eq!(full.capacity(), 0);
+        assert_eq!(full.into_vec().unwrap(), vec![1, 2]);
+        assert!(Buf::new(8).into_vec().is_err());
     }
 
     #[test]

@@ -1,22 +1,30 @@
-//! The engine's typed error.
+//! The engine's typed error, and the one map from each error to its errno.
 //!
-//! Every message says what was asked, what failed and what to do about it.
-//! [`Error`] converts into [`std::io::Error`] with a matching
-//! [`std::io::ErrorKind`], so callers that only speak `io::Result` lose
-//! nothing but the structure.
+//! Every front end reports the same errno for the same error: the C API
+//! returns its negation, Python raises it as `OSError.errno` (or on the
+//! `ValueError` of a request nowait refuses), and the [`io::ErrorKind`] of
+//! the [`io::Error`] an [`Error`] converts into derives from it. The map is
+//! [`Error::errno`], decided here once with the reason beside each case.
+//!
+//! What an error says is `message.rs`: the same words in every front end,
+//! with the settings it names spelled the way each front end asks for them.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::setting::BackendChoice;
 
 /// Result alias used throughout the engine.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// Everything the engine can report.
-#[derive(Debug, thiserror::Error)]
+/// Everything the engine can report. Its `Display` says what was asked,
+/// what failed and what to do, in words that hold in every front end
+/// ([`Error::message`] spells the settings it names a front end's way);
+/// [`Error::errno`] is its errno in every front end.
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// `open(2)` failed.
-    #[error("cannot open {path}: {source}{hint}", hint = open_hint(source))]
     Open {
         /// The file asked for.
         path: PathBuf,
@@ -25,14 +33,13 @@ pub enum Error {
     },
 
     /// The path names a directory; only regular files and block devices are read.
-    #[error("{path} is a directory; nowait reads regular files and block devices, pass a file inside it")]
     IsDirectory {
         /// The path asked for.
         path: PathBuf,
     },
 
-    /// The path is neither a regular file nor a block device.
-    #[error("{path} is a {kind}, not a regular file or block device; nowait cannot read it with positional reads")]
+    /// The path is neither a regular file nor a block device (a fifo, a
+    /// socket, a character device): nowait reads at file offsets.
     Unsupported {
         /// The path asked for.
         path: PathBuf,
@@ -40,8 +47,8 @@ pub enum Error {
         kind: &'static str,
     },
 
-    /// `Direct::On` was asked for but the file cannot be opened with `O_DIRECT`.
-    #[error("{path} cannot be opened with O_DIRECT ({reason}); open it with Direct::Auto or Direct::Off (--direct=0)")]
+    /// [`Direct::On`](crate::Direct::On) was asked for but the file cannot
+    /// be opened with `O_DIRECT`.
     DirectUnsupported {
         /// The file asked for.
         path: PathBuf,
@@ -49,12 +56,8 @@ pub enum Error {
         reason: String,
     },
 
-    /// A read on a strictly direct file (`Direct::On`) breaks the O_DIRECT alignment rules.
-    #[error(
-        "O_DIRECT read of {len} bytes at offset {offset} on {path} is not aligned \
-         (offset and length must be multiples of {offset_align}, the buffer address of {mem_align}); \
-         align the request, or open the file with Direct::Auto to bounce it through an aligned buffer"
-    )]
+    /// A read on a strictly direct file ([`Direct::On`](crate::Direct::On))
+    /// breaks the O_DIRECT alignment rules.
     Misaligned {
         /// The file read.
         path: PathBuf,
@@ -69,7 +72,6 @@ pub enum Error {
     },
 
     /// The request asks for more bytes than the buffer it carries can hold.
-    #[error("read of {len} bytes does not fit the {capacity}-byte buffer it was given; pass a buffer of at least {len} bytes or read less")]
     BufferTooSmall {
         /// Length asked for.
         len: usize,
@@ -78,9 +80,6 @@ pub enum Error {
     },
 
     /// A single read larger than the kernel's per-call limit.
-    #[error(
-        "read of {len} bytes is larger than the {max}-byte limit of a single request; split it"
-    )]
     TooLarge {
         /// Length asked for.
         len: usize,
@@ -92,10 +91,6 @@ pub enum Error {
     /// takes (`i64::MAX`). Refused rather than sent: `preadv2(2)` and
     /// io_uring read an offset of -1 (`u64::MAX`) as "the file's current
     /// position", which would return the wrong bytes.
-    #[error(
-        "read of {len} bytes at offset {offset} ends past the largest file offset ({max}); offsets and lengths must fit a signed 64-bit file position",
-        max = i64::MAX
-    )]
     OffsetTooLarge {
         /// Offset asked for.
         offset: u64,
@@ -104,14 +99,12 @@ pub enum Error {
     },
 
     /// Every slot of the queue holds a request in flight.
-    #[error("all {depth} slots of the queue are in flight; reap completions before pushing more, or build the queue deeper")]
     QueueFull {
         /// The queue depth.
         depth: usize,
     },
 
     /// A read failed in the kernel.
-    #[error("read of {len} bytes at offset {offset} of {path} failed: {source}{hint}", hint = read_hint(source))]
     Read {
         /// The file read.
         path: PathBuf,
@@ -123,10 +116,16 @@ pub enum Error {
         source: io::Error,
     },
 
+    /// A seek or a byte range that names no valid file position (the
+    /// front ends of [`crate::fs`]).
+    BadPosition {
+        /// The file.
+        path: PathBuf,
+        /// What was asked ("seek to End(-10) from position 3", "range 10..4").
+        asked: String,
+    },
+
     /// `read_exact_at` reached end of file before filling the request.
-    #[error(
-        "read of {len} bytes at offset {offset} of {path} reached end of file after {got} bytes"
-    )]
     UnexpectedEof {
         /// The file read.
         path: PathBuf,
@@ -139,16 +138,15 @@ pub enum Error {
     },
 
     /// The backend asked for cannot be used on this machine.
-    #[error("the {backend} backend is not available here: {reason}")]
     BackendUnavailable {
-        /// Backend name (`uring`, `aio`, `pool`, `sync`).
-        backend: &'static str,
-        /// Why, with what to do.
+        /// What was asked for: one backend, or the automatic choice (when
+        /// every backend of the ladder was refused).
+        backend: BackendChoice,
+        /// Why, in words (the refusal of each backend tried).
         reason: String,
     },
 
     /// The kernel refused an engine-level call (ring setup, submit, wait).
-    #[error("{what} failed: {source}")]
     Kernel {
         /// The call, in words (`io_uring_enter`, `io_uring_setup`…).
         what: &'static str,
@@ -157,79 +155,16 @@ pub enum Error {
     },
 
     /// A setting is out of range (queue depth, worker count, …).
-    #[error("{0}")]
     Config(ConfigError),
 
     /// A request used a file with a queue that no longer exists.
-    #[error("{0}")]
     Closed(String),
 }
 
-fn open_hint(e: &io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(libc::ENOENT) => {
-            " (check the path; nowait bench lays out a missing file when given --size)"
-        }
-        Some(libc::EACCES) | Some(libc::EPERM) => {
-            " (check the file's permissions or run as a user that may read it)"
-        }
-        Some(libc::EMFILE) | Some(libc::ENFILE) => " (raise the open-file limit: ulimit -n)",
-        Some(libc::ENAMETOOLONG) => " (shorten the path)",
-        _ => "",
-    }
-}
-
-fn read_hint(e: &io::Error) -> &'static str {
-    match e.raw_os_error() {
-        Some(libc::EIO) => " (the device reported an error: check dmesg)",
-        Some(libc::EINVAL) => {
-            " (the kernel refused the request's shape: for O_DIRECT check alignment)"
-        }
-        Some(libc::EFAULT) => " (bad buffer address: this is a nowait bug, please report it)",
-        Some(libc::ECANCELED) => " (the request was cancelled)",
-        _ => "",
-    }
-}
-
-impl Error {
-    /// The OS error number behind this error, if there is one.
-    pub fn raw_os_error(&self) -> Option<i32> {
-        match self {
-            Error::Open { source, .. }
-            | Error::Read { source, .. }
-            | Error::Kernel { source, .. } => source.raw_os_error(),
-            Error::IsDirectory { .. } => Some(libc::EISDIR),
-            Error::Misaligned { .. } => Some(libc::EINVAL),
-            _ => None,
-        }
-    }
-
-    fn kind(&self) -> io::ErrorKind {
-        match self {
-            Error::Open { source, .. }
-            | Error::Read { source, .. }
-            | Error::Kernel { source, .. } => source.kind(),
-            Error::IsDirectory { .. } => io::ErrorKind::IsADirectory,
-            Error::Unsupported { .. }
-            | Error::DirectUnsupported { .. }
-            | Error::BackendUnavailable { .. } => io::ErrorKind::Unsupported,
-            Error::Misaligned { .. }
-            | Error::BufferTooSmall { .. }
-            | Error::TooLarge { .. }
-            | Error::OffsetTooLarge { .. } => io::ErrorKind::InvalidInput,
-            Error::QueueFull { .. } => io::ErrorKind::WouldBlock,
-            Error::Config(_) => io::ErrorKind::InvalidInput,
-            Error::UnexpectedEof { .. } => io::ErrorKind::UnexpectedEof,
-            Error::Closed(_) => io::ErrorKind::BrokenPipe,
-        }
-    }
-}
-
 /// Which setting is out of range, and its allowed range.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
     /// The queue depth.
-    #[error("queue depth {depth} is out of range: it must be between 1 and {max}")]
     Depth {
         /// What was asked.
         depth: usize,
@@ -237,7 +172,6 @@ pub enum ConfigError {
         max: usize,
     },
     /// The `pool` backend's worker count.
-    #[error("pool worker count {workers} is out of range: it must be between 1 and {max}")]
     PoolWorkers {
         /// What was asked.
         workers: usize,
@@ -246,18 +180,11 @@ pub enum ConfigError {
     },
     /// [`Queue::completion_fd`](crate::Queue::completion_fd) asked for
     /// with reads already in flight.
-    #[error(
-        "completion_fd was asked for with {in_flight} reads in flight; ask for it right after \
-         building the queue, before the first push"
-    )]
     CompletionFdLate {
         /// Reads in flight at the time.
         in_flight: usize,
     },
     /// The registered buffer pool.
-    #[error(
-        "fixed buffers: {count} of {size} bytes is out of range (1 to 65535 buffers, non-empty)"
-    )]
     FixedBuffers {
         /// Buffers asked for.
         count: usize,
@@ -266,42 +193,363 @@ pub enum ConfigError {
     },
 }
 
+impl Error {
+    /// The errno this error stands for, the same in every front end: the C
+    /// API returns its negation, Python raises it as `errno`, and
+    /// [`Error::kind`] derives from it. Decided once per error, for the
+    /// reason written beside it.
+    pub fn errno(&self) -> i32 {
+        match self {
+            // The kernel's own answer, kept as is (ENOENT, EACCES, EIO, ...);
+            // an io::Error made in user space carries none: EIO.
+            Error::Open { source, .. }
+            | Error::Read { source, .. }
+            | Error::Kernel { source, .. } => source.raw_os_error().unwrap_or(libc::EIO),
+            // What read(2) of a directory answers.
+            Error::IsDirectory { .. } => libc::EISDIR,
+            // What pread(2) answers on a file without positions (a fifo, a
+            // socket); nowait gives the same for every file it does not read
+            // at offsets (character devices too). Not EINVAL, which tells the
+            // caller to change the arguments: the file is what cannot be read.
+            Error::Unsupported { .. } => libc::ESPIPE,
+            // The filesystem has no O_DIRECT. open(2) answers EINVAL, but the
+            // same request is right on another file and the way out is
+            // another mode (buffered, or auto), as for a backend this
+            // machine lacks: EOPNOTSUPP, operation not supported.
+            Error::DirectUnsupported { .. } => libc::EOPNOTSUPP,
+            // What the kernel answers for a misaligned O_DIRECT read.
+            Error::Misaligned { .. } => libc::EINVAL,
+            // A request of the wrong shape (the kernel answers EINVAL to a
+            // length or end offset it cannot take): the caller changes it.
+            Error::BufferTooSmall { .. }
+            | Error::TooLarge { .. }
+            | Error::OffsetTooLarge { .. } => libc::EINVAL,
+            // A position before 0 or past the largest offset, or a range
+            // that ends before it starts: what lseek(2) answers to the same.
+            Error::BadPosition { .. } => libc::EINVAL,
+            // A setting out of range, or asked for at the wrong time.
+            Error::Config(_) => libc::EINVAL,
+            // Every slot is in flight until completions are reaped: EBUSY,
+            // as io_uring_enter(2) answers when completions must be reaped
+            // before more is submitted. Not EAGAIN (io::ErrorKind::WouldBlock),
+            // which says the same call may succeed if simply tried again.
+            Error::QueueFull { .. } => libc::EBUSY,
+            // End of file before the request was filled has no errno of its
+            // own: ENODATA, "no data available"; the kind is UnexpectedEof,
+            // what read_exact reports.
+            Error::UnexpectedEof { .. } => libc::ENODATA,
+            // The backend asked for cannot be set up here: EOPNOTSUPP. Not
+            // ENOSYS, which the kernel reserves for a system call that does
+            // not exist; a backend is refused for many reasons (seccomp, a
+            // sysctl, memlock, no threads), and the message names the one.
+            Error::BackendUnavailable { .. } => libc::EOPNOTSUPP,
+            // The engine behind the file is gone, as the reader of a pipe.
+            Error::Closed(_) => libc::EPIPE,
+        }
+    }
+
+    /// The [`io::ErrorKind`] of this error, derived from [`Error::errno`]
+    /// as the standard library derives a kind from an OS error, with two
+    /// exceptions: EOPNOTSUPP, which std leaves uncategorised, is
+    /// [`Unsupported`](io::ErrorKind::Unsupported); end of file inside
+    /// `read_exact_at` is [`UnexpectedEof`](io::ErrorKind::UnexpectedEof),
+    /// as for `read_exact`. A kernel answer without an errno keeps its own
+    /// kind.
+    pub fn kind(&self) -> io::ErrorKind {
+        if let Error::UnexpectedEof { .. } = self {
+            return io::ErrorKind::UnexpectedEof;
+        }
+        match self.kernel_answer() {
+            Some(source) if source.raw_os_error().is_none() => source.kind(),
+            _ => kind_of_errno(self.errno()),
+        }
+    }
+
+    /// [`Error::errno`], as an `Option` like [`io::Error::raw_os_error`]:
+    /// always `Some`.
+    pub fn raw_os_error(&self) -> Option<i32> {
+        Some(self.errno())
+    }
+
+    /// What the kernel answered, for errors that are the kernel's answer
+    /// (`open`, a read, an engine-level call); `None` for what nowait
+    /// refused itself before asking the kernel.
+    pub fn kernel_answer(&self) -> Option<&io::Error> {
+        match self {
+            Error::Open { source, .. }
+            | Error::Read { source, .. }
+            | Error::Kernel { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The file the error is about, where there is one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Error::Open { path, .. }
+            | Error::IsDirectory { path }
+            | Error::Unsupported { path, .. }
+            | Error::DirectUnsupported { path, .. }
+            | Error::Misaligned { path, .. }
+            | Error::BadPosition { path, .. }
+            | Error::Read { path, .. }
+            | Error::UnexpectedEof { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// The errno behind an [`io::Error`]: nowait's own ([`Error::errno`])
+    /// when it carries an [`Error`], as every `io::Error` from nowait does,
+    /// else the OS error it holds.
+    pub fn errno_in(e: &io::Error) -> Option<i32> {
+        match e.get_ref().and_then(|inner| inner.downcast_ref::<Error>()) {
+            Some(ours) => Some(ours.errno()),
+            None => e.raw_os_error(),
+        }
+    }
+}
+
+/// The kind std gives an OS error, and Unsupported for EOPNOTSUPP.
+fn kind_of_errno(errno: i32) -> io::ErrorKind {
+    match errno {
+        libc::EOPNOTSUPP => io::ErrorKind::Unsupported,
+        e => io::Error::from_raw_os_error(e).kind(),
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Config(c) => Some(c),
+            e => e
+                .kernel_answer()
+                .map(|s| s as &(dyn std::error::Error + 'static)),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 impl From<Error> for io::Error {
     fn from(e: Error) -> io::Error {
         io::Error::new(e.kind(), e)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl From<ConfigError> for Error {
+    fn from(c: ConfigError) -> Error {
+        Error::Config(c)
+    }
+}
 
-    #[test]
-    fn misaligned_message_names_offset_len_and_alignment() {
-        let e = Error::Misaligned {
-            path: "/data/f".into(),
+/// The variants, in declaration order; [`variant`] gives each error's
+/// index here. A new variant needs a name here, an arm in [`variant`] and
+/// an error in [`samples`] (the tests check all three).
+const VARIANTS: [&str; 16] = [
+    "Open",
+    "IsDirectory",
+    "Unsupported",
+    "DirectUnsupported",
+    "Misaligned",
+    "BufferTooSmall",
+    "TooLarge",
+    "OffsetTooLarge",
+    "QueueFull",
+    "Read",
+    "UnexpectedEof",
+    "BackendUnavailable",
+    "Kernel",
+    "Config",
+    "Closed",
+    "BadPosition",
+];
+
+/// The variant's name (no wildcard arm: a new variant does not compile
+/// until it is named).
+fn variant(e: &Error) -> &'static str {
+    VARIANTS[match e {
+        Error::Open { .. } => 0,
+        Error::IsDirectory { .. } => 1,
+        Error::Unsupported { .. } => 2,
+        Error::DirectUnsupported { .. } => 3,
+        Error::Misaligned { .. } => 4,
+        Error::BufferTooSmall { .. } => 5,
+        Error::TooLarge { .. } => 6,
+        Error::OffsetTooLarge { .. } => 7,
+        Error::QueueFull { .. } => 8,
+        Error::Read { .. } => 9,
+        Error::UnexpectedEof { .. } => 10,
+        Error::BackendUnavailable { .. } => 11,
+        Error::Kernel { .. } => 12,
+        Error::Config(_) => 13,
+        Error::Closed(_) => 14,
+        Error::BadPosition { .. } => 15,
+    }]
+}
+
+/// One error of every variant (and of every [`ConfigError`], and a
+/// kernel answer with and without an errno), each with its variant's
+/// name: what the front ends' tests walk to check that every error
+/// reaches their callers with the errno [`Error::errno`] decides.
+#[doc(hidden)]
+pub fn samples() -> Vec<(&'static str, Error)> {
+    use crate::setting::BackendKind;
+    let p = || PathBuf::from("/data/sample");
+    let os = io::Error::from_raw_os_error;
+    let all = vec![
+        Error::Open {
+            path: p(),
+            source: os(libc::ENOENT),
+        },
+        Error::Open {
+            path: p(),
+            source: io::Error::other("an answer without an errno"),
+        },
+        Error::IsDirectory { path: p() },
+        Error::Unsupported {
+            path: "/dev/null".into(),
+            kind: "character device",
+        },
+        Error::DirectUnsupported {
+            path: p(),
+            reason: "the filesystem answered EINVAL to O_DIRECT at open".into(),
+        },
+        Error::Misaligned {
+            path: p(),
             offset: 4097,
             len: 4096,
             offset_align: 512,
             mem_align: 512,
-        };
-        let s = e.to_string();
-        assert!(s.contains("offset 4097"), "{s}");
-        assert!(s.contains("4096 bytes"), "{s}");
-        assert!(s.contains("multiples of 512"), "{s}");
-        let io: io::Error = e.into();
-        assert_eq!(io.kind(), io::ErrorKind::InvalidInput);
+        },
+        Error::BufferTooSmall {
+            len: 8192,
+            capacity: 4096,
+        },
+        Error::TooLarge {
+            len: 1 << 40,
+            max: 0x7fff_f000,
+        },
+        Error::OffsetTooLarge {
+            offset: u64::MAX,
+            len: 4096,
+        },
+        Error::QueueFull { depth: 4 },
+        Error::Read {
+            path: p(),
+            offset: 0,
+            len: 4096,
+            source: os(libc::EIO),
+        },
+        Error::UnexpectedEof {
+            path: p(),
+            offset: 0,
+            len: 4096,
+            got: 100,
+        },
+        Error::BadPosition {
+            path: p(),
+            asked: "seek to End(-10) from position 3 of a 5-byte file".into(),
+        },
+        Error::BackendUnavailable {
+            backend: BackendChoice::Exactly(BackendKind::Uring),
+            reason: "io_uring_setup answered EPERM: blocked by a seccomp filter".into(),
+        },
+        Error::BackendUnavailable {
+            backend: BackendChoice::Exactly(BackendKind::Pool),
+            reason: "cannot start worker threads".into(),
+        },
+        Error::Kernel {
+            what: "io_uring_enter",
+            source: os(libc::ENOMEM),
+        },
+        ConfigError::Depth {
+            depth: 100_000,
+            max: 16_384,
+        }
+        .into(),
+        ConfigError::PoolWorkers {
+            workers: 0,
+            max: 1024,
+        }
+        .into(),
+        ConfigError::CompletionFdLate { in_flight: 3 }.into(),
+        ConfigError::FixedBuffers {
+            count: 0,
+            size: 4096,
+        }
+        .into(),
+        Error::Closed(
+            "cannot read /data/sample: the engine it was opened with has been dropped".into(),
+        ),
+    ];
+    all.into_iter().map(|e| (variant(&e), e)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The decided errno and kind of every sample: a change here is a
+    /// change of the ABI (C), of the exceptions (Python) and of the kinds
+    /// (Rust), so it must be made on purpose.
+    #[test]
+    fn every_error_has_its_decided_errno_and_kind() {
+        use io::ErrorKind as K;
+        // std's kind for EIO from the OS (Uncategorized, which cannot be
+        // named outside std).
+        let eio = io::Error::from_raw_os_error(libc::EIO).kind();
+        let want: &[(&str, i32, K)] = &[
+            ("Open", libc::ENOENT, K::NotFound),
+            ("Open", libc::EIO, K::Other),
+            ("IsDirectory", libc::EISDIR, K::IsADirectory),
+            ("Unsupported", libc::ESPIPE, K::NotSeekable),
+            ("DirectUnsupported", libc::EOPNOTSUPP, K::Unsupported),
+            ("Misaligned", libc::EINVAL, K::InvalidInput),
+            ("BufferTooSmall", libc::EINVAL, K::InvalidInput),
+            ("TooLarge", libc::EINVAL, K::InvalidInput),
+            ("OffsetTooLarge", libc::EINVAL, K::InvalidInput),
+            ("QueueFull", libc::EBUSY, K::ResourceBusy),
+            ("Read", libc::EIO, eio),
+            ("UnexpectedEof", libc::ENODATA, K::UnexpectedEof),
+            ("BadPosition", libc::EINVAL, K::InvalidInput),
+            ("BackendUnavailable", libc::EOPNOTSUPP, K::Unsupported),
+            ("BackendUnavailable", libc::EOPNOTSUPP, K::Unsupported),
+            ("Kernel", libc::ENOMEM, K::OutOfMemory),
+            ("Config", libc::EINVAL, K::InvalidInput),
+            ("Config", libc::EINVAL, K::InvalidInput),
+            ("Config", libc::EINVAL, K::InvalidInput),
+            ("Config", libc::EINVAL, K::InvalidInput),
+            ("Closed", libc::EPIPE, K::BrokenPipe),
+        ];
+        let got: Vec<(&str, i32, K)> = samples()
+            .iter()
+            .map(|(name, e)| (*name, e.errno(), e.kind()))
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]
-    fn open_error_keeps_errno_and_hints() {
-        let e = Error::Open {
-            path: "/nope".into(),
-            source: io::Error::from_raw_os_error(libc::ENOENT),
-        };
-        assert_eq!(e.raw_os_error(), Some(libc::ENOENT));
-        assert!(e.to_string().contains("check the path"));
-        let io: io::Error = e.into();
-        assert_eq!(io.kind(), io::ErrorKind::NotFound);
+    fn samples_cover_every_variant() {
+        let named: BTreeSet<&str> = samples().iter().map(|(n, _)| *n).collect();
+        let all: BTreeSet<&str> = VARIANTS.into_iter().collect();
+        assert_eq!(named, all, "every variant needs a sample in samples()");
+    }
+
+    /// The Rust front end: the io::Error an Error becomes has the kind
+    /// derived from the errno, and the errno is found again in it.
+    #[test]
+    fn io_errors_carry_the_same_errno() {
+        for (name, e) in samples() {
+            let (errno, kind) = (e.errno(), e.kind());
+            let io: io::Error = e.into();
+            assert_eq!(io.kind(), kind, "{name}");
+            assert_eq!(Error::errno_in(&io), Some(errno), "{name}");
+            if name != "UnexpectedEof" && !(name == "Open" && errno == libc::EIO) {
+                assert_eq!(kind, kind_of_errno(errno), "{name}: kind not derived");
+            }
+        }
+        let plain = io::Error::from_raw_os_error(libc::EAGAIN);
+        assert_eq!(Error::errno_in(&plain), Some(libc::EAGAIN));
     }
 }

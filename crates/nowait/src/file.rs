@@ -12,22 +12,9 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::rwf_nowait::{Answer, Attempt, CacheTry, NowaitFile, NowaitMode, NowaitState, Outcome};
+pub use crate::setting::Direct;
 use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
 use crate::sys::{self, sysfs, DioAlign};
-
-/// Whether reads bypass the page cache with `O_DIRECT`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Direct {
-    /// Buffered reads through the page cache.
-    #[default]
-    Off,
-    /// `O_DIRECT`, strictly: opening fails where the filesystem refuses it,
-    /// and an unaligned read is refused with [`Error::Misaligned`].
-    On,
-    /// `O_DIRECT` where the filesystem allows it, buffered otherwise; an
-    /// unaligned read is bounced through an aligned buffer covering its range.
-    Auto,
-}
 
 /// What kind of object the file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,7 +246,7 @@ impl File {
         let path = path.as_ref();
         let mut buffered_reason = None;
         let want_direct = direct != Direct::Off;
-        let mut file = match open_raw(path, want_direct) {
+        let file = match open_raw(path, want_direct) {
             Ok(f) => f,
             // EINVAL at open with O_DIRECT: the filesystem has no direct I/O.
             Err(e) if want_direct && e.raw_os_error() == Some(libc::EINVAL) => {
@@ -298,7 +285,35 @@ impl File {
             }
         };
         let opened_direct = want_direct && buffered_reason.is_none();
+        File::opened(file, path, direct, opened_direct, buffered_reason)
+    }
 
+    /// Read an already open `std::fs::File` (as `tokio::fs::File::from_std`
+    /// takes one), learning what [`File::open`] learns at open from the
+    /// descriptor: `O_DIRECT` from `fcntl(F_GETFL)` (a direct descriptor is
+    /// treated as [`Direct::Auto`]), the path for messages from
+    /// `/proc/self/fd`. Reads never use or move the descriptor's file
+    /// position.
+    pub fn from_std(file: fs::File) -> Result<File> {
+        let fd = file.as_raw_fd();
+        let path = fs::read_link(format!("/proc/self/fd/{fd}"))
+            .unwrap_or_else(|_| PathBuf::from(format!("(file descriptor {fd})")));
+        let direct = sys::is_direct(file.as_fd()).map_err(|source| Error::Open {
+            path: path.clone(),
+            source,
+        })?;
+        let mode = if direct { Direct::Auto } else { Direct::Off };
+        File::opened(file, &path, mode, direct, None)
+    }
+
+    /// What [`File::open`] and [`File::from_std`] learn from an open descriptor.
+    fn opened(
+        mut file: fs::File,
+        path: &Path,
+        direct: Direct,
+        opened_direct: bool,
+        mut buffered_reason: Option<String>,
+    ) -> Result<File> {
         let meta = file.metadata().map_err(|source| Error::Open {
             path: path.into(),
             source,

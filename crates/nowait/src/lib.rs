@@ -68,6 +68,15 @@
 //! [`pattern`] (the verifiable data pattern). Under them a private system
 //! layer makes every system call. The layers and why they point one way:
 //! docs/ARCHITECTURE.md.
+//!
+//! Errors: one model for every front end. Each [`Error`] has one errno
+//! ([`Error::errno`]): the C API returns its negation, the Python package
+//! raises it, and the [`std::io::Error`] it converts into has the kind
+//! derived from it ([`Error::kind`]; [`Error::errno_in`] finds it again).
+//! Its message says what was asked, what failed and what to do in words
+//! that hold everywhere; a front end spells the settings a message names
+//! its own way (a C constant, a Python keyword, a CLI flag) through a
+//! [`Vocabulary`] ([`Error::message`]).
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -77,7 +86,9 @@ mod buf;
 pub mod engine;
 mod error;
 mod file;
+pub mod fs;
 mod future;
+mod message;
 mod notify;
 mod ops;
 pub mod pattern;
@@ -89,24 +100,29 @@ mod reactor;
 mod registry;
 mod ring;
 pub mod rwf_nowait;
+mod setting;
 mod stats;
 mod sys;
 
 pub use backend::ladder::{BackendReason, BackendReport, Skipped};
 pub use backend::uring::IoPoll;
-pub use backend::{BackendChoice, BackendKind, BackendStats, SubmitPolicy, MAX_READ};
+pub use backend::{BackendStats, SubmitPolicy, MAX_READ};
 pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
 pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
 };
+#[doc(hidden)]
+pub use error::samples as error_samples;
 pub use error::{ConfigError, Error, Result};
-pub use file::{AlignSource, DioAlignment, Direct, File, FileKind, MemoryBacking};
+pub use file::{AlignSource, DioAlignment, File, FileKind, MemoryBacking};
 pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
+pub use message::{errno_text, Message, PlainWords, Vocabulary};
 pub use queue::{
     Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH, SMALL_READ_MAX,
 };
 pub use rwf_nowait::{CacheTry, CacheTryCounts, NowaitMode, NowaitOff, NowaitState, NowaitStats};
+pub use setting::{BackendChoice, BackendKind, Direct, Setting};
 
 // `File::try_read_cached` (file.rs, below the backends) bounds its reads
 // with its own copy of the backends' limit.

@@ -532,7 +532,7 @@ impl fmt::Display for FileReport {
             Some(p) => writeln!(f, "  direct read   -> {p}"),
             None => writeln!(
                 f,
-                "  direct read   -> not possible; Direct::Auto reads buffered"
+                "  direct read   -> not possible; direct mode auto reads buffered"
             ),
         }
     }

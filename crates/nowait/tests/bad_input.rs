@@ -192,7 +192,7 @@ fn unaligned_strict_direct_read_is_refused_with_the_numbers() {
             "{msg}"
         );
         assert!(
-            msg.contains("Direct::Auto"),
+            msg.contains("direct mode auto"),
             "the message says what to do: {msg}"
         );
         assert_eq!(b.capacity(), 4096, "buffer handed back");

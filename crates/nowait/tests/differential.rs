@@ -6,8 +6,9 @@
 //! every public way of reading — `push`/`submit`/`reap` with blocking
 //! `read_at`/`read_exact_at` interleaved while reads are in flight, the
 //! async engine (`read_at`, `read_exact_at`, `read_many`) on tokio's
-//! current-thread and multi-thread runtimes, `BlockingFile` and `block_on`
-//! — on every backend, with `Direct::Off`, `Auto` and `On`, on the temp
+//! current-thread and multi-thread runtimes, `BlockingFile` and `block_on`,
+//! `nowait::fs::read_ranges` and the `AsyncRead`/`AsyncSeek` file — on
+//! every backend, with `Direct::Off`, `Auto` and `On`, on the temp
 //! directory's filesystem and on tmpfs. Each result is compared length for
 //! length and byte for byte with what `pread(2)` returns for the same range
 //! (a strict `Direct::On` read that breaks the alignment rules must be
@@ -727,5 +728,87 @@ fn differential_blocking() {
         });
         drop(file);
         drop(engine);
+    });
+}
+
+/// `nowait::fs`: `read_ranges` with random ranges (inside the file,
+/// straddling its end, past it; merged, split and budgeted three ways),
+/// and the `AsyncRead`/`AsyncSeek` file read whole and read after random
+/// seeks, on tokio's multi-thread runtime; every byte against `pread`.
+#[cfg(feature = "tokio")]
+#[test]
+fn differential_fs() {
+    use nowait::fs::RangeOptions;
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    each_case("differential_fs", |case, p| {
+        let mut rng = Rng::from_seed(case.seed);
+        let Some(engine) = engine_for(&case, &mut rng) else {
+            return;
+        };
+        let mut f = match nowait::fs::File::options()
+            .engine(&engine)
+            .direct(case.direct)
+            .readahead(1 << (17 + rng.below(6)))
+            .open_now(&case.path)
+        {
+            Ok(f) => f,
+            Err(e) => return common::skip(&case.name, &format!("cannot open: {e}")),
+        };
+        let want = |r: &std::ops::Range<u64>| -> &[u8] {
+            let len = case.reference.len() as u64;
+            &case.reference[r.start.min(len) as usize..r.end.min(len) as usize]
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let opts = [
+                RangeOptions::default(),
+                RangeOptions::default().gap(0).piece(4096).budget(1 << 16),
+                RangeOptions::default()
+                    .gap(1 + rng.below(1 << 20))
+                    .piece(1 + rng.below(1 << 21) as usize),
+            ];
+            for o in &opts {
+                let n = 1 + rng.below(48) as usize;
+                let ranges: Vec<_> = plan(&mut rng, n, Direct::Off, 1)
+                    .into_iter()
+                    .map(|r| r.offset..r.offset + r.len as u64)
+                    .collect();
+                p.step(|| format!("read_ranges {o:?}: {} ranges", ranges.len()));
+                let got = nowait::fs::read_ranges_with(&f, &ranges, o).await.unwrap();
+                for (r, b) in ranges.iter().zip(&got) {
+                    assert!(&b[..] == want(r), "{}: read_ranges {r:?} {o:?}", case.name);
+                }
+            }
+            p.step(|| "read_to_end".into());
+            let mut all = Vec::new();
+            f.read_to_end(&mut all).await.unwrap();
+            assert!(all == *case.reference, "{}: read_to_end", case.name);
+            for i in 0..24 {
+                let at = rng.below(SIZE + 1000);
+                let shift = rng.below(21);
+                let len = 1 + rng.below(1 << shift) as usize;
+                p.step(|| format!("seek {i} to {at}, read {len}"));
+                assert_eq!(f.seek(std::io::SeekFrom::Start(at)).await.unwrap(), at);
+                let mut b = vec![0u8; len];
+                let mut n = 0;
+                while n < len {
+                    let k = f.read(&mut b[n..]).await.unwrap();
+                    if k == 0 {
+                        break;
+                    }
+                    n += k;
+                }
+                let r = at..at + len as u64;
+                assert!(
+                    &b[..n] == want(&r),
+                    "{}: read {len} after seek to {at}",
+                    case.name
+                );
+            }
+        });
     });
 }

@@ -89,7 +89,7 @@ fn io_uring_blocked_by_seccomp_falls_back() {
             matches!(
                 e,
                 Error::BackendUnavailable {
-                    backend: "uring",
+                    backend: BackendChoice::Exactly(BackendKind::Uring),
                     ..
                 }
             ),
@@ -166,7 +166,13 @@ fn io_uring_blocked_by_seccomp_falls_back() {
             .build()
             .unwrap_err();
         assert!(
-            matches!(e, Error::BackendUnavailable { backend: "aio", .. }),
+            matches!(
+                e,
+                Error::BackendUnavailable {
+                    backend: BackendChoice::Exactly(BackendKind::Aio),
+                    ..
+                }
+            ),
             "{e:?}"
         );
         assert!(e.to_string().contains("aio-max-nr"), "{e}");

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod failure;
 #[cfg(test)]
 pub(crate) mod fio_check;
+pub mod flags;
 pub mod host;
 pub mod json;
 pub mod output;

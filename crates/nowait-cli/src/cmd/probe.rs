@@ -90,7 +90,7 @@ pub fn run(args: &[OsString]) -> i32 {
                 }
             }
             Err(e) => {
-                eprintln!("nowait probe: {e}");
+                eprintln!("nowait probe: {}", crate::base::flags::say(&e));
                 code = 1;
             }
         }

@@ -7,6 +7,7 @@ use std::path::Path;
 use nowait::{Direct, File};
 
 use crate::base::failure::{interrupted, Failure};
+use crate::base::flags::say;
 use crate::base::progress::Progress;
 use crate::base::sys::free_space;
 use crate::base::units::human_bytes;
@@ -161,12 +162,14 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
     }
     let direct = if job.direct { Direct::On } else { Direct::Off };
     let file = File::open(path, direct).map_err(|e| match e {
-        nowait::Error::DirectUnsupported { .. } => Failure::Usage(format!("--direct=1: {e}")),
-        _ => Failure::Runtime(format!("--filename={}: {e}", path.display())),
+        nowait::Error::DirectUnsupported { .. } => {
+            Failure::Usage(format!("--direct=1: {}", say(&e)))
+        }
+        _ => Failure::Runtime(format!("--filename={}: {}", path.display(), say(&e))),
     })?;
     let len = file
         .len()
-        .map_err(|e| Failure::Runtime(format!("--filename={}: {e}", path.display())))?;
+        .map_err(|e| Failure::Runtime(format!("--filename={}: {}", path.display(), say(&e))))?;
     let size = match job.size {
         Some(Size::Percent(p)) => len * p / 100,
         Some(Size::Bytes(s)) if s > len => {

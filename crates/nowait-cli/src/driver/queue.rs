@@ -11,6 +11,7 @@ use nowait::{BackendChoice, BackendKind, Buf, File, IoPoll, Queue, PAGE};
 use crate::driver::engine::Engine;
 
 use crate::base::failure::Failure;
+use crate::base::flags::say;
 use crate::model::job::Job;
 
 /// The queue a job asks for: backend, depth and every engine option.
@@ -55,12 +56,13 @@ pub fn build_queue(job: &Job, depth: usize) -> Result<Queue, Failure> {
         } else {
             format!("--ioengine={}", job.engine_name())
         };
+        // The message names the flag at fault in the command's words.
         match e {
-            nowait::Error::Config(m) => Failure::Usage(format!("{flag}: {m}")),
-            e @ nowait::Error::BackendUnavailable { .. } => {
-                Failure::Unavailable(format!("{flag}: {e}"))
+            nowait::Error::Config(_) => Failure::Usage(say(&e)),
+            nowait::Error::BackendUnavailable { .. } => {
+                Failure::Unavailable(format!("{flag}: {}", say(&e)))
             }
-            e => Failure::Runtime(format!("{flag}: {e}")),
+            e => Failure::Runtime(format!("{flag}: {}", say(&e))),
         }
     })
 }

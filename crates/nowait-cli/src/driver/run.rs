@@ -50,6 +50,7 @@ use std::time::{Duration, Instant};
 use nowait::{BackendReport, Buf, Completion, File};
 
 use crate::base::failure::{interrupted, Failure};
+use crate::base::flags::say;
 use crate::base::json::Second;
 use crate::base::progress::Progress;
 use crate::base::sys::Rusage;
@@ -231,9 +232,8 @@ impl Unit {
         if sampled {
             for u in &mut units {
                 let job = threads[u.first].job;
-                u.sampler = Some(
-                    Sampler::new(job, u.n).map_err(|e| log_failure("write_bw_log", e))?,
-                );
+                u.sampler =
+                    Some(Sampler::new(job, u.n).map_err(|e| log_failure("write_bw_log", e))?);
                 u.steady = steady_units(job, u.first, u.n);
             }
         }
@@ -461,10 +461,7 @@ pub fn drive<R: Reads>(
             }
         }
         for (st, members) in &u.steady {
-            reports.push((
-                st.report(u.ss_dur),
-                *members.last().expect("a member"),
-            ));
+            reports.push((st.report(u.ss_dur), *members.last().expect("a member")));
         }
     }
 
@@ -718,7 +715,7 @@ impl<'a> Worker<'a> {
         let engine = job.engine_name();
 
         let fail = |what: &str, e: nowait::Error| {
-            Failure::Runtime(format!("--ioengine={engine}: {what} failed: {e}"))
+            Failure::Runtime(format!("--ioengine={engine}: {what} failed: {}", say(&e)))
         };
         // Hand the batch to the kernel (unless the reap carries it) and account
         // for it ([`Stamps::submitted`]): `slat` from each read's push to the
@@ -765,7 +762,7 @@ impl<'a> Worker<'a> {
                     let (f, offset, len) = slot[id];
                     let n = c
                         .result
-                        .map_err(|e| Failure::Runtime(format!("--ioengine={engine}: {e}")))?;
+                        .map_err(|e| Failure::Runtime(format!("--ioengine={engine}: {}", say(&e))))?;
                     // A read RWF_NOWAIT cut short (pvsync2 nowait=1) counts
                     // what it read, as fio's resid does.
                     if n != len && !(job.rwf_nowait && n > 0) {

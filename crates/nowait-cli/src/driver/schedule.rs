@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use nowait::File;
 
 use crate::base::failure::{interrupted, Failure};
+use crate::base::flags::say;
 use crate::base::units::human_bytes;
 use crate::driver::cache::fadvise_access;
 use crate::driver::engine::{open_for, reads_files};
@@ -166,9 +167,9 @@ pub fn run(threads: &[Job]) -> Result<Vec<Outcome>, Failure> {
             for f in &p.files {
                 let file = open_for(j, &f.name).map_err(|e| match e {
                     nowait::Error::DirectUnsupported { .. } => {
-                        Failure::Usage(format!("job {}: direct=1: {e}", j.name))
+                        Failure::Usage(format!("job {}: direct=1: {}", j.name, say(&e)))
                     }
-                    e => Failure::Runtime(format!("job {}: {e}", j.name)),
+                    e => Failure::Runtime(format!("job {}: {}", j.name, say(&e))),
                 })?;
                 if j.direct && j.bs % u64::from(file.dio_align().offset) != 0 {
                     let a = u64::from(file.dio_align().offset);

@@ -54,7 +54,10 @@ pub fn submission_trial(path: &Path, direct: bool) -> Option<String> {
         }
         for c in done.drain(..) {
             if let Err(e) = c.result {
-                return Some(format!("not measured (a read failed: {e})"));
+                return Some(format!(
+                    "not measured (a read failed: {})",
+                    crate::base::flags::say(&e)
+                ));
             }
             bufs.push(c.buf);
         }

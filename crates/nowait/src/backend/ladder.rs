@@ -125,17 +125,6 @@ fn build_one(
     }
 }
 
-/// What to suggest when the backend asked for is unavailable.
-fn fallback_hint(kind: BackendKind) -> &'static str {
-    match kind {
-        BackendKind::Uring => "use --ioengine pool (or BackendChoice::Auto) to fall back",
-        BackendKind::Aio => "use --ioengine uring or pool",
-        BackendKind::AioPool => "use --ioengine pool (or BackendChoice::Auto) to fall back",
-        BackendKind::Pool => "use --ioengine sync to read on the calling thread",
-        BackendKind::Sync => "",
-    }
-}
-
 /// The ladder `BackendChoice::Auto` walks: the first that can be set up
 /// wins. Below io_uring, direct files go to native AIO and buffered files
 /// to the pool (`aio+pool`); if AIO cannot be set up, everything goes to
@@ -174,9 +163,11 @@ pub(crate) fn make_backend(
                 let r = report(kind, BackendReason::AskedFor, b.as_ref());
                 Ok((b, r))
             }
+            // The message adds the backends to ask for instead, in the
+            // words of the front end that renders it.
             Err(reason) => Err(Error::BackendUnavailable {
-                backend: kind.as_str(),
-                reason: format!("{reason}; {}", fallback_hint(kind)),
+                backend: choice,
+                reason,
             }),
         },
         BackendChoice::Auto => {
@@ -196,7 +187,7 @@ pub(crate) fn make_backend(
                 }
             }
             Err(Error::BackendUnavailable {
-                backend: "sync",
+                backend: BackendChoice::Auto,
                 reason: skipped
                     .iter()
                     .map(|s| format!("from {}: {}", s.kind, s.why))

@@ -80,6 +80,17 @@ impl Queue {
         Ok(n.efd.as_fd())
     }
 
+    /// Make the completion fd readable, if one was asked for: for a front
+    /// end that keeps completions of its own, reaped from this queue but
+    /// not yet handed to its caller (the C API keeps those that did not fit
+    /// the caller's array), so its event loop comes back for them. A
+    /// wake-up is a hint: an extra one costs a reap that finds nothing.
+    pub fn signal_completion_fd(&self) {
+        if let Some(n) = &self.notify {
+            n.efd.signal();
+        }
+    }
+
     /// With a completion fd: signal it when results are waiting that no
     /// backend will signal (finished inline, or owed by a backend that
     /// cannot signal).

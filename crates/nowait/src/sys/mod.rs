@@ -138,6 +138,11 @@ pub(crate) fn clear_nonblock(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether the descriptor was opened with `O_DIRECT` (`fcntl(F_GETFL)`).
+pub(crate) fn is_direct(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    Ok(rustix::fs::fcntl_getfl(fd)?.contains(rustix::fs::OFlags::DIRECT))
+}
+
 /// The filesystem magic number (`f_type`) from `fstatfs(2)`.
 pub(crate) fn fs_magic(fd: BorrowedFd<'_>) -> io::Result<i64> {
     let st = rustix::fs::fstatfs(fd)?;

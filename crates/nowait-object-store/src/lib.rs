@@ -1,0 +1,43 @@
+//! # nowait-object-store — local files as an `object_store`, read through nowait
+//!
+//! [`NowaitStore`] is an [`object_store::ObjectStore`] for local files, a
+//! drop-in for [`object_store::local::LocalFileSystem`]: `get`,
+//! `get_range`, `get_ranges`, `head` and `get_opts` read through the
+//! nowait engine (io_uring, `RWF_NOWAIT` page-cache-first reads, a ring per
+//! thread: no thread hop per read, and every range of a `get_ranges` call
+//! in flight at once); writes, lists, copies, renames and deletes are
+//! `LocalFileSystem`'s. Anything that reads through `object_store` —
+//! arrow-rs's Parquet reader (`ParquetObjectReader`), DataFusion — reads
+//! through nowait with it.
+//!
+//! ```
+//! use object_store::{path::Path, ObjectStore, ObjectStoreExt};
+//! use nowait_object_store::NowaitStore;
+//! # let dir = tempfile::tempdir()?;
+//! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! rt.block_on(async {
+//!     let store = NowaitStore::new_with_prefix(dir.path())?;
+//!     let at = Path::from("data/blob");
+//!     store.put(&at, vec![7u8; 1 << 20].into()).await?;       // LocalFileSystem's put
+//!     let whole = store.get(&at).await?.bytes().await?;        // read through nowait
+//!     assert_eq!(whole.len(), 1 << 20);
+//!     let parts = store.get_ranges(&at, &[0..10, 4096..8192]).await?; // both in flight at once
+//!     assert_eq!(parts[1].len(), 4096);
+//!     assert_eq!(store.head(&at).await?.size, 1 << 20);
+//!     Ok::<_, object_store::Error>(())
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! With the feature `parquet`, [`parquet::NowaitParquetReader`] is an
+//! arrow-rs `AsyncFileReader` over a nowait file: a row group's column
+//! chunks are fetched in one batch, and the next row group's can be
+//! fetched while the current one decodes.
+#![deny(unsafe_code)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "parquet")]
+pub mod parquet;
+mod store;
+
+pub use store::{NowaitStore, GET_PIECE};

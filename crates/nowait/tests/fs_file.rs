@@ -1,0 +1,476 @@
+//! `nowait::fs::File`: the `AsyncRead`/`AsyncBufRead`/`AsyncSeek` file of
+//! tokio and futures-io, its readahead window, positional reads into
+//! borrowed and owned buffers, and `read_ranges` — every byte checked
+//! against the pattern, every body under a watchdog.
+#![cfg(all(feature = "tokio", feature = "futures-io"))]
+
+mod common;
+
+use std::io::SeekFrom;
+use std::path::Path;
+use std::time::Duration;
+
+use common::Rng;
+use nowait::fs::{File, RangeOptions};
+use nowait::{Direct, Engine};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncSeekExt};
+
+const STALL: Duration = Duration::from_secs(20);
+
+fn rt_current() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn rt_multi() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// The pattern's bytes from `offset`, `len` of them.
+fn expected(offset: u64, len: usize) -> Vec<u8> {
+    let mut v = vec![0u8; len];
+    nowait::pattern::fill(offset, &mut v);
+    v
+}
+
+/// A directory on a filesystem that takes O_DIRECT (skipped loudly when
+/// none does) and one for buffered files.
+fn dirs() -> Vec<(tempfile::TempDir, Direct)> {
+    let mut v = vec![(tempfile::tempdir().unwrap(), Direct::Off)];
+    match common::direct_dir() {
+        Ok(d) => v.push((d, Direct::On)),
+        Err(why) => common::skip("fs_file direct", &why),
+    }
+    match common::direct_dir() {
+        Ok(d) => v.push((d, Direct::Auto)),
+        Err(why) => common::skip("fs_file direct", &why),
+    }
+    v
+}
+
+/// Wait until the engine has nothing in flight, abandoned reads included.
+fn settle(engine: &Engine) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let s = engine.stats();
+        if s.in_flight == 0 && s.abandoned == 0 {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{s:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn open(engine: &Engine, path: &Path, direct: Direct, readahead: usize) -> File {
+    File::options()
+        .engine(engine)
+        .direct(direct)
+        .readahead(readahead)
+        .open_now(path)
+        .unwrap()
+}
+
+/// `read_to_end` returns the whole file, on both tokio runtimes, buffered
+/// and O_DIRECT, for sizes around the chunk and alignment boundaries; the
+/// window grows while the reader stays sequential and never past its limit.
+#[test]
+fn read_to_end_returns_every_byte() {
+    common::watchdog("read_to_end", STALL, |p| {
+        let engine = Engine::new().unwrap();
+        for (dir, direct) in dirs() {
+            for size in [0u64, 1, 4095, 4096, (1 << 20) + 7, 20 << 20] {
+                let path = common::pattern_file(dir.path(), &format!("f{size}"), size);
+                for rt in [rt_current(), rt_multi()] {
+                    p.step(|| format!("{direct:?} size {size}"));
+                    let mut f = open(&engine, &path, direct, 4 << 20);
+                    let all = rt.block_on(async {
+                        let mut all = Vec::new();
+                        f.read_to_end(&mut all).await.unwrap();
+                        all
+                    });
+                    assert_eq!(all.len() as u64, size, "{direct:?}");
+                    nowait::pattern::check(0, &all).unwrap();
+                    assert!(f.readahead_now() <= 4 << 20);
+                    if size >= 20 << 20 {
+                        assert_eq!(f.readahead_now(), 4 << 20, "the window grew to its limit");
+                    }
+                }
+            }
+        }
+        settle(&engine);
+    });
+}
+
+/// tokio's `BufReader` over the file with odd buffer and read sizes, and
+/// `tokio::io::copy` into a sink, see the same bytes as the file.
+#[test]
+fn bufreader_and_copy_see_the_file() {
+    common::watchdog("bufreader", STALL, |p| {
+        let dir = tempfile::tempdir().unwrap();
+        let size = (3 << 20) + 333;
+        let path = common::pattern_file(dir.path(), "f", size);
+        let engine = Engine::new().unwrap();
+        let mut rng = Rng::from_env("bufreader_and_copy_see_the_file");
+        rt_multi().block_on(async {
+            let f = open(&engine, &path, Direct::Off, 1 << 20);
+            let mut r = tokio::io::BufReader::with_capacity(1000, f);
+            let mut at = 0u64;
+            while at < size {
+                let want = (1 + rng.below(70_000) as usize).min((size - at) as usize);
+                let mut b = vec![0u8; want];
+                r.read_exact(&mut b).await.unwrap();
+                nowait::pattern::check(at, &b).unwrap();
+                at += want as u64;
+                p.tick();
+            }
+            assert!(r.fill_buf().await.unwrap().is_empty(), "end of file");
+
+            let mut f = open(&engine, &path, Direct::Off, 1 << 20);
+            let mut out = Vec::new();
+            let n = tokio::io::copy(&mut f, &mut out).await.unwrap();
+            assert_eq!(n, size);
+            nowait::pattern::check(0, &out).unwrap();
+            // The buffered traits hand out the window's own bytes.
+            let mut f = open(&engine, &path, Direct::Off, 1 << 20);
+            f.seek(SeekFrom::Start(10)).await.unwrap();
+            let mut out = Vec::new();
+            tokio::io::copy_buf(&mut f, &mut out).await.unwrap();
+            nowait::pattern::check(10, &out).unwrap();
+        });
+    });
+}
+
+/// Seeded seeks (Start, Current back and forth, End, past the end) mixed
+/// with reads of random sizes match `pread` of the same file; a seek before
+/// 0 is an InvalidInput error that leaves the cursor; `stream_position`
+/// does not drop the window.
+#[test]
+fn seeks_and_reads_match_pread() {
+    common::watchdog("seeks", STALL, |p| {
+        let engine = Engine::new().unwrap();
+        let mut rng = Rng::from_env("seeks_and_reads_match_pread");
+        for (dir, direct) in dirs() {
+            let size = (6 << 20) + 5;
+            let path = common::pattern_file(dir.path(), "f", size);
+            let mut f = open(&engine, &path, direct, 2 << 20);
+            let rt = rt_current();
+            rt.block_on(async {
+                let mut pos = 0u64;
+                for i in 0..300 {
+                    p.step(|| format!("{direct:?} step {i} at {pos}"));
+                    let to = match rng.below(6) {
+                        0 => SeekFrom::Start(rng.below(size + 10_000)),
+                        1 => SeekFrom::Current(rng.below(300_000) as i64 - 150_000),
+                        2 => SeekFrom::End(-(rng.below(100_000) as i64)),
+                        3 => SeekFrom::Current(rng.below(3_000_000) as i64),
+                        _ => SeekFrom::Current(0),
+                    };
+                    let want = match to {
+                        SeekFrom::Start(n) => Some(n),
+                        SeekFrom::Current(d) => pos.checked_add_signed(d),
+                        SeekFrom::End(d) => size.checked_add_signed(d),
+                    };
+                    let got = f.seek(to).await;
+                    match want {
+                        Some(w) => {
+                            assert_eq!(got.unwrap(), w, "{to:?}");
+                            pos = w;
+                        }
+                        None => {
+                            let e = got.unwrap_err();
+                            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+                            assert!(
+                                e.to_string().contains("seek to End(")
+                                    || e.to_string().contains("seek to Current("),
+                                "{e}"
+                            );
+                            assert_eq!(f.stream_position().await.unwrap(), pos);
+                        }
+                    }
+                    let len = rng.below(200_000) as usize;
+                    let mut b = vec![0u8; len];
+                    let mut got = 0;
+                    while got < len {
+                        let n = f.read(&mut b[got..]).await.unwrap();
+                        if n == 0 {
+                            break;
+                        }
+                        got += n;
+                    }
+                    let avail = size.saturating_sub(pos).min(len as u64) as usize;
+                    assert_eq!(got, avail, "{direct:?} read {len} at {pos}");
+                    assert_eq!(b[..got], expected(pos, got)[..], "at {pos}");
+                    pos += got as u64;
+                }
+                // A grown window survives `stream_position` (a seek to
+                // where the cursor is).
+                f.seek(SeekFrom::Start(0)).await.unwrap();
+                let mut b = vec![0u8; 3 << 20];
+                f.read_exact(&mut b).await.unwrap();
+                let grown = f.readahead_now();
+                assert!(grown > nowait::fs::readahead::INITIAL_BYTES, "{grown}");
+                assert_eq!(f.stream_position().await.unwrap(), 3 << 20);
+                assert_eq!(f.readahead_now(), grown);
+            });
+        }
+        settle(&engine);
+    });
+}
+
+/// Seeks that drop windows with reads in flight on a file whose cache was
+/// dropped: the reads still verify, and every abandoned read is reclaimed.
+#[test]
+fn a_seek_drops_reads_in_flight_safely() {
+    common::watchdog("seek cancels", STALL, |p| {
+        let Ok(dir) = tempfile::tempdir_in("/var/tmp") else {
+            return common::skip("a_seek_drops_reads_in_flight_safely", "no /var/tmp");
+        };
+        let size = 64u64 << 20;
+        let path = common::pattern_file(dir.path(), "f", size);
+        let engine = Engine::new().unwrap();
+        let mut rng = Rng::from_env("a_seek_drops_reads_in_flight_safely");
+        for rt in [rt_current(), rt_multi()] {
+            let mut f = open(&engine, &path, Direct::Off, 8 << 20);
+            f.engine_file().file().drop_cache().unwrap();
+            rt.block_on(async {
+                for i in 0..60 {
+                    p.step(|| format!("step {i}"));
+                    let at = rng.below(size - 8192);
+                    f.seek(SeekFrom::Start(at)).await.unwrap();
+                    let mut b = vec![0u8; 8192];
+                    f.read_exact(&mut b).await.unwrap();
+                    assert_eq!(b, expected(at, 8192));
+                    if i % 10 == 0 {
+                        f.engine_file().file().drop_cache().unwrap();
+                    }
+                }
+            });
+            drop(f);
+        }
+        settle(&engine);
+        // The seeks really dropped reads the kernel still had.
+        assert!(engine.stats().reclaimed > 0, "{:?}", engine.stats());
+    });
+}
+
+/// The futures-io traits, under smol: read_to_end, seek, BufReader lines.
+#[test]
+fn futures_io_traits_under_smol() {
+    futures_io_smol::run();
+}
+
+mod futures_io_smol {
+    use super::{common, expected, File, SeekFrom, STALL};
+    use smol::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncSeekExt as _};
+    use smol::stream::StreamExt as _;
+
+    pub fn run() {
+        common::watchdog("futures-io", STALL, |_| {
+            let dir = tempfile::tempdir().unwrap();
+            let size = (2 << 20) + 9;
+            let path = common::pattern_file(dir.path(), "f", size);
+            let text = dir.path().join("lines");
+            std::fs::write(&text, "one\ntwo\nthree").unwrap();
+            smol::block_on(async {
+                let mut f = File::open(&path).await.unwrap();
+                let mut all = Vec::new();
+                f.read_to_end(&mut all).await.unwrap();
+                assert_eq!(all.len() as u64, size);
+                nowait::pattern::check(0, &all).unwrap();
+                assert_eq!(f.seek(SeekFrom::End(-9)).await.unwrap(), size - 9);
+                let mut tail = Vec::new();
+                f.read_to_end(&mut tail).await.unwrap();
+                assert_eq!(tail, expected(size - 9, 9));
+                let lines: Vec<String> = smol::io::BufReader::new(File::open(&text).await.unwrap())
+                    .lines()
+                    .map(|l| l.unwrap())
+                    .collect()
+                    .await;
+                assert_eq!(lines, ["one", "two", "three"]);
+            });
+        });
+    }
+}
+
+/// Positional reads into borrowed slices and owned `Vec`/`BytesMut`
+/// buffers, cached and not, leave the cursor alone; `read_exact*` at end
+/// of file say so.
+#[test]
+fn positional_reads_into_caller_buffers() {
+    common::watchdog("positional", STALL, |p| {
+        let engine = Engine::new().unwrap();
+        for (dir, direct) in dirs() {
+            let size = (1 << 20) + 100;
+            let path = common::pattern_file(dir.path(), "f", size);
+            let f = open(&engine, &path, direct, 1 << 20);
+            rt_multi().block_on(async {
+                for cached in [true, false] {
+                    p.step(|| format!("{direct:?} cached {cached}"));
+                    if !cached {
+                        f.engine_file().file().drop_cache().unwrap();
+                    }
+                    let (off, len) = if direct == Direct::On {
+                        (8192, 65536)
+                    } else {
+                        (777, 70_001)
+                    };
+                    let mut b = vec![0u8; len];
+                    assert_eq!(f.read_at(&mut b, off).await.unwrap(), len);
+                    assert_eq!(b, expected(off, len));
+                    // Across the end: fewer (aligned for a strict direct file).
+                    let near = if direct == Direct::On {
+                        size / 4096 * 4096
+                    } else {
+                        size - 50
+                    };
+                    let mut b = vec![0u8; 8192];
+                    let n = f.read_at(&mut b, near).await.unwrap();
+                    assert_eq!(n as u64, size - near);
+                    assert_eq!(b[..n], expected(near, n)[..]);
+                    let e = f.read_exact_at(&mut b, near).await.unwrap_err();
+                    assert_eq!(e.kind(), std::io::ErrorKind::UnexpectedEof);
+                    assert!(e.to_string().contains("end of file"), "{e}");
+                    if direct == Direct::On {
+                        // A vector's memory is not aligned for O_DIRECT:
+                        // only `Direct::Auto` bounces it.
+                        continue;
+                    }
+                    // Owned buffers: appended after what they hold.
+                    let mut v = Vec::with_capacity(4096 + 4096);
+                    v.extend_from_slice(&[9u8; 4096]);
+                    let (n, v) = f.read_owned_at(v, 4096).await;
+                    assert_eq!(n.unwrap(), 4096);
+                    assert_eq!(v[..4096], [9u8; 4096]);
+                    assert_eq!(v[4096..], expected(4096, 4096)[..]);
+                    let mut bm = bytes::BytesMut::with_capacity(12288);
+                    bm.extend_from_slice(b"ab");
+                    let (r, bm) = f.read_exact_owned_at(bm, 0).await;
+                    r.unwrap();
+                    assert_eq!(&bm[..2], b"ab");
+                    assert_eq!(bm[2..], expected(0, bm.len() - 2)[..]);
+                    let (r, v) = f.read_exact_owned_at(Vec::with_capacity(16384), near).await;
+                    assert_eq!(r.unwrap_err().kind(), std::io::ErrorKind::UnexpectedEof);
+                    assert_eq!(v, expected(near, (size - near) as usize));
+                }
+            });
+            assert_eq!(f.position(), 0);
+        }
+    });
+}
+
+/// `from_std` starts at the descriptor's position and keeps its
+/// O_DIRECT flag; a file that grows after end of file is read on.
+#[test]
+fn from_std_and_a_growing_file() {
+    use std::io::{Seek, Write};
+    common::watchdog("from_std", STALL, |_| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = common::pattern_file(dir.path(), "f", 100_000);
+        let mut std_file = std::fs::File::open(&path).unwrap();
+        std_file.seek(SeekFrom::Start(1000)).unwrap();
+        let mut f = File::from_std(std_file).unwrap();
+        assert!(!f.engine_file().file().is_direct());
+        assert_eq!(f.engine_file().file().path(), path.canonicalize().unwrap());
+        rt_current().block_on(async {
+            let mut rest = Vec::new();
+            f.read_to_end(&mut rest).await.unwrap();
+            assert_eq!(rest, expected(1000, 99_000));
+            // The file grows: the next read sees the new bytes.
+            let mut w = std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .unwrap();
+            w.write_all(&expected(100_000, 5000)).unwrap();
+            let mut more = Vec::new();
+            f.read_to_end(&mut more).await.unwrap();
+            assert_eq!(more, expected(100_000, 5000));
+        });
+        if let Ok(d) = common::direct_dir() {
+            use std::os::unix::fs::OpenOptionsExt;
+            let path = common::pattern_file(d.path(), "g", 1 << 20);
+            let fd = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_DIRECT)
+                .open(&path)
+                .unwrap();
+            let mut f = File::from_std(fd).unwrap();
+            assert!(f.engine_file().file().is_direct());
+            let all = rt_current().block_on(async {
+                let mut all = Vec::new();
+                f.read_to_end(&mut all).await.unwrap();
+                all
+            });
+            nowait::pattern::check(0, &all).unwrap();
+            assert_eq!(all.len(), 1 << 20);
+        } else {
+            common::skip("fs_file direct", "no directory takes O_DIRECT");
+        }
+        let e = File::from_std(std::fs::File::open(dir.path()).unwrap()).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::IsADirectory, "{e}");
+    });
+}
+
+/// `read_ranges` returns each range's bytes in the caller's order, merged,
+/// split and budgeted any way, on buffered and O_DIRECT files; a range
+/// past the end is short or empty; a reversed range is an error naming it.
+#[test]
+fn read_ranges_in_the_callers_order() {
+    common::watchdog("read_ranges", STALL, |p| {
+        let engine = Engine::new().unwrap();
+        let mut rng = Rng::from_env("read_ranges_in_the_callers_order");
+        for (dir, direct) in dirs() {
+            let size = (9 << 20) + 3;
+            let path = common::pattern_file(dir.path(), "f", size);
+            let f = open(&engine, &path, direct, 1 << 20);
+            let opts = [
+                RangeOptions::default(),
+                RangeOptions::default().gap(0).piece(4096).budget(1),
+                RangeOptions::default()
+                    .gap(1 << 20)
+                    .piece(1 << 20)
+                    .budget(3 << 20),
+            ];
+            rt_multi().block_on(async {
+                for o in &opts {
+                    for round in 0..5 {
+                        p.step(|| format!("{direct:?} {o:?} round {round}"));
+                        let n = 1 + rng.below(60) as usize;
+                        let ranges: Vec<_> = (0..n)
+                            .map(|_| {
+                                let s = rng.below(size + 1000);
+                                let long = rng.below(4) == 0;
+                                s..s + rng.below(if long { 3 << 20 } else { 20_000 })
+                            })
+                            .collect();
+                        let got = nowait::fs::read_ranges_with(&f, &ranges, o).await.unwrap();
+                        assert_eq!(got.len(), ranges.len());
+                        for (r, b) in ranges.iter().zip(&got) {
+                            let want = size.min(r.end).saturating_sub(r.start) as usize;
+                            assert_eq!(b.len(), want, "{r:?} of {size}");
+                            assert_eq!(b[..], expected(r.start, want)[..], "{r:?}");
+                        }
+                    }
+                }
+                assert!(nowait::fs::read_ranges(&f, &[]).await.unwrap().is_empty());
+                #[allow(clippy::reversed_empty_ranges)]
+                let e = nowait::fs::read_ranges(&f, &[0..10, 10..4])
+                    .await
+                    .unwrap_err();
+                assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+                assert!(e.to_string().contains("range 10..4"), "{e}");
+            });
+        }
+        settle(&engine);
+    });
+}
+
+#[allow(dead_code)]
+fn _assert_send(f: File) -> impl Send {
+    f
+}
