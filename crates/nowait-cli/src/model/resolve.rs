@@ -239,6 +239,11 @@ pub fn runs(cli: &[Setting], files: &[PathBuf]) -> Result<(Vec<Run>, Settings), 
                 for o in opts {
                     apply_raw(&mut job, &mut scratch, o).map_err(Failure::Usage)?;
                 }
+                if global_part {
+                    // fio names a job after its section whatever a global
+                    // `name` says (get_new_job); its own `name` wins.
+                    job.name = fj.name.clone();
+                }
             }
             job.stonewall |= fj.file_stonewall;
             apply(&global, &combo, &mut job, &mut scratch).map_err(Failure::Usage)?;

@@ -120,7 +120,7 @@ impl FastPath {
 
     /// The next read, or `None` when the pass over the file is over.
     #[inline(always)]
-    pub fn next(&mut self) -> Option<Read> {
+    pub fn next_read(&mut self) -> Option<Read> {
         match self {
             FastPath::Rand32 {
                 state,
@@ -245,7 +245,11 @@ mod tests {
                             for pass in 0..2 {
                                 for i in 0..(geo.io_size / bs + 3) {
                                     let want = job.next_read(&mut file);
-                                    assert_eq!(fast.next(), want, "{case} pass {pass} read {i}");
+                                    assert_eq!(
+                                        fast.next_read(),
+                                        want,
+                                        "{case} pass {pass} read {i}"
+                                    );
                                     compared += 1;
                                     if want.is_none() {
                                         break;

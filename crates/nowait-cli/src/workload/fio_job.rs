@@ -343,7 +343,7 @@ impl FioReads {
     #[inline]
     fn fill(&mut self) -> Option<(usize, super::fio_offsets::Read)> {
         if let Some(fp) = self.fast.as_mut() {
-            return fp.next().map(|r| (0, r));
+            return fp.next_read().map(|r| (0, r));
         }
         loop {
             let f = self.choice.pick()?;
@@ -394,7 +394,7 @@ impl Reads for FioReads {
         // The common job: one check, the fast path's read, the counts.
         if let Some(fp) = self.fast.as_mut() {
             if self.ios_left != 0 && (self.time_based || self.issued_bytes < self.pass_limit) {
-                if let Some(r) = fp.next() {
+                if let Some(r) = fp.next_read() {
                     self.issued_bytes += r.len;
                     self.ios_left -= 1;
                     if let Some(log) = self.log.as_mut() {
