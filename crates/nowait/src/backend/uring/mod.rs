@@ -535,8 +535,13 @@ impl Backend for UringBackend {
 
     fn describe(&self) -> String {
         format!(
-            "io_uring, {} entries, setup flags {}{}, {}, {}{}",
+            "io_uring, {} {}, setup flags {}{}, {}, {}{}",
             self.entries,
+            if self.entries == 1 {
+                "entry"
+            } else {
+                "entries"
+            },
             self.flags,
             if self.ring_index.is_some() {
                 ", registered ring fd"
