@@ -730,7 +730,7 @@ fn cache_drop_reads_uncached_on_every_engine_and_says_so() {
     for (opt, engine) in [
         ("--cache=keep", "uring"),
         ("--uncached=1", "uring"),
-        ("--cache=drop", "sync"),
+        ("--cache=drop", "psync"),
         ("--cache=drop", "pool"),
         ("--uncached=1", "aio"),
     ] {

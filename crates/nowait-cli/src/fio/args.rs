@@ -437,12 +437,12 @@ mod tests {
         );
         assert_eq!(job("--uncached=1").cache, CachePolicy::Drop);
         assert_eq!(job("--uncached=7 --cache=keep").cache, CachePolicy::Keep);
-        let s = a("--filename=/f --ioengine=sync --cache=drop").unwrap();
+        let s = a("--filename=/f --ioengine=psync --cache=drop").unwrap();
         assert!(
             s.contains("--ioengine=pvsync2") && s.contains("--uncached=1"),
             "{s}"
         );
-        let k = a("--filename=/f --ioengine=sync --uncached=0").unwrap();
+        let k = a("--filename=/f --ioengine=psync --uncached=0").unwrap();
         assert!(
             k.contains("--ioengine=psync") && !k.contains("uncached"),
             "{k}"
