@@ -1,11 +1,13 @@
 //! The system calls only the command makes, apart from the engine's: CPU
-//! time and context switches (`getrusage(2)`), free space (`statvfs(2)`)
-//! and access advice (`posix_fadvise(2)`).
+//! time and context switches (`getrusage(2)`), free space (`statvfs(2)`),
+//! access advice (`posix_fadvise(2)`) and how much of a file is in the
+//! page cache (`mincore(2)`).
 //!
 //! The crate's one kernel-facing module, and the only place it allows
-//! unsafe code: one `getrusage` call, written by hand because rustix 1.x
-//! has no `getrusage` and the engine's system layer is private to it.
-//! Everything else here goes through rustix's safe calls.
+//! unsafe code: one `getrusage` call and one `mmap`/`mincore`/`munmap`,
+//! written by hand because rustix 1.x has neither `getrusage` nor
+//! `mincore` and the engine's system layer is private to it. Everything
+//! else here goes through rustix's safe calls.
 
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -74,6 +76,49 @@ pub fn fadvise(
     rustix::fs::fadvise(file, offset, len, advice).map_err(std::io::Error::from)
 }
 
+/// Pages of `path` resident in the page cache, and its size in pages, by
+/// `mincore(2)` over a shared read-only mapping (which reads no byte and
+/// faults nothing in).
+#[allow(unsafe_code)] // rustix 1.x has no mincore: libc's (module docs).
+pub fn resident(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path)?;
+    let len = usize::try_from(f.metadata()?.len())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::FileTooLarge))?;
+    if len == 0 {
+        return Ok((0, 0));
+    }
+    let page = rustix::param::page_size();
+    let pages = len.div_ceil(page);
+    // SAFETY: a fresh shared read-only mapping of a file open for reading,
+    // `len` bytes from 0; nothing reads through it.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut vec = vec![0u8; pages];
+    // SAFETY: `addr..addr+len` is the mapping made above, page-aligned;
+    // `vec` has one byte for each of its pages, as mincore writes.
+    let r = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: the mapping made above, which nothing refers to any more.
+    unsafe { libc::munmap(addr, len) };
+    if r != 0 {
+        return Err(err);
+    }
+    let resident = vec.iter().filter(|&&b| b & 1 != 0).count();
+    Ok((resident as u64, pages as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +133,23 @@ mod tests {
             d = Rusage::now().since(&a);
         }
         assert!(d.user_us + d.sys_us > 0, "{d:?}");
+    }
+
+    #[test]
+    fn resident_follows_reads_and_drops() {
+        use std::io::Write;
+        // /var/tmp: on disk (a tmpfs file is never dropped from memory).
+        let mut f = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
+        f.write_all(&vec![7u8; 1 << 20]).unwrap();
+        f.as_file().sync_all().unwrap();
+        let pages = (1 << 20) / rustix::param::page_size() as u64;
+        fadvise(f.as_file(), 0, 0, rustix::fs::Advice::DontNeed).unwrap();
+        let (r, n) = resident(f.path()).unwrap();
+        assert_eq!(n, pages);
+        assert!(r < n / 2, "{r} of {n} resident after DONTNEED");
+        std::fs::read(f.path()).unwrap();
+        assert_eq!(resident(f.path()).unwrap(), (pages, pages));
+        assert!(resident(Path::new("/no/such/file")).is_err());
     }
 
     #[test]
