@@ -1,4 +1,5 @@
-//! The two jobs of the `scan` scenario on the engine: a hot set read at
+//! The two jobs of the `scan` scenario on the engine, alone and side by
+//! side ([`hot_beside_scan`]): a hot set read at
 //! random, one read at a time, through an [`Engine`] whose first poll tries
 //! each read with `RWF_NOWAIT` (its hits are the hot job's hit ratio), and
 //! a sequential scan through a [`Queue`]; and the hot set's warm-up (every
@@ -11,7 +12,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use nowait::{Buf, CachePolicy, CacheStats, Engine, EngineFile, File, Queue, Read};
+use nowait::{
+    Buf, CachePolicy, CacheStats, Direct, Engine, EngineFile, File, NowaitMode, Queue, Read,
+};
 
 use crate::base::failure::Failure;
 use crate::measure::latency::Latency;
@@ -163,5 +166,68 @@ pub fn scan_reads(file: &File, bs: usize, qd: usize, policy: CachePolicy) -> Res
         bytes,
         elapsed: t0.elapsed(),
         cache: q.stats().cache,
+    })
+}
+
+/// The hot job alone, then beside the scan, and what the adaptive policy did.
+#[derive(Debug)]
+pub struct HotBesideScan {
+    /// The hot job alone.
+    pub alone: Hot,
+    /// The hot job while the scan ran.
+    pub during: Hot,
+    /// The scan.
+    pub scan: Scan,
+    /// Times the adaptive policy switched the scan file.
+    pub switches: u64,
+}
+
+/// Read `hot` at random alone for `baseline`, then beside a scan of all of
+/// `scan` (`bs` a read, `qd` in flight) until the scan ends, with `policy`
+/// set as an application would: `keep` sets nothing, `drop` is set on the
+/// scan file alone (`File::set_cache_policy`), `adaptive` on every read of
+/// the process (`EngineBuilder::cache`, `QueueBuilder::cache`), nothing per
+/// file.
+pub fn hot_beside_scan(
+    hot: &Path,
+    scan: &Path,
+    baseline: Duration,
+    bs: usize,
+    qd: usize,
+    policy: CachePolicy,
+) -> Result<HotBesideScan, Failure> {
+    let everywhere = match policy {
+        CachePolicy::Adaptive => CachePolicy::Adaptive,
+        _ => CachePolicy::Keep,
+    };
+    let engine = (Engine::builder()
+        .nowait(NowaitMode::Always)
+        .cache(everywhere)
+        .build())
+    .map_err(|e| runtime("the hot job's engine", e))?;
+    let hf = (engine.open(hot, Direct::Off)).map_err(|e| runtime(&hot.display().to_string(), e))?;
+    let alone = hot_reads(&engine, &hf, Some(baseline), &AtomicBool::new(false), 1)?;
+    let file =
+        File::open(scan, Direct::Off).map_err(|e| runtime(&scan.display().to_string(), e))?;
+    if policy == CachePolicy::Drop {
+        file.set_cache_policy(CachePolicy::Drop);
+    }
+    let stop = AtomicBool::new(false);
+    let (during, scanned) = std::thread::scope(|sc| {
+        let scanner = sc.spawn(|| {
+            let r = scan_reads(&file, bs, qd, everywhere);
+            stop.store(true, Ordering::Relaxed);
+            r
+        });
+        let during = hot_reads(&engine, &hf, None, &stop, 2);
+        stop.store(true, Ordering::Relaxed);
+        let scanned = (scanner.join()).unwrap_or_else(|_| Err(runtime("the scan", "panicked")));
+        (during, scanned)
+    });
+    Ok(HotBesideScan {
+        alone,
+        during: during?,
+        scan: scanned?,
+        switches: file.cache_state().switches,
     })
 }

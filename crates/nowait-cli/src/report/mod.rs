@@ -1,11 +1,12 @@
 //! Reports, the top floor under the commands: a job's text shaped like
 //! fio's (`text.rs`), the sweep table (`table.rs`), fio's JSON filled from
 //! the rows (`json.rs`), the words they share (`words.rs`), the mixed
-//! scenario's per-stream figures (`streams.rs`) and the queue-depth plot
-//! (`plot.rs`). [`render`] picks the one `--output-format` asks for.
+//! scenario's per-stream figures (`streams.rs`), the queue-depth plot
+//! (`plot.rs`) and the `scan` scenario's table (`scan.rs`). [`render`] picks the one `--output-format` asks for.
 
 pub mod json;
 pub mod plot;
+pub mod scan;
 pub mod streams;
 pub mod table;
 pub mod text;

@@ -12,17 +12,15 @@
 //! `uncached=0|1`. Rounds alternate the order of the runs (ABBA).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use nowait::{CachePolicy, Direct, Engine, File, NowaitMode};
+use nowait::{CachePolicy, Direct, File};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::base::args::scenario_options;
-use crate::base::compare::Spread;
 use crate::base::failure::{command, Failure};
 use crate::base::host::{host, Host};
 use crate::base::output::emit;
@@ -30,11 +28,12 @@ use crate::base::sys::resident;
 use crate::base::units::human_bytes;
 use crate::driver::cgroup::{enter, MemCgroup};
 use crate::driver::layout;
-use crate::driver::scan::{hot_reads, scan_reads, warm_random, HOT_BS};
+use crate::driver::scan::{hot_beside_scan, warm_random, HotBesideScan, HOT_BS};
 use crate::driver::scratch::scratch;
 use crate::fio;
 use crate::model::job::Job;
 use crate::model::values::{parse_bool, parse_in, parse_json_format, parse_runtime, parse_size};
+use crate::report::scan::{line, medians, table, Run, Sample};
 
 const HELP: &str = "\
 nowait scenario scan — a scan larger than memory against a hot set, per cache policy
@@ -199,38 +198,6 @@ struct Spec {
     baseline_ms: u64,
 }
 
-/// One run's figures (`None` where a run has none: fio has no hot job).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Sample {
-    /// The hot job alone: hit ratio, p50 and p99 (µs), IOPS.
-    base_hit: Option<f64>,
-    base_p50_us: Option<f64>,
-    base_p99_us: Option<f64>,
-    base_iops: Option<f64>,
-    /// The hot job during the scan.
-    scan_hit: Option<f64>,
-    scan_p50_us: Option<f64>,
-    scan_p99_us: Option<f64>,
-    scan_iops: Option<f64>,
-    /// The share of the hot set resident once the scan is over (mincore).
-    after_resident: f64,
-    /// The scan's throughput, MB/s (10^6 bytes).
-    scan_mb_s: f64,
-    /// Times the adaptive policy switched the scan file.
-    switches: Option<u64>,
-    /// The 1-minute load average as the run started.
-    load: f64,
-}
-
-/// Every round's samples of one run, or why it was skipped.
-#[derive(Debug, Serialize)]
-struct Run {
-    name: String,
-    samples: Vec<Sample>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    skipped: Option<String>,
-}
-
 fn label(run: &str) -> String {
     match run.strip_prefix("fio:") {
         Some(u) => format!("fio uncached={u}"),
@@ -345,6 +312,18 @@ fn run(a: &Args) -> Result<(), Failure> {
             }
         }
     }
+    let header = format!(
+        "host: {}\n{cgroup_line}; hot set {} ({} KiB random reads, QD 1, RWF_NOWAIT tries), scan {} \
+         ({} sequential reads, QD {}), baseline {:?}, {} round(s) in ABBA order\n",
+        host(Some(&hot)),
+        human_bytes(a.hot),
+        HOT_BS >> 10,
+        human_bytes(a.scan),
+        human_bytes(a.scan_bs),
+        a.scan_qd,
+        a.baseline,
+        a.rounds
+    );
     let text = if a.json {
         let report = json!({
             "scenario": "scan",
@@ -367,160 +346,9 @@ fn run(a: &Args) -> Result<(), Failure> {
         });
         serde_json::to_string_pretty(&report).expect("JSON values serialise") + "\n"
     } else {
-        table(a, &hot, &cgroup_line, &results)
+        table(&header, a.rounds, &results)
     };
     emit(&text, a.output.as_deref())
-}
-
-/// Each figure's median over the rounds (JSON).
-fn medians(s: &[Sample]) -> serde_json::Value {
-    let m = |f: fn(&Sample) -> Option<f64>| spread(s, f).map(|x| x.median);
-    json!({
-        "after_resident": m(|x| Some(x.after_resident)),
-        "scan_hit": m(|x| x.scan_hit),
-        "base_p99_us": m(|x| x.base_p99_us),
-        "scan_p99_us": m(|x| x.scan_p99_us),
-        "base_iops": m(|x| x.base_iops),
-        "scan_iops": m(|x| x.scan_iops),
-        "scan_mb_s": m(|x| Some(x.scan_mb_s)),
-    })
-}
-
-fn spread(s: &[Sample], f: impl Fn(&Sample) -> Option<f64>) -> Option<Spread> {
-    Spread::of(s.iter().filter_map(f).collect())
-}
-
-fn line(s: &Sample) -> String {
-    let o = |v: Option<f64>, d: usize| v.map_or("-".into(), |v| format!("{v:.d$}"));
-    format!(
-        "hot alone: hit {} p50 {} µs p99 {} µs {} IOPS; during the scan: hit {} p50 {} µs \
-         p99 {} µs {} IOPS; resident after {:.3}; scan {:.0} MB/s; load {:.1}",
-        o(s.base_hit, 3),
-        o(s.base_p50_us, 1),
-        o(s.base_p99_us, 1),
-        o(s.base_iops, 0),
-        o(s.scan_hit, 3),
-        o(s.scan_p50_us, 1),
-        o(s.scan_p99_us, 1),
-        o(s.scan_iops, 0),
-        s.after_resident,
-        s.scan_mb_s,
-        s.load
-    )
-}
-
-fn table(a: &Args, hot: &Path, cgroup: &str, results: &[Run]) -> String {
-    use std::fmt::Write;
-    let mut s = String::new();
-    let _ = writeln!(s, "host: {}", host(Some(hot)));
-    let _ = writeln!(
-        s,
-        "{cgroup}; hot set {} ({} KiB random reads, QD 1, RWF_NOWAIT tries), scan {} \
-         ({} sequential reads, QD {}), baseline {:?}, {} round(s) in ABBA order",
-        human_bytes(a.hot),
-        HOT_BS >> 10,
-        human_bytes(a.scan),
-        human_bytes(a.scan_bs),
-        a.scan_qd,
-        a.baseline,
-        a.rounds
-    );
-    let many = a.rounds > 1;
-    let cell = |v: Option<Spread>, d: usize| match v {
-        None => "-".to_string(),
-        Some(x) if many => format!("{:.d$} ({:.d$}-{:.d$})", x.median, x.min, x.max),
-        Some(x) => format!("{:.d$}", x.median),
-    };
-    let keep = (results.iter())
-        .find(|r| r.name == "nowait keep")
-        .and_then(|r| spread(&r.samples, |x| Some(x.scan_mb_s)));
-    let head = [
-        "run",
-        "resident after",
-        "hit during",
-        "p50/p99 alone µs",
-        "p50/p99 during µs",
-        "p99 during/alone",
-        "IOPS alone/during",
-        "scan MB/s",
-        "vs keep",
-    ];
-    let mut rows: Vec<Vec<String>> = vec![head.iter().map(|h| h.to_string()).collect()];
-    for r in results {
-        if let Some(why) = &r.skipped {
-            rows.push(vec![r.name.clone(), format!("skipped: {why}")]);
-            continue;
-        }
-        let c = |f: fn(&Sample) -> Option<f64>, d| cell(spread(&r.samples, f), d);
-        let mb = spread(&r.samples, |x| Some(x.scan_mb_s));
-        rows.push(vec![
-            r.name.clone(),
-            c(|x| Some(x.after_resident), 3),
-            c(|x| x.scan_hit, 3),
-            format!("{} / {}", c(|x| x.base_p50_us, 1), c(|x| x.base_p99_us, 1)),
-            format!("{} / {}", c(|x| x.scan_p50_us, 1), c(|x| x.scan_p99_us, 1)),
-            c(|x| Some(x.scan_p99_us? / x.base_p99_us?), 2),
-            format!("{} / {}", c(|x| x.base_iops, 0), c(|x| x.scan_iops, 0)),
-            cell(mb, 0),
-            match (mb, keep) {
-                (Some(m), Some(k)) if k.median > 0.0 => format!("{:.2}", m.median / k.median),
-                _ => "-".into(),
-            },
-        ]);
-    }
-    let widths: Vec<usize> = (0..head.len())
-        .map(|i| {
-            rows.iter()
-                .filter(|r| r.len() == head.len())
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    s.push('\n');
-    for r in &rows {
-        let cells: Vec<String> = (r.iter().enumerate())
-            .map(|(i, c)| match r.len() == head.len() {
-                true => format!("{c:<w$}", w = widths[i]),
-                false => c.clone(),
-            })
-            .collect();
-        let _ = writeln!(s, "{}", cells.join("  ").trim_end());
-    }
-    let loads: Vec<f64> = results
-        .iter()
-        .flat_map(|r| r.samples.iter().map(|x| x.load))
-        .collect();
-    if let Some(l) = Spread::of(loads) {
-        let _ = writeln!(
-            s,
-            "\n{}load average at the start of each run: median {:.1} ({:.1}-{:.1})",
-            if many {
-                "medians (min-max) over the rounds; "
-            } else {
-                ""
-            },
-            l.median,
-            l.min,
-            l.max
-        );
-    }
-    for r in results.iter().filter(|r| r.name == "nowait adaptive") {
-        let sw: Vec<String> = (r.samples.iter())
-            .map(|x| x.switches.map_or("-".into(), |n| n.to_string()))
-            .collect();
-        let _ = writeln!(
-            s,
-            "adaptive switches of the scan file, per round: {}",
-            sw.join(" ")
-        );
-    }
-    let _ = writeln!(
-        s,
-        "resident after: share of the hot set in the page cache once the scan is over \
-         (mincore); hit during: the hot job's RWF_NOWAIT tries that hit while the scan ran"
-    );
-    s
 }
 
 // --- one run, in the child process, inside its cgroup ---
@@ -582,48 +410,20 @@ fn measure(s: &Spec) -> Result<Result<Sample, String>, Failure> {
     }
     let policy: CachePolicy =
         (s.run.parse()).map_err(|_| Failure::Usage(format!("{CHILD_ENV}: no policy {}", s.run)))?;
-    // keep: nothing set; drop: the scan file alone; adaptive: every read of
-    // the process, nothing per file.
-    let everywhere = match policy {
-        CachePolicy::Adaptive => CachePolicy::Adaptive,
-        _ => CachePolicy::Keep,
-    };
-    let rt = |what: &str, e: &dyn std::fmt::Display| Failure::Runtime(format!("{what}: {e}"));
-    let engine = (Engine::builder()
-        .nowait(NowaitMode::Always)
-        .cache(everywhere)
-        .build())
-    .map_err(|e| rt("the hot job's engine", &e))?;
-    let hf =
-        (engine.open(&s.hot, Direct::Off)).map_err(|e| rt(&s.hot.display().to_string(), &e))?;
-    let never = AtomicBool::new(false);
-    let base = hot_reads(
-        &engine,
-        &hf,
-        Some(Duration::from_millis(s.baseline_ms)),
-        &never,
-        1,
+    let baseline = Duration::from_millis(s.baseline_ms);
+    let HotBesideScan {
+        alone: base,
+        during,
+        scan: scanned,
+        switches,
+    } = hot_beside_scan(
+        &s.hot,
+        &s.scan,
+        baseline,
+        s.scan_bs as usize,
+        s.scan_qd,
+        policy,
     )?;
-    let scan_file =
-        File::open(&s.scan, Direct::Off).map_err(|e| rt(&s.scan.display().to_string(), &e))?;
-    if policy == CachePolicy::Drop {
-        scan_file.set_cache_policy(CachePolicy::Drop);
-    }
-    let stop = AtomicBool::new(false);
-    let (during, scanned) = std::thread::scope(|sc| {
-        let scanner = sc.spawn(|| {
-            let r = scan_reads(&scan_file, s.scan_bs as usize, s.scan_qd, everywhere);
-            stop.store(true, Ordering::Relaxed);
-            r
-        });
-        let during = hot_reads(&engine, &hf, None, &stop, 2);
-        stop.store(true, Ordering::Relaxed);
-        let scanned = scanner
-            .join()
-            .unwrap_or_else(|_| Err(rt("the scan", &"panicked")));
-        (during, scanned)
-    });
-    let (during, scanned) = (during?, scanned?);
     let us = |v: u64| Some(v as f64 / 1000.0);
     let (b, d) = (base.lat.summary(), during.lat.summary());
     Ok(Ok(Sample {
@@ -637,7 +437,7 @@ fn measure(s: &Spec) -> Result<Result<Sample, String>, Failure> {
         scan_iops: Some(during.iops()),
         after_resident: resident_share()?,
         scan_mb_s: scanned.bytes as f64 / scanned.elapsed.as_secs_f64().max(1e-9) / 1e6,
-        switches: Some(scan_file.cache_state().switches),
+        switches: Some(switches),
         load: 0.0,
     }))
 }
