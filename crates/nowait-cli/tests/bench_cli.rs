@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+use nowait_cli::base::sys::resident;
+
 mod common;
 use common::{json, nowait, path_arg, stderr};
 
@@ -712,11 +714,6 @@ fn sigint_before_any_result_leaves_no_empty_output() {
     assert!(!out.exists() && !svg.exists(), "{}", stderr(&o));
 }
 
-// `resident`: mincore(2) over a file, shared with the library's tests.
-#[allow(dead_code)]
-#[path = "../../nowait/examples/support/cgroup.rs"]
-mod cgroup;
-
 /// `--cache=drop` (fio's `uncached=1`) reads every buffered read with
 /// `RWF_DONTCACHE` on every engine: the run leaves (almost) nothing of the
 /// file in the page cache, where `--cache=keep` leaves all of it, every
@@ -754,7 +751,7 @@ fn cache_drop_reads_uncached_on_every_engine_and_says_so() {
         let j = &json(&o)["jobs"][0];
         assert_eq!(j["nowait"]["verified_ios"], 64, "{engine} {opt}");
         let c = &j["nowait"]["cache"];
-        let (r, t) = cgroup::resident(&file).expect("mincore");
+        let (r, t) = resident(&file).expect("mincore");
         let share = r as f64 / t as f64;
         if opt == "--cache=keep" {
             assert_eq!(c["policy"], "keep", "{c}");

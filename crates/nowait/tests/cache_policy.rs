@@ -7,9 +7,13 @@
 //! where a cached one (keep) evicts it. Residency is checked with
 //! `mincore(2)`; every byte read is checked against the pattern.
 
-#[path = "../examples/support/cgroup.rs"]
+// The memory cgroup and mincore(2): the command's, one copy for both crates.
+#[path = "../../nowait-cli/src/driver/cgroup.rs"]
 mod cgroup;
 mod common;
+#[allow(dead_code)] // only `resident` is used here
+#[path = "../../nowait-cli/src/base/sys.rs"]
+mod sys;
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +29,7 @@ const BS: usize = 128 << 10;
 
 /// Share of `path` resident in the page cache.
 fn resident_share(path: &Path) -> f64 {
-    let (r, t) = cgroup::resident(path).expect("mincore");
+    let (r, t) = sys::resident(path).expect("mincore");
     r as f64 / t.max(1) as f64
 }
 
@@ -338,7 +342,12 @@ fn hot_set_after_scans(test: &str) -> Option<[f64; 3]> {
                 return None;
             }
         };
-        eprintln!("{policy}: {}", cg.describe());
+        eprintln!(
+            "{policy}: cgroup {} = {} bytes at {}",
+            cg.kind(),
+            cg.limit(),
+            cg.dir().display()
+        );
         run_child(
             "scan_child",
             &[

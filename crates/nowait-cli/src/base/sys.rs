@@ -1,16 +1,16 @@
 //! The system calls only the command makes, apart from the engine's: CPU
 //! time, context switches and page faults (`getrusage(2)`, of the process
 //! or of one thread), free space (`statvfs(2)`), access advice
-//! (`posix_fadvise(2)`) and a file mapped for reading (`mmap(2)`, fio's
-//! mmap engine).
+//! (`posix_fadvise(2)`), a file mapped for reading (`mmap(2)`, fio's mmap
+//! engine) and how much of a file is in the page cache (`mincore(2)`).
 //!
 //! The crate's one kernel-facing module, and the only place it allows
 //! unsafe code: one `getrusage` call and one `localtime_r` call (fio's
 //! job lines print the local time), written by hand because rustix 1.x
-//! has neither and the engine's system layer is private to it, and the
+//! has neither and the engine's system layer is private to it; the
 //! mapping (`mmap` hands out memory the kernel fills from the file, which
-//! no safe call can).
-//! Everything else here goes through rustix's safe calls.
+//! no safe call can); and `mincore` over a mapping (rustix 1.x has no
+//! `mincore`). Everything else here goes through rustix's safe calls.
 
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -229,6 +229,49 @@ impl Drop for Mapping {
     }
 }
 
+/// Pages of `path` resident in the page cache, and its size in pages, by
+/// `mincore(2)` over a shared read-only mapping (which reads no byte and
+/// faults nothing in).
+#[allow(unsafe_code)] // rustix 1.x has no mincore: libc's (module docs).
+pub fn resident(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path)?;
+    let len = usize::try_from(f.metadata()?.len())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::FileTooLarge))?;
+    if len == 0 {
+        return Ok((0, 0));
+    }
+    let page = rustix::param::page_size();
+    let pages = len.div_ceil(page);
+    // SAFETY: a fresh shared read-only mapping of a file open for reading,
+    // `len` bytes from 0; nothing reads through it.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    let mut vec = vec![0u8; pages];
+    // SAFETY: `addr..addr+len` is the mapping made above, page-aligned;
+    // `vec` has one byte for each of its pages, as mincore writes.
+    let r = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
+    let err = std::io::Error::last_os_error();
+    // SAFETY: the mapping made above, which nothing refers to any more.
+    unsafe { libc::munmap(addr, len) };
+    if r != 0 {
+        return Err(err);
+    }
+    let resident = vec.iter().filter(|&&b| b & 1 != 0).count();
+    Ok((resident as u64, pages as u64))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +312,23 @@ mod tests {
         let w: Vec<&str> = c.split_whitespace().collect();
         assert_eq!(w.len(), 5, "{c}");
         assert!(w[3].len() == 8 && (w[4] == "1970" || w[4] == "1969"), "{c}");
+    }
+
+    #[test]
+    fn resident_follows_reads_and_drops() {
+        use std::io::Write;
+        // /var/tmp: on disk (a tmpfs file is never dropped from memory).
+        let mut f = tempfile::NamedTempFile::new_in("/var/tmp").unwrap();
+        f.write_all(&vec![7u8; 1 << 20]).unwrap();
+        f.as_file().sync_all().unwrap();
+        let pages = (1 << 20) / rustix::param::page_size() as u64;
+        fadvise(f.as_file(), 0, 0, rustix::fs::Advice::DontNeed).unwrap();
+        let (r, n) = resident(f.path()).unwrap();
+        assert_eq!(n, pages);
+        assert!(r < n / 2, "{r} of {n} resident after DONTNEED");
+        std::fs::read(f.path()).unwrap();
+        assert_eq!(resident(f.path()).unwrap(), (pages, pages));
+        assert!(resident(Path::new("/no/such/file")).is_err());
     }
 
     #[test]

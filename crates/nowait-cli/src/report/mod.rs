@@ -3,14 +3,16 @@
 //! (`normal.rs`), JSON and json+ (`json.rs`), terse lines (`terse.rs`);
 //! nowait's lines beside fio's and `--peak`'s text (`text.rs`), the sweep
 //! table (`table.rs`), the words they share (`words.rs`), the mixed
-//! scenario's per-stream figures (`streams.rs`) and the queue-depth plot
-//! (`plot.rs`). [`render`] writes the formats `--output-format` asks for,
-//! in fio's order: terse, JSON, normal.
+//! scenario's per-stream figures (`streams.rs`), the queue-depth plot
+//! (`plot.rs`) and the `scan` scenario's table (`scan.rs`). [`render`]
+//! writes the formats `--output-format` asks for, in fio's order: terse,
+//! JSON, normal.
 
 pub mod group;
 pub mod json;
 pub mod normal;
 pub mod plot;
+pub mod scan;
 pub mod streams;
 pub mod table;
 pub mod terse;
