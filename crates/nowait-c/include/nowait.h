@@ -126,6 +126,28 @@ struct nowait_queue;
 #define NOWAIT_DIRECT_AUTO 2
 
 /**
+ * A cache policy (`nowait_queue_options.cache`, `nowait_file_set_cache`):
+ * buffered reads keep what they bring into the page cache (the
+ * default).
+ */
+#define NOWAIT_CACHE_KEEP 0
+
+/**
+ * A cache policy: every buffered read is uncached (`RWF_DONTCACHE`, fio's
+ * `uncached=1`): the pages it brings in are dropped once copied out, so a
+ * scan does not evict what other files depend on. Where the filesystem
+ * cannot (tmpfs, FUSE, a kernel before 6.14) reads stay cached.
+ */
+#define NOWAIT_CACHE_DROP 1
+
+/**
+ * A cache policy: uncached only the scan reads (sequential runs, or reads of
+ * 1 MiB or more) of a file at least half the memory the process's page
+ * cache can hold and mostly not cached; everything else kept.
+ */
+#define NOWAIT_CACHE_ADAPTIVE 2
+
+/**
  * `nowait_probe` flag: the report as one JSON object instead of text.
  */
 #define NOWAIT_PROBE_JSON 1
@@ -178,27 +200,6 @@ struct nowait_queue;
  * `nowait_mode`: never; every read goes to a worker thread.
  */
 #define NOWAIT_FASTPATH_OFF 2
-
-/**
- * `cache`: buffered reads keep what they bring into the page cache (the
- * default).
- */
-#define NOWAIT_CACHE_KEEP 0
-
-/**
- * `cache`: every buffered read is uncached (`RWF_DONTCACHE`, fio's
- * `uncached=1`): the pages it brings in are dropped once copied out, so a
- * scan does not evict what other files depend on. Where the filesystem
- * cannot (tmpfs, FUSE, a kernel before 6.14) reads stay cached.
- */
-#define NOWAIT_CACHE_DROP 1
-
-/**
- * `cache`: uncached only the scan reads (sequential runs, or reads of
- * 1 MiB or more) of a file at least half the memory the process's page
- * cache can hold and mostly not cached; everything else kept.
- */
-#define NOWAIT_CACHE_ADAPTIVE 2
 
 /**
  * The deepest queue (`depth` at most this).
@@ -366,6 +367,19 @@ int64_t nowait_file_size(const struct nowait_file *file);
  * `file` must be NULL or a live file; `out` NULL or writable.
  */
 int nowait_file_describe(const struct nowait_file *file, char **out);
+
+/**
+ * Set what buffered reads of `file` leave in the page cache, for every
+ * queue that reads it (`NOWAIT_CACHE_KEEP`, `_DROP` or `_ADAPTIVE`); it
+ * overrides the queue's `nowait_queue_options.cache` for this file's
+ * reads from the next push on. A file read once (a backup, a scan) with
+ * `NOWAIT_CACHE_DROP` leaves the page cache to the others. Returns 0, or
+ * -EINVAL for a bad handle or policy. No effect on a direct file.
+ *
+ * # Safety
+ * `file` must be NULL or a live file.
+ */
+int nowait_file_set_cache(const struct nowait_file *file, uint32_t cache);
 
 /**
  * Allocate `size` bytes (zeroed) whose address is a multiple of `align`

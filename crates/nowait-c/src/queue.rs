@@ -6,10 +6,10 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-use engine::{BackendChoice, BackendKind, Buf, CachePolicy, Completion, NowaitMode, Queue, Read};
+use engine::{BackendChoice, BackendKind, Buf, Completion, NowaitMode, Queue, Read};
 
 use crate::boundary::{guard, guard_int, handle, handle_mut, set_last_error, Fail, Tagged};
-use crate::file::NowaitFile;
+use crate::file::{cache_policy, NowaitFile, NOWAIT_CACHE_KEEP};
 use crate::words::backend_name;
 
 /// `backend`: the fastest this machine offers, falling back down the
@@ -35,19 +35,6 @@ pub const NOWAIT_FASTPATH_ADAPTIVE: u32 = 0;
 pub const NOWAIT_FASTPATH_ALWAYS: u32 = 1;
 /// `nowait_mode`: never; every read goes to a worker thread.
 pub const NOWAIT_FASTPATH_OFF: u32 = 2;
-
-/// `cache`: buffered reads keep what they bring into the page cache (the
-/// default).
-pub const NOWAIT_CACHE_KEEP: u32 = 0;
-/// `cache`: every buffered read is uncached (`RWF_DONTCACHE`, fio's
-/// `uncached=1`): the pages it brings in are dropped once copied out, so a
-/// scan does not evict what other files depend on. Where the filesystem
-/// cannot (tmpfs, FUSE, a kernel before 6.14) reads stay cached.
-pub const NOWAIT_CACHE_DROP: u32 = 1;
-/// `cache`: uncached only the scan reads (sequential runs, or reads of
-/// 1 MiB or more) of a file at least half the memory the process's page
-/// cache can hold and mostly not cached; everything else kept.
-pub const NOWAIT_CACHE_ADAPTIVE: u32 = 2;
 
 /// The deepest queue (`depth` at most this).
 pub const NOWAIT_MAX_DEPTH: u32 = 16384;
@@ -222,17 +209,7 @@ fn builder(o: &NowaitQueueOptions) -> Result<engine::QueueBuilder, Fail> {
             ))
         }
     };
-    let cache = match o.cache {
-        NOWAIT_CACHE_KEEP => CachePolicy::Keep,
-        NOWAIT_CACHE_DROP => CachePolicy::Drop,
-        NOWAIT_CACHE_ADAPTIVE => CachePolicy::Adaptive,
-        c => {
-            return Err(Fail::new(
-                libc::EINVAL,
-                format!("opts->cache = {c} is not a cache policy; pass NOWAIT_CACHE_KEEP (0), _DROP (1) or _ADAPTIVE (2)"),
-            ))
-        }
-    };
+    let cache = cache_policy(o.cache, "opts->cache")?;
     // The header lets a queue move between threads (one at a time). An
     // io_uring ring set up SINGLE_ISSUER refuses every call but its
     // creator's (EEXIST), including the waits of `nowait_queue_destroy`,

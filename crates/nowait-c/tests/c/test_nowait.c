@@ -477,10 +477,16 @@ static void test_uncached(void)
     o.cache = NOWAIT_CACHE_DROP;
     int n = random_reads("cache=drop", &o, NOWAIT_DIRECT_OFF, 300);
     printf("ok   cache=drop: %d reads verified\n", n);
-    const uint32_t policies[] = {NOWAIT_CACHE_KEEP, NOWAIT_CACHE_DROP};
-    size_t left[2], total = 0;
-    for (int p = 0; p < 2; p++) {
+    /* keep; drop on the queue; a keep queue over a file set to drop. */
+    const uint32_t policies[] = {NOWAIT_CACHE_KEEP, NOWAIT_CACHE_DROP, NOWAIT_CACHE_KEEP};
+    size_t left[3], total = 0;
+    CHECK(nowait_file_set_cache(f, 7) == -EINVAL, "a bad cache policy");
+    CHECK(strstr(nowait_last_error(), "NOWAIT_CACHE_KEEP") != NULL, "message: %s",
+          nowait_last_error());
+    CHECK(nowait_file_set_cache(NULL, NOWAIT_CACHE_DROP) == -EINVAL, "a NULL file");
+    for (int p = 0; p < 3; p++) {
         CHECK(posix_fadvise(ref_fd, 0, 0, POSIX_FADV_DONTNEED) == 0, "fadvise");
+        if (p == 2) CHECK(nowait_file_set_cache(f, NOWAIT_CACHE_DROP) == 0, "file: drop");
         nowait_queue_options_init(&o);
         o.cache = policies[p];
         struct nowait_queue *q;
@@ -499,8 +505,10 @@ static void test_uncached(void)
     }
     CHECK(left[0] * 10 > total * 9, "cache=keep left %zu of %zu pages", left[0], total);
     CHECK(left[1] * 4 < total, "cache=drop left %zu of %zu pages", left[1], total);
-    printf("ok   cache=drop: a whole-file read leaves %zu of %zu pages cached (keep: %zu)\n",
-           left[1], total, left[0]);
+    CHECK(left[2] * 4 < total, "file set to drop left %zu of %zu pages", left[2], total);
+    printf("ok   cache=drop: a whole-file read leaves %zu of %zu pages cached (keep: %zu; "
+           "a keep queue over a file set to drop: %zu)\n",
+           left[1], total, left[0], left[2]);
     nowait_file_close(f);
 }
 
