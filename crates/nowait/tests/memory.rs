@@ -172,17 +172,19 @@ fn a_huge_read_at_end_of_file_costs_what_it_returns() {
 /// A burst of large reads (16 × 8 MiB through a queue on every backend,
 /// 16 × 8 MiB through the async engine, half of them bounced; up to
 /// 16 × 8 MiB in flight at once), then everything dropped: resident memory
-/// comes back to within 64 MiB of where it started, and to within 8 MiB
-/// once the allocator gives back its own free memory (`malloc_trim`). The
-/// library keeps no buffer once a read's completion is handed back; the
-/// difference is the allocator's: glibc keeps free memory at the top of a
-/// heap up to twice its adaptive mmap threshold (16 MiB after 8 MiB
-/// blocks), and more when a small allocation above it pins it.
+/// comes back to within 64 MiB of where it started, and to within 16 MiB
+/// (two of the reads' blocks) once the allocator gives back its own free
+/// memory (`malloc_trim`), against a peak of about 130 MiB. The library
+/// keeps no buffer once a read's completion is handed back; the difference
+/// is the allocator's: glibc keeps free memory at the top of a heap up to
+/// twice its adaptive mmap threshold (16 MiB after 8 MiB blocks), and more
+/// when a small allocation above it pins it. About one run in four keeps
+/// 9 MiB after the trim (one 8 MiB block): the allowance is two blocks.
 #[test]
 fn resident_memory_returns_after_a_burst_of_large_reads() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     const BUDGET: usize = 64 * MIB;
-    const HELD: usize = 8 * MIB;
+    const HELD: usize = 16 * MIB;
     const LEN: usize = 8 * MIB;
     // tmpfs where there is one: the burst is about memory, not the disk.
     let dir = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
