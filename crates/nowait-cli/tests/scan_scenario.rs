@@ -49,7 +49,7 @@ fn scan_scenario_keeps_the_hot_set_with_drop_and_adaptive_only() {
     let runs = v["runs"].as_array().unwrap();
     let names: Vec<&str> = runs.iter().map(|r| r["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["nowait keep", "nowait drop", "nowait adaptive"]);
-    let resident = |r: &Value| -> Vec<f64> {
+    let resident = |r: &Value| -> Vec<(f64, f64)> {
         let s = r["samples"].as_array().unwrap();
         assert_eq!(s.len(), 2, "{r}");
         for x in s {
@@ -67,24 +67,35 @@ fn scan_scenario_keeps_the_hot_set_with_drop_and_adaptive_only() {
             assert!((0.0..=1.0).contains(&hit), "{x}");
         }
         s.iter()
-            .map(|x| x["after_resident"].as_f64().unwrap())
+            .map(|x| {
+                let (hot, left) = (x["after_resident"].as_f64(), x["scan_resident"].as_f64());
+                (hot.unwrap(), left.unwrap())
+            })
             .collect()
     };
     let (keep, drop, adaptive) = (resident(&runs[0]), resident(&runs[1]), resident(&runs[2]));
+    let all =
+        format!("(hot set, scan file) resident: keep {keep:?} drop {drop:?} adaptive {adaptive:?}");
     // Drop and adaptive leave the hot set where it was, in every round.
-    for r in drop.iter().chain(&adaptive) {
-        assert!(
-            *r >= 0.9,
-            "keep {keep:?} drop {drop:?} adaptive {adaptive:?}"
-        );
+    for (hot, _) in drop.iter().chain(&adaptive) {
+        assert!(*hot >= 0.9, "{all}");
     }
-    // Keep lets the scan evict it (in at least one of the two rounds: the
-    // kernel's reclaim does not always pick the same pages).
-    let keep_min = keep.iter().copied().fold(1.0, f64::min);
-    assert!(
-        keep_min < 0.8,
-        "keep {keep:?} drop {drop:?} adaptive {adaptive:?}"
-    );
+    // Drop's scan leaves (almost) nothing of the scan file cached: every
+    // page it brought in went with RWF_DONTCACHE (a few may be in flight
+    // in readahead as the scan ends: 2% is 5 MiB of 256).
+    for (_, left) in &drop {
+        assert!(*left <= 0.02, "{all}");
+    }
+    // Keep's scan leaves the last of the scan in the cache, all the 64 MiB
+    // limit holds beside the hot set and the process (which of the hot
+    // set's pages reclaim takes for it is the kernel's choice: its LRU
+    // often keeps a hot set read twice, so the hot set's share is not
+    // asserted). Adaptive reads the scan's start cached, then uncached: it
+    // leaves less than keep.
+    for ((_, k), (_, a)) in keep.iter().zip(&adaptive) {
+        assert!(*k >= 0.03, "{all}");
+        assert!(a < k, "{all}");
+    }
     // The adaptive policy saw the scan and switched the scan file.
     for x in runs[2]["samples"].as_array().unwrap() {
         assert!(x["switches"].as_u64().unwrap() >= 1, "{x}");

@@ -27,6 +27,10 @@ pub struct Sample {
     pub scan_iops: Option<f64>,
     /// The share of the hot set resident once the scan is over (mincore).
     pub after_resident: f64,
+    /// The share of the scan file resident once the scan is over: what the
+    /// scan left in the cache (both files' pages are dropped before a run).
+    #[serde(default)]
+    pub scan_resident: f64,
     /// The scan's throughput, MB/s (10^6 bytes).
     pub scan_mb_s: f64,
     /// Times the adaptive policy switched the scan file.
@@ -52,6 +56,7 @@ pub fn medians(s: &[Sample]) -> serde_json::Value {
     let m = |f: fn(&Sample) -> Option<f64>| spread(s, f).map(|x| x.median);
     json!({
         "after_resident": m(|x| Some(x.after_resident)),
+        "scan_resident": m(|x| Some(x.scan_resident)),
         "scan_hit": m(|x| x.scan_hit),
         "base_p99_us": m(|x| x.base_p99_us),
         "scan_p99_us": m(|x| x.scan_p99_us),
@@ -71,7 +76,7 @@ pub fn line(s: &Sample) -> String {
     let o = |v: Option<f64>, d: usize| v.map_or("-".into(), |v| format!("{v:.d$}"));
     format!(
         "hot alone: hit {} p50 {} µs p99 {} µs {} IOPS; during the scan: hit {} p50 {} µs \
-         p99 {} µs {} IOPS; resident after {:.3}; scan {:.0} MB/s; load {:.1}",
+         p99 {} µs {} IOPS; resident after {:.3} (scan file {:.3}); scan {:.0} MB/s; load {:.1}",
         o(s.base_hit, 3),
         o(s.base_p50_us, 1),
         o(s.base_p99_us, 1),
@@ -81,6 +86,7 @@ pub fn line(s: &Sample) -> String {
         o(s.scan_p99_us, 1),
         o(s.scan_iops, 0),
         s.after_resident,
+        s.scan_resident,
         s.scan_mb_s,
         s.load
     )
@@ -105,6 +111,7 @@ pub fn table(header: &str, rounds: usize, results: &[Run]) -> String {
     let head = [
         "run",
         "resident after",
+        "scan left",
         "hit during",
         "p50/p99 alone µs",
         "p50/p99 during µs",
@@ -124,6 +131,7 @@ pub fn table(header: &str, rounds: usize, results: &[Run]) -> String {
         rows.push(vec![
             r.name.clone(),
             c(|x| Some(x.after_resident), 3),
+            c(|x| Some(x.scan_resident), 3),
             c(|x| x.scan_hit, 3),
             format!("{} / {}", c(|x| x.base_p50_us, 1), c(|x| x.base_p99_us, 1)),
             format!("{} / {}", c(|x| x.scan_p50_us, 1), c(|x| x.scan_p99_us, 1)),
@@ -186,7 +194,7 @@ pub fn table(header: &str, rounds: usize, results: &[Run]) -> String {
     let _ = writeln!(
         s,
         "resident after: share of the hot set in the page cache once the scan is over \
-         (mincore); hit during: the hot job's RWF_NOWAIT tries that hit while the scan ran"
+         (mincore); scan left: share of the scan file the scan left in the cache; hit during: the hot job's RWF_NOWAIT tries that hit while the scan ran"
     );
     s
 }

@@ -12,7 +12,7 @@
 //! `uncached=0|1`. Rounds alternate the order of the runs (ABBA).
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -47,7 +47,8 @@ job reads a hot set at random (4 KiB reads, one at a time, through an engine
 whose first poll tries each read with RWF_NOWAIT) while another scans a file
 larger than the cgroup's limit (sequential reads through a queue), once per
 cache policy:
-  keep      the default: the scan's pages stay cached and evict the hot set
+  keep      the default: the scan's pages stay cached and press on the hot
+            set (how much of it they evict is the kernel's reclaim's choice)
   drop      the scan file's reads carry RWF_DONTCACHE (File::set_cache_policy)
   adaptive  every read of the process is adaptive (EngineBuilder::cache,
             QueueBuilder::cache): the scan, once seen, is read uncached
@@ -55,7 +56,8 @@ and fio scans the same file after the same warm-up (io_uring, uncached=0
 and uncached=1; fio 3.40 or later has uncached). Before each run the pages
 of both files are dropped and the hot set is warmed (every 64 KiB block once,
 in random order). Prints, per run, the share of the hot set resident after
-the scan (mincore), the hot job's hit ratio during the scan (its RWF_NOWAIT
+the scan and the share of the scan file the scan left cached (mincore),
+the hot job's hit ratio during the scan (its RWF_NOWAIT
 tries), its p50/p99 latency and IOPS alone and during the scan, and the
 scan's throughput against keep's; medians (min-max) over the rounds, which
 alternate the order of the runs (ABBA). Needs root.
@@ -377,11 +379,12 @@ fn child(spec: &str) -> i32 {
 fn measure(s: &Spec) -> Result<Result<Sample, String>, Failure> {
     enter(&s.procs).map_err(Failure::Runtime)?;
     warm_random(&s.hot, 0x2545_F491_4F6C_DD1D)?;
-    let resident_share = || -> Result<f64, Failure> {
-        let (r, t) = resident(&s.hot)
-            .map_err(|e| Failure::Runtime(format!("mincore of {}: {e}", s.hot.display())))?;
+    let share = |p: &Path| -> Result<f64, Failure> {
+        let (r, t) = resident(p)
+            .map_err(|e| Failure::Runtime(format!("mincore of {}: {e}", p.display())))?;
         Ok(r as f64 / t.max(1) as f64)
     };
+    let resident_share = || share(&s.hot);
     if let Some(uncached) = s.run.strip_prefix("fio:") {
         let job = Job {
             name: "scan".into(),
@@ -402,6 +405,7 @@ fn measure(s: &Spec) -> Result<Result<Sample, String>, Failure> {
         return match fio::run::run(&job, len) {
             Ok(r) => Ok(Ok(Sample {
                 after_resident: resident_share()?,
+                scan_resident: share(&s.scan)?,
                 scan_mb_s: r.bw_bytes / 1e6,
                 ..Sample::default()
             })),
@@ -436,6 +440,7 @@ fn measure(s: &Spec) -> Result<Result<Sample, String>, Failure> {
         scan_p99_us: us(d.at(99.0)),
         scan_iops: Some(during.iops()),
         after_resident: resident_share()?,
+        scan_resident: share(&s.scan)?,
         scan_mb_s: scanned.bytes as f64 / scanned.elapsed.as_secs_f64().max(1e-9) / 1e6,
         switches: Some(switches),
         load: 0.0,
