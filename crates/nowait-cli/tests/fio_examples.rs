@@ -73,18 +73,24 @@ const REFUSED: [(&str, &str); 3] = [
     ("numa.fio", "numa_cpu_nodes"),
 ];
 
-/// What goes on top of every example: the data in `dir`, 1 MiB, at most a
-/// second, no start delays.
-fn on_top(dir: &Path) -> Vec<String> {
+/// What every example is adjusted to: its data in `dir` (the file name
+/// kept only where the example names one), 1 MiB, at most a second, no
+/// start delays, and a latency log of every read with its offset (the
+/// workload both tools made, compared below).
+fn on_top(dir: &Path) -> Vec<(&'static str, String)> {
     vec![
-        format!("--directory={}", dir.display()),
-        "--filename=data".into(),
-        "--size=1m".into(),
-        "--runtime=1".into(),
-        "--startdelay=0".into(),
-        "--output-format=json".into(),
+        ("directory", dir.display().to_string()),
+        ("filename", "data".into()),
+        ("size", "1m".into()),
+        ("runtime", "1".into()),
+        ("startdelay", "0".into()),
+        ("write_lat_log", "wl".into()),
+        ("log_offset", "1".into()),
     ]
 }
+
+/// Options the adjusted copy sets only where the example sets them.
+const ONLY_WHERE_SET: [&str; 1] = ["filename"];
 
 fn examples() -> Option<PathBuf> {
     let dir = std::env::var("NOWAIT_FIO_EXAMPLES")
@@ -105,25 +111,29 @@ fn examples() -> Option<PathBuf> {
     }
 }
 
-/// The example `file` adjusted as a copy in `dir`: every value of the
-/// options [`on_top`] gives set to the same there too (in fio a job file's
-/// options beat the command line's; in nowait the command line's win).
+/// The example `file` adjusted as a copy in `dir`, the one file both tools
+/// read: each option of [`on_top`] the example sets is set to ours where it
+/// is, the others in a `[global]` section put first. Nothing goes on either
+/// tool's command line: fio adds a command line's `--filename` to the files
+/// a job names (two files), where nowait's command line replaces them.
 fn adjusted(file: &Path, dir: &Path) -> PathBuf {
     let ours = on_top(dir);
     let text = std::fs::read_to_string(file).unwrap();
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let key = l.split_once('=').map_or(l, |(k, _)| k).trim();
-            ours.iter()
-                .find(|o| {
-                    o.strip_prefix("--")
-                        .and_then(|o| o.split_once('='))
-                        .is_some_and(|(k, _)| k == key)
-                })
-                .map_or(l.to_string(), |o| o[2..].to_string())
-        })
-        .collect();
+    let key = |l: &str| l.split_once('=').map_or(l, |(k, _)| k).trim().to_string();
+    let set: Vec<String> = text.lines().map(key).collect();
+    let mut lines = vec!["[global]".to_string()];
+    for (k, v) in &ours {
+        if !set.iter().any(|s| s == k) && !ONLY_WHERE_SET.contains(k) {
+            lines.push(format!("{k}={v}"));
+        }
+    }
+    for l in text.lines() {
+        let k = key(l);
+        lines.push(match ours.iter().find(|(o, _)| *o == k) {
+            Some((o, v)) => format!("{o}={v}"),
+            None => l.to_string(),
+        });
+    }
     let copy = dir.join(file.file_name().unwrap());
     std::fs::write(&copy, lines.join("\n") + "\n").unwrap();
     copy
@@ -144,10 +154,106 @@ fn jobs(v: &Value) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Each read of a latency log written with `log_offset=1`: (offset, length).
+fn logged_reads(path: &Path) -> Vec<(u64, u64)> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .map(|l| {
+            let f: Vec<u64> = l.split(',').map(|x| x.trim().parse().unwrap()).collect();
+            assert!(f.len() >= 5, "{}: {l}", path.display());
+            (f[4], f[3])
+        })
+        .collect()
+}
+
+/// The `*_clat.N.log` files in `dir`, by name.
+fn clat_logs(dir: &Path) -> std::collections::BTreeMap<String, PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.to_str()
+                .is_some_and(|s| s.contains("_clat.") && s.ends_with(".log"))
+        })
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+        .collect()
+}
+
+/// Shares of `reads` in 16 equal bins of `0..end` (offsets), and by length.
+fn shares(reads: &[(u64, u64)], end: u64) -> (Vec<f64>, std::collections::BTreeMap<u64, f64>) {
+    let n = reads.len() as f64;
+    let mut bins = vec![0.0; 16];
+    let mut sizes = std::collections::BTreeMap::new();
+    for &(off, len) in reads {
+        bins[(off * 16 / end.max(1)).min(15) as usize] += 1.0 / n;
+        *sizes.entry(len).or_insert(0.0) += 1.0 / n;
+    }
+    (bins, sizes)
+}
+
+/// The reads nowait made against fio's, log by log: where both read the
+/// same number, the same reads (offset and length, in any order: logs are
+/// in completion order); otherwise (a time limit ended them) the same
+/// spread over the file in 16 bins and the same share of each block size,
+/// each within 0.05 plus four standard errors.
+fn same_workload(name: &str, ours: &Path, theirs: &Path) {
+    let (a, b) = (clat_logs(ours), clat_logs(theirs));
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "{name}: the latency logs nowait and fio wrote"
+    );
+    for (log, path) in &a {
+        let (mut x, mut y) = (logged_reads(path), logged_reads(&b[log]));
+        assert!(!x.is_empty() && !y.is_empty(), "{name} {log}: an empty log");
+        if x.len() == y.len() {
+            x.sort_unstable();
+            y.sort_unstable();
+            assert!(x == y, "{name} {log}: nowait's reads differ from fio's");
+            continue;
+        }
+        let end = x.iter().chain(&y).map(|&(o, l)| o + l).max().unwrap();
+        let ((bx, sx), (by, sy)) = (shares(&x, end), shares(&y, end));
+        let n = x.len().min(y.len()) as f64;
+        let near = |p: f64, q: f64| {
+            let m = (p + q) / 2.0;
+            (p - q).abs() <= 0.05 + 4.0 * (m * (1.0 - m) / n).max(0.0).sqrt()
+        };
+        for (i, (p, q)) in bx.iter().zip(&by).enumerate() {
+            assert!(
+                near(*p, *q),
+                "{name} {log}: bin {i} of 16 holds {p:.3} of nowait's {} reads, {q:.3} of fio's {}",
+                x.len(),
+                y.len()
+            );
+        }
+        assert_eq!(
+            sx.keys().collect::<Vec<_>>(),
+            sy.keys().collect::<Vec<_>>(),
+            "{name} {log}: block sizes"
+        );
+        for (len, p) in &sx {
+            assert!(
+                near(*p, sy[len]),
+                "{name} {log}: {len}-byte reads {p:.3} vs fio's {:.3}",
+                sy[len]
+            );
+        }
+    }
+}
+
 #[test]
-fn fio_examples_run_unchanged_and_report_fios_jobs() {
+fn fio_examples_run_unchanged_and_make_fios_workload() {
     let Some(dir) = examples() else { return };
-    let fio = Command::new("fio").arg("--version").output().is_ok();
+    // nowait's random offsets follow the fio it is compared with (fio
+    // changed its seeding in 3.35).
+    let fio_version = Command::new("fio").arg("--version").output().ok().map(|o| {
+        let v = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let v = v.strip_prefix("fio-").unwrap_or(&v);
+        let mut it = v.split(|c: char| !c.is_ascii_digit());
+        format!("{}.{}", it.next().unwrap_or("3"), it.next().unwrap_or("0"))
+    });
+    let fio = fio_version.is_some();
     if !fio {
         common::skip(
             "fio_examples_against_fio",
@@ -164,13 +270,16 @@ fn fio_examples_run_unchanged_and_report_fios_jobs() {
         }
         let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
         let file = adjusted(&file, data.path());
-        let mut args = vec!["bench".to_string()];
-        args.extend(on_top(data.path()));
-        args.push(file.display().to_string());
-        // Logs the files ask for go next to the data.
+        let (ours_dir, fios_dir) = (data.path().join("nowait"), data.path().join("fio"));
+        std::fs::create_dir(&ours_dir).unwrap();
+        std::fs::create_dir(&fios_dir).unwrap();
+        // Logs go to the current directory: one for each tool.
+        let mut args = vec!["bench".to_string(), "--output-format=json".into()];
+        args.extend(fio_version.iter().map(|v| format!("--like-fio={v}")));
         let o = Command::new(env!("CARGO_BIN_EXE_nowait"))
             .args(&args)
-            .current_dir(data.path())
+            .arg(&file)
+            .current_dir(&ours_dir)
             .output()
             .unwrap();
         assert!(o.status.success(), "{name}: {}", stderr(&o));
@@ -187,10 +296,12 @@ fn fio_examples_run_unchanged_and_report_fios_jobs() {
         if fio && !OFFLOAD.contains(&name) {
             // Threads, as nowait's jobs are: a killed fio leaves no job
             // processes behind.
-            let mut fargs = vec!["--thread".to_string()];
-            fargs.extend(on_top(data.path()));
-            fargs.push(file.display().to_string());
-            let Some(f) = fio_output(&fargs, data.path(), name) else {
+            let fargs = [
+                "--thread".to_string(),
+                "--output-format=json".into(),
+                file.display().to_string(),
+            ];
+            let Some(f) = fio_output(&fargs, &fios_dir, name) else {
                 ran += 1;
                 continue;
             };
@@ -206,6 +317,7 @@ fn fio_examples_run_unchanged_and_report_fios_jobs() {
                 )
             });
             assert_eq!(got, jobs(&theirs), "{name}: jobs and groups, nowait vs fio");
+            same_workload(name, &ours_dir, &fios_dir);
         }
         ran += 1;
     }
@@ -217,11 +329,9 @@ fn fio_examples_nowait_refuses_name_the_option() {
     let Some(dir) = examples() else { return };
     for (name, option) in REFUSED {
         let data = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let mut args = vec!["bench".to_string()];
-        args.extend(on_top(data.path()));
-        args.push(dir.join(name).display().to_string());
+        let file = adjusted(&dir.join(name), data.path());
         let o = Command::new(env!("CARGO_BIN_EXE_nowait"))
-            .args(&args)
+            .args(["bench".as_ref(), file.as_os_str()])
             .current_dir(data.path())
             .output()
             .unwrap();

@@ -193,6 +193,9 @@ pub struct Job {
     pub randseed_set: bool,
     /// Random offsets may repeat within a pass (`norandommap`).
     pub norandommap: bool,
+    /// `random_sequence_stride`: a `sequence` distribution's pattern moves
+    /// on by its length after each cycle.
+    pub random_sequence_stride: bool,
     /// `zonemode`.
     pub zonemode: ZoneMode,
     /// `zonesize`.
@@ -364,6 +367,7 @@ impl Default for Job {
             randseed: FIO_RANDSEED,
             randseed_set: false,
             norandommap: false,
+            random_sequence_stride: false,
             zonemode: ZoneMode::None,
             zonesize: 0,
             zonerange: None,

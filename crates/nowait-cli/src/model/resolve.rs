@@ -239,7 +239,25 @@ pub fn runs(cli: &[Setting], files: &[PathBuf]) -> Result<(Vec<Run>, Settings), 
                     .collect();
                 opts.sort_by_key(|o| -priority(&o.name));
                 for o in opts {
+                    // Each `filename=` of a job file adds files to those the
+                    // job has: a global section's and the job's own are both
+                    // read, as fio reads them (the same name twice is two
+                    // files, each given half the size).
+                    let had = (find(&o.name).map(|opt| opt.name) == Some("filename"))
+                        .then(|| job.filename.take())
+                        .flatten();
                     apply_raw(&mut job, &mut scratch, o).map_err(Failure::Usage)?;
+                    if let Some(had) = had {
+                        job.filename = Some(match job.filename.take() {
+                            Some(new) => {
+                                let mut both = had.into_os_string();
+                                both.push(":");
+                                both.push(new);
+                                both.into()
+                            }
+                            None => had,
+                        });
+                    }
                 }
                 if global_part {
                     // fio names a job after its section whatever a global
@@ -518,6 +536,29 @@ mod tests {
         assert_eq!(r[0].fio_jobs.len(), 2);
         let e = runs_of("--name=a --iodepth=1,2", &[]).unwrap_err();
         assert!(e.contains("before the first --name"), "{e}");
+    }
+
+    /// Every `filename=` of a job file adds files, as in fio: a global
+    /// section's and the job's own are both read (fio 3.33's `write_iolog`
+    /// for this file reads `g` and `j` in turn); the command line's
+    /// `--filename` replaces them.
+    #[test]
+    fn job_file_filenames_add_up_as_in_fio() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("j.fio");
+        std::fs::write(
+            &f,
+            "[global]\nfilename=g\n[a]\nfilename=j\n[b]\n[c]\nfilename=x\nfilename=y\n",
+        )
+        .unwrap();
+        let r = runs_of("", std::slice::from_ref(&f)).unwrap();
+        let names = |i: usize| -> Vec<PathBuf> { r[0].threads[i].filenames() };
+        let p = |v: &[&str]| -> Vec<PathBuf> { v.iter().map(PathBuf::from).collect() };
+        assert_eq!(names(0), p(&["g", "j"]));
+        assert_eq!(names(1), p(&["g"]));
+        assert_eq!(names(2), p(&["g", "x", "y"]));
+        let r = runs_of("--filename=c", std::slice::from_ref(&f)).unwrap();
+        assert_eq!(r[0].threads[0].filenames(), p(&["c"]));
     }
 
     /// A job file's jobs, with the command line on top, and fio's default

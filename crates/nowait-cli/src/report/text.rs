@@ -8,7 +8,7 @@
 use std::fmt::Write;
 
 use crate::base::compare::{Compare, Spread};
-use crate::base::units::{human_bytes, ratio, short_num};
+use crate::base::units::{human_bytes, num2str, ratio, short_num, N2s};
 use crate::measure::outcome::Outcome;
 use crate::measure::row::Row;
 use crate::model::job::{uses_pool, Job};
@@ -124,9 +124,9 @@ pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool, cpu_label: &str) {
 /// iodepth=1`.
 pub fn job_line(o: &Outcome) -> String {
     let j = &o.job;
-    let bs = format!("{}B-{}B", j.bs, j.bs);
+    let (read, write) = block_sizes(j);
     format!(
-        "{}: (g={}): rw={}, bs=(R) {bs}, (W) {bs}, (T) {bs}, ioengine={}{}, iodepth={}{}\n",
+        "{}: (g={}): rw={}, bs=(R) {read}, (W) {write}, (T) {write}, ioengine={}{}, iodepth={}{}\n",
         j.name,
         j.member.group,
         j.rw.as_str(),
@@ -142,6 +142,28 @@ pub fn job_line(o: &Outcome) -> String {
             String::new()
         }
     )
+}
+
+/// The job line's read and write block sizes as fio prints them
+/// (`num2str` with 4 figures: `4096B-8192B`, `12.0KiB-12.0KiB`,
+/// `1024KiB-1024KiB`): reads from `bs`/`bsrange`/`bssplit`; writes (and
+/// trims, which take the last size given) from `bs=R,W` or `bssplit=R,W`.
+fn block_sizes(j: &Job) -> (String, String) {
+    let b = |n: u64| num2str(n, 4, 1, true, N2s::Byte);
+    let (min, max) = match (
+        j.bssplit.iter().map(|s| s.bs).min(),
+        j.bssplit.iter().map(|s| s.bs).max(),
+    ) {
+        (Some(lo), Some(hi)) => (lo, hi),
+        _ => (j.bs, j.bs_max.max(j.bs)),
+    };
+    let read = format!("{}-{}", b(min), b(max));
+    let write = if j.bs_write == min {
+        read.clone()
+    } else {
+        format!("{}-{}", b(j.bs_write), b(j.bs_write))
+    };
+    (read, write)
 }
 
 /// nowait's lines for one job, after fio's report of it: why it has no
@@ -374,6 +396,24 @@ mod tests {
             "nowait: (g=0): rw=read, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, \
              ioengine=io_uring, iodepth=1\n"
         );
+    }
+
+    #[test]
+    fn block_sizes_read_as_fios_job_line() {
+        // Each as fio 3.33 prints it for the same options.
+        for (args, read, write) in [
+            ("--bs=1m", "1024KiB-1024KiB", "1024KiB-1024KiB"),
+            ("--bs=12k", "12.0KiB-12.0KiB", "12.0KiB-12.0KiB"),
+            ("--bs=10000", "9.77KiB-9.77KiB", "9.77KiB-9.77KiB"),
+            ("--bs=9999", "9999B-9999B", "9999B-9999B"),
+            ("--bs=4k,8k", "4096B-4096B", "8192B-8192B"),
+            ("--bsrange=4k-16k", "4096B-16.0KiB", "4096B-16.0KiB"),
+            ("--bssplit=4k/50:8k,16k", "4096B-8192B", "16.0KiB-16.0KiB"),
+            ("--bssplit=4k/50:8k", "4096B-8192B", "4096B-8192B"),
+        ] {
+            let j = crate::model::sweep::job_of(args);
+            assert_eq!(block_sizes(&j), (read.into(), write.into()), "{args}");
+        }
     }
 
     #[test]

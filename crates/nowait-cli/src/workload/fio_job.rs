@@ -86,6 +86,7 @@ pub fn offset_options(job: &Job, files: usize) -> OffsetOptions {
             RandomGenerator::Tausworthe64 => Generator::Tausworthe64,
         }),
         norandommap: job.norandommap,
+        sequence_stride: job.random_sequence_stride,
         min_bs: job.bs,
         max_bs: job.bs_max,
         bssplit: job.bssplit.clone(),

@@ -341,13 +341,8 @@ fn fio_examples_parse() {
                 }
             }
             if let Some(d) = get("random_distribution") {
-                match parse_random_distribution(d, kb) {
-                    Ok(_) => {}
-                    // fio 3.39's `sequence` distribution is not read yet.
-                    Err(e) if d.starts_with("sequence") => {
-                        assert!(e.0.contains("not supported"), "{e}")
-                    }
-                    Err(e) => panic!("{name} [{}]: {e}", j.name),
+                if let Err(e) = parse_random_distribution(d, kb) {
+                    panic!("{name} [{}]: {e}", j.name)
                 }
             }
         }

@@ -57,6 +57,8 @@ pub struct OffsetOptions {
     pub generator: Option<Generator>,
     /// `norandommap`.
     pub norandommap: bool,
+    /// `random_sequence_stride` (for `random_distribution=sequence`).
+    pub sequence_stride: bool,
     /// Smallest and largest read size (`bs`, `bsrange`).
     pub min_bs: u64,
     /// Largest read size.
@@ -94,6 +96,7 @@ impl OffsetOptions {
             distribution: DistSpec::Random,
             generator: None,
             norandommap: false,
+            sequence_stride: false,
             min_bs: bs,
             max_bs: bs,
             bssplit: Vec::new(),
@@ -257,6 +260,8 @@ pub enum OffsetError {
     NotRead(&'static str),
     /// `zoned_abs` zones beyond the end of the file.
     ZonesPastEnd { zones_end: u64, io_end: u64 },
+    /// A `sequence` distribution lists a block past the file's region.
+    SequencePastEnd { block: u32, blocks: u64 },
     /// A block size of 0.
     ZeroBlockSize,
 }
@@ -269,6 +274,10 @@ impl std::fmt::Display for OffsetError {
             OffsetError::ZonesPastEnd { zones_end, io_end } => write!(
                 f,
                 "zoned_abs zones end at byte {zones_end}, past the {io_end} bytes the job covers (fio: \"zoned_abs sizes exceed file size\"); shrink the zones or grow size"
+            ),
+            OffsetError::SequencePastEnd { block, blocks } => write!(
+                f,
+                "random_distribution=sequence lists block {block}, past the region's {blocks} blocks of the smallest block size (fio: \"sequence access block out of bounds\"); list blocks below {blocks} or grow size"
             ),
             OffsetError::ZeroBlockSize => write!(f, "a block size of 0; give bs a size"),
         }
@@ -292,6 +301,7 @@ enum FileDist {
     Gauss(Gauss),
     Zoned(ZoneTable),
     ZonedAbs(ZoneTable),
+    Sequence(Vec<u32>),
 }
 
 /// One file's read position, random map or LFSR, and distribution state.
@@ -338,6 +348,9 @@ pub struct JobOffsets {
     seq_left: u32,
     /// Bytes read in the current strided zone (fio's `zone_bytes`).
     zone_bytes: u64,
+    /// Reads this job has made (fio's `io_issues`, which a `sequence`
+    /// distribution counts by).
+    issued: u64,
 }
 
 /// One read: where and how long.
@@ -393,6 +406,7 @@ impl JobOffsets {
             ba,
             seq_left: 1,
             zone_bytes: 0,
+            issued: 0,
             opts,
         })
     }
@@ -467,6 +481,18 @@ impl JobOffsets {
                             });
                         }
                         FileDist::ZonedAbs(ZoneTable::new(&z.read, true))
+                    }
+                    DistSpec::Sequence(blocks) => {
+                        // fio fails the job when it reaches a listed block
+                        // past the region; refused before the first read.
+                        let max = geo.io_size / min_bs;
+                        if let Some(&b) = blocks.iter().find(|&&b| u64::from(b) >= max) {
+                            return Err(OffsetError::SequencePastEnd {
+                                block: b,
+                                blocks: max,
+                            });
+                        }
+                        FileDist::Sequence(blocks.clone())
                     }
                     _ => FileDist::Uniform,
                 };
@@ -568,6 +594,19 @@ impl JobOffsets {
                 let s = t.slot(self.zone.between(1, 100));
                 let (start, end) = (s.start / self.ba, s.end / self.ba);
                 Some(self.uniform(f, end - start)? + start)
+            }
+            FileDist::Sequence(blocks) => {
+                // fio's `__get_next_rand_offset_sequence`: the listed block
+                // for this read's place in the cycle, in the cycle's group
+                // with a stride; past the region the pass ends.
+                let n = blocks.len() as u64;
+                let i = (self.issued % n) as usize;
+                let b = if self.opts.sequence_stride {
+                    self.issued / n * n + u64::from(blocks[i])
+                } else {
+                    u64::from(blocks[i])
+                };
+                (b < f.geo.io_size / self.sizes.min_bs()).then_some(b)
             }
         }
     }
@@ -692,6 +731,7 @@ impl JobOffsets {
         f.last_start = Some(offset);
         f.last_pos = offset + len;
         self.zone_bytes += len;
+        self.issued += 1;
         Some(Read { offset, len })
     }
 
@@ -777,6 +817,65 @@ mod tests {
                 set(&mut o);
                 let want = ours(o, *geo, &file, got.len() + 1);
                 assert_eq!(got, want, "{} {args:?}", fio.version);
+            }
+        }
+    }
+
+    /// `random_distribution=sequence` (fio 3.39+): the listed blocks in
+    /// order, as fio 3.42's `write_iolog` gives them for the same options
+    /// (and checked against any fio that has it: `NOWAIT_FIO_EXTRA`).
+    #[test]
+    fn sequence_distribution_reads_the_listed_blocks_as_fio() {
+        let blocks = |list: Vec<u32>, stride: bool, n: usize| -> Vec<u64> {
+            let mut o = OffsetOptions::new(parse_rw("randread", KbBase::Binary).unwrap(), 4096);
+            o.distribution = DistSpec::Sequence(list);
+            o.sequence_stride = stride;
+            let got = ours(o, geo(48 << 10, 0), "f", n);
+            assert!(got.iter().all(|&(_, len)| len == 4096), "{got:?}");
+            got.iter().map(|&(off, _)| off / 4096).collect()
+        };
+        // fio's example, sequence-distribution.fio: 24k of a 48k file.
+        assert_eq!(blocks(vec![2, 0, 1], false, 6), [2, 0, 1, 2, 0, 1]);
+        assert_eq!(blocks(vec![2, 0, 1], true, 6), [2, 0, 1, 5, 3, 4]);
+        // With a stride the pass ends where the pattern leaves the region.
+        assert_eq!(
+            blocks(vec![2, 0, 1], true, 100),
+            [2, 0, 1, 5, 3, 4, 8, 6, 7, 11, 9, 10]
+        );
+        assert_eq!(
+            blocks(vec![3, 1], true, 100),
+            [3, 1, 5, 3, 7, 5, 9, 7, 11, 9]
+        );
+        // A listed block past the region is refused before the first read.
+        let mut o = OffsetOptions::new(parse_rw("randread", KbBase::Binary).unwrap(), 4096);
+        o.distribution = DistSpec::Sequence(vec![0, 12]);
+        let seeds = JobSeeds::new(&o.seeds, 1, true, o.seeding, || unreachable!());
+        let job = JobOffsets::new(o, &seeds, 96).unwrap();
+        let e = job.file(geo(48 << 10, 0), "f", &seeds).unwrap_err();
+        assert!(e.to_string().contains("block 12"), "{e}");
+        let Some(fios) = fio_check::fios("sequence_distribution_reads_the_listed_blocks_as_fio")
+        else {
+            return;
+        };
+        for fio in fios.iter().filter(|f| (f.major, f.minor) >= (3, 39)) {
+            for (stride, want) in [
+                ("0", blocks(vec![2, 0, 1], false, 6)),
+                ("1", blocks(vec![2, 0, 1], true, 100)),
+            ] {
+                let (got, _) = fio.reads_with_file(&[
+                    "--rw=randread",
+                    "--bs=4k",
+                    "--size=48k",
+                    if stride == "0" {
+                        "--io_size=24k"
+                    } else {
+                        "--io_size=96k"
+                    },
+                    "--random_distribution=sequence:2,0,1",
+                    &format!("--random_sequence_stride={stride}"),
+                ]);
+                let got: Vec<u64> = got.iter().map(|&(off, _)| off / 4096).collect();
+                assert_eq!(got, want, "{} stride {stride}", fio.version);
             }
         }
     }

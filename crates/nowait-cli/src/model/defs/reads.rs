@@ -148,11 +148,22 @@ pub static OPTIONS: &[Opt] = &[
         "random",
         "How random offsets spread, with fio's generators: random (uniform), \
                zipf[:theta], pareto[:h], normal[:dev] (each [:center]), zoned:A/S:A/S... \
-               (A% of reads to the next S% of the region), zoned_abs:A/SIZE:...",
+               (A% of reads to the next S% of the region), zoned_abs:A/SIZE:..., \
+               sequence:B,B,... (these block indices in order, over and over; at most 64).",
         |j, v| {
             j.random_distribution = parse_random_distribution(v, j.kb_base).map_err(|e| e.0)?;
         },
         example: "zipf:0.5" => |j| matches!(j.random_distribution, DistSpec::Zipf { theta, .. } if theta == 0.5)
+    ),
+    job!(
+        "random_sequence_stride",
+        "BOOL",
+        "0",
+        "random_distribution=sequence: 0 reads the listed blocks as they are, over and \
+               over; 1 moves the pattern on by its length after each cycle (sequence:2,0,1 \
+               reads blocks 2,0,1, then 5,3,4, ...).",
+        |j, v| j.random_sequence_stride = flag(v)?,
+        example: "1" => |j| j.random_sequence_stride
     ),
     job!(
         "random_generator",

@@ -517,7 +517,14 @@ pub enum DistSpec {
     Zoned(PerDdir<Vec<ZoneSplit>>),
     /// `zoned_abs:access/bytes:…[,writes[,trims]]`.
     ZonedAbs(PerDdir<Vec<ZoneSplit>>),
+    /// `sequence:b,b,…` (fio 3.39+): block indices read in this order, over
+    /// and over (or, with `random_sequence_stride`, as a pattern that moves
+    /// on by its length after each cycle); at most [`SEQUENCE_MAX`].
+    Sequence(Vec<u32>),
 }
+
+/// The most blocks a `sequence` distribution lists (fio's `FIO_SEQ_MAX`).
+pub const SEQUENCE_MAX: usize = 64;
 
 fn parse_float(s: &str, what: &str) -> Result<f64, ValueError> {
     s.trim().parse::<f64>().map_err(|_| {
@@ -544,9 +551,7 @@ pub fn parse_random_distribution(s: &str, kb: KbBase) -> Result<DistSpec, ValueE
         };
         if let Some(c) = c {
             if !(0.0..=1.0).contains(&c) {
-                return err(format!(
-                    "random_distribution={t}: the center {c} is outside 0..1"
-                ));
+                return err(format!("the center {c} is outside 0..1"));
             }
         }
         Ok((parse_float(v, "parameter")?, c))
@@ -556,42 +561,34 @@ pub fn parse_random_distribution(s: &str, kb: KbBase) -> Result<DistSpec, ValueE
         "zipf" => {
             let (theta, center) = params(1.1)?;
             if theta == 1.0 {
-                return err(format!(
-                    "random_distribution={t}: zipf's theta must not be 1.0"
-                ));
+                return err("zipf's theta must not be 1.0");
             }
             Ok(DistSpec::Zipf { theta, center })
         }
         "pareto" => {
             let (h, center) = params(0.2)?;
             if !(h > 0.0 && h < 1.0) {
-                return err(format!(
-                    "random_distribution={t}: pareto's h must be between 0 and 1"
-                ));
+                return err("pareto's h must be between 0 and 1");
             }
             Ok(DistSpec::Pareto { h, center })
         }
         "normal" => {
             let (dev, center) = params(0.0)?;
             if !(0.0..100.0).contains(&dev) {
-                return err(format!(
-                    "random_distribution={t}: normal's deviation must be at least 0 and below 100"
-                ));
+                return err("normal's deviation must be at least 0 and below 100");
             }
             Ok(DistSpec::Normal { dev, center })
         }
         "zoned" | "zoned_abs" => {
             let abs = name == "zoned_abs";
             let body = rest.ok_or_else(|| {
-                ValueError(format!(
-                    "random_distribution={t}: give the zones, e.g. {name}:60/10:30/20:10/70"
-                ))
+                ValueError(format!("give the zones, e.g. {name}:60/10:30/20:10/70"))
             })?;
             let d = split_ddirs(body);
             let z = PerDdir {
-                read: zones(d.read, abs, kb, t)?,
-                write: zones(d.write, abs, kb, t)?,
-                trim: zones(d.trim, abs, kb, t)?,
+                read: zones(d.read, abs, kb)?,
+                write: zones(d.write, abs, kb)?,
+                trim: zones(d.trim, abs, kb)?,
             };
             Ok(if abs {
                 DistSpec::ZonedAbs(z)
@@ -599,18 +596,35 @@ pub fn parse_random_distribution(s: &str, kb: KbBase) -> Result<DistSpec, ValueE
                 DistSpec::Zoned(z)
             })
         }
-        "sequence" => err(format!(
-            "random_distribution={t}: `sequence` (fio 3.39+) is not supported yet"
-        )),
-        _ => err(format!(
-            "random_distribution={t}: fio knows random, zipf, pareto, normal, zoned, zoned_abs"
-        )),
+        "sequence" => {
+            let body = rest.filter(|r| !r.is_empty()).ok_or_else(|| {
+                ValueError("give the block indices to read in order, e.g. sequence:2,0,1".into())
+            })?;
+            let blocks: Vec<&str> = body.split(',').map(str::trim).collect();
+            if blocks.len() > SEQUENCE_MAX {
+                return err(format!(
+                    "a sequence lists at most {SEQUENCE_MAX} blocks (fio's limit), not {}",
+                    blocks.len()
+                ));
+            }
+            let blocks = (blocks.iter())
+                .map(|b| match b.parse::<u32>() {
+                    Ok(n) if b.bytes().all(|c| c.is_ascii_digit()) => Ok(n),
+                    _ => err(format!(
+                        "`{b}` is not a block index (a whole number from 0 to {})",
+                        u32::MAX
+                    )),
+                })
+                .collect::<Result<Vec<u32>, ValueError>>()?;
+            Ok(DistSpec::Sequence(blocks))
+        }
+        _ => err("fio knows random, zipf, pareto, normal, zoned, zoned_abs, sequence"),
     }
 }
 
 /// fio's `zone_split_ddir`: access shares must add up to exactly 100; a
 /// missing share (access or size%) gets an equal part of what is left.
-fn zones(s: &str, abs: bool, kb: KbBase, whole: &str) -> Result<Vec<ZoneSplit>, ValueError> {
+fn zones(s: &str, abs: bool, kb: KbBase) -> Result<Vec<ZoneSplit>, ValueError> {
     let mut v: Vec<(Option<u32>, Option<u64>)> = Vec::new();
     for entry in s.split(':') {
         if entry.is_empty() {
@@ -622,19 +636,14 @@ fn zones(s: &str, abs: bool, kb: KbBase, whole: &str) -> Result<Vec<ZoneSplit>, 
         };
         let access = parse_bytes(a, kb)?;
         if access > 100 {
-            return err(format!(
-                "random_distribution={whole}: zone access share {access} is above 100"
-            ));
+            return err(format!("zone access share {access} is above 100"));
         }
         let size = match z {
             None => None,
             Some(z) if abs => Some(parse_bytes(z, kb)?),
             Some(z) => {
-                let p = whole_percent(z).map_err(|_| {
-                    ValueError(format!(
-                        "random_distribution={whole}: `{z}` is not a whole percentage"
-                    ))
-                })?;
+                let p = whole_percent(z)
+                    .map_err(|_| ValueError(format!("`{z}` is not a whole percentage")))?;
                 // fio: an empty or 0 share is a missing one.
                 (p != 0).then_some(p.min(100))
             }
@@ -651,14 +660,10 @@ fn zones(s: &str, abs: bool, kb: KbBase, whole: &str) -> Result<Vec<ZoneSplit>, 
         v.iter().filter_map(|e| e.1).sum()
     };
     if access > 100 || sizes > 100 {
-        return err(format!(
-            "random_distribution={whole}: zone percentages add up to more than 100"
-        ));
+        return err("zone percentages add up to more than 100");
     }
     if access < 100 {
-        return err(format!(
-            "random_distribution={whole}: zone access shares add up to {access}, not 100"
-        ));
+        return err(format!("zone access shares add up to {access}, not 100"));
     }
     let missing = v.iter().filter(|e| e.1.is_none()).count() as u64;
     let share = if abs {
