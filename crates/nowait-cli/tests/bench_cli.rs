@@ -106,6 +106,49 @@ fn job_file_runs_with_command_line_on_top() {
     assert_eq!(j["nowait"]["backend"], "sync");
 }
 
+/// A job file's run reports the devices under its files once, over the
+/// whole run (fio's "Disk stats"): here two jobs on the target directory's
+/// block device, one reading it with O_DIRECT, so it is read from.
+#[test]
+fn job_file_runs_report_disk_stats_once() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = dir.path().join("data");
+    let job = dir.path().join("j.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\nfilename={}\nsize=1m\n[a]\nrw=randread\ndirect=1\n[b]\nrw=read\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    let job = job.display().to_string();
+    let o = nowait(&["bench", &job, "--output-format=json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 2);
+    let disks = v["disk_util"].as_array().unwrap();
+    if disks.is_empty() {
+        // tmpfs or overlay targets have no block device to read.
+        common::skip(
+            "job_file_runs_report_disk_stats_once",
+            "the target directory is on no block device",
+        );
+        return;
+    }
+    assert!(
+        disks.iter().any(|d| d["read_ios"].as_u64().unwrap() > 0),
+        "{disks:?}"
+    );
+    let o = nowait(&["bench", &job]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        text.matches("Disk stats (read/write):").count(),
+        1,
+        "{text}"
+    );
+}
+
 #[test]
 fn verify_reports_first_mismatch_offset() {
     let dir = tempfile::tempdir().unwrap();

@@ -24,6 +24,7 @@ use crate::driver::files;
 use crate::driver::flow::Flows;
 use crate::driver::layout::lay_out;
 use crate::driver::run::{drive, Mode, Thread};
+use crate::measure::disk::DiskWatch;
 use crate::measure::outcome::Outcome;
 use crate::model::job::{uses_pool, Job};
 use crate::workload::fio_job::{self, FioReads, IoLog, JobFile};
@@ -216,6 +217,12 @@ pub fn run(threads: &[Job]) -> Result<Vec<Outcome>, Failure> {
         .filter(|&i| threads[i].stonewall && threads[i].member.clone == 0)
         .collect();
     cuts.push(threads.len());
+    // The devices under every file, watched over the whole run (fio's
+    // "Disk stats", once at the end), where a job asks for disk_util.
+    let disks = threads.iter().any(|j| j.measuring.disk_util).then(|| {
+        let paths: Vec<&Path> = opened.iter().flatten().map(File::path).collect();
+        DiskWatch::start(paths)
+    });
     let genesis = Instant::now();
     let mut outcomes = Vec::with_capacity(threads.len());
     let mut from = 0;
@@ -307,6 +314,10 @@ pub fn run(threads: &[Job]) -> Result<Vec<Outcome>, Failure> {
             });
         }
         from = to;
+    }
+    // Reports add the disks of every outcome: the run's go with one.
+    if let (Some(w), Some(last)) = (disks, outcomes.last_mut()) {
+        last.disks = w.finish();
     }
     Ok(outcomes)
 }
