@@ -549,12 +549,16 @@ fn sigint_during_fios_run_starts_no_nowait_run() {
         .spawn()
         .unwrap();
     // fio's run (not `fio --version`) is a child of nowait's main thread.
+    // Between fork and exec a child's command line is still nowait's own
+    // (with --output-format=json too): only an exec'd fio counts.
     let children = format!("/proc/{0}/task/{0}/children", child.id());
     let fio_runs = || {
         let c = std::fs::read_to_string(&children).unwrap_or_default();
         c.split_whitespace().any(|pid| {
             let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmd).contains("--output-format=json")
+            let mut args = cmd.split(|&b| b == 0).map(String::from_utf8_lossy);
+            let argv0 = args.next().unwrap_or_default();
+            argv0.rsplit('/').next() == Some("fio") && args.any(|a| a == "--output-format=json")
         })
     };
     let t = Instant::now();
