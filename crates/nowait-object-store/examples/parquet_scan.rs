@@ -3,12 +3,13 @@
 //!
 //! ```text
 //! cargo run --release -p nowait-object-store --features parquet --example parquet_scan -- \
-//!     FILE [--generate GIB] [--scan proj|full] [--via VIA] [--cache cached|uncached] [--rt ct|mt]
+//!     FILE [--generate GIB] [--scan proj|full] [--via VIA] [--cache cached|uncached] [--rt ct|mt] [--check]
 //! ```
 //!
 //! `--generate` writes FILE first (32 columns, 16 int64 and 16 float64
 //! of pseudo-random values, snappy, no dictionary, 34 000 rows a row group:
-//! ~8.7 MB a row group) unless it exists. `--scan proj` reads 3 of the 32
+//! ~8.0 MB a row group on disk; `--generate 2.2` writes 272 row groups,
+//! 2.02 GiB) unless it exists. `--scan proj` reads 3 of the 32
 //! columns of every 4th row group (many small ranges), `full` everything
 //! (large ranges). `--via`:
 //!
@@ -20,11 +21,18 @@
 //! * `reader`: `NowaitParquetReader` (a row group's ranges in one batch);
 //! * `prefetch`: `NowaitParquetReader::with_prefetch` (the next row
 //!   group's reads in flight while the current one decodes);
-//! * `memory`: decode alone: the file read into memory first (not timed),
-//!   then arrow-rs's synchronous reader over those bytes.
+//! * `memory`: decode alone: the file read into memory first (not timed:
+//!   neither its wall nor its CPU time is counted), then arrow-rs's
+//!   synchronous reader over those bytes.
 //!
-//! `--cache uncached` drops the file's pages first (`POSIX_FADV_DONTNEED`).
-//! One line of JSON: wall and CPU seconds, context switches, rows, batches.
+//! Every via reads the footer once, through its own reader.
+//! `--cache cached` reads the whole file once first (not timed) so every
+//! page is in the page cache; `--cache uncached` drops the file's pages
+//! first (`POSIX_FADV_DONTNEED`). One line of JSON: wall and CPU seconds,
+//! context switches, rows, batches, and with `--check` a digest of every
+//! value decoded (in order), the same for every via when they read the
+//! same data (the digest's CPU time is then counted too: time runs
+//! without it).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -37,7 +45,9 @@ use nowait_object_store::NowaitStore;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt};
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 
@@ -191,21 +201,82 @@ fn selection(
     }
 }
 
-async fn stream_scan<R: AsyncFileReader + Unpin + Send + 'static>(
-    reader: R,
-    scan: &str,
-) -> (usize, usize) {
-    let builder = ParquetRecordBatchStreamBuilder::new(reader).await.unwrap();
-    let (groups, mask) = selection(scan, builder.metadata(), builder.parquet_schema());
-    let builder = builder
-        .with_projection(mask.clone())
-        .with_row_groups(groups.clone());
-    let stream = builder.build().unwrap();
-    let batches: Vec<_> = stream.try_collect().await.unwrap();
-    (batches.iter().map(|b| b.num_rows()).sum(), batches.len())
+/// Rows, batches and (with `check`) a digest of the values decoded.
+#[derive(Default)]
+struct Tally {
+    rows: usize,
+    batches: usize,
+    /// Per column of the projection: FNV-1a over its values' bits, in
+    /// order (whatever the batch sizes).
+    columns: Vec<u64>,
 }
 
-async fn scan(path: std::path::PathBuf, scan: String, via: String) -> (usize, usize) {
+impl Tally {
+    fn add(&mut self, batch: &arrow_array::RecordBatch, check: bool) {
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::{Float64Type, Int64Type};
+        self.rows += batch.num_rows();
+        self.batches += 1;
+        if !check {
+            return;
+        }
+        self.columns
+            .resize(batch.num_columns(), 0xcbf2_9ce4_8422_2325);
+        for (h, col) in self.columns.iter_mut().zip(batch.columns()) {
+            let bits: Box<dyn Iterator<Item = u64>> =
+                if let Some(a) = col.as_primitive_opt::<Int64Type>() {
+                    Box::new(a.values().iter().map(|&v| v as u64))
+                } else {
+                    let a = col.as_primitive::<Float64Type>();
+                    Box::new(a.values().iter().map(|v| v.to_bits()))
+                };
+            for v in bits {
+                *h = (*h ^ v).wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+    }
+
+    /// The columns' digests in one.
+    fn digest(&self) -> Option<u64> {
+        (!self.columns.is_empty()).then(|| {
+            self.columns.iter().fold(0xcbf2_9ce4_8422_2325, |d, &h| {
+                (d ^ h).wrapping_mul(0x0000_0100_0000_01b3)
+            })
+        })
+    }
+}
+
+/// Scan through `reader`, whose metadata is `meta` (read through it).
+async fn stream_scan<R: AsyncFileReader + Unpin + Send + 'static>(
+    reader: R,
+    meta: ArrowReaderMetadata,
+    scan: &str,
+    check: bool,
+) -> Tally {
+    let (groups, mask) = selection(scan, meta.metadata(), meta.parquet_schema());
+    let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, meta)
+        .with_projection(mask)
+        .with_row_groups(groups)
+        .build()
+        .unwrap();
+    let mut tally = Tally::default();
+    stream
+        .try_for_each(|b| {
+            tally.add(&b, check);
+            std::future::ready(Ok(()))
+        })
+        .await
+        .unwrap();
+    tally
+}
+
+async fn scan(
+    path: std::path::PathBuf,
+    scan: String,
+    via: String,
+    preloaded: Option<Bytes>,
+    check: bool,
+) -> Tally {
     let dir = path.parent().unwrap().to_path_buf();
     let name = Path::from(path.file_name().unwrap().to_str().unwrap());
     match via.as_str() {
@@ -216,30 +287,31 @@ async fn scan(path: std::path::PathBuf, scan: String, via: String) -> (usize, us
                 Arc::new(NowaitStore::new_with_prefix(&dir).unwrap())
             };
             let size = std::fs::metadata(&path).unwrap().len();
-            let reader = StoreReader {
+            let mut reader = StoreReader {
                 store,
                 path: name,
                 size,
             };
-            stream_scan(reader, &scan).await
-        }
-        "reader" | "prefetch" => {
-            // The footer first (its own reader), to know the plan.
-            let meta_reader = NowaitParquetReader::open(&path).unwrap();
-            let b = ParquetRecordBatchStreamBuilder::new(meta_reader)
+            let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
                 .await
                 .unwrap();
-            let (groups, mask) = selection(&scan, b.metadata(), b.parquet_schema());
-            drop(b);
+            stream_scan(reader, meta, &scan, check).await
+        }
+        "reader" | "prefetch" => {
+            // The footer first, through the reader (which keeps it), to
+            // know the plan.
             let mut reader = NowaitParquetReader::open(&path).unwrap();
+            let meta = ArrowReaderMetadata::load_async(&mut reader, ArrowReaderOptions::new())
+                .await
+                .unwrap();
             if via == "prefetch" {
+                let (groups, mask) = selection(&scan, meta.metadata(), meta.parquet_schema());
                 reader = reader.with_prefetch(groups, mask);
             }
-            stream_scan(reader, &scan).await
+            stream_scan(reader, meta, &scan, check).await
         }
         "memory" => {
-            let bytes = Bytes::from(std::fs::read(&path).unwrap());
-            let t = Instant::now();
+            let bytes = preloaded.expect("the file's bytes, read before the clock starts");
             let b = ParquetRecordBatchReaderBuilder::try_new(bytes).unwrap();
             let (groups, mask) = selection(&scan, b.metadata(), b.parquet_schema());
             let r = b
@@ -247,13 +319,11 @@ async fn scan(path: std::path::PathBuf, scan: String, via: String) -> (usize, us
                 .with_row_groups(groups)
                 .build()
                 .unwrap();
-            let (mut rows, mut n) = (0, 0);
+            let mut tally = Tally::default();
             for batch in r {
-                rows += batch.unwrap().num_rows();
-                n += 1;
+                tally.add(&batch.unwrap(), check);
             }
-            eprintln!("decode alone: {:.3} s", t.elapsed().as_secs_f64());
-            (rows, n)
+            tally
         }
         v => panic!("--via {v}? (local, store, reader, prefetch, memory)"),
     }
@@ -273,12 +343,24 @@ fn main() {
         arg(&args, "--cache", "cached"),
         arg(&args, "--rt", "ct"),
     );
-    if cache == "uncached" {
-        nowait::File::open(&path, nowait::Direct::Off)
+    let check = args.iter().any(|a| a == "--check");
+    match cache.as_str() {
+        "uncached" => nowait::File::open(&path, nowait::Direct::Off)
             .unwrap()
             .drop_cache()
+            .unwrap(),
+        // Every page in the page cache (as `cat FILE > /dev/null`).
+        "cached" => {
+            std::io::copy(
+                &mut std::fs::File::open(&path).unwrap(),
+                &mut std::io::sink(),
+            )
             .unwrap();
+        }
+        c => panic!("--cache {c}? (cached, uncached)"),
     }
+    // Decode alone: the bytes in memory before the clock starts.
+    let preloaded = (via == "memory").then(|| Bytes::from(std::fs::read(&path).unwrap()));
     let rt = if rt_kind == "mt" {
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -293,14 +375,26 @@ fn main() {
     };
     let u0 = usage();
     let t0 = Instant::now();
-    let (p, s, v) = (path.clone(), scan_kind.clone(), via.clone());
-    let (rows, batches) = rt.block_on(async move { tokio::spawn(scan(p, s, v)).await.unwrap() });
+    let (p, s, v, m) = (
+        path.clone(),
+        scan_kind.clone(),
+        via.clone(),
+        preloaded.clone(),
+    );
+    let tally = rt.block_on(async move { tokio::spawn(scan(p, s, v, m, check)).await.unwrap() });
     let wall = t0.elapsed().as_secs_f64();
     let u = usage();
+    // Freed after the clock stops, as it was read before it started.
+    drop(preloaded);
+    let digest = tally
+        .digest()
+        .map_or(String::new(), |d| format!(",\"digest\":\"{d:016x}\""));
     println!(
-        "{{\"scan\":\"{scan_kind}\",\"via\":\"{via}\",\"cache\":\"{cache}\",\"rt\":\"{rt_kind}\",\"wall_s\":{wall:.3},\"user_s\":{:.3},\"sys_s\":{:.3},\"ctxsw\":{},\"rows\":{rows},\"batches\":{batches}}}",
+        "{{\"scan\":\"{scan_kind}\",\"via\":\"{via}\",\"cache\":\"{cache}\",\"rt\":\"{rt_kind}\",\"wall_s\":{wall:.3},\"user_s\":{:.3},\"sys_s\":{:.3},\"ctxsw\":{},\"rows\":{},\"batches\":{}{digest}}}",
         u.user - u0.user,
         u.sys - u0.sys,
-        u.csw - u0.csw
+        u.csw - u0.csw,
+        tally.rows,
+        tally.batches,
     );
 }
