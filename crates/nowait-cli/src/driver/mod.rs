@@ -4,7 +4,7 @@
 //! scenario's own (`cgroup.rs`), the `scan` scenario's hot job and scan
 //! (`scan.rs`), the queue a job asks for (`queue.rs`) and the engines
 //! nowait runs itself (`engine.rs`), the read loop on one thread per job
-//! thread (`run.rs`), fio's flow groups (`flow.rs`), a job's files as fio
+//! thread (`run/`), fio's flow groups (`flow.rs`), a job's files as fio
 //! names them (`files.rs`), fio's scheduler over a run's jobs
 //! (`schedule.rs`), one job on its data (`job.rs`), and `probe`'s trial
 //! read (`trial.rs`).

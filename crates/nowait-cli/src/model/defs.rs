@@ -5,7 +5,7 @@
 //! value`), fio job files (`name=value`) and the help text, so adding an
 //! option is one entry (and its field in `Job` or `Settings`).
 //!
-//! Values are read as fio reads them (`model/fio_ini/value.rs`): sizes with
+//! Values are read as fio reads them (`model/fio_ini/value/`): sizes with
 //! the job's `kb_base`, times in the option's own unit, booleans as fio's
 //! integers. Options that take comma lists (`--iodepth 1,2,4 --ioengine
 //! uring,sync`) are marked `sweep` (`sweep!`); `model/sweep.rs` runs the

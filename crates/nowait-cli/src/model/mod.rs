@@ -2,10 +2,10 @@
 //! option table (`defs.rs`, one entry per option), what an entry is
 //! (`opt.rs`), the value parsers (`values.rs`), names and words to
 //! settings (`parse.rs`), sweeps (`sweep.rs`),
-//! the resolved [`job::Job`] and [`job::Settings`] (`job.rs`), fio's
+//! the resolved [`job::Job`] and [`job::Settings`] (`job/`), fio's
 //! groups and how their results fold (`group.rs`), what a job measures,
 //! logs and reports (`measuring.rs`), the jobs a
-//! command runs (`resolve.rs`), and the help drawn from the table
+//! command runs (`resolve/`), and the help drawn from the table
 //! (`help.rs`); fio's job-file syntax and value kinds as fio reads them
 //! (`fio_ini/`).
 

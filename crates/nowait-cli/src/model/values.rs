@@ -256,7 +256,7 @@ pub fn parse_json_format(value: &str) -> Result<bool, String> {
     }
 }
 
-/// fio's value parsers (`model/fio_ini/value.rs`) with the job's
+/// fio's value parsers (`model/fio_ini/value/`) with the job's
 /// `kb_base`, their errors in words.
 pub mod fio {
     use std::time::Duration;

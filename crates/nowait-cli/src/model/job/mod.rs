@@ -2,6 +2,12 @@
 //! with its value) and the [`Settings`] of the invocation, which are not
 //! a job's (`--output-format`, `--compare-fio`, `--peak`, …).
 
+mod kinds;
+mod settings;
+
+pub use kinds::{FioVersion, OwnEngine, Rw, SubmitMode, ZoneMode, DEFAULT_SEED, FIO_RANDSEED};
+pub use settings::Settings;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -14,102 +20,6 @@ use crate::model::fio_ini::value::{BsSplit, DistSpec, KbBase, Size};
 use crate::model::group::{Member, Placed};
 pub use crate::model::measuring::Format;
 use crate::model::measuring::Measuring;
-
-/// Sequential or random reads (fio's `rw`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rw {
-    /// `rw=read`: sequential reads, wrapping at the end of the region.
-    Read,
-    /// `rw=randread`: random block-aligned reads.
-    RandRead,
-}
-
-impl Rw {
-    /// fio's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Rw::Read => "read",
-            Rw::RandRead => "randread",
-        }
-    }
-}
-
-/// The engines nowait runs itself, in the driver, as fio's engine of the
-/// same name does (the others are the library's backends, `ioengine`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OwnEngine {
-    /// fio's `null`: no I/O at all, each read complete at once (the
-    /// harness's own cost per read).
-    Null,
-    /// fio's `sync`: `lseek(2)` then `read(2)`.
-    Sync,
-    /// fio's `pvsync`: `preadv(2)` with one buffer.
-    Pvsync,
-    /// fio's `pvsync2`: `preadv2(2)`, with `hipri` (`RWF_HIPRI`) and `nowait`
-    /// (`RWF_NOWAIT`) as its flags.
-    Pvsync2,
-    /// fio's `mmap`: the file mapped, each read a copy out of the mapping.
-    Mmap,
-}
-
-impl OwnEngine {
-    /// fio's name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OwnEngine::Null => "null",
-            OwnEngine::Sync => "sync",
-            OwnEngine::Pvsync => "pvsync",
-            OwnEngine::Pvsync2 => "pvsync2",
-            OwnEngine::Mmap => "mmap",
-        }
-    }
-
-    /// Whether the engine reads one block at a time (fio caps the depth of
-    /// its synchronous engines at 1); `null` completes any depth at once.
-    pub fn synchronous(self) -> bool {
-        self != OwnEngine::Null
-    }
-}
-
-/// `zonemode=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ZoneMode {
-    /// `none` (default).
-    #[default]
-    None,
-    /// `strided`: `zonesize` bytes of each `zonerange`, skipping `zoneskip`.
-    Strided,
-}
-
-/// `io_submit_mode=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SubmitMode {
-    /// `inline` (default): the job's thread submits; a rate wait first
-    /// waits for the reads in flight.
-    #[default]
-    Inline,
-    /// `offload`: reads are submitted when due whatever is in flight (fio
-    /// hands them to a submitting thread; nowait's job thread reaps while
-    /// it waits for the next read's time instead).
-    Offload,
-}
-
-/// Which fio's rules a job follows where fio versions differ (the seeds of
-/// random offsets changed in fio 3.35).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FioVersion {
-    /// Major version (3).
-    pub major: u32,
-    /// Minor version (33).
-    pub minor: u32,
-}
-
-/// nowait's own seed before fio's streams drove random offsets: the
-/// scenarios' streams still use it.
-pub const DEFAULT_SEED: u64 = 0x6e6f_7761_6974; // "nowait"
-
-/// fio's default `randseed`.
-pub const FIO_RANDSEED: u64 = 0x89;
 
 /// One benchmark job: every fio option nowait supports, with its value.
 /// A job file's job becomes one `Job` per thread (the job and its
@@ -611,46 +521,4 @@ impl Placed for Job {
 /// through the thread pool, where `--nowait` and `--pool_workers` apply.
 pub fn uses_pool(kind: BackendKind) -> bool {
     matches!(kind, BackendKind::Pool | BackendKind::AioPool)
-}
-
-/// Settings of the invocation rather than of a job.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Settings {
-    /// `--output-format`.
-    pub format: Format,
-    /// `--output FILE`.
-    pub output: Option<PathBuf>,
-    /// `--plot FILE.svg`.
-    pub plot: Option<PathBuf>,
-    /// `--compare-fio`.
-    pub compare_fio: bool,
-    /// `--compare-rounds`: ours/fio alternations per job.
-    pub compare_rounds: usize,
-    /// `--abba`: sets of fio, nowait, nowait, fio per job (0: off).
-    pub abba: usize,
-    /// `--peak`: the lean peak-IOPS loop (like fio's t/io_uring).
-    pub peak: bool,
-    /// `--section`: only these jobs of the first job file.
-    pub sections: Vec<String>,
-    /// `--exclude-section`: not these jobs.
-    pub exclude_sections: Vec<String>,
-    /// `--like-fio`: follow this fio's rules where versions differ.
-    pub like_fio: Option<FioVersion>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            format: Format::default(),
-            output: None,
-            plot: None,
-            compare_fio: false,
-            compare_rounds: 1,
-            abba: 0,
-            peak: false,
-            sections: Vec::new(),
-            exclude_sections: Vec::new(),
-            like_fio: None,
-        }
-    }
 }

@@ -1,0 +1,387 @@
+//! The one read driver of the benchmark, `--peak` and the scenarios: one
+//! thread per job thread, each with its own queue (or engine), keeping up
+//! to `iodepth` reads in flight. What differs is a [`Mode`] (how reads
+//! reach the kernel, what is timed) and each thread's [`Reads`] hook
+//! (where each read goes and how long it is, what else to record, its
+//! pacing).
+//!
+//! The hot loop allocates nothing: one buffer per slot is made before the
+//! start, reads come from the hook, and reaps take every completion
+//! available (fio's `iodepth_batch_complete_max` = iodepth).
+//! In [`Mode::Measure`] time is read once before each read's push (as fio
+//! stamps each io_u's `start_time`), once after each submit and once after
+//! each reap:
+//! * completion latency (`clat`) runs from the return of the submit call to
+//!   the reap that returned the read, as in fio's io_uring engine (which
+//!   stamps `issue_time` in `fio_ioring_queued()`, after `io_uring_enter`
+//!   returns) and libaio engine; where no call submits apart (iodepth 1,
+//!   where the reap's call carries the read, and so the synchronous
+//!   engines, whose read is then inside clat as fio's psync counts it) and
+//!   in [`Mode::Serve`], from just before the batch's first `push`;
+//! * submission latency (`slat`) runs from just before the read's own
+//!   `push` to the return of the submit call that handed its batch over
+//!   (with `iodepth_batch_submit` > 1 a batch's first read waits for the
+//!   later pushes, its last one does not, as in fio): a read that completes
+//!   inside `push` (the pool's `RWF_NOWAIT` nowait path, a memory-backed
+//!   file read inline) is counted there; where clat starts before the push
+//!   (iodepth 1, the synchronous engines, [`Mode::Serve`]) the submission
+//!   is inside clat and no slat is recorded, so that slat + clat = lat for
+//!   every read, as in fio;
+//! * total latency (`lat`, fio's lat) runs from just before the read's own
+//!   `push` to the reap.
+//!
+//! At `iodepth=1`, and always in [`Mode::Peak`], the reads are not submitted
+//! on their own: the reap's `io_uring_enter` submits them and waits (one
+//! system call per round, as t/io_uring does; fio's engine makes two).
+//!
+//! A thread's pacing (fio's, from its hook) is carried out here: a read
+//! that is not due yet waits for the reads in flight, then the thread
+//! sleeps (`io_submit_mode=inline`), or it reaps while it waits
+//! (`offload`); a think waits for the reads in flight, spins, sleeps; the
+//! minimum rate is checked after each reap; a flow group holds a thread
+//! back while it is ahead of its share; `iodepth_low` holds refills back
+//! until the queue has drained to it. Every wait ends at the runtime or at
+//! Ctrl-C.
+
+mod logs;
+mod shared;
+mod stamps;
+mod worker;
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use nowait::{BackendReport, File};
+
+use crate::base::failure::Failure;
+use crate::base::json::Second;
+use crate::base::progress::Progress;
+use crate::base::sys::Rusage;
+use crate::base::units::{ratio, short_num};
+use crate::driver::flow;
+use crate::measure::metrics::Measured;
+use crate::measure::steady::SoFar;
+use crate::model::job::Job;
+use crate::workload::reads::Reads;
+
+use self::logs::log_failure;
+use self::shared::{Counters, Unit, ABORT, RUN, STEADY};
+use self::worker::run_thread;
+
+/// How the loop hands reads to the kernel and what it times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `bench`: fill every free slot, submitting every `iodepth_batch_submit`
+    /// reads (at depth 1 the reap carries the read); `clat` and `slat` per read.
+    Measure,
+    /// `--peak` (t/io_uring's loop): at most one batch of
+    /// `iodepth_batch_submit` per round, carried by the reap's enter; no
+    /// clock read per read, no latencies.
+    Peak,
+    /// A server's way (scenario mixed): each read pushed and submitted as it
+    /// comes, and completions already there (nowait hits, inline reads) collected at once;
+    /// `clat` per read.
+    Serve,
+}
+
+/// One thread to drive: its job, its files, where its reads go, when it starts.
+pub struct Thread<'a, R> {
+    /// The job (one of its threads).
+    pub job: &'a Job,
+    /// The thread's files, opened for it (none for `ioengine=null`).
+    pub files: Vec<&'a File>,
+    /// Where its reads go.
+    pub reads: R,
+    /// Start this long after the run started (`startdelay`).
+    pub delay: Duration,
+    /// Its place in a flow group (`flow`).
+    pub flow: Option<flow::Member>,
+}
+
+/// What one thread measured.
+#[derive(Debug, Clone)]
+pub struct ThreadFigures {
+    /// Counts, latencies, its own CPU time (when the run had several
+    /// threads; else the process's), the queue's counters.
+    pub measured: Measured,
+    /// Reads whose data was checked against the pattern.
+    pub verified: u64,
+    /// The engine it read through.
+    pub backend: BackendReport,
+    /// SIGINT stopped it before its end.
+    pub interrupted: bool,
+}
+
+/// What the driver hands back: the threads' figures added up, each
+/// thread's, and each thread's [`Reads`] hook.
+pub struct Driven<R> {
+    /// Counts, latencies, CPU, the queues' counters, all threads together.
+    pub measured: Measured,
+    /// The backend the first thread used.
+    pub backend: BackendReport,
+    /// Reads whose data was checked against the pattern.
+    pub verified: u64,
+    /// Per-second figures (with a `say` callback).
+    pub seconds: Vec<Second>,
+    /// Each thread's figures, in thread order.
+    pub threads: Vec<ThreadFigures>,
+    /// Each thread's hook, in thread order.
+    pub reads: Vec<R>,
+    /// SIGINT stopped a thread before its job's end (its runtime, its
+    /// reads): the figures are of the reads until then.
+    pub interrupted: bool,
+}
+
+/// Run `threads` side by side until each ends (its reads, its runtime,
+/// Ctrl-C). With `say`, a line of IOPS and reads per call every second.
+pub fn drive<R: Reads>(
+    threads: Vec<Thread<'_, R>>,
+    mode: Mode,
+    say: Option<&(dyn Fn(String) + Sync)>,
+) -> Result<Driven<R>, Failure> {
+    let n = threads.len();
+    assert!(n > 0, "a run has threads");
+    let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
+    let halts: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(RUN)).collect();
+    let barrier = Barrier::new(n + 1);
+    let mut units = Unit::of(&threads, mode != Mode::Peak)?;
+    let first = threads[0].job;
+    let longest = threads
+        .iter()
+        .map(|t| t.delay + t.job.ramp_time + t.job.runtime.unwrap_or(Duration::ZERO))
+        .max()
+        .unwrap_or(Duration::ZERO);
+    let timed_run = threads.iter().all(|t| t.job.runtime.is_some());
+    let label = if n == 1 || threads.iter().all(|t| t.job.name == first.name) {
+        format!(
+            "{} {} qd{}",
+            first.name,
+            first.engine_name(),
+            first.effective_iodepth()
+        )
+    } else {
+        format!("{n} threads")
+    };
+    let mut bar = Progress::new(label);
+    let mut seconds = Vec::new();
+    let alone = n == 1;
+    let (results, usage, log_err) = std::thread::scope(|s| {
+        let handles: Vec<_> = threads
+            .into_iter()
+            .enumerate()
+            .map(|(tid, t)| {
+                let (c, halts, barrier) = (&counters[tid], &halts, &barrier);
+                s.spawn(move || {
+                    let r = run_thread(t, mode, c, &halts[tid], barrier, alone);
+                    if r.is_err() {
+                        for h in halts {
+                            let _ = h.compare_exchange(
+                                RUN,
+                                ABORT,
+                                Ordering::Relaxed,
+                                Ordering::Relaxed,
+                            );
+                        }
+                    }
+                    r
+                })
+            })
+            .collect();
+        // Every thread has built its queue and buffers when the barrier opens;
+        // setup cost stays out of the CPU figures.
+        barrier.wait();
+        let start = Instant::now();
+        let r0 = Rusage::now();
+        let snap = || -> [u64; 6] {
+            std::array::from_fn(|i| {
+                counters
+                    .iter()
+                    .map(|c| c.0[i].load(Ordering::Relaxed))
+                    .sum()
+            })
+        };
+        let (mut bar_at, mut bar_ios) = (start, 0);
+        let mut last = (start, snap());
+        let mut next = start + Duration::from_secs(1);
+        let totals = |u: &Unit| {
+            counters[u.first..u.first + u.n]
+                .iter()
+                .map(Counters::totals)
+                .collect::<Vec<_>>()
+        };
+        let mut log_err = None;
+        while !handles.iter().all(|h| h.is_finished()) {
+            let now = Instant::now();
+            // fio's helper thread: bandwidth and IOPS samples, steady state,
+            // each job's from the end of its startdelay and ramp_time.
+            for u in &mut units {
+                if !u.started && now >= start + u.offset {
+                    u.started = true;
+                    u.epoch = now;
+                    u.next_sample = now;
+                    u.next_ss = now + u.ss_every();
+                    let t = totals(u);
+                    if let Some(sm) = u.sampler.as_mut() {
+                        sm.start(now, &t);
+                    }
+                }
+                if !u.started {
+                    continue;
+                }
+                if now >= u.next_sample {
+                    let t = totals(u);
+                    if let Some(sm) = u.sampler.as_mut() {
+                        match sm.tick(now, &t) {
+                            Ok(t) => u.next_sample = t,
+                            Err(e) => {
+                                log_err.get_or_insert(e);
+                                u.next_sample = now + Duration::from_secs(3600);
+                            }
+                        }
+                    }
+                }
+                if now >= u.next_ss && !u.steady.is_empty() {
+                    let t_us = (now - u.epoch).as_micros() as u64;
+                    for (st, members) in &mut u.steady {
+                        let so_far: Vec<SoFar> =
+                            members.iter().map(|&t| counters[t].so_far()).collect();
+                        if !st.attained() && st.check(t_us, &so_far) {
+                            for &t in members.iter() {
+                                let _ = halts[t].compare_exchange(
+                                    RUN,
+                                    STEADY,
+                                    Ordering::Relaxed,
+                                    Ordering::Relaxed,
+                                );
+                            }
+                        }
+                    }
+                    u.next_ss += u.ss_every();
+                }
+            }
+            if bar.is_on() && now - bar_at >= Duration::from_millis(250) {
+                let done = snap()[0];
+                let iops = (done - bar_ios) as f64 / (now - bar_at).as_secs_f64();
+                let frac = (timed_run && !longest.is_zero())
+                    .then(|| (now - start).as_secs_f64() / longest.as_secs_f64());
+                bar.update(frac, &format!("{} IOPS", short_num(iops)));
+                (bar_at, bar_ios) = (now, done);
+            }
+            if let Some(say) = say.filter(|_| now >= next) {
+                let cur = snap();
+                let d = |i: usize| cur[i] - last.1[i];
+                let secs = (now - last.0).as_secs_f64();
+                let sec = Second {
+                    iops: d(0) as f64 / secs,
+                    ios_per_submit: ratio(d(1), d(2)),
+                    ios_per_reap: ratio(d(0), d(3)),
+                };
+                say(format!(
+                    "IOPS={}, BW={:.0}MiB/s, IOS/call={:.1}/{:.1}",
+                    short_num(sec.iops),
+                    d(5) as f64 / secs / (1 << 20) as f64,
+                    sec.ios_per_submit,
+                    sec.ios_per_reap
+                ));
+                seconds.push(sec);
+                last = (now, cur);
+                next += Duration::from_secs(1);
+            }
+            // Wake for the next second's line, sample or check, or to see
+            // whether the threads are done; never spin.
+            let mut nap = match say {
+                Some(_) => next.saturating_duration_since(now),
+                None => Duration::from_millis(50),
+            };
+            for u in &units {
+                let due = match u.started {
+                    false => start + u.offset,
+                    true if u.sampler.is_some() && u.steady.is_empty() => u.next_sample,
+                    true if u.sampler.is_some() => u.next_sample.min(u.next_ss),
+                    true => u.next_ss,
+                };
+                nap = nap.min(due.saturating_duration_since(now));
+            }
+            std::thread::sleep(nap.clamp(Duration::from_millis(1), Duration::from_millis(50)));
+        }
+        let r1 = Rusage::now();
+        let end = Instant::now();
+        let results: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().expect("benchmark threads do not panic"))
+            .collect();
+        (results, r1.since(&r0), (log_err, end))
+    });
+    bar.finish();
+    let (log_err, end) = log_err;
+    if let Some(e) = log_err {
+        return Err(log_failure("write_bw_log/--write_iops_log", e));
+    }
+    // Each thread's bandwidth and IOPS statistics (sampled apart, not per
+    // read in the thread) and steady state report.
+    let mut stats = vec![(None, None); n];
+    let mut reports = Vec::new();
+    for u in units {
+        if let Some(sm) = u.sampler {
+            let (st, _logs) = sm
+                .finish(end)
+                .map_err(|e| log_failure("write_bw_log/--write_iops_log", e))?;
+            for (k, v) in st.into_iter().enumerate() {
+                stats[u.first + k] = v;
+            }
+        }
+        for (st, members) in &u.steady {
+            reports.push((st.report(u.ss_dur), *members.last().expect("a member")));
+        }
+    }
+
+    let mut measured = Measured::default();
+    let (mut verified, mut hooks, mut figures, mut first_err) = (0, Vec::new(), Vec::new(), None);
+    let mut interrupted = false;
+    for (tid, r) in results.into_iter().enumerate() {
+        match r {
+            Ok((mut t, hook)) => {
+                let (bw, iops) = stats[tid];
+                if let Some(bw) = bw {
+                    t.measured.bw_stat = bw;
+                }
+                if let Some(iops) = iops {
+                    t.measured.iops_stat = iops;
+                }
+                if let Some((rep, _)) = reports.iter().find(|(_, last)| *last == tid) {
+                    t.measured.steady = Some(rep.clone());
+                }
+                measured.add(&t.measured);
+                verified += t.verified;
+                interrupted |= t.interrupted;
+                hooks.push(hook);
+                figures.push(t);
+            }
+            // A usage error beats a runtime one; otherwise the first wins.
+            Err(e) if first_err.is_none() || matches!(e, Failure::Usage(_)) => first_err = Some(e),
+            Err(_) => {}
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    // The process's CPU over the run; a lone thread's figures are those
+    // too (its engine's threads included).
+    measured.rusage = usage;
+    if alone {
+        figures[0].measured.rusage = usage;
+    }
+    Ok(Driven {
+        measured,
+        backend: figures[0].backend.clone(),
+        verified,
+        seconds,
+        threads: figures,
+        reads: hooks,
+        interrupted,
+    })
+}
+
+#[cfg(test)]
+mod tests;
