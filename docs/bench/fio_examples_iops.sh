@@ -15,7 +15,7 @@ set -eu
 ex=${1:-/usr/share/doc/fio/examples}
 sets=${2:-3}
 shift 2 2>/dev/null || shift $#
-nowait=${NOWAIT:-target/release/nowait}
+nowait=$(realpath "${NOWAIT:-target/release/nowait}")
 dir=${DIR:-/var/tmp/nowait-fio-examples}
 mkdir -p "$dir"
 echo "# host: $(uname -r), $(nproc) CPUs; fio $(fio --version); nowait $($nowait --version 2>/dev/null || echo '?')"
