@@ -72,37 +72,27 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-mod blocking;
 mod buf;
 pub mod engine;
 mod error;
 mod file;
-mod future;
-mod notify;
-mod ops;
 pub mod pattern;
-mod poller;
 pub mod probe;
 mod queue;
-#[cfg(feature = "tokio")]
-mod reactor;
-mod registry;
-mod ring;
 pub mod rwf_nowait;
-mod stats;
 mod sys;
 
 pub use backend::ladder::{BackendReason, BackendReport, Skipped};
 pub use backend::uring::IoPoll;
 pub use backend::{BackendChoice, BackendKind, BackendStats, SubmitPolicy, MAX_READ};
-pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
+pub use engine::{block_on, BlockingFile, BlockingMany};
 pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
 };
+pub use engine::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 pub use error::{ConfigError, Error, Result};
 pub use file::{AlignSource, DioAlignment, Direct, File, FileKind, MemoryBacking};
-pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 pub use queue::{
     Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH, SMALL_READ_MAX,
 };

@@ -14,11 +14,11 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::task::Waker;
 
+use super::engine_stats::EngineStats;
 use crate::buf::Buf;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::queue::{Completion, Queue, Read};
-use crate::stats::EngineStats;
 
 /// The state of one op (one read owned by the ring).
 enum Op {

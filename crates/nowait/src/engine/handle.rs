@@ -61,18 +61,18 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 
+use super::notifier::Poke;
+use super::registry::Registry;
+use super::ring::{Ring, RingConfig};
 use crate::backend::ladder::BackendReport;
 use crate::backend::{BackendChoice, BackendKind};
 use crate::error::{Error, Result};
 use crate::file::{Direct, File};
-use crate::notify::Poke;
 use crate::queue::{Queue, QueueBuilder};
-use crate::registry::Registry;
-use crate::ring::{Ring, RingConfig};
 use crate::rwf_nowait::NowaitMode;
 
-pub use crate::notify::{Notifier, PollerMode, TICK, WATCHDOG_TICK};
-pub use crate::stats::{EngineStats, RingReport};
+use super::engine_stats::{EngineStats, RingReport};
+use super::notifier::{Notifier, PollerMode};
 
 /// Default cap on the rings of one engine (see [`EngineBuilder::max_rings`]).
 pub const DEFAULT_MAX_RINGS: usize = 64;
@@ -220,7 +220,7 @@ impl EngineBuilder {
         let poller = if report.kind == BackendKind::Sync {
             None
         } else {
-            Some(crate::poller::spawn(&reg)?)
+            Some(super::poller_thread::spawn(&reg)?)
         };
         let core = Arc::new(Core {
             reg,
@@ -378,7 +378,7 @@ pub(crate) struct Bound {
     /// cache answers in its first poll needs none).
     pub(crate) core: Arc<Core>,
     /// The engine's id: its rings' thread-local key
-    /// ([`crate::registry::with_first_poll`]).
+    /// ([`super::registry::with_first_poll`]).
     pub(crate) engine_id: u64,
 }
 
@@ -446,7 +446,7 @@ impl Drop for Core {
         if let Some(h) = handle {
             // On the poller thread itself (it held the last reference) the
             // poller exits by itself after this; joining would deadlock.
-            if !crate::poller::on_poller_thread() {
+            if !super::poller_thread::on_poller_thread() {
                 let _ = h.join();
             }
         }

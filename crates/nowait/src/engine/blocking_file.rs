@@ -14,11 +14,11 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
+use super::handle::{Engine, EngineFile};
+use super::read_at::{with_plain_wakes, ManyItem, ReadMany};
 use crate::buf::Buf;
-use crate::engine::{Engine, EngineFile};
 use crate::error::Result;
 use crate::file::{Direct, File};
-use crate::future::{with_plain_wakes, ManyItem, ReadMany};
 
 struct ThreadWaker(Thread);
 

@@ -1,8 +1,8 @@
 //! What an engine reports: its counters ([`EngineStats`], summed over its
 //! rings) and each ring's report ([`RingReport`]).
 
+use super::notifier::PollerMode;
 use crate::backend::ladder::BackendReport;
-use crate::notify::PollerMode;
 use crate::queue::QueueStats;
 use crate::rwf_nowait::NowaitStats;
 

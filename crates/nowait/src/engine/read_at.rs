@@ -17,12 +17,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use super::handle::EngineFile;
+use super::op_table::{Deferred, Started, Table};
+use super::registry::thread_key;
+use super::ring::{FirstPoll, Ring};
 use crate::buf::Buf;
-use crate::engine::EngineFile;
 use crate::error::Error;
-use crate::ops::{Deferred, Started, Table};
-use crate::registry::thread_key;
-use crate::ring::{FirstPoll, Ring};
 use crate::rwf_nowait::{CacheTry, NowaitMode, ENGINE_THRESHOLD};
 
 impl EngineFile {
@@ -351,7 +351,7 @@ impl Future for ReadAt {
                 let (file, offset, len) = (&this.file, this.offset, this.len);
                 let yielded = std::mem::take(&mut this.yielded);
                 let id = file.inner.engine_id;
-                let mut first = crate::registry::with_first_poll(id, |fp| {
+                let mut first = super::registry::with_first_poll(id, |fp| {
                     read_cached(fp, &file.inner.file, buf, offset, len, yielded, cx)
                 });
                 if first.is_none() {
@@ -361,7 +361,7 @@ impl Future for ReadAt {
                         Ok(r) => this.ring = Some(r),
                         Err(e) => return this.fail(e),
                     }
-                    first = crate::registry::with_first_poll(id, |fp| {
+                    first = super::registry::with_first_poll(id, |fp| {
                         read_cached(fp, &file.inner.file, buf, offset, len, yielded, cx)
                     });
                 }
