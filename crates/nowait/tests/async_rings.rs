@@ -87,8 +87,12 @@ fn two_workers_and_engine_with(
         .enable_all()
         .build()
         .unwrap();
-    let engine =
-        rt.block_on(async { Engine::builder().depth(depth).nowait(mode).build().unwrap() });
+    let engine = rt.block_on(async {
+        Engine::builder()
+            .queue(|q| q.depth(depth).nowait(mode))
+            .build()
+            .unwrap()
+    });
     (rt, engine)
 }
 
@@ -310,8 +314,7 @@ fn the_ring_cap_is_kept_and_shared_rings_read_correctly() {
     watchdog(Duration::from_secs(60), move || {
         let engine = Engine::builder()
             .max_rings(2)
-            .depth(16)
-            .nowait(NowaitMode::Off)
+            .queue(|q| q.depth(16).nowait(NowaitMode::Off))
             .build()
             .unwrap();
         let file = engine.open(&path, Direct::Off).unwrap();
@@ -353,8 +356,7 @@ fn every_ring_gets_the_builder_settings() {
     let (_dir, path): (_, PathBuf) = fixture();
     let path: &Path = &path;
     let engine = Engine::builder()
-        .depth(4)
-        .backend(BackendChoice::Auto)
+        .queue(|q| q.depth(4).backend(BackendChoice::Auto))
         .build()
         .unwrap();
     let file = engine.open(path, Direct::Off).unwrap();
@@ -391,7 +393,10 @@ fn every_ring_gets_the_builder_settings() {
 fn a_thread_refused_io_uring_gets_the_next_backend() {
     let (_dir, path) = fixture();
     // Every read through the rings: the fallback backend must read.
-    let engine = Engine::builder().nowait(NowaitMode::Off).build().unwrap();
+    let engine = Engine::builder()
+        .queue(|q| q.nowait(NowaitMode::Off))
+        .build()
+        .unwrap();
     if engine.backend().kind != nowait::BackendKind::Uring {
         println!("SKIP a_thread_refused_io_uring_gets_the_next_backend: no io_uring here");
         return;
@@ -454,9 +459,11 @@ fn a_thread_refused_io_uring_gets_the_next_backend() {
 fn every_ring_gets_its_registered_buffers() {
     let (_dir, path) = fixture();
     let engine = Engine::builder()
-        .backend(BackendChoice::Exactly(nowait::BackendKind::Uring))
-        .fixed_buffers(4, 4096)
-        .nowait(NowaitMode::Off)
+        .queue(|q| {
+            q.backend(BackendChoice::Exactly(nowait::BackendKind::Uring))
+                .fixed_buffers(4, 4096)
+                .nowait(NowaitMode::Off)
+        })
         .build();
     let Ok(engine) = engine else {
         println!("SKIP every_ring_gets_its_registered_buffers: no io_uring here");

@@ -631,8 +631,7 @@ fn async_front_end_finishes_short_reads() {
     fs.within(LIMIT, "async reads over short reads", move || {
         for kind in BackendKind::ALL {
             let engine = match Engine::builder()
-                .backend(BackendChoice::Exactly(kind))
-                .depth(32)
+                .queue(|q| q.backend(BackendChoice::Exactly(kind)).depth(32))
                 .build()
             {
                 Ok(e) => e,
@@ -760,8 +759,7 @@ fn short_replies_like_libfuse2(test: &str, engine: bool) {
         }
         for kind in common::backend_kinds() {
             let engine = match Engine::builder()
-                .backend(BackendChoice::Exactly(kind))
-                .depth(32)
+                .queue(|q| q.backend(BackendChoice::Exactly(kind)).depth(32))
                 .build()
             {
                 Ok(e) => e,

@@ -98,11 +98,6 @@ impl Table {
         self.ops.len() - self.free.len() - self.grants.len()
     }
 
-    /// Whether the ring was closed (see [`Table::retire`]).
-    pub(crate) fn retired(&self) -> bool {
-        self.retired
-    }
-
     /// Close the ring for new reads if nothing is in use; says whether it
     /// is closed (`Ring::retire` keeps its lock-free flag in step).
     pub(crate) fn retire(&mut self) -> bool {

@@ -74,7 +74,7 @@ pub(crate) struct Ring {
     /// Times the reactor task or the poller thread woke up to reap.
     wakeups: AtomicU64,
     /// Built on a worker of tokio's multi-thread runtime: a deferred
-    /// submit reschedules through the scheduler's defer list (`future.rs`).
+    /// submit reschedules through the scheduler's defer list (`yielding.rs`).
     tokio_multi: bool,
     report: BackendReport,
     depth: usize,
@@ -94,7 +94,7 @@ pub(crate) struct Ring {
     owner: AtomicU64,
     /// `State::reaps` at the poller's last look (only the poller uses it).
     watch_mark: AtomicU64,
-    /// The `RWF_NOWAIT` try in a future's first poll (`future.rs`): the
+    /// The `RWF_NOWAIT` try in a future's first poll (`first_poll.rs`): the
     /// engine's mode on `uring` and `aio`; off on `pool` and `aio+pool`,
     /// whose queue makes the same try at push, and on `sync`.
     /// Shared with the thread's registry entry, so a hit reaches it without
@@ -176,7 +176,7 @@ impl Ring {
         // reads in the poll anyway, so the ring path cannot yield there.
         let (cached_first, cached_first_reason) = match report.kind {
             BackendKind::Uring | BackendKind::Aio => match cfg.queue.nowait_mode() {
-                NowaitMode::Off => (NowaitMode::Off, "off, as asked (EngineBuilder::nowait)"),
+                NowaitMode::Off => (NowaitMode::Off, "off, as asked (QueueBuilder::nowait)"),
                 m => (
                     m,
                     "a buffered read's first poll tries preadv2(RWF_NOWAIT); a hit needs no ring",
