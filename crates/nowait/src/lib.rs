@@ -83,7 +83,7 @@ pub mod rwf_nowait;
 mod sys;
 
 pub use backend::ladder::{BackendReason, BackendReport, Skipped};
-pub use backend::uring::IoPoll;
+pub use backend::uring::{IoPoll, UringSetupFlags};
 pub use backend::{BackendChoice, BackendKind, BackendStats, SubmitPolicy, MAX_READ};
 pub use buf::{Buf, BufPool, PAGE};
 pub use engine::{block_on, BlockingFile, BlockingMany};
