@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::io::{self, Seek, SeekFrom};
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -499,16 +500,34 @@ impl File {
     /// outcome is folded into the ratio. Never waits for the device. Not
     /// tried: O_DIRECT files, empty reads, reads longer than
     /// [`RW_MAX`] (they would come back short, as if at end of file), and
-    /// reads ending past `i64::MAX`.
+    /// reads ending past `i64::MAX`. `buf` may be uninitialised (a caller's
+    /// memory lent to a [`Buf`](crate::Buf)); on a hit its first bytes are
+    /// written.
     pub(crate) fn read_cached(
         &self,
-        buf: &mut [u8],
+        buf: &mut [MaybeUninit<u8>],
         offset: u64,
         mode: NowaitMode,
         threshold: u32,
     ) -> CacheTry {
+        let len = buf.len();
+        self.read_cached_with(len, offset, mode, threshold, |fd| {
+            sys::preadv2_nowait(fd, buf, offset)
+        })
+    }
+
+    /// [`File::read_cached`], the read itself made by `read` (given the
+    /// descriptor) into `len` bytes.
+    fn read_cached_with(
+        &self,
+        len: usize,
+        offset: u64,
+        mode: NowaitMode,
+        threshold: u32,
+        read: impl FnOnce(BorrowedFd<'_>) -> std::result::Result<usize, i32>,
+    ) -> CacheTry {
         let f = &*self.inner;
-        if f.direct || buf.is_empty() || buf.len() > RW_MAX || !offset_fits(offset, buf.len()) {
+        if f.direct || len == 0 || len > RW_MAX || !offset_fits(offset, len) {
             return CacheTry::Off;
         }
         let regular = f.kind == FileKind::Regular;
@@ -518,12 +537,7 @@ impl File {
             Attempt::Skip => return CacheTry::Skipped,
             Attempt::Off => return CacheTry::Off,
         };
-        let len = buf.len();
-        let (outcome, out) = match Answer::of(
-            sys::preadv2_nowait(f.file.as_fd(), buf, offset),
-            offset,
-            len,
-        ) {
+        let (outcome, out) = match Answer::of(read(f.file.as_fd()), offset, len) {
             // Short: end of file, which `Answer::of` infers from a stop
             // inside a page. That holds for the page cache's own reads
             // (`filemap_read` stops at end of file or a folio's end); a
@@ -572,7 +586,10 @@ impl File {
     /// [`ADAPTIVE_THRESHOLD`]: crate::rwf_nowait::ADAPTIVE_THRESHOLD
     /// [`REPROBE_EVERY`]: crate::rwf_nowait::REPROBE_EVERY
     pub fn try_read_cached(&self, buf: &mut [u8], offset: u64, mode: NowaitMode) -> CacheTry {
-        self.read_cached(buf, offset, mode, crate::rwf_nowait::ADAPTIVE_THRESHOLD)
+        let threshold = crate::rwf_nowait::ADAPTIVE_THRESHOLD;
+        self.read_cached_with(buf.len(), offset, mode, threshold, |fd| {
+            sys::preadv2_nowait_bytes(fd, buf, offset)
+        })
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {
@@ -658,5 +675,5 @@ fn refuses_nowait(file: &fs::File, direct: bool, align: DioAlignment) -> bool {
         1
     };
     let mut buf = crate::buf::Buf::with_align(len, (align.mem as usize).max(crate::buf::PAGE));
-    sys::preadv2_nowait(file.as_fd(), &mut buf.spare_mut()[..len], 0) == Err(libc::EOPNOTSUPP)
+    sys::preadv2_nowait(file.as_fd(), buf.spare_uninit(0..len), 0) == Err(libc::EOPNOTSUPP)
 }

@@ -95,8 +95,10 @@ fn try_page_cache(
     if !streak::extend(yielded) {
         return FirstPollOutcome::YieldFirst;
     }
+    // The buffer may be a caller's memory not yet written: read into it as
+    // `MaybeUninit` (a hit marks what the kernel filled).
     let tried = file.read_cached(
-        &mut buf.spare_mut()[..len],
+        buf.spare_uninit(0..len),
         offset,
         first.mode,
         ENGINE_THRESHOLD,

@@ -223,7 +223,8 @@ impl ReadAt {
         else {
             unreachable!("a hit is only tried for a read not started")
         };
-        buf.set_len(n);
+        // The kernel wrote the first `n` bytes.
+        buf.filled(n);
         (Ok(n), buf)
     }
 

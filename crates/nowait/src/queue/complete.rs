@@ -230,8 +230,9 @@ impl Queue {
                 let n = match &bounce {
                     Some(b) => b.copy_out(s.done, s.len, buf),
                     None => {
+                        // The kernel wrote the first `done` bytes.
                         let n = s.done.min(s.len);
-                        buf.set_len(n);
+                        buf.filled(n);
                         n
                     }
                 };
@@ -239,7 +240,7 @@ impl Queue {
             }
             Err(e) => {
                 self.stats.errors += 1;
-                buf.set_len(0);
+                buf.filled(0);
                 Err(e)
             }
         };
