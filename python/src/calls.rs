@@ -394,14 +394,7 @@ impl Core {
     /// Clear the completion eventfd (before reaping; see
     /// [`nowait::Queue::completion_fd`]).
     pub fn clear_fd(&self) {
-        if let Some(fd) = self.fd {
-            let mut v: u64 = 0;
-            // SAFETY: `fd` is the queue's eventfd, open as long as the queue
-            // (which this core owns); the read writes at most 8 bytes into
-            // `v`. It is non-blocking: EAGAIN (already cleared) is fine, and
-            // no other errno can come from a valid eventfd.
-            let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
-        }
+        self.queue.clear_completion_fd();
     }
 
     /// True if some op finished and was not taken out yet.
@@ -412,14 +405,7 @@ impl Core {
     /// Make the completion eventfd readable: for ops that finished with no
     /// completion the queue would signal (every part refused at push).
     pub fn signal(&self) {
-        if let Some(fd) = self.fd {
-            let one: u64 = 1;
-            // SAFETY: `fd` is the queue's eventfd, open as long as the queue;
-            // the write reads 8 bytes from `one`. It can only fail with
-            // EAGAIN when the counter is at its maximum, and then the fd is
-            // readable anyway.
-            let _ = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-        }
+        self.queue.signal_completion_fd();
     }
 
     /// Take every finished op out.

@@ -428,13 +428,6 @@ pub unsafe extern "C" fn nowait_submit(q: *mut NowaitQueue) -> c_int {
     })
 }
 
-fn signal(fd: RawFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live u64 to the queue's own eventfd. A
-    // failure (EAGAIN: the counter is saturated) leaves it readable anyway.
-    let _ = unsafe { libc::write(fd, (&one as *const u64).cast::<c_void>(), 8) };
-}
-
 /// Submit queued reads, wait until at least `min` reads have completed
 /// (fewer if fewer are in flight) or `timeout_ms` passes (-1: no timeout,
 /// 0: do not wait), and store up to `max` completions in `cqes`. Returns
@@ -531,9 +524,7 @@ pub unsafe extern "C" fn nowait_reap(
             h.pending.extend(rest);
         }
         if !h.pending.is_empty() {
-            if let Some(fd) = h.fd {
-                signal(fd);
-            }
+            h.queue.signal_completion_fd();
         }
         Ok(n as c_int)
     })

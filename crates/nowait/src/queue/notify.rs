@@ -80,6 +80,24 @@ impl Queue {
         Ok(n.efd.as_fd())
     }
 
+    /// Clear the completion fd's 8-byte counter without blocking: step one
+    /// of the protocol in [`Queue::completion_fd`], for a front end that
+    /// would otherwise `read(2)` the descriptor itself. Returns whether it
+    /// was signalled; `false` too before the fd was asked for.
+    pub fn clear_completion_fd(&self) -> bool {
+        self.notify.as_ref().is_some_and(|n| n.efd.clear())
+    }
+
+    /// Make the completion fd readable (add 1 to its counter), for a front
+    /// end that has results of its own to report through the same loop
+    /// wake-up (a read refused before it reached the queue, completions it
+    /// kept for a later call). Nothing happens before the fd was asked for.
+    pub fn signal_completion_fd(&self) {
+        if let Some(n) = &self.notify {
+            n.efd.signal();
+        }
+    }
+
     /// With a completion fd: signal it when results are waiting that no
     /// backend will signal (finished inline, or owed by a backend that
     /// cannot signal).
