@@ -398,8 +398,10 @@ fn a_thread_refused_io_uring_gets_the_next_backend() {
         .build()
         .unwrap();
     if engine.backend().kind != nowait::BackendKind::Uring {
-        println!("SKIP a_thread_refused_io_uring_gets_the_next_backend: no io_uring here");
-        return;
+        return common::skip(
+            "a_thread_refused_io_uring_gets_the_next_backend",
+            &format!("no io_uring here: {}", engine.backend().reason),
+        );
     }
     let file = engine.open(&path, Direct::Off).unwrap();
     // This thread reads first, so it takes the ring built with the engine
@@ -425,8 +427,10 @@ fn a_thread_refused_io_uring_gets_the_next_backend() {
     let report = match report {
         Ok(r) => r.expect("the thread's ring is reported"),
         Err(err) => {
-            println!("SKIP a_thread_refused_io_uring_gets_the_next_backend: seccomp: {err}");
-            return;
+            return common::skip(
+                "a_thread_refused_io_uring_gets_the_next_backend",
+                &format!("seccomp: {err}"),
+            );
         }
     };
     println!("{report:#?}");
@@ -465,9 +469,14 @@ fn every_ring_gets_its_registered_buffers() {
                 .nowait(NowaitMode::Off)
         })
         .build();
-    let Ok(engine) = engine else {
-        println!("SKIP every_ring_gets_its_registered_buffers: no io_uring here");
-        return;
+    let engine = match engine {
+        Ok(engine) => engine,
+        Err(e) => {
+            return common::skip(
+                "every_ring_gets_its_registered_buffers",
+                &format!("no io_uring here: {e}"),
+            )
+        }
     };
     let file = engine.open(&path, Direct::Off).unwrap();
     std::thread::scope(|s| {
@@ -492,11 +501,10 @@ fn every_ring_gets_its_registered_buffers() {
     if s.queue.backend.fixed_reads == 0 {
         // The locked-memory limit can refuse the registration; the reads
         // then go out as plain reads (the report says so).
-        println!(
-            "SKIP fixed_reads check: registration refused: {:#?}",
-            engine.rings()
+        return common::skip(
+            "every_ring_gets_its_registered_buffers (fixed_reads check)",
+            &format!("registration refused: {:?}", engine.rings()),
         );
-        return;
     }
     assert_eq!(s.queue.backend.fixed_reads, 100, "{s:?}");
     assert!(s.rings + s.rings_reclaimed as usize >= 2, "{s:?}");
@@ -578,12 +586,20 @@ fn a_read_polled_by_an_executor_nested_in_a_tokio_task_finishes() {
         // With the first poll's page-cache reads, past tokio's budget (128
         // per task turn, which the nested executor never ends): those reads
         // go to the ring and still finish (tokio's own `Pending` would have
-        // deferred the wake-up to this blocked worker forever).
+        // deferred the wake-up to this blocked worker forever). Only the
+        // `tokio` feature sees the budget; without it every read may finish
+        // in its first poll (the streak's yields are self-wakes).
         let (rt, engine) = two_workers_and_engine_with(8, NowaitMode::Always);
         std::fs::read(&path).unwrap();
         nested_reads(&rt, engine.open(&path, Direct::Off).unwrap(), 200);
         let s = engine.stats();
         println!("{s:?}");
-        assert!(s.nowait.hits >= 100 && s.delivered > 0, "{s:?}");
+        assert!(s.nowait.hits >= 100, "{s:?}");
+        if cfg!(feature = "tokio") {
+            assert!(
+                s.delivered > 0,
+                "no read reached the ring past the budget: {s:?}"
+            );
+        }
     });
 }
