@@ -9,6 +9,7 @@
 //! loop watches (`loop.add_reader`).
 //!
 //! Nothing here panics on user input: every failure is a Python exception.
+#![deny(unsafe_code)] // allowed only in the buffer/FFI modules (docs/ARCHITECTURE.md)
 
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;

@@ -2,6 +2,7 @@
 //! which catches a panic (it must never unwind into C) and records failures
 //! in a thread-local last-error message that `nowait_last_error()` returns.
 //! Handles are checked for NULL and for their type tag before use.
+#![allow(unsafe_code)] // the FFI edge: handles, C strings and out-pointers from C
 
 use std::any::Any;
 use std::cell::RefCell;

@@ -1,5 +1,6 @@
 //! Every engine error as an errno, chosen on purpose, and
 //! `nowait_strerror()`.
+#![allow(unsafe_code)] // exports nowait_strerror (#[no_mangle])
 
 use std::ffi::{c_char, c_int, CString};
 use std::sync::OnceLock;

@@ -1,4 +1,5 @@
 //! `nowait_file`: an open file and what the engine learned about it.
+#![allow(unsafe_code)] // extern "C" entry points taking C pointers
 
 use std::ffi::{c_char, c_int, CString};
 

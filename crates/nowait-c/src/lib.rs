@@ -11,6 +11,10 @@
 //! Every exported function runs its body inside [`boundary::guard`], so a
 //! Rust panic never unwinds into C: it is reported as `-ENOTRECOVERABLE`
 //! with the panic's message in `nowait_last_error()`.
+//!
+//! Unsafe code is denied here and allowed only in the modules at the FFI
+//! edge (docs/ARCHITECTURE.md, "Unsafe code").
+#![deny(unsafe_code)]
 
 pub mod boundary;
 pub mod errno;
@@ -22,6 +26,7 @@ pub mod queue;
 use std::ffi::{c_char, CStr};
 
 /// The library version (`"0.1.0"`), a string with static lifetime.
+#[allow(unsafe_code)] // #[no_mangle]: an exported C symbol
 #[no_mangle]
 pub extern "C" fn nowait_version() -> *const c_char {
     const V: &CStr =

@@ -1,4 +1,5 @@
 //! Aligned memory for O_DIRECT reads, and the strings the library hands out.
+#![allow(unsafe_code)] // posix_memalign/free and the strings handed to C
 
 use std::ffi::{c_char, c_void, CString};
 

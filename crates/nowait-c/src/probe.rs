@@ -1,4 +1,5 @@
 //! `nowait_probe`: what the machine (and a file) can do, as text or JSON.
+#![allow(unsafe_code)] // extern "C" entry points taking C pointers
 
 use std::ffi::{c_char, c_int, c_uint};
 use std::path::Path;

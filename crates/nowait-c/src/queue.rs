@@ -1,4 +1,5 @@
 //! `nowait_queue`: push reads into caller-owned memory, submit, reap.
+#![allow(unsafe_code)] // extern "C" entry points taking C pointers and caller memory
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CString};

@@ -5,8 +5,9 @@
 //! alignment from `statx`, the filesystem), picks the fastest path, falls
 //! back cleanly where a mechanism is missing (io_uring blocked by seccomp →
 //! native AIO for `O_DIRECT` files and a thread pool with the `RWF_NOWAIT`
-//! `RWF_NOWAIT` path for buffered ones → a `pread` loop), and finishes short reads and retries itself so a result
-//! shorter than asked means end of file, nothing else.
+//! path for buffered ones → a `pread` loop), and finishes short reads and
+//! retries itself so a result shorter than asked means end of file, nothing
+//! else.
 //!
 //! ```
 //! use nowait::{Buf, Direct, Engine};
@@ -58,8 +59,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The modules, one concept each: [`probe`] (what the machine and a file can
-//! do), [`File`] (an open file and what was learned about it), [`Buf`] and
+//! The modules, one concept each: [`engine`] (the async and blocking front
+//! ends: a ring per thread, futures, the poller), [`probe`] (what the
+//! machine and a file can do), [`File`] (an open file and what was learned about it), [`Buf`] and
 //! [`BufPool`] (owned aligned buffers), [`Queue`] (slots, submit and reap,
 //! short-read completion, errno mapping), [`backend`] (the written contract
 //! and one file per backend, and the ladder of fallbacks), [`rwf_nowait`]

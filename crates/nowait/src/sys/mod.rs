@@ -1,20 +1,15 @@
 //! The system layer: every system call the engine makes outside the io-uring
-//! crate, and what the kernel's answers mean in words.
+//! crate, and what the kernel's answers mean in words. Private to the crate.
 //!
 //! The bottom of the crate: nothing here imports anything above it. Calls go
 //! through rustix wherever rustix offers them (`pread`, `statx` with
 //! `STATX_DIOALIGN`, `fstatfs`, the `BLKSSZGET` ioctl, `posix_fadvise`,
-//! `statvfs`, `eventfd`, `poll`); by hand only what it does not (`getrusage`;
-//! `preadv2` with `RWF_NOWAIT` into memory that may be uninitialised, which
-//! rustix's `IoSliceMut` cannot describe; and `io_uring_enter` through a
-//! registered ring index, see `uring.rs`). One place each for errno names and filesystem
-//! names (`names.rs`), sysfs and the device a file lives on (`sysfs.rs`), and
-//! the eventfd (`eventfd.rs`).
-//!
-//! The module is private to the crate except for a few items the `nowait`
-//! CLI still uses (`rusage`, `free_space`, `clock_ticks_per_sec`,
-//! `fadvise`); those are hidden from the API docs and go when the CLI stops
-//! using them.
+//! `eventfd`, `poll`); by hand only what it does not (`preadv2` with
+//! `RWF_NOWAIT` into memory that may be uninitialised, which rustix's
+//! `IoSliceMut` cannot describe, and `io_uring_enter` through a registered
+//! ring index, see `uring.rs`). One place each for errno names and
+//! filesystem names (`names.rs`), sysfs and the device a file lives on
+//! (`sysfs.rs`), and the eventfd (`eventfd.rs`).
 #![allow(unsafe_code)]
 
 use std::io;
