@@ -109,35 +109,29 @@ impl Default for UringConfig {
 /// Flag sets to try, best first.
 pub(super) fn attempts(cfg: &UringConfig) -> Vec<UringSetupFlags> {
     type F = UringSetupFlags;
-    let none = F::empty();
-    let list: &[F] = if cfg.sqpoll_idle_ms.is_some() {
+    const DEFERRED: F = F::SINGLE_ISSUER
+        .union(F::DEFER_TASKRUN)
+        .union(F::TASKRUN_FLAG);
+    // What every ring may fall back to: cooperative task work, then none.
+    const COOPERATIVE: [F; 3] = [
+        F::COOP_TASKRUN.union(F::TASKRUN_FLAG),
+        F::COOP_TASKRUN,
+        F::empty(),
+    ];
+    let list: Vec<F> = if cfg.sqpoll_idle_ms.is_some() {
         // DEFER_TASKRUN is not allowed with SQPOLL.
-        &[
-            F::SQPOLL.union(F::SINGLE_ISSUER),
-            F::SQPOLL,
-            F::SINGLE_ISSUER
-                .union(F::DEFER_TASKRUN)
-                .union(F::TASKRUN_FLAG),
-            F::COOP_TASKRUN.union(F::TASKRUN_FLAG),
-            F::COOP_TASKRUN,
-            none,
-        ]
+        [F::SQPOLL.union(F::SINGLE_ISSUER), F::SQPOLL, DEFERRED]
+            .into_iter()
+            .chain(COOPERATIVE)
+            .collect()
     } else if !cfg.spin.is_zero() {
         // Spinning needs completions posted without us entering the kernel:
         // no deferred or cooperative task work.
-        &[F::SINGLE_ISSUER, none]
+        vec![F::SINGLE_ISSUER, F::empty()]
     } else {
-        &[
-            F::SINGLE_ISSUER
-                .union(F::DEFER_TASKRUN)
-                .union(F::TASKRUN_FLAG),
-            F::COOP_TASKRUN.union(F::TASKRUN_FLAG),
-            F::COOP_TASKRUN,
-            none,
-        ]
+        std::iter::once(DEFERRED).chain(COOPERATIVE).collect()
     };
-    list.iter()
-        .copied()
+    list.into_iter()
         .filter(|f| cfg.single_issuer || !f.contains(F::SINGLE_ISSUER))
         .filter(|f| {
             !f.contains(F::DEFER_TASKRUN) || (f.contains(F::SINGLE_ISSUER) && cfg.defer_taskrun)
