@@ -45,12 +45,13 @@
 //!
 //! # Shutdown
 //!
-//! [`EngineFile`]s, and the futures made from them, hold the engine's core
+//! [`EngineFile`]s, and the futures made from them, hold the engine's rings
 //! alive, so dropping every [`Engine`] handle while reads are in flight
 //! loses nothing: those reads finish and are delivered. Reads made on an
-//! [`EngineFile`] after its engine is gone fail with [`Error::Closed`].
-//! When the last file and future are gone the core is dropped, on the
-//! thread that dropped the last of them: the poller is stopped and each
+//! [`EngineFile`] after its engine is gone fail with
+//! [`Error::Closed`](crate::Error::Closed). When the last file and future
+//! are gone the rings are dropped, on the thread that dropped the last of
+//! them: the poller is stopped and each
 //! ring's queue waits for every completion the kernel still owes (abandoned
 //! reads included) before any buffer is freed, so that drop can block for
 //! as long as a device takes to finish them.
