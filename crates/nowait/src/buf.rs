@@ -22,6 +22,8 @@ use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::sys::ReadInto;
+
 /// Default alignment of a buffer: one page.
 pub const PAGE: usize = 4096;
 
@@ -288,6 +290,24 @@ impl Buf {
             std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<MaybeUninit<u8>>(), self.cap)
         };
         &mut all[range]
+    }
+
+    /// The bytes `range` of the capacity for a read to fill: as bytes when
+    /// they are initialised (nowait's own buffers always are), as
+    /// `MaybeUninit` otherwise.
+    ///
+    /// # Panics
+    /// If `range` reaches past the capacity.
+    #[inline]
+    pub(crate) fn read_into(&mut self, range: Range<usize>) -> ReadInto<'_> {
+        if range.end <= self.init {
+            // SAFETY: the first `init` bytes are initialised and writable,
+            // and `&mut self` gives exclusive access.
+            let all = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.init) };
+            ReadInto::Bytes(&mut all[range])
+        } else {
+            ReadInto::Uninit(self.spare_uninit(range))
+        }
     }
 
     /// The initialised bytes (the whole capacity of nowait's own buffers).

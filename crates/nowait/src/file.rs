@@ -4,7 +4,6 @@
 
 use std::fs;
 use std::io::{self, Seek, SeekFrom};
-use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -14,7 +13,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::rwf_nowait::{Answer, Attempt, CacheTry, NowaitFile, NowaitMode, NowaitState, Outcome};
 use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
-use crate::sys::{self, sysfs, DioAlign};
+use crate::sys::{self, sysfs, DioAlign, ReadInto};
 
 /// Whether reads bypass the page cache with `O_DIRECT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -503,29 +502,15 @@ impl File {
     /// reads ending past `i64::MAX`. `buf` may be uninitialised (a caller's
     /// memory lent to a [`Buf`](crate::Buf)); on a hit its first bytes are
     /// written.
+    #[inline]
     pub(crate) fn read_cached(
         &self,
-        buf: &mut [MaybeUninit<u8>],
+        buf: ReadInto<'_>,
         offset: u64,
         mode: NowaitMode,
         threshold: u32,
     ) -> CacheTry {
         let len = buf.len();
-        self.read_cached_with(len, offset, mode, threshold, |fd| {
-            sys::preadv2_nowait(fd, buf, offset)
-        })
-    }
-
-    /// [`File::read_cached`], the read itself made by `read` (given the
-    /// descriptor) into `len` bytes.
-    fn read_cached_with(
-        &self,
-        len: usize,
-        offset: u64,
-        mode: NowaitMode,
-        threshold: u32,
-        read: impl FnOnce(BorrowedFd<'_>) -> std::result::Result<usize, i32>,
-    ) -> CacheTry {
         let f = &*self.inner;
         if f.direct || len == 0 || len > RW_MAX || !offset_fits(offset, len) {
             return CacheTry::Off;
@@ -537,7 +522,11 @@ impl File {
             Attempt::Skip => return CacheTry::Skipped,
             Attempt::Off => return CacheTry::Off,
         };
-        let (outcome, out) = match Answer::of(read(f.file.as_fd()), offset, len) {
+        let (outcome, out) = match Answer::of(
+            sys::preadv2_nowait(f.file.as_fd(), buf, offset),
+            offset,
+            len,
+        ) {
             // Short: end of file, which `Answer::of` infers from a stop
             // inside a page. That holds for the page cache's own reads
             // (`filemap_read` stops at end of file or a folio's end); a
@@ -587,9 +576,7 @@ impl File {
     /// [`REPROBE_EVERY`]: crate::rwf_nowait::REPROBE_EVERY
     pub fn try_read_cached(&self, buf: &mut [u8], offset: u64, mode: NowaitMode) -> CacheTry {
         let threshold = crate::rwf_nowait::ADAPTIVE_THRESHOLD;
-        self.read_cached_with(buf.len(), offset, mode, threshold, |fd| {
-            sys::preadv2_nowait_bytes(fd, buf, offset)
-        })
+        self.read_cached(ReadInto::Bytes(buf), offset, mode, threshold)
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {
@@ -675,5 +662,5 @@ fn refuses_nowait(file: &fs::File, direct: bool, align: DioAlignment) -> bool {
         1
     };
     let mut buf = crate::buf::Buf::with_align(len, (align.mem as usize).max(crate::buf::PAGE));
-    sys::preadv2_nowait(file.as_fd(), buf.spare_uninit(0..len), 0) == Err(libc::EOPNOTSUPP)
+    sys::preadv2_nowait(file.as_fd(), buf.read_into(0..len), 0) == Err(libc::EOPNOTSUPP)
 }

@@ -95,14 +95,9 @@ fn try_page_cache(
     if !streak::extend(yielded) {
         return FirstPollOutcome::YieldFirst;
     }
-    // The buffer may be a caller's memory not yet written: read into it as
-    // `MaybeUninit` (a hit marks what the kernel filled).
-    let tried = file.read_cached(
-        buf.spare_uninit(0..len),
-        offset,
-        first.mode,
-        ENGINE_THRESHOLD,
-    );
+    // The buffer may be a caller's memory not yet written: `read_into`
+    // hands it over as `MaybeUninit` then (a hit marks what was filled).
+    let tried = file.read_cached(buf.read_into(0..len), offset, first.mode, ENGINE_THRESHOLD);
     first.counts.count(tried);
     match tried {
         CacheTry::Hit(n) => {

@@ -85,6 +85,9 @@ struct OneRead {
     state: ReadState,
 }
 
+// A plain tag byte: the drop of a finished read (every page-cache hit)
+// reads it instead of decoding a niche.
+#[repr(u8)]
 enum ReadState {
     /// Not started yet (or in line for an op).
     Unstarted(Buf),

@@ -16,6 +16,8 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
+use rustix::io::{IoSliceMut, ReadWriteFlags};
+
 pub(crate) mod eventfd;
 pub(crate) mod names;
 pub(crate) mod sysfs;
@@ -53,10 +55,12 @@ pub(crate) unsafe fn pread(fd: RawFd, ptr: *mut u8, len: usize, offset: u64) -> 
 
 /// Read with `preadv2(2)` and `RWF_NOWAIT` into `len` bytes at `ptr`: the
 /// bytes the page cache holds at `offset`, or EAGAIN if none are resident.
-/// By hand (libc) because rustix's `preadv2` takes `IoSliceMut`s, which are
-/// `&mut [u8]` over initialised bytes; the memory here may be the caller's,
-/// uninitialised until the kernel writes it, so it is passed as a raw
-/// `iovec` and no reference to it is formed.
+/// By hand because rustix's `preadv2` takes `IoSliceMut`s, which are
+/// `&mut [u8]` over initialised bytes, and the memory here may be the
+/// caller's, uninitialised until the kernel writes it: it is passed as a
+/// raw `iovec` and no reference to it is formed. The system call itself,
+/// not glibc's `preadv2`, which is a thread cancellation point (two more
+/// calls, about 60 instructions, per read).
 ///
 /// # Safety
 /// `fd` must be open, and `ptr` valid for writes of `len` bytes, for the
@@ -69,17 +73,31 @@ pub(crate) unsafe fn preadv2_nowait_raw(
 ) -> Result<usize, i32> {
     // An offset past i64::MAX would reach the kernel negative, and -1 means
     // "the file position": refuse it as the kernel refuses other bad offsets.
-    let Ok(offset) = libc::off_t::try_from(offset) else {
+    if offset > i64::MAX as u64 {
         return Err(libc::EINVAL);
-    };
+    }
     let iov = libc::iovec {
         iov_base: ptr.cast(),
         iov_len: len,
     };
+    // The offset goes as two halves (`pos_l`, `pos_h`); a 64-bit kernel
+    // takes it whole from `pos_l` and shifts `pos_h` out.
+    let (pos_l, pos_h) = (offset as libc::c_ulong, (offset >> 32) as libc::c_ulong);
     // SAFETY: the caller keeps `fd` open and `ptr..ptr+len` writable for the
     // call; the kernel writes at most `len` bytes there through the raw
-    // pointer, and `iov` lives across the call.
-    let r = unsafe { libc::preadv2(fd, &iov, 1, offset, libc::RWF_NOWAIT) };
+    // pointer, and `iov` lives across the call. Every argument has the
+    // width the system call reads (longs and a pointer).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_preadv2,
+            fd as libc::c_long,
+            &iov as *const libc::iovec,
+            1 as libc::c_long,
+            pos_l,
+            pos_h,
+            libc::RWF_NOWAIT as libc::c_long,
+        )
+    };
     if r < 0 {
         Err(io::Error::last_os_error()
             .raw_os_error()
@@ -89,28 +107,45 @@ pub(crate) unsafe fn preadv2_nowait_raw(
     }
 }
 
-/// `preadv2(2)` with `RWF_NOWAIT` into memory that may be uninitialised:
-/// the bytes the page cache holds at `offset`, or EAGAIN if they are not
-/// resident.
-pub(crate) fn preadv2_nowait(
-    fd: BorrowedFd<'_>,
-    buf: &mut [MaybeUninit<u8>],
-    offset: u64,
-) -> Result<usize, i32> {
-    // SAFETY: `fd` is borrowed, so open for the call; `buf` is a live
-    // exclusive borrow, writable for its whole length.
-    unsafe { preadv2_nowait_raw(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), offset) }
+/// Memory a read fills: bytes already initialised, or memory that may not
+/// be (a caller's, lent to a `Buf`, before a read wrote it).
+pub(crate) enum ReadInto<'a> {
+    /// Initialised bytes: read through rustix.
+    Bytes(&'a mut [u8]),
+    /// Maybe uninitialised: handed to the kernel as a raw pointer.
+    Uninit(&'a mut [MaybeUninit<u8>]),
 }
 
-/// [`preadv2_nowait`] into initialised bytes (a caller's `&mut [u8]`).
-pub(crate) fn preadv2_nowait_bytes(
+impl ReadInto<'_> {
+    /// Its length in bytes.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            ReadInto::Bytes(b) => b.len(),
+            ReadInto::Uninit(b) => b.len(),
+        }
+    }
+}
+
+/// `preadv2(2)` with `RWF_NOWAIT`: the bytes the page cache holds at
+/// `offset`, or EAGAIN if they are not resident.
+#[inline]
+pub(crate) fn preadv2_nowait(
     fd: BorrowedFd<'_>,
-    buf: &mut [u8],
+    buf: ReadInto<'_>,
     offset: u64,
 ) -> Result<usize, i32> {
-    // SAFETY: as in `preadv2_nowait`; the kernel writes only bytes, so the
-    // slice stays initialised.
-    unsafe { preadv2_nowait_raw(fd.as_raw_fd(), buf.as_mut_ptr(), buf.len(), offset) }
+    match buf {
+        ReadInto::Bytes(b) => {
+            let mut iov = [IoSliceMut::new(b)];
+            rustix::io::preadv2(fd, &mut iov, offset, ReadWriteFlags::NOWAIT).map_err(errno_of)
+        }
+        // SAFETY: `fd` is borrowed, so open for the call; `b` is a live
+        // exclusive borrow, writable for its whole length.
+        ReadInto::Uninit(b) => unsafe {
+            preadv2_nowait_raw(fd.as_raw_fd(), b.as_mut_ptr().cast(), b.len(), offset)
+        },
+    }
 }
 
 /// One `preadv2(2)` of 1 byte at offset 0 with `RWF_NOWAIT`: does the
@@ -120,7 +155,7 @@ pub(crate) fn preadv2_nowait_bytes(
 /// `Err(EPERM)` mean `preadv2` itself is refused.
 pub(crate) fn preadv2_nowait_probe(fd: BorrowedFd<'_>) -> Result<usize, i32> {
     let mut byte = [0u8];
-    preadv2_nowait_bytes(fd, &mut byte, 0)
+    preadv2_nowait(fd, ReadInto::Bytes(&mut byte), 0)
 }
 
 /// O_DIRECT alignment as `statx(2)` with `STATX_DIOALIGN` reports it.
