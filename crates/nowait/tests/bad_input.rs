@@ -324,6 +324,31 @@ fn dropping_a_queue_with_reads_in_flight_waits_for_them() {
     }
 }
 
+/// An unaligned direct read ending exactly at the largest file position
+/// (i64::MAX) starts past the last aligned offset below it: its bounce
+/// buffer is empty, and the read is end of file (0 bytes), not a panic
+/// (regression: the copy out of the empty bounce buffer indexed past it).
+#[test]
+fn unaligned_direct_read_ending_at_the_largest_offset_is_end_of_file() {
+    let dir = match common::direct_dir() {
+        Ok(d) => d,
+        Err(why) => {
+            return common::skip(
+                "unaligned_direct_read_ending_at_the_largest_offset_is_end_of_file",
+                &why,
+            )
+        }
+    };
+    let path = pattern_file(dir.path(), "f.dat", 1 << 20);
+    let f = File::open(&path, Direct::Auto).unwrap();
+    assert!(f.is_direct(), "{}: opened buffered", path.display());
+    for (kind, mut q) in backends(4) {
+        let (r, b) = q.read_at(&f, i64::MAX as u64 - 100, Buf::new(100));
+        assert_eq!(r.unwrap(), 0, "{kind}");
+        assert!(b.as_slice().is_empty(), "{kind}");
+    }
+}
+
 #[test]
 fn file_outlives_its_handle_while_reads_are_in_flight() {
     let dir = tempfile::tempdir().unwrap();
