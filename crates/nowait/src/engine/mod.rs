@@ -3,15 +3,15 @@
 //! read through it ([`EngineFile`]), their reads as futures ([`ReadAt`],
 //! [`ReadMany`]) and the blocking front end over them ([`BlockingFile`]).
 //!
-//! This is what the async and blocking front ends ([`crate::ReadAt`],
-//! [`crate::BlockingFile`]) stand on. It needs no runtime: any executor that
-//! hands a future a [`std::task::Waker`] can drive it.
+//! It needs no runtime: any executor that hands a future a
+//! [`std::task::Waker`] can drive it.
 //!
 //! # How a read travels
 //!
 //! * A thread's first read builds its **ring**: a [`crate::Queue`] of
-//!   [`QueueBuilder::depth`](crate::QueueBuilder::depth) reads and a table of op states next to it (an
-//!   op index is the read's `user_data`; nothing is allocated per read). A
+//!   [`QueueBuilder::depth`](crate::QueueBuilder::depth) reads and a table
+//!   of op states next to it (an op index is the read's `user_data`;
+//!   nothing is allocated per read). A
 //!   future takes the ring of the thread that first polls it and keeps it
 //!   until its read is collected. Rings are locked one by one, never all at
 //!   once: on the common path only the owning thread takes its ring's lock.
