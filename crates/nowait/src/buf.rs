@@ -6,23 +6,38 @@
 //! which satisfies every O_DIRECT alignment seen in practice (the exact
 //! requirement comes from `statx`, see [`crate::File::dio_align`]).
 //!
-//! Memory is zeroed when allocated, so every byte of a buffer is always
-//! initialised and `set_len` needs no `unsafe`.
+//! The buffers nowait allocates are zeroed, so every byte of them is
+//! initialised. Memory a caller lends ([`Buf::from_raw_parts`], a C
+//! program's `malloc`) may not be: a `Buf` over it never forms a `&[u8]`
+//! over bytes before the kernel (or the `Buf` itself) has written them. It
+//! keeps how many leading bytes are initialised, reads hand the kernel raw
+//! pointers (or `MaybeUninit` slices), and a completion raises the mark to
+//! the bytes the read filled.
 #![allow(unsafe_code)]
 
 use std::alloc::{self, Layout};
 use std::fmt;
+use std::mem::MaybeUninit;
+use std::ops::Range;
 use std::ptr::NonNull;
 use std::sync::Arc;
+
+use crate::sys::ReadInto;
 
 /// Default alignment of a buffer: one page.
 pub const PAGE: usize = 4096;
 
-/// An owned, aligned, zero-initialised byte buffer with a fill length.
+/// An owned, aligned byte buffer with a fill length: zero-initialised
+/// when nowait allocates it, or the caller's memory, initialised or not
+/// ([`Buf::from_raw_parts`]).
 pub struct Buf {
     ptr: NonNull<u8>,
     cap: usize,
     len: usize,
+    /// The first `init` bytes are initialised (`len <= init <= cap`): all
+    /// of them for nowait's own (zeroed) memory, none at first for the
+    /// caller's, then as far as reads have filled it.
+    init: usize,
     align: usize,
     /// Set only on buffers of a queue's registered pool: (registration id,
     /// index). A tag travels with the buffer, so memory that merely reuses
@@ -107,6 +122,7 @@ impl Buf {
                 ptr,
                 cap: 0,
                 len: 0,
+                init: 0,
                 align,
                 fixed: None,
                 foreign: false,
@@ -121,6 +137,8 @@ impl Buf {
             ptr: NonNull::new(raw)?,
             cap,
             len: 0,
+            // `alloc_zeroed`: every byte is initialised.
+            init: cap,
             align,
             fixed: None,
             foreign: false,
@@ -135,11 +153,17 @@ impl Buf {
     /// engine's use of it. Its alignment is the largest power of two (up
     /// to 64 KiB) that divides `ptr`, which is what O_DIRECT checks see.
     ///
+    /// The memory need not be initialised: the `Buf` treats it as
+    /// `MaybeUninit<u8>` and shows (as [`Buf::as_slice`]) only bytes a read
+    /// has filled; bytes past them are never read, and are written only by
+    /// reads (and zeroed by [`Buf::set_len`] or [`Buf::spare_mut`] when
+    /// asked for before a read filled them).
+    ///
     /// # Safety
-    /// `ptr` must be valid for reads and writes of `cap` bytes, hold
-    /// initialised bytes (any values), and be touched by nobody else from
-    /// this call until the returned `Buf` is dropped: the kernel may write to
-    /// it until the read's completion is handed back.
+    /// `ptr` must be valid for writes of `cap` bytes (initialised or not)
+    /// and be touched by nobody else from this call until the returned
+    /// `Buf` is dropped: the kernel may write to it until the read's
+    /// completion is handed back.
     pub unsafe fn from_raw_parts(ptr: *mut u8, cap: usize) -> Buf {
         let addr = ptr as usize;
         let align = if addr == 0 {
@@ -152,6 +176,7 @@ impl Buf {
                 ptr,
                 cap,
                 len: 0,
+                init: 0,
                 align,
                 fixed: None,
                 foreign: true,
@@ -181,6 +206,8 @@ impl Buf {
                 ptr,
                 cap,
                 len: 0,
+                // Zeroed just above: every byte is initialised.
+                init: cap,
                 align,
                 fixed: None,
                 foreign: false,
@@ -247,8 +274,9 @@ impl Buf {
         self.align
     }
 
-    /// Set the fill length (at most the capacity). All bytes are initialised,
-    /// so this only changes what [`Buf::as_slice`] shows.
+    /// Set the fill length (at most the capacity): what [`Buf::as_slice`]
+    /// shows. Bytes of the caller's memory that no read has filled yet are
+    /// zeroed first (nowait's own buffers are zeroed already).
     ///
     /// # Panics
     /// If `len > capacity`.
@@ -258,12 +286,47 @@ impl Buf {
             "Buf::set_len({len}) beyond capacity {}",
             self.cap
         );
+        self.init_to(len);
         self.len = len;
+    }
+
+    /// Zero the bytes from the initialised mark to `end` (`end <= cap`), so
+    /// the first `end` bytes are initialised.
+    fn init_to(&mut self, end: usize) {
+        if end > self.init {
+            // SAFETY: `init < end <= cap`: the range lies inside the memory
+            // the `Buf` may write (its own allocation, or the caller's by
+            // `from_raw_parts`' contract), and `&mut self` is exclusive.
+            unsafe { std::ptr::write_bytes(self.ptr.as_ptr().add(self.init), 0, end - self.init) };
+            self.init = end;
+        }
+    }
+
+    /// A read wrote the first `n` bytes: they are the fill length, and
+    /// initialised. Only for bytes the kernel (or a copy) has written.
+    pub(crate) fn filled(&mut self, n: usize) {
+        debug_assert!(n <= self.cap);
+        self.init = self.init.max(n);
+        self.len = n;
+    }
+
+    /// Copy `src` to the start of the buffer (at most its capacity) and make
+    /// it the fill length; returns the bytes copied.
+    pub(crate) fn copy_in(&mut self, src: &[u8]) -> usize {
+        let n = src.len().min(self.cap);
+        // SAFETY: `n <= cap`: the destination is writable memory of this
+        // `Buf` (`&mut self`), which never overlaps `src`, a shared borrow
+        // of other memory; no reference to the destination is formed, so it
+        // may be uninitialised until written.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr(), n) };
+        self.filled(n);
+        n
     }
 
     /// The filled bytes.
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` is valid and initialised for `cap >= len` bytes and we hold `&self`.
+        // SAFETY: `ptr` is valid for `cap` bytes, of which the first
+        // `init >= len` are initialised, and we hold `&self`.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
@@ -273,16 +336,53 @@ impl Buf {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
-    /// The whole capacity, mutably (for filling a buffer before a write-like use).
+    /// The whole capacity, mutably (for filling a buffer before a
+    /// write-like use). Bytes of the caller's memory that no read has
+    /// filled are zeroed first.
     pub fn spare_mut(&mut self) -> &mut [u8] {
-        // SAFETY: the whole capacity is initialised (zeroed at allocation) and exclusively ours.
+        self.init_to(self.cap);
+        // SAFETY: the whole capacity is initialised (just above, or zeroed
+        // at allocation) and `&mut self` gives exclusive access.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.cap) }
     }
 
-    /// The whole capacity, read-only.
-    pub(crate) fn full(&self) -> &[u8] {
-        // SAFETY: the whole capacity is initialised (zeroed at allocation); `&self` forbids writers.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.cap) }
+    /// The bytes `range` of the capacity as memory a read may fill, without
+    /// a claim that they are initialised (the caller's may not be).
+    ///
+    /// # Panics
+    /// If `range` reaches past the capacity.
+    pub(crate) fn spare_uninit(&mut self, range: Range<usize>) -> &mut [MaybeUninit<u8>] {
+        // SAFETY: `ptr` is valid for writes of `cap` bytes; as
+        // `MaybeUninit<u8>` nothing is claimed about their contents, and
+        // `&mut self` gives exclusive access.
+        let all = unsafe {
+            std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<MaybeUninit<u8>>(), self.cap)
+        };
+        &mut all[range]
+    }
+
+    /// The bytes `range` of the capacity for a read to fill: as bytes when
+    /// they are initialised (nowait's own buffers always are), as
+    /// `MaybeUninit` otherwise.
+    ///
+    /// # Panics
+    /// If `range` reaches past the capacity.
+    #[inline]
+    pub(crate) fn read_into(&mut self, range: Range<usize>) -> ReadInto<'_> {
+        if range.end <= self.init {
+            // SAFETY: the first `init` bytes are initialised and writable,
+            // and `&mut self` gives exclusive access.
+            let all = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.init) };
+            ReadInto::Bytes(&mut all[range])
+        } else {
+            ReadInto::Uninit(self.spare_uninit(range))
+        }
+    }
+
+    /// The initialised bytes (the whole capacity of nowait's own buffers).
+    pub(crate) fn initialised(&self) -> &[u8] {
+        // SAFETY: the first `init` bytes are initialised; `&self` forbids writers.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.init) }
     }
 
     /// Raw pointer handed to the kernel; valid for `capacity()` bytes while
@@ -368,6 +468,8 @@ impl BufPool {
                 ptr: unsafe { NonNull::new_unchecked(base.as_ptr().add(i * stride)) },
                 cap: size,
                 len: 0,
+                // `alloc_zeroed`: every byte is initialised.
+                init: size,
                 align,
                 fixed: None,
                 foreign: false,
@@ -464,6 +566,31 @@ mod tests {
         // SAFETY: a one-byte-aligned address inside `mem`, valid for 10 bytes.
         let odd = unsafe { Buf::from_raw_parts(mem.as_mut_ptr().wrapping_add(off + 1), 10) };
         assert_eq!(odd.align(), 1);
+    }
+
+    /// Caller memory fresh from an allocator (uninitialised) is shown only
+    /// as far as it was written: a copy (as a read would) raises the mark,
+    /// and `set_len` past it zeroes the rest first.
+    #[test]
+    fn foreign_memory_is_never_shown_before_it_is_written() {
+        let layout = Layout::from_size_align(64, 8).unwrap();
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc::alloc(layout) };
+        assert!(!raw.is_null());
+        // SAFETY: `raw` is valid for writes of 64 bytes and untouched while `b` lives.
+        let mut b = unsafe { Buf::from_raw_parts(raw, 64) };
+        assert!(b.initialised().is_empty() && b.as_slice().is_empty());
+        assert_eq!(b.spare_uninit(0..64).len(), 64);
+        assert_eq!(b.copy_in(b"abc"), 3);
+        assert_eq!((b.as_slice(), b.initialised().len()), (&b"abc"[..], 3));
+        b.set_len(6);
+        assert_eq!(b.as_slice(), b"abc\0\0\0");
+        b.filled(2);
+        assert_eq!((b.as_slice(), b.initialised().len()), (&b"ab"[..], 6));
+        assert!(b.spare_mut()[6..].iter().all(|&x| x == 0));
+        drop(b);
+        // SAFETY: allocated above with this layout; the `Buf` never frees it.
+        unsafe { alloc::dealloc(raw, layout) };
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::io::{self, Seek, SeekFrom};
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::rwf_nowait::{Answer, Attempt, CacheTry, NowaitFile, NowaitMode, NowaitState, Outcome};
 pub use crate::setting::Direct;
 use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
-use crate::sys::{self, sysfs, DioAlign};
+use crate::sys::{self, sysfs, DioAlign, ReadInto};
 
 /// What kind of object the file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -514,16 +515,20 @@ impl File {
     /// outcome is folded into the ratio. Never waits for the device. Not
     /// tried: O_DIRECT files, empty reads, reads longer than
     /// [`RW_MAX`] (they would come back short, as if at end of file), and
-    /// reads ending past `i64::MAX`.
+    /// reads ending past `i64::MAX`. `buf` may be uninitialised (a caller's
+    /// memory lent to a [`Buf`](crate::Buf)); on a hit its first bytes are
+    /// written.
+    #[inline]
     pub(crate) fn read_cached(
         &self,
-        buf: &mut [u8],
+        buf: ReadInto<'_>,
         offset: u64,
         mode: NowaitMode,
         threshold: u32,
     ) -> CacheTry {
+        let len = buf.len();
         let f = &*self.inner;
-        if f.direct || buf.is_empty() || buf.len() > RW_MAX || !offset_fits(offset, buf.len()) {
+        if f.direct || len == 0 || len > RW_MAX || !offset_fits(offset, len) {
             return CacheTry::Off;
         }
         let regular = f.kind == FileKind::Regular;
@@ -533,7 +538,6 @@ impl File {
             Attempt::Skip => return CacheTry::Skipped,
             Attempt::Off => return CacheTry::Off,
         };
-        let len = buf.len();
         let (outcome, out) = match Answer::of(
             sys::preadv2_nowait(f.file.as_fd(), buf, offset),
             offset,
@@ -587,7 +591,23 @@ impl File {
     /// [`ADAPTIVE_THRESHOLD`]: crate::rwf_nowait::ADAPTIVE_THRESHOLD
     /// [`REPROBE_EVERY`]: crate::rwf_nowait::REPROBE_EVERY
     pub fn try_read_cached(&self, buf: &mut [u8], offset: u64, mode: NowaitMode) -> CacheTry {
-        self.read_cached(buf, offset, mode, crate::rwf_nowait::ADAPTIVE_THRESHOLD)
+        let threshold = crate::rwf_nowait::ADAPTIVE_THRESHOLD;
+        self.read_cached(ReadInto::Bytes(buf), offset, mode, threshold)
+    }
+
+    /// [`File::try_read_cached`] into memory that may not be initialised
+    /// (a caller's, or an object's storage fresh from an allocator): the
+    /// kernel gets a raw pointer, and no `&[u8]` is formed over `buf`. Only
+    /// on [`CacheTry::Hit`]`(n)` are its first `n` bytes initialised, with
+    /// the file's bytes.
+    pub fn try_read_cached_uninit(
+        &self,
+        buf: &mut [MaybeUninit<u8>],
+        offset: u64,
+        mode: NowaitMode,
+    ) -> CacheTry {
+        let threshold = crate::rwf_nowait::ADAPTIVE_THRESHOLD;
+        self.read_cached(ReadInto::Uninit(buf), offset, mode, threshold)
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {
@@ -673,5 +693,5 @@ fn refuses_nowait(file: &fs::File, direct: bool, align: DioAlignment) -> bool {
         1
     };
     let mut buf = crate::buf::Buf::with_align(len, (align.mem as usize).max(crate::buf::PAGE));
-    sys::preadv2_nowait(file.as_fd(), &mut buf.spare_mut()[..len], 0) == Err(libc::EOPNOTSUPP)
+    sys::preadv2_nowait(file.as_fd(), buf.read_into(0..len), 0) == Err(libc::EOPNOTSUPP)
 }

@@ -517,9 +517,11 @@ fn engine_for(case: &Case, rng: &mut Rng) -> Option<Engine> {
     // cached reads never reach the ring.
     let mode = NowaitMode::ALL[rng.below(3) as usize];
     match Engine::builder()
-        .backend(BackendChoice::Exactly(case.kind))
-        .depth(depth)
-        .nowait(mode)
+        .queue(|q| {
+            q.backend(BackendChoice::Exactly(case.kind))
+                .depth(depth)
+                .nowait(mode)
+        })
         .build()
     {
         Ok(e) => Some(e),

@@ -67,14 +67,16 @@ impl Bounce {
     /// `buf` (at most `len` bytes); returns how many were copied.
     pub(super) fn copy_out(&self, done: usize, len: usize, buf: &mut Buf) -> usize {
         let n = done.saturating_sub(self.skip).min(len);
-        buf.set_len(n);
-        if n > 0 {
-            // `skip + n <= done <= the bounce's size`; with nothing read
-            // past `skip` (end of file, or a read that starts past the last
-            // aligned offset below i64::MAX) there is nothing to copy.
-            buf.as_mut_slice()
-                .copy_from_slice(&self.buf.full()[self.skip..self.skip + n]);
+        if n == 0 {
+            // Nothing read past `skip`: end of file, or a read that starts
+            // past the last aligned offset below i64::MAX (whose bounce
+            // buffer is empty, shorter than `skip`).
+            buf.filled(0);
+            return 0;
         }
-        n
+        // `skip + n <= done <= the bounce's size`, all of it initialised (a
+        // buffer of nowait's own). `buf` may be a caller's memory not yet
+        // written: `copy_in` writes it without reading it.
+        buf.copy_in(&self.buf.initialised()[self.skip..self.skip + n])
     }
 }

@@ -4,8 +4,11 @@
 //! io_uring would hand each such read to an io-wq kernel thread: a thread
 //! hop for a memory copy. "Inline" means this and only this in the crate.
 
+use std::os::fd::AsFd;
+
 use super::Queue;
 use crate::file::File;
+use crate::sys;
 
 /// Inline reads after which `reap` looks at the backend even when they
 /// satisfied it (see [`QueueBuilder::memory_inline`](super::QueueBuilder::memory_inline)):
@@ -45,7 +48,6 @@ impl Queue {
     /// in memory (`FileInner::memory`): the read copies (or decompresses)
     /// and never waits on a device.
     pub(super) fn read_inline(&mut self, idx: u32) {
-        use std::os::unix::fs::FileExt;
         if self.inline_active {
             // Called back from `on_result` below (a short read's remainder,
             // an EINTR retry): read it in the loop, not by recursion.
@@ -70,14 +72,13 @@ impl Queue {
                 None => s.buf.as_mut().expect("an issued slot holds its buffer"),
             };
             let offset = s.io_offset + s.done as u64;
-            let res = match file
-                .inner
-                .file
-                .read_at(&mut target.spare_mut()[s.done..s.io_len], offset)
-            {
+            // Into the rest of the target, which may be a caller's memory
+            // not yet written (`Buf::from_raw_parts`): as `MaybeUninit`.
+            let rest = target.spare_uninit(s.done..s.io_len);
+            let res = match sys::pread_into(file.as_fd(), rest, offset) {
                 // `io_len` fits a read (MAX_READ), so the count fits an i32.
                 Ok(n) => n as i32,
-                Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
+                Err(errno) => -errno,
             };
             self.stats.inline += 1;
             self.inline_since_enter = self.inline_since_enter.saturating_add(1);

@@ -103,7 +103,8 @@ impl Queue {
         let s = &mut self.slots[idx as usize];
         s.small_direct = false;
         let mut buf = s.buf.take().expect("an issued slot holds its buffer");
-        buf.set_len(s.len);
+        // The kernel wrote all `len` bytes.
+        buf.filled(s.len);
         s.file = None;
         let c = Completion {
             user_data: s.user_data,

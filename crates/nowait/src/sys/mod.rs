@@ -1,24 +1,20 @@
 //! The system layer: every system call the engine makes outside the io-uring
-//! crate, and what the kernel's answers mean in words.
+//! crate, and what the kernel's answers mean in words. Private to the crate.
 //!
 //! The bottom of the crate: nothing here imports anything above it. Calls go
-//! through rustix wherever rustix offers them (`pread`, `preadv2` with
-//! `RWF_NOWAIT`, `statx` with `STATX_DIOALIGN`, `fstatfs`, the `BLKSSZGET`
-//! ioctl, `posix_fadvise`, `statvfs`, `eventfd`, `poll`); by hand only what it
-//! does not (`getrusage`, and `io_uring_enter` through a registered ring
-//! index, see `uring.rs`). One place each for errno names and filesystem
-//! names (`names.rs`), sysfs and the device a file lives on (`sysfs.rs`), and
-//! the eventfd (`eventfd.rs`).
-//!
-//! The module is private to the crate except for a few items the `nowait`
-//! CLI still uses (`rusage`, `free_space`, `clock_ticks_per_sec`,
-//! `fadvise`); those are hidden from the API docs and go when the CLI stops
-//! using them.
+//! through rustix wherever rustix offers them (`pread`, `statx` with
+//! `STATX_DIOALIGN`, `fstatfs`, the `BLKSSZGET` ioctl, `posix_fadvise`,
+//! `eventfd`, `poll`); by hand only what it does not (`preadv2` with
+//! `RWF_NOWAIT` into memory that may be uninitialised, which rustix's
+//! `IoSliceMut` cannot describe, and `io_uring_enter` through a registered
+//! ring index, see `uring.rs`). One place each for errno names and
+//! filesystem names (`names.rs`), sysfs and the device a file lives on
+//! (`sysfs.rs`), and the eventfd (`eventfd.rs`).
 #![allow(unsafe_code)]
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 
 use rustix::io::{IoSliceMut, ReadWriteFlags};
 
@@ -29,6 +25,18 @@ pub(crate) mod uring;
 
 fn errno_of(e: rustix::io::Errno) -> i32 {
     e.raw_os_error()
+}
+
+/// Read with `pread(2)` into memory that may be uninitialised (the
+/// caller's, lent to a `Buf`). Returns bytes read or the errno.
+pub(crate) fn pread_into(
+    fd: BorrowedFd<'_>,
+    buf: &mut [MaybeUninit<u8>],
+    offset: u64,
+) -> Result<usize, i32> {
+    rustix::io::pread(fd, buf, offset)
+        .map(|(read, _)| read.len())
+        .map_err(errno_of)
 }
 
 /// Read with `pread(2)` into `len` bytes at `ptr`. Returns bytes read or the errno.
@@ -42,13 +50,17 @@ pub(crate) unsafe fn pread(fd: RawFd, ptr: *mut u8, len: usize, offset: u64) -> 
     // SAFETY: the caller guarantees `ptr..ptr+len` is writable for the call;
     // as `MaybeUninit` the bytes need not be initialised.
     let buf = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<MaybeUninit<u8>>(), len) };
-    rustix::io::pread(fd, buf, offset)
-        .map(|(read, _)| read.len())
-        .map_err(errno_of)
+    pread_into(fd, buf, offset)
 }
 
 /// Read with `preadv2(2)` and `RWF_NOWAIT` into `len` bytes at `ptr`: the
 /// bytes the page cache holds at `offset`, or EAGAIN if none are resident.
+/// By hand because rustix's `preadv2` takes `IoSliceMut`s, which are
+/// `&mut [u8]` over initialised bytes, and the memory here may be the
+/// caller's, uninitialised until the kernel writes it: it is passed as a
+/// raw `iovec` and no reference to it is formed. The system call itself,
+/// not glibc's `preadv2`, which is a thread cancellation point (two more
+/// calls, about 60 instructions, per read).
 ///
 /// # Safety
 /// `fd` must be open, and `ptr` valid for writes of `len` bytes, for the
@@ -59,23 +71,81 @@ pub(crate) unsafe fn preadv2_nowait_raw(
     len: usize,
     offset: u64,
 ) -> Result<usize, i32> {
-    // SAFETY: the caller keeps `fd` open for the call.
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    // SAFETY: the caller guarantees `ptr..ptr+len` is writable for the call;
-    // every buffer the engine hands out is zero-initialised (`Buf`).
-    let buf = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-    preadv2_nowait(fd, buf, offset)
+    // An offset past i64::MAX would reach the kernel negative, and -1 means
+    // "the file position": refuse it as the kernel refuses other bad offsets.
+    if offset > i64::MAX as u64 {
+        return Err(libc::EINVAL);
+    }
+    let iov = libc::iovec {
+        iov_base: ptr.cast(),
+        iov_len: len,
+    };
+    // The offset goes as two halves (`pos_l`, `pos_h`); a 64-bit kernel
+    // takes it whole from `pos_l` and shifts `pos_h` out.
+    let (pos_l, pos_h) = (offset as libc::c_ulong, (offset >> 32) as libc::c_ulong);
+    // SAFETY: the caller keeps `fd` open and `ptr..ptr+len` writable for the
+    // call; the kernel writes at most `len` bytes there through the raw
+    // pointer, and `iov` lives across the call. Every argument has the
+    // width the system call reads (longs and a pointer).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_preadv2,
+            fd as libc::c_long,
+            &iov as *const libc::iovec,
+            1 as libc::c_long,
+            pos_l,
+            pos_h,
+            libc::RWF_NOWAIT as libc::c_long,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(r as usize)
+    }
 }
 
-/// `preadv2(2)` with `RWF_NOWAIT` into a slice: the bytes the page cache
-/// holds at `offset`, or EAGAIN if they are not resident.
+/// Memory a read fills: bytes already initialised, or memory that may not
+/// be (a caller's, lent to a `Buf`, before a read wrote it).
+pub(crate) enum ReadInto<'a> {
+    /// Initialised bytes: read through rustix.
+    Bytes(&'a mut [u8]),
+    /// Maybe uninitialised: handed to the kernel as a raw pointer.
+    Uninit(&'a mut [MaybeUninit<u8>]),
+}
+
+impl ReadInto<'_> {
+    /// Its length in bytes.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            ReadInto::Bytes(b) => b.len(),
+            ReadInto::Uninit(b) => b.len(),
+        }
+    }
+}
+
+/// `preadv2(2)` with `RWF_NOWAIT`: the bytes the page cache holds at
+/// `offset`, or EAGAIN if they are not resident.
+#[inline]
 pub(crate) fn preadv2_nowait(
     fd: BorrowedFd<'_>,
-    buf: &mut [u8],
+    buf: ReadInto<'_>,
     offset: u64,
 ) -> Result<usize, i32> {
-    let mut iov = [IoSliceMut::new(buf)];
-    rustix::io::preadv2(fd, &mut iov, offset, ReadWriteFlags::NOWAIT).map_err(errno_of)
+    match buf {
+        ReadInto::Bytes(b) => {
+            let mut iov = [IoSliceMut::new(b)];
+            rustix::io::preadv2(fd, &mut iov, offset, ReadWriteFlags::NOWAIT).map_err(errno_of)
+        }
+        // SAFETY: `fd` is borrowed, so open for the call; `b` is a live
+        // exclusive borrow, writable for its whole length.
+        ReadInto::Uninit(b) => unsafe {
+            preadv2_nowait_raw(fd.as_raw_fd(), b.as_mut_ptr().cast(), b.len(), offset)
+        },
+    }
 }
 
 /// One `preadv2(2)` of 1 byte at offset 0 with `RWF_NOWAIT`: does the
@@ -85,7 +155,7 @@ pub(crate) fn preadv2_nowait(
 /// `Err(EPERM)` mean `preadv2` itself is refused.
 pub(crate) fn preadv2_nowait_probe(fd: BorrowedFd<'_>) -> Result<usize, i32> {
     let mut byte = [0u8];
-    preadv2_nowait(fd, &mut byte, 0)
+    preadv2_nowait(fd, ReadInto::Bytes(&mut byte), 0)
 }
 
 /// O_DIRECT alignment as `statx(2)` with `STATX_DIOALIGN` reports it.

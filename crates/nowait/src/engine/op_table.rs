@@ -14,11 +14,11 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::task::Waker;
 
+use super::engine_stats::EngineStats;
 use crate::buf::Buf;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::queue::{Completion, Queue, Read};
-use crate::stats::EngineStats;
 
 /// The state of one op (one read owned by the ring).
 enum Op {
@@ -96,11 +96,6 @@ impl Table {
     /// Ops in use: in flight, done but not collected, or abandoned.
     pub(crate) fn in_use(&self) -> usize {
         self.ops.len() - self.free.len() - self.grants.len()
-    }
-
-    /// Whether the ring was closed (see [`Table::retire`]).
-    pub(crate) fn retired(&self) -> bool {
-        self.retired
     }
 
     /// Close the ring for new reads if nothing is in use; says whether it

@@ -1,9 +1,9 @@
 //! One ring: a [`crate::Queue`] owned by the thread that first read through
-//! it, with its op table ([`crate::ops`]), and how its completions are
+//! it, with its op table ([`super::op_table`]), and how its completions are
 //! noticed while every task is parked (its own eventfd, watched by the tokio
 //! reactor or the engine's poller thread).
 //!
-//! A ring has two locks of its own, not the engine's (see [`crate::ops`]):
+//! A ring has two locks of its own, not the engine's (see [`super::op_table`]):
 //! the state lock around its queue, held across system calls by whoever
 //! submits or reaps, and the table lock around its ops, held only for a few
 //! loads and stores. Collecting a result or registering a waker takes only
@@ -22,16 +22,16 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
+use super::engine_stats::EngineStats;
+use super::engine_stats::RingReport;
+use super::notifier::{Notifier, Poke, PollerMode, TICK};
+use super::op_table::{lock_table, Deferred, State, Table};
 use crate::backend::ladder::BackendReport;
 use crate::backend::BackendKind;
 use crate::error::Result as NwResult;
 use crate::error::{Error, Result};
-use crate::notify::{Notifier, Poke, PollerMode, TICK};
-use crate::ops::{lock_table, Deferred, State, Table};
 use crate::queue::QueueBuilder;
 use crate::rwf_nowait::{CacheTryCounts, NowaitMode};
-use crate::stats::EngineStats;
-use crate::stats::RingReport;
 use crate::sys::eventfd::EventFd;
 
 /// What every ring of an engine is built from.
@@ -74,7 +74,7 @@ pub(crate) struct Ring {
     /// Times the reactor task or the poller thread woke up to reap.
     wakeups: AtomicU64,
     /// Built on a worker of tokio's multi-thread runtime: a deferred
-    /// submit reschedules through the scheduler's defer list (`future.rs`).
+    /// submit reschedules through the scheduler's defer list (`yielding.rs`).
     tokio_multi: bool,
     report: BackendReport,
     depth: usize,
@@ -94,7 +94,7 @@ pub(crate) struct Ring {
     owner: AtomicU64,
     /// `State::reaps` at the poller's last look (only the poller uses it).
     watch_mark: AtomicU64,
-    /// The `RWF_NOWAIT` try in a future's first poll (`future.rs`): the
+    /// The `RWF_NOWAIT` try in a future's first poll (`first_poll.rs`): the
     /// engine's mode on `uring` and `aio`; off on `pool` and `aio+pool`,
     /// whose queue makes the same try at push, and on `sync`.
     /// Shared with the thread's registry entry, so a hit reaches it without
@@ -150,7 +150,7 @@ impl Ring {
                 };
                 #[cfg(feature = "tokio")]
                 let (mode, why) = match (rt, &cfg.notifier) {
-                    (Some(rt), _) => match crate::reactor::register(&rt, &efd) {
+                    (Some(rt), _) => match super::tokio_reactor::register(&rt, &efd) {
                         Ok(r) => {
                             registered = Some(r);
                             (
@@ -176,7 +176,7 @@ impl Ring {
         // reads in the poll anyway, so the ring path cannot yield there.
         let (cached_first, cached_first_reason) = match report.kind {
             BackendKind::Uring | BackendKind::Aio => match cfg.queue.nowait_mode() {
-                NowaitMode::Off => (NowaitMode::Off, "off, as asked (EngineBuilder::nowait)"),
+                NowaitMode::Off => (NowaitMode::Off, "off, as asked (QueueBuilder::nowait)"),
                 m => (
                     m,
                     "a buffered read's first poll tries preadv2(RWF_NOWAIT); a hit needs no ring",
@@ -218,7 +218,7 @@ impl Ring {
         });
         #[cfg(feature = "tokio")]
         if let Some(r) = registered {
-            crate::reactor::spawn(r, Arc::downgrade(&ring));
+            super::tokio_reactor::spawn(r, Arc::downgrade(&ring));
         }
         Ok(ring)
     }
@@ -434,7 +434,7 @@ impl Ring {
 }
 
 #[cfg(feature = "tokio")]
-impl crate::reactor::Drive for Ring {
+impl super::tokio_reactor::Drive for Ring {
     fn drive(&self) {
         self.drive_now();
     }
