@@ -15,7 +15,8 @@ read 4 KiB at random of a cached hot file (--hot-file, 64 MiB) while
 --seconds per run: nowait (aread_at) against aiofiles and a
 ThreadPoolExecutor(32) with loop.run_in_executor(os.pread), the pattern the
 seed replaces. Reports hot-read p50/p99 (each hot read timed alone), hot
-and cold reads per second and total MB/s; --hot-rate paces the hot reads.
+and cold reads per second, total MB/s, the process's CPU (cores) and the
+loop's lag (how late a 1 ms timer fires); --hot-rate paces the hot reads.
 
 fsspec: --ranges (1000) random 64 KiB ranges of the uncached --file in one
 cat_ranges call: nowait's NowaitFileSystem against fsspec's
@@ -292,10 +293,14 @@ def mixed_run(method, hot_path, cold_path, seconds, hot_tasks, cold_tasks, seed,
     """One asyncio service for `seconds`: `hot_tasks` tasks read HOT_BS at
     random offsets of the cached hot file (as fast as they can, or
     `hot_rate` reads/s between them), `cold_tasks` tasks read COLD_BS of the
-    uncached cold file. Returns hot latency percentiles (µs) and rates."""
+    uncached cold file. Returns hot latency percentiles (µs), rates, the
+    process's CPU time per second (all threads, in cores) and the loop's lag
+    (how late a 1 ms timer fires: how long a task that is ready waits for
+    its turn), p50 and p99 in ms."""
     hot_size = os.path.getsize(hot_path) // HOT_BS
     cold_size = os.path.getsize(cold_path) // COLD_BS
     lat = []
+    lag = []
     counts = {"hot": 0, "cold": 0}
 
     async def main():
@@ -366,18 +371,29 @@ def mixed_run(method, hot_path, cold_path, seconds, hot_tasks, cold_tasks, seed,
                     await read(o)
                 counts[kind] += 1
 
+        async def lag_probe():
+            while time.perf_counter() < deadline:
+                t = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lag.append((time.perf_counter() - t - 0.001) * 1000)
+
         await asyncio.gather(*[reader("hot", hot_reader()) for _ in range(hot_tasks)],
-                             *[reader("cold", cold_reader()) for _ in range(cold_tasks)])
+                             *[reader("cold", cold_reader()) for _ in range(cold_tasks)],
+                             lag_probe())
         if method == "aiofiles":
             for f in files:
                 await f.close()
         for c in closers:
             c()
 
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     asyncio.run(main())
     took = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     return {"hot_p50": _pct(lat, 0.5), "hot_p99": _pct(lat, 0.99),
+            "cpu": cpu / took, "lag_p50": _pct(lag, 0.5), "lag_p99": _pct(lag, 0.99),
             "hot_rps": counts["hot"] / took, "cold_rps": counts["cold"] / took,
             "cold_mbs": counts["cold"] * COLD_BS / took / 1e6,
             "total_mbs": (counts["cold"] * COLD_BS + counts["hot"] * HOT_BS) / took / 1e6}
@@ -406,14 +422,16 @@ def scenario_mixed(args, size):
             print(f"  round {r + 1} {n:20} hot p50 {m['hot_p50']:8.1f} us p99 "
                   f"{m['hot_p99']:8.1f} us  hot {m['hot_rps']:9.0f}/s  cold "
                   f"{m['cold_rps']:7.0f}/s ({m['cold_mbs']:6.1f} MB/s)  total "
-                  f"{m['total_mbs']:7.1f} MB/s", flush=True)
+                  f"{m['total_mbs']:7.1f} MB/s  CPU {m['cpu']:.2f}  lag {m['lag_p50']:.2f}/"
+                  f"{m['lag_p99']:.2f} ms", flush=True)
     med = {n: {k: statistics.median(m[k] for m in ms) for k in ms[0]} for n, ms in runs.items()}
     print("\n| method | hot p50 µs | hot p99 µs | hot reads/s | cold reads/s | cold MB/s "
-          "| total MB/s |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+          "| total MB/s | CPU (cores) | loop lag p50 / p99 ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n, m in med.items():
         print(f"| {n} | {m['hot_p50']:.1f} | {m['hot_p99']:.1f} | {m['hot_rps']:,.0f} | "
-              f"{m['cold_rps']:,.0f} | {m['cold_mbs']:.1f} | {m['total_mbs']:.1f} |")
+              f"{m['cold_rps']:,.0f} | {m['cold_mbs']:.1f} | {m['total_mbs']:.1f} | "
+              f"{m['cpu']:.2f} | {m['lag_p50']:.2f} / {m['lag_p99']:.2f} |")
     if "nowait" in med:
         for peer in med:
             if peer != "nowait":

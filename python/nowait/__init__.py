@@ -3,7 +3,7 @@
 Open a file with :func:`open`, then read records one at a time
 (:meth:`File.read_at`), in batches submitted at once (:meth:`File.read_many`),
 or straight into a NumPy array, ``bytearray`` or any writable buffer
-(:meth:`File.read_into`). The same calls exist for asyncio
+(:meth:`File.read_into`). The same calls exist for asyncio and trio
 (:meth:`File.aread_at`, :meth:`File.aread_many`, :meth:`File.aread_into`):
 completions reach the event loop through an eventfd the loop watches, with
 no thread per read.
@@ -163,44 +163,36 @@ def _loop_gone(ring_id: int) -> None:
 os.register_at_fork(after_in_child=_forget_last)
 
 
-def _running_ring() -> "tuple[asyncio.AbstractEventLoop, _LoopRing]":
-    """The running loop and its ring.
+def _no_loop(what: str) -> RuntimeError:
+    """The error for an asynchronous call made outside an event loop."""
+    return RuntimeError(f"no running event loop: await File.{what} inside asyncio (asyncio.run, "
+                        "uvloop, anyio) or trio")
 
-    Before Python 3.12, ``asyncio.get_running_loop()`` makes a ``getpid()``
-    system call per call (its fork check), one per read here. The loop used
-    last, if it is running in this thread (asyncio's ``BaseEventLoop`` keeps
-    ``_thread_id`` while it runs), is the running loop: a thread runs one
-    loop at a time. Other loops (uvloop) take ``get_running_loop``."""
+
+def _trio_ring(what: str) -> Any:
+    """The ring of the running trio run, or the error for a call made
+    outside any event loop. trio is imported only if the caller has."""
+    if "trio" in sys.modules:
+        from . import _trio
+        ring = _trio.current_ring()
+        if ring is not None:
+            return ring
+    raise _no_loop(what)
+
+
+def _call(file: "File", what: str, kind: str, offsets: Any, size: Any,
+          buffer: Any = None) -> Any:
+    """Start a call on the running loop's ring; returns what to await for
+    its result (an asyncio future, or under trio the coroutine that waits
+    for it)."""
     ref, ring = _last
     loop = ref()
-    if ring is not None and getattr(loop, "_thread_id", None) == _get_ident():
-        return loop, ring
-    loop = _get_running_loop()
-    if loop is None:
-        raise _no_loop("the asynchronous methods")
-    return loop, _ring_for(loop)
-
-
-def _no_loop(what: str) -> RuntimeError:
-    """The error for an asynchronous call made outside asyncio: under trio
-    (or anyio's trio backend) it says what is supported."""
-    trio = sys.modules.get("trio")
-    in_trio = False
-    if trio is not None:
-        try:
-            trio.lowlevel.current_task()
-            in_trio = True
-        except RuntimeError:
-            pass
-    if in_trio:
-        return RuntimeError(
-            f"nowait's {what} run on asyncio (and uvloop, and anyio's asyncio backend); this "
-            "task runs on trio, which has no asyncio event loop for the reads' completions: "
-            "run anyio with backend=\"asyncio\", or call the blocking methods from a "
-            "thread (trio.to_thread.run_sync(f.read_at, offset, size), or "
-            "anyio.to_thread.run_sync)")
-    return RuntimeError(f"no running event loop: await File.{what} inside asyncio "
-                        "(asyncio.run, uvloop, anyio's asyncio backend)")
+    if ring is None or getattr(loop, "_thread_id", None) != _get_ident():
+        loop = _get_running_loop()
+        if loop is None:
+            return _trio_ring(what).call(file, kind, offsets, size, buffer)
+        ring = _ring_for(loop)
+    return ring.start(loop, file, kind, offsets, size, buffer)
 
 
 def _forget_closed_loops() -> None:
@@ -255,8 +247,9 @@ class File(_nowait.File):
 
     Blocking methods release the GIL while the engine waits, so several
     Python threads can read the same ``File`` at once. The asynchronous
-    methods run on the calling task's event loop. A ``File`` is a context
-    manager; :meth:`close` is idempotent.
+    methods run on the calling task's event loop: asyncio's (uvloop's), or
+    the trio run's. A ``File`` is a context manager; :meth:`close` is
+    idempotent.
     """
 
     def __enter__(self) -> "File":
@@ -320,7 +313,8 @@ class File(_nowait.File):
         once, with no future, no ring and no trip through the loop. A task
         reading only cached data thus runs on without suspending, up to 128
         hits in a row on a thread; the next read then goes through the ring
-        so the loop runs the other tasks.
+        so the loop runs the other tasks (under trio too: such a hit is no
+        checkpoint).
         """
         # Page cache first: bytes, or None for the ring (a miss, a partly
         # cached range, end of file, O_DIRECT, the mode or the file's hit
@@ -328,16 +322,21 @@ class File(_nowait.File):
         # Only inside a running loop, hit or miss alike: code that works on
         # a warm cache must not fail on a cold one.
         if _get_running_loop() is None:
-            raise _no_loop("aread_at")
+            ring = _trio_ring("aread_at")
+            data = self._read_cached(offset, size)
+            if data is not None:
+                return data
+            return await ring.call(self, "one", offset, size)
         data = self._read_cached(offset, size)
         if data is not None:
             return data
-        # _running_ring() and _LoopRing.start inlined: this is the call a
-        # service makes per record (two Python calls less per read).
+        # _call and _LoopRing.start inlined: this is the call a service
+        # makes per record (two Python calls less per read).
         ref, ring = _last
         loop = ref()
         if ring is None or getattr(loop, "_thread_id", None) != _get_ident():
-            loop, ring = _running_ring()
+            loop = _get_running_loop()
+            ring = _ring_for(loop)
         op, queued = ring._ring.start(self, "one", offset, size)
         fut = loop.create_future()
         ring._futures[op] = fut
@@ -350,8 +349,7 @@ class File(_nowait.File):
         """Read one record per offset (all submitted at once) on the running
         loop; ``offsets`` is any iterable of ints or an integer NumPy array,
         ``size`` one int for every record or one per offset."""
-        loop, ring = _running_ring()
-        return await ring.start(loop, self, "many", offsets, size)
+        return await _call(self, "aread_many", "many", offsets, size)
 
     async def aread_into(self, buffer: Any, offsets: Any, size: Any) -> List[int]:
         """Fill ``buffer`` with the records read at ``offsets``, back to
@@ -361,21 +359,18 @@ class File(_nowait.File):
         The buffer stays exported (a ``bytearray`` cannot be resized) until
         every read is done, even if the awaiting task is cancelled.
         """
-        loop, ring = _running_ring()
-        return await ring.start(loop, self, "into", offsets, size, buffer)
+        return await _call(self, "aread_into", "into", offsets, size, buffer)
 
     async def areadinto(self, buffer: Any, offset: int) -> int:
         """Read ``len(buffer)`` bytes (its size in bytes) at ``offset`` into
         ``buffer`` on the running loop; returns the bytes read (fewer only
         at end of file)."""
-        loop, ring = _running_ring()
-        return await ring.start(loop, self, "intoone", offset, 0, buffer)
+        return await _call(self, "areadinto", "intoone", offset, 0, buffer)
 
     async def aread(self) -> bytes:
         """The whole file, as it is when the call starts, on the running
         loop (in 2 MiB parts, many at once, into the one ``bytes``)."""
-        loop, ring = _running_ring()
-        return await ring.start(loop, self, "whole", 0, 0)
+        return await _call(self, "aread", "whole", 0, 0)
 
 
 def _reopen(path: Any, options: Dict[str, Any]) -> File:

@@ -31,8 +31,8 @@ class File(_nowait.File):
     def __copy__(self) -> "File": ...
     def __deepcopy__(self, memo: Dict[int, Any]) -> "File": ...
     async def aread_at(self, offset: int, size: int) -> bytes:
-        """Read up to ``size`` bytes at ``offset`` on the running event loop
-        (fewer only at end of file); cancelling the task is safe. A buffered
+        """Read up to ``size`` bytes at ``offset`` on the running event loop,
+        asyncio's or trio's (fewer only at end of file); cancelling the task is safe. A buffered
         read whose bytes are all in the page cache returns at once, without
         the ring (see ``open``'s ``nowait``)."""
         ...

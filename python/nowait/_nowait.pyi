@@ -17,7 +17,7 @@ from ._typing import (
 
 _T = TypeVar("_T")
 
-__all__ = ["File", "_Ring", "probe", "__version__"]
+__all__ = ["File", "_Ring", "probe", "_error_samples", "__version__"]
 
 __version__: str
 
@@ -97,7 +97,8 @@ class File:
 
 @final
 class _Ring:
-    """The queue of one asyncio event loop (internal; see nowait._LoopRing)."""
+    """The queue of one asyncio event loop or trio run (internal; see
+    nowait._LoopRing and nowait._trio)."""
 
     def __new__(cls, depth: int = 256, submit: str = "adaptive") -> "_Ring": ...
     def fileno(self) -> int: ...

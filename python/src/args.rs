@@ -61,10 +61,49 @@ pub fn parse_nowait(mode: &str) -> PyResult<nowait::NowaitMode> {
     }
 }
 
-/// Ints from any iterable of ints or an integer NumPy array (`what` names
-/// the argument in errors). At most `MAX_PARTS` are taken.
-fn ints(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
+/// Values from any iterable of ints or an integer NumPy array, each
+/// checked by `check` (`what` names the argument in errors). At most
+/// `MAX_PARTS` are taken.
+fn ints<T>(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+    check: impl Fn(i64) -> PyResult<T>,
+) -> PyResult<Vec<T>> {
     let py = obj.py();
+    let one = |item: Bound<'_, PyAny>| -> PyResult<T> {
+        let v = item.extract::<i64>().map_err(|e: PyErr| {
+            // An int too large for a file offset is an OverflowError, as for
+            // read_at and os.pread; anything else is the wrong type.
+            if e.is_instance_of::<PyOverflowError>(py) {
+                PyOverflowError::new_err(format!(
+                    "a value of {what} is out of range: file offsets and sizes are 0 to \
+                     2**63 - 1 ({e})"
+                ))
+            } else {
+                PyTypeError::new_err(format!("{what} must be ints: {e}"))
+            }
+        })?;
+        check(v)
+    };
+    let too_many = || {
+        PyValueError::new_err(format!(
+            "more than {MAX_PARTS} {what} in one call; split the batch"
+        ))
+    };
+    // Lists and tuples first: the usual case, and asking them for a
+    // `dtype` would cost a formatted AttributeError per call.
+    if let Ok(l) = obj.cast::<PyList>() {
+        if l.len() > MAX_PARTS {
+            return Err(too_many());
+        }
+        return l.iter().map(one).collect();
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        if t.len() > MAX_PARTS {
+            return Err(too_many());
+        }
+        return t.iter().map(one).collect();
+    }
     let mut obj = obj.clone();
     if let Ok(dtype) = obj.getattr("dtype") {
         // A NumPy array (or anything with a dtype): integers only, one
@@ -86,37 +125,12 @@ fn ints(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<i64>> {
             )));
         }
         obj = obj.call_method0("tolist")?;
-    }
-    let one = |item: Bound<'_, PyAny>| -> PyResult<i64> {
-        item.extract::<i64>().map_err(|e: PyErr| {
-            // An int too large for a file offset is an OverflowError, as for
-            // read_at and os.pread; anything else is the wrong type.
-            if e.is_instance_of::<PyOverflowError>(py) {
-                PyOverflowError::new_err(format!(
-                    "a value of {what} is out of range: file offsets and sizes are 0 to \
-                     2**63 - 1 ({e})"
-                ))
-            } else {
-                PyTypeError::new_err(format!("{what} must be ints: {e}"))
+        if let Ok(l) = obj.cast::<PyList>() {
+            if l.len() > MAX_PARTS {
+                return Err(too_many());
             }
-        })
-    };
-    let too_many = || {
-        PyValueError::new_err(format!(
-            "more than {MAX_PARTS} {what} in one call; split the batch"
-        ))
-    };
-    if let Ok(l) = obj.cast::<PyList>() {
-        if l.len() > MAX_PARTS {
-            return Err(too_many());
+            return l.iter().map(one).collect();
         }
-        return l.iter().map(one).collect();
-    }
-    if let Ok(t) = obj.cast::<PyTuple>() {
-        if t.len() > MAX_PARTS {
-            return Err(too_many());
-        }
-        return t.iter().map(one).collect();
     }
     let it = obj.try_iter().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -151,7 +165,7 @@ pub fn parse_offsets(offsets: &Bound<'_, PyAny>) -> PyResult<Vec<u64>> {
              read_at)",
         ));
     }
-    ints(offsets, "offsets")?.into_iter().map(offset).collect()
+    ints(offsets, "offsets", offset)
 }
 
 /// One read's size.
@@ -172,16 +186,17 @@ pub fn check_size(s: i64) -> PyResult<usize> {
 /// The sizes of a batch of `n`: one int for all, or one per offset.
 pub fn parse_sizes(size: &Bound<'_, PyAny>, n: usize) -> PyResult<Vec<usize>> {
     let scalar = size.is_instance_of::<PyInt>()
-        || size
-            .getattr("ndim")
-            .and_then(|d| d.extract::<usize>())
-            .is_ok_and(|d| d == 0);
+        || !(size.is_instance_of::<PyList>() || size.is_instance_of::<PyTuple>())
+            && size
+                .getattr("ndim")
+                .and_then(|d| d.extract::<usize>())
+                .is_ok_and(|d| d == 0);
     if scalar {
         // Too large for a read is an OverflowError here, as for read_at.
         let s = check_size(size.extract::<i64>()?)?;
         return Ok(vec![s; n]);
     }
-    let v = ints(size, "sizes").map_err(|e| {
+    let v = ints(size, "sizes", Ok).map_err(|e| {
         let py = size.py();
         if e.is_instance_of::<PyTypeError>(py) {
             PyTypeError::new_err(format!(

@@ -64,7 +64,10 @@ pub struct Tally {
     pub reads: AtomicU64,
     pub bytes: AtomicU64,
     pub errors: AtomicU64,
-    /// How the page-cache-first tries of the file's reads ended.
+    /// Page-cache-first tries that read every byte (added once per call).
+    pub hits: AtomicU64,
+    /// How the other page-cache-first tries ended (partly cached, missed,
+    /// refused, skipped; [`Tally::tried`] sends hits to `hits`).
     pub tries: nowait::CacheTryCounts,
 }
 
@@ -76,6 +79,16 @@ impl Tally {
             .fetch_add(op.counts.iter().map(|&n| n as u64).sum(), Relaxed);
         if op.error.is_some() {
             self.errors.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Count one page-cache-first try.
+    pub fn tried(&self, t: nowait::CacheTry) {
+        match t {
+            nowait::CacheTry::Hit(_) => {
+                self.hits.fetch_add(1, Relaxed);
+            }
+            other => self.tries.count(other),
         }
     }
 }
@@ -99,10 +112,13 @@ pub struct Op {
     /// Where the parts land: one `bytes` per part (`One`, `Many`) or the
     /// caller's buffer (`Into`), held until every part is reaped.
     pub landings: Vec<Landing>,
+    /// (offset, length) asked per part.
+    pub reqs: Vec<(u64, usize)>,
+    /// Where part `i` lands in the one landing every part shares; `None`:
+    /// each part at the start of its own.
+    dests: Option<Vec<usize>>,
     /// Bytes read per part.
     pub counts: Vec<usize>,
-    /// Bytes asked per part.
-    pub sizes: Vec<usize>,
     /// The error of the lowest-numbered failed part.
     pub error: Option<(usize, nowait::Error)>,
     /// The counters of the file it reads.
@@ -110,9 +126,69 @@ pub struct Op {
     /// Try each part from the page cache on the calling thread first
     /// (`preadv2(RWF_NOWAIT)`) in this mode, before the queue.
     cached_first: Option<nowait::NowaitMode>,
+    /// Parts below this one were read by [`Op::try_cached`] before the op
+    /// reached a queue; the queue reads the rest.
+    tried: usize,
+    /// The part [`Op::try_cached`] stopped at (not a hit): the queue does
+    /// not try it from the page cache again.
+    stopped_at: Option<usize>,
 }
 
 impl Op {
+    /// A call's op: `reqs` are (offset, length) per part. With `shared`,
+    /// part `i` lands at byte `shared.1[i]` of `shared.0`; without, each
+    /// part reads into a new `bytes` of its length (an aligned buffer on an
+    /// O_DIRECT file). MemoryError if a result cannot be allocated.
+    pub fn new(
+        py: Python<'_>,
+        src: Source,
+        kind: Kind,
+        reqs: Vec<(u64, usize)>,
+        shared: Option<(Landing, Vec<usize>)>,
+    ) -> PyResult<Op> {
+        let Source {
+            file,
+            tally,
+            cached_first,
+        } = src;
+        let (landings, dests) = match shared {
+            Some((l, d)) => (vec![l], Some(d)),
+            // O_DIRECT needs aligned memory, which a bytes object's storage
+            // is not: read into an aligned buffer, copy into the bytes.
+            None if file.is_direct() => {
+                let align = (file.dio_align().mem as usize).max(nowait::PAGE);
+                (
+                    reqs.iter()
+                        .map(|&(_, len)| Landing::owned(len, align))
+                        .collect(),
+                    None,
+                )
+            }
+            None => (
+                reqs.iter()
+                    .map(|&(_, len)| Landing::bytes(py, len))
+                    .collect::<PyResult<Vec<_>>>()?,
+                None,
+            ),
+        };
+        let n = reqs.len();
+        let cached_first = cached_first.filter(|_| !file.is_direct());
+        Ok(Op {
+            kind,
+            file,
+            pending: n,
+            landings,
+            reqs,
+            dests,
+            counts: vec![0; n],
+            error: None,
+            tally,
+            cached_first,
+            tried: 0,
+            stopped_at: None,
+        })
+    }
+
     /// Which of the op's landings part `idx` reads into: the one shared
     /// by every part, or its own.
     fn landing(&self, idx: usize) -> usize {
@@ -121,6 +197,81 @@ impl Op {
         } else {
             idx
         }
+    }
+
+    /// Where part `idx` lands inside its landing.
+    fn dest(&self, idx: usize) -> usize {
+        self.dests
+            .as_ref()
+            .and_then(|d| d.get(idx).copied())
+            .unwrap_or(0)
+    }
+
+    /// True if the op tries its parts from the page cache first.
+    pub fn cached_first(&self) -> bool {
+        self.cached_first.is_some()
+    }
+
+    /// True once every part has been read by [`Op::try_cached`]: nothing
+    /// is left for a queue.
+    pub fn all_tried(&self) -> bool {
+        self.tried == self.reqs.len()
+    }
+
+    /// Read parts from the page cache on this thread (`preadv2(RWF_NOWAIT)`
+    /// straight into their landings; called with the GIL released), in
+    /// order from the first not yet read, until one is not a hit (it and
+    /// the rest go to a queue), every part is read, or `slice` has passed
+    /// (the caller checks for signals and calls again). Returns true when
+    /// it stopped for good. The hits are counted once, at the end: a batch
+    /// of cached records costs its system calls and no shared counter per
+    /// record.
+    pub fn try_cached(&mut self, slice: Duration) -> bool {
+        let Some(mode) = self.cached_first else {
+            return true;
+        };
+        let started = Instant::now();
+        let mut hits = 0u64;
+        let mut stop = true;
+        while let Some(&(offset, len)) = self.reqs.get(self.tried) {
+            let idx = self.tried;
+            if len == 0 {
+                // Nothing to read (a record of size 0, or past end of file).
+                self.tried += 1;
+                continue;
+            }
+            let at = self.dest(idx);
+            let li = self.landing(idx);
+            let file = &self.file;
+            let t = self.landings.get_mut(li).and_then(|l| {
+                l.fill_at(at, len, |s| {
+                    let t = file.try_read_cached_uninit(s, offset, mode);
+                    (matches!(t, nowait::CacheTry::Hit(_)), t)
+                })
+            });
+            match t {
+                Some(nowait::CacheTry::Hit(n)) => {
+                    self.counts[idx] = n;
+                    self.tried += 1;
+                    hits += 1;
+                    if hits % 32 == 0 && started.elapsed() >= slice {
+                        stop = false;
+                        break;
+                    }
+                }
+                other => {
+                    // Counted here; the queue reads it without a second try.
+                    if let Some(t) = other {
+                        self.tally.tried(t);
+                    }
+                    self.stopped_at = Some(idx);
+                    break;
+                }
+            }
+        }
+        self.pending = self.reqs.len() - self.tried;
+        self.tally.hits.fetch_add(hits, Relaxed);
+        stop
     }
 }
 
@@ -246,81 +397,31 @@ impl Core {
         self.queue.in_flight() + self.backlog.len()
     }
 
-    /// Register a call: `reqs` are (offset, length) per part. With
-    /// `shared`, part `i` lands at byte `shared.1[i]` of `shared.0` (ranges
-    /// in increasing order, not overlapping: a part whose range is not
-    /// inside or comes before an earlier one is failed, never read);
-    /// without, each part reads into a new `bytes` of its length. Nothing is
-    /// pushed until [`Core::feed`]. The caller has checked that
-    /// `reqs.len() <= MAX_PARTS`. MemoryError if a result cannot be
-    /// allocated (nothing is registered then).
-    pub fn start(
-        &mut self,
-        py: Python<'_>,
-        src: Source,
-        kind: Kind,
-        reqs: &[(u64, usize)],
-        shared: Option<(Landing, Vec<usize>)>,
-    ) -> PyResult<u64> {
-        let Source {
-            file,
-            tally,
-            cached_first,
-        } = src;
-        let n = reqs.len();
-        let file_direct = file.is_direct();
-        let (landings, dests) = match shared {
-            Some((l, d)) => (vec![l], Some(d)),
-            // O_DIRECT needs aligned memory, which a bytes object's storage
-            // is not: read into an aligned buffer, copy into the bytes.
-            None if file.is_direct() => {
-                let align = (file.dio_align().mem as usize).max(nowait::PAGE);
-                (
-                    reqs.iter()
-                        .map(|&(_, len)| Landing::owned(len, align))
-                        .collect(),
-                    None,
-                )
-            }
-            None => (
-                reqs.iter()
-                    .map(|&(_, len)| Landing::bytes(py, len))
-                    .collect::<PyResult<Vec<_>>>()?,
-                None,
-            ),
-        };
+    /// Register a call's op: its parts not yet read ([`Op::try_cached`]
+    /// reads a prefix of them on the calling thread) wait in the backlog
+    /// for [`Core::feed`]. A part whose range in a shared landing is not
+    /// inside it or comes before an earlier one is failed, never read. The
+    /// caller has checked that the op has at most `MAX_PARTS` parts.
+    pub fn start(&mut self, op: Op) -> u64 {
         let id = self.next_op;
         self.next_op = (self.next_op + 1) & ((1 << 40) - 1);
         if self.next_op == 0 {
             self.next_op = 1;
         }
-        for (i, &(offset, len)) in reqs.iter().enumerate() {
+        for (i, &(offset, len)) in op.reqs.iter().enumerate().skip(op.tried) {
             self.backlog.push_back(Part {
                 op: id,
                 idx: i as u32,
                 offset,
                 len,
-                at: dests.as_ref().map_or(0, |d| d[i]),
+                at: op.dest(i),
             });
         }
-        self.ops.insert(
-            id,
-            Op {
-                kind,
-                file,
-                pending: n,
-                landings,
-                counts: vec![0; n],
-                sizes: reqs.iter().map(|&(_, len)| len).collect(),
-                error: None,
-                cached_first: cached_first.filter(|_| !file_direct),
-                tally,
-            },
-        );
-        if n == 0 {
+        if op.pending == 0 {
             self.done.push(id);
         }
-        Ok(id)
+        self.ops.insert(id, op);
+        id
     }
 
     fn fail(&mut self, op_id: u64, idx: usize, e: nowait::Error) {
@@ -367,7 +468,10 @@ impl Core {
             }
             let file = Arc::clone(&op.file);
             let li = op.landing(p.idx as usize);
-            if let Some(mode) = op.cached_first {
+            let mode = op
+                .cached_first
+                .filter(|_| op.stopped_at != Some(p.idx as usize));
+            if let Some(mode) = mode {
                 // From the page cache on this thread first: a hit is done
                 // here, with no slot, no system call of the queue's.
                 let tried = op.landings.get_mut(li).and_then(|l| {
@@ -377,7 +481,7 @@ impl Core {
                     })
                 });
                 if let Some(t) = tried {
-                    op.tally.tries.count(t);
+                    op.tally.tried(t);
                     if let nowait::CacheTry::Hit(n) = t {
                         if let Some(c) = op.counts.get_mut(p.idx as usize) {
                             *c = n;

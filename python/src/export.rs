@@ -27,7 +27,7 @@
 //! `Py_buffer` layout and the two functions below have not changed since
 //! Python 3.3 and are exported by every CPython this package supports
 //! (3.11 made them part of the stable ABI unchanged), so declaring them here
-//! lets one abi3 wheel serve 3.9 and later. `_PyBytes_Resize` is outside
+//! lets one abi3 wheel serve 3.10 and later. `_PyBytes_Resize` is outside
 //! the limited API but exported by every CPython 3.x (`os.pread` and
 //! `socket.recv` shrink their results with it); pyo3-ffi declares it only
 //! for non-abi3 builds.

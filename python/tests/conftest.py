@@ -3,6 +3,7 @@ takes O_DIRECT where there is one, and a watchdog on every test."""
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import faulthandler
 import os
@@ -11,7 +12,7 @@ import shutil
 import sys
 import tempfile
 
-from typing import Any, Generator, List, Set, Tuple, cast
+from typing import Any, Coroutine, Generator, List, Literal, Set, Tuple, TypeVar, cast
 
 import pytest
 
@@ -19,6 +20,10 @@ import pytest
 DataFile = Tuple[str, bytes, bool]
 #: The `datadir` fixture: (directory, whether it takes O_DIRECT).
 DataDir = Tuple[str, bool]
+#: A `direct=` mode of nowait.open.
+DirectMode = Literal["off", "auto", "on"]
+#: A `nowait=` mode of nowait.open.
+NowaitMode = Literal["adaptive", "always", "off"]
 
 # Every call that waits must provably return: a test that hangs dumps every
 # thread's stack and fails the run instead of blocking CI.
@@ -121,7 +126,7 @@ def drop_cache(path: str) -> None:
         os.close(fd)
 
 
-def modes(direct_ok: bool) -> List[str]:
+def modes(direct_ok: bool) -> List[DirectMode]:
     """The direct modes this filesystem can run."""
     return ["off", "auto", "on"] if direct_ok else ["off", "auto"]
 
@@ -135,3 +140,14 @@ def pread(path: str, offset: int, size: int) -> bytes:
 
 
 ENOENT = errno.ENOENT
+
+
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T], timeout: float = 90) -> T:
+    """asyncio.run with a deadline: a wake-up that never arrives fails the
+    test (asyncio.TimeoutError) instead of hanging it."""
+    async def guarded() -> T:
+        return await asyncio.wait_for(coro, timeout)
+    return asyncio.run(guarded())

@@ -1,47 +1,45 @@
 """asyncio: completions reach the loop through the engine's eventfd;
 cancelling a task with reads in flight is safe."""
 
+# These tests reach the ring nowait keeps per event loop: private names on purpose.
+# pyright: reportPrivateUsage=false
+
 from __future__ import annotations
 
 import asyncio
 import gc
 import random
 import threading
+from typing import Any, List, Tuple
 
 import pytest
 
 import nowait
-from conftest import drop_cache, modes
+from conftest import DataDir, DataFile, DirectMode, drop_cache, modes, run
 
 
-def np_address(buf) -> int:
+def np_address(buf: bytearray) -> int:
     """Address of a buffer's first byte (via ctypes)."""
     import ctypes
     return ctypes.addressof((ctypes.c_char * len(buf)).from_buffer(buf))
 
 
-def run(coro, timeout=90):
-    async def guarded():
-        return await asyncio.wait_for(coro, timeout)
-    return asyncio.run(guarded())
-
-
 @pytest.mark.parametrize("mode", ["off", "auto", "on"])
-def test_aread_matches(data, mode):
+def test_aread_matches(data: DataFile, mode: DirectMode) -> None:
     path, blob, direct_ok = data
     if mode not in modes(direct_ok):
         pytest.skip(f"SKIP test_aread_matches[{mode}]: no filesystem here takes O_DIRECT")
     align = 4096 if mode == "on" else 1
     rng = random.Random(7)
-    reqs = []
-    for i in range(400):
+    reqs: List[Tuple[int, int]] = []
+    for _ in range(400):
         off = rng.randrange(0, len(blob) + 8192) // align * align
         choices = [4096, 8192, 1 << 16] if align > 1 else [0, 1, 100, 4096, 5000]
         size = rng.choice(choices)
         reqs.append((off, size))
     drop_cache(path)
 
-    async def main():
+    async def main() -> None:
         with nowait.open(path, direct=mode) as f:
             # 400 concurrent tasks on a ring of 256 slots: the backlog refills it.
             got = await asyncio.gather(*(f.aread_at(o, s) for o, s in reqs))
@@ -70,11 +68,11 @@ def test_aread_matches(data, mode):
     run(main())
 
 
-def test_cancel_with_reads_in_flight(data):
+def test_cancel_with_reads_in_flight(data: DataFile) -> None:
     path, blob, _ = data
     rng = random.Random(11)
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         # Reads in flight on the ring: none answered from the page cache.
         with nowait.open(path, direct="auto", nowait="off") as f:
@@ -93,7 +91,7 @@ def test_cancel_with_reads_in_flight(data):
                         bufs[0].extend(b"x")
                 for t in tasks[::2] + into[::2]:
                     t.cancel()
-                results = await asyncio.gather(*tasks, *into, return_exceptions=True)
+                results: List[Any] = await asyncio.gather(*tasks, *into, return_exceptions=True)
                 for o, r in zip(offs, results[:200]):
                     if isinstance(r, asyncio.CancelledError):
                         continue
@@ -119,10 +117,10 @@ def test_cancel_with_reads_in_flight(data):
     run(main())
 
 
-def test_buffer_resizable_after_cancelled_read_completes(data):
+def test_buffer_resizable_after_cancelled_read_completes(data: DataFile) -> None:
     path, blob, _ = data
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         with nowait.open(path) as f:
             drop_cache(path)
@@ -144,10 +142,10 @@ def test_buffer_resizable_after_cancelled_read_completes(data):
     run(main())
 
 
-def test_errors_reach_the_awaiting_task(data, datadir):
+def test_errors_reach_the_awaiting_task(data: DataFile, datadir: DataDir) -> None:
     path, _, direct_ok = data
 
-    async def main():
+    async def main() -> None:
         with nowait.open(path) as f:
             with pytest.raises(ValueError, match="negative"):
                 await f.aread_at(-1, 10)
@@ -164,10 +162,10 @@ def test_errors_reach_the_awaiting_task(data, datadir):
     run(main())
 
 
-def test_close_with_reads_in_flight(data):
+def test_close_with_reads_in_flight(data: DataFile) -> None:
     path, blob, _ = data
 
-    async def main():
+    async def main() -> None:
         f = nowait.open(path)
         drop_cache(path)
         tasks = [asyncio.ensure_future(f.aread_at(i * 4096, 4096)) for i in range(100)]
@@ -178,15 +176,15 @@ def test_close_with_reads_in_flight(data):
     run(main())
 
 
-def test_loops_in_several_threads(data):
+def test_loops_in_several_threads(data: DataFile) -> None:
     path, blob, _ = data
-    errors = []
+    errors: List[BaseException] = []
 
-    def worker(seed):
+    def worker(seed: int) -> None:
         try:
             rng = random.Random(seed)
 
-            async def main():
+            async def main() -> None:
                 with nowait.open(path) as f:
                     for _ in range(10):
                         offs = [rng.randrange(0, len(blob)) for _ in range(50)]
@@ -205,27 +203,27 @@ def test_loops_in_several_threads(data):
     assert errors == []
 
 
-def test_new_loop_after_old_one_closed(data):
+def test_new_loop_after_old_one_closed(data: DataFile) -> None:
     path, blob, _ = data
     with nowait.open(path) as f:
         for _ in range(3):
             assert run(f.aread_at(100, 10)) == blob[100:110]
 
 
-def test_loops_closed_with_reads_in_flight_are_let_go(data):
+def test_loops_closed_with_reads_in_flight_are_let_go(data: DataFile) -> None:
     """A read still in flight when asyncio.run returns (a wait_for timeout)
     must not keep its loop, its ring's file descriptors or the caller's
     buffer for ever: the next loop's first read lets go of closed loops."""
     import os
     import weakref
     path, blob, _ = data
-    loops = []
-    buffers = []
+    loops: List["weakref.ref[asyncio.AbstractEventLoop]"] = []
+    buffers: List[bytearray] = []
 
     def nfds() -> int:
         return len(os.listdir("/proc/self/fd"))
 
-    async def main(i, f):
+    async def main(i: int, f: nowait.File) -> None:
         loops.append(weakref.ref(asyncio.get_running_loop()))
         drop_cache(path)
         ba = bytearray(256 * 1024)
@@ -256,16 +254,16 @@ def test_loops_closed_with_reads_in_flight_are_let_go(data):
             assert got == blob[o:o + n] or got == bytes(n), i
 
 
-async def _read_one(f):
+async def _read_one(f: nowait.File) -> bytes:
     return await f.aread_at(100, 10)
 
 
-def test_stats_count_async_reads(data):
+def test_stats_count_async_reads(data: DataFile) -> None:
     """reads, bytes and errors count the asynchronous calls too: page-cache
     hits, reads through the ring, batches and failures."""
     path, blob, _ = data
 
-    async def main():
+    async def main() -> None:
         for nowait_mode in ("always", "off"):
             with nowait.open(path, direct="off", nowait=nowait_mode) as f:
                 assert await f.aread_at(0, 4096) == blob[:4096]
@@ -287,7 +285,7 @@ def test_stats_count_async_reads(data):
     run(main())
 
 
-def test_cancelled_reads_never_write_into_freed_memory(data):
+def test_cancelled_reads_never_write_into_freed_memory(data: DataFile) -> None:
     """Stress: cancel aread_into calls with reads in flight, drop every
     reference to their buffers, then allocate canaries of the same size
     (the allocator hands freed memory back first). If a buffer were
@@ -297,12 +295,12 @@ def test_cancelled_reads_never_write_into_freed_memory(data):
     rng = random.Random(99)
     size = 64 * 1024  # large enough for its own mmap'd or reused block
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         with nowait.open(path, direct="off") as f:
             for _ in range(30):
                 drop_cache(path)
-                tasks = []
+                tasks: List["asyncio.Future[List[int]]"] = []
                 for _ in range(8):
                     offs = [rng.randrange(0, len(blob) - 4096) for _ in range(size // 4096)]
                     tasks.append(asyncio.ensure_future(

@@ -4,24 +4,21 @@ loop's thread, with no future and no ring; anything else (a miss, a partly
 cached range, end of file, O_DIRECT, nowait="off") takes the ring.
 Results are byte-exact against os.pread either way."""
 
+# These tests reach the ring nowait keeps per event loop: private names on purpose.
+# pyright: reportPrivateUsage=false
+
 from __future__ import annotations
 
 import asyncio
 import os
 import random
 
-from typing import Any, Mapping
+from typing import Any, List, Mapping
 
 import pytest
 
 import nowait
-from conftest import drop_cache, modes, pread
-
-
-def run(coro, timeout=90):
-    async def guarded():
-        return await asyncio.wait_for(coro, timeout)
-    return asyncio.run(guarded())
+from conftest import DataDir, DataFile, NowaitMode, drop_cache, modes, pread, run
 
 
 def warm(path: str) -> None:
@@ -41,7 +38,7 @@ def skip_if_refused(st: Mapping[str, Any], name: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["always", "adaptive"])
-def test_cached_reads_match_pread_without_the_ring(data, mode):
+def test_cached_reads_match_pread_without_the_ring(data: DataFile, mode: NowaitMode) -> None:
     path, blob, _ = data
     warm(path)
     rng = random.Random(15)
@@ -53,7 +50,7 @@ def test_cached_reads_match_pread_without_the_ring(data, mode):
     straddle = [(n - 10, 4096), (n - 5000, 8192), (n - 1, 1 << 20)]
     past = [(n, 4096), (n + 8192, 10)]
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         with nowait.open(path, direct="off", nowait=mode) as f:
             assert f.nowait == mode
@@ -95,14 +92,14 @@ def test_cached_reads_match_pread_without_the_ring(data, mode):
     run(main())
 
 
-def test_cold_file_is_read_through_the_ring(data):
+def test_cold_file_is_read_through_the_ring(data: DataFile) -> None:
     path, blob, _ = data
     rng = random.Random(16)
     n = len(blob)
     reqs = [(rng.randrange(0, n + 8192), rng.choice([1, 4096, 5000, 65536]))
             for _ in range(150)]
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         with nowait.open(path, direct="off", nowait="always") as f:
             drop_cache(path)
@@ -121,7 +118,7 @@ def test_cold_file_is_read_through_the_ring(data):
     run(main())
 
 
-def test_adaptive_stops_trying_a_cold_file(data, datadir):
+def test_adaptive_stops_trying_a_cold_file(data: DataFile, datadir: DataDir) -> None:
     d, _ = datadir
     path = os.path.join(d, "cold-big.bin")
     size = 32 << 20
@@ -132,7 +129,7 @@ def test_adaptive_stops_trying_a_cold_file(data, datadir):
     # its readahead) brought in; the file's hit ratio falls below 1/8.
     reqs = [k * (128 << 10) + 512 for k in rng.sample(range(size // (128 << 10)), 200)]
 
-    async def main():
+    async def main() -> None:
         with nowait.open(path, direct="off") as f:
             drop_cache(path)
             for o in reqs:
@@ -148,14 +145,14 @@ def test_adaptive_stops_trying_a_cold_file(data, datadir):
         os.unlink(path)
 
 
-def test_direct_and_off_never_try(data):
+def test_direct_and_off_never_try(data: DataFile) -> None:
     path, blob, direct_ok = data
     warm(path)
     cases = [("off", "off")] + ([("on", "always")] if direct_ok else [])
     if "auto" in modes(direct_ok) and direct_ok:
         cases.append(("auto", "always"))
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         for direct, mode in cases:
             with nowait.open(path, direct=direct, nowait=mode) as f:  # type: ignore[arg-type]
@@ -172,12 +169,12 @@ def test_direct_and_off_never_try(data):
     run(main())
 
 
-def test_cancelling_a_mix_of_cached_and_ring_reads(data):
+def test_cancelling_a_mix_of_cached_and_ring_reads(data: DataFile) -> None:
     path, blob, _ = data
     rng = random.Random(19)
     n = len(blob)
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         with nowait.open(path, direct="off", nowait="always") as f:
             for round_ in range(6):
@@ -213,7 +210,7 @@ def test_cancelling_a_mix_of_cached_and_ring_reads(data):
     run(main())
 
 
-def test_a_task_reading_cached_data_lets_the_others_run(data):
+def test_a_task_reading_cached_data_lets_the_others_run(data: DataFile) -> None:
     """Cached hits return without suspending; after 128 in a row one goes
     through the ring, so the loop gets to run the other tasks.
 
@@ -224,12 +221,12 @@ def test_a_task_reading_cached_data_lets_the_others_run(data):
     path, blob, _ = data
     warm(path)
 
-    async def main():
+    async def main() -> None:
         done = 0
-        ticks = []
+        ticks: List[int] = []
         stop = False
 
-        async def ticker():
+        async def ticker() -> None:
             while not stop:
                 ticks.append(done)
                 await asyncio.sleep(0)
@@ -255,7 +252,7 @@ def test_a_task_reading_cached_data_lets_the_others_run(data):
     run(main())
 
 
-def test_bad_nowait_mode(data):
+def test_bad_nowait_mode(data: DataFile) -> None:
     path, _, _ = data
     with pytest.raises(ValueError, match="not a mode"):
         nowait.open(path, nowait="sometimes")  # type: ignore[arg-type]
@@ -263,11 +260,11 @@ def test_bad_nowait_mode(data):
         assert f.nowait == "adaptive" and f.stats()["nowait"] == "adaptive"
 
 
-def test_errors_unchanged_with_the_cached_path(data):
+def test_errors_unchanged_with_the_cached_path(data: DataFile) -> None:
     path, blob, _ = data
     warm(path)
 
-    async def main():
+    async def main() -> None:
         f = nowait.open(path, direct="off", nowait="always")
         with pytest.raises(ValueError, match="negative"):
             await f.aread_at(-1, 10)
@@ -285,7 +282,7 @@ def test_errors_unchanged_with_the_cached_path(data):
     run(main())
 
 
-def test_blocking_read_at_tries_the_page_cache_first(data):
+def test_blocking_read_at_tries_the_page_cache_first(data: DataFile) -> None:
     """read_at takes the same first try: cached reads are hits (byte-exact,
     counted as calls, reads and bytes); past end of file and with
     nowait="off" the queue reads them."""
@@ -318,7 +315,7 @@ def test_blocking_read_at_tries_the_page_cache_first(data):
         assert st["reads"] == 50, st
 
 
-def test_aread_at_needs_a_running_loop_even_on_a_hit(data):
+def test_aread_at_needs_a_running_loop_even_on_a_hit(data: DataFile) -> None:
     """Driven outside asyncio, a cached read fails as a cold one does
     (rather than working only while the data happens to be cached)."""
     path, _, _ = data

@@ -4,6 +4,9 @@ two at a time, instead of at the next loop iteration; a completion that
 wakes a waiter schedules the submit for the iteration the waiter runs in.
 Results stay byte-exact against os.pread, with cancellation."""
 
+# These tests drive the rings and the queue directly: private names on purpose.
+# pyright: reportPrivateUsage=false
+
 from __future__ import annotations
 
 import asyncio
@@ -12,27 +15,25 @@ import random
 import select
 import signal
 import threading
+from typing import Any, Dict, List, Tuple, TypeVar
 
 import nowait
-from conftest import drop_cache
+from conftest import DataFile, drop_cache, run
 
 
-def run(coro, timeout=90):
-    async def guarded():
-        return await asyncio.wait_for(coro, timeout)
-    return asyncio.run(guarded())
+R = TypeVar("R")
 
 
-def use_ring(loop, ring):
+def use_ring(loop: asyncio.AbstractEventLoop, ring: R) -> R:
     """Make `ring` the one nowait uses for `loop` (before its first read)."""
     nowait._rings[loop] = ring
     nowait._forget_last()
     return ring
 
 
-def wait_all(ring, ids):
+def wait_all(ring: nowait._nowait._Ring, ids: List[int]) -> Dict[int, Any]:
     """Poll a bare _Ring until every id in `ids` finished; {id: result}."""
-    got: dict = {}  # type: ignore[type-arg]
+    got: Dict[int, Any] = {}
     while len(got) < len(ids):
         select.select([ring.fileno()], [], [], 10)
         for op, ok, value in ring.poll():
@@ -41,13 +42,13 @@ def wait_all(ring, ids):
     return got
 
 
-def test_paced_ring_submits_every_second_read_at_start(data):
+def test_paced_ring_submits_every_second_read_at_start(data: DataFile) -> None:
     path, blob, _ = data
     ring = nowait._nowait._Ring(submit="paced")
     assert ring.submit_chunk() == 2
     with nowait.open(path, direct="off") as f:
         drop_cache(path)
-        ids = []
+        ids: List[int] = []
         op, queued = ring.start(f, "one", 0, 4096)
         ids.append(op)
         assert queued, "one read is less than a system call's worth"
@@ -72,12 +73,12 @@ def test_paced_ring_submits_every_second_read_at_start(data):
     assert got[ids[3]] == blob[9:10]
 
 
-def test_batch_ring_leaves_reads_for_the_loop_submit(data):
+def test_batch_ring_leaves_reads_for_the_loop_submit(data: DataFile) -> None:
     path, blob, _ = data
     ring = nowait._nowait._Ring(submit="batch")
     assert ring.submit_chunk() > 1 << 32
     with nowait.open(path, direct="off") as f:
-        ids = []
+        ids: List[int] = []
         before = ring.queue_stats()["syscalls"]
         for i in range(5):
             op, queued = ring.start(f, "one", i * 3000, 3000)
@@ -93,27 +94,27 @@ def test_batch_ring_leaves_reads_for_the_loop_submit(data):
 class _Recording(nowait._LoopRing):  # type: ignore[misc]
     """Notes, after each completion callback, whether a submit is scheduled."""
 
-    def __init__(self, loop, submit):
-        super().__init__(loop, submit)
-        self.after_wake = []
+    def __init__(self, loop: asyncio.AbstractEventLoop, submit: str) -> None:
+        super().__init__(loop, submit)  # pyright: ignore[reportUnknownMemberType]
+        self.after_wake: List[bool] = []
 
-    def _on_readable(self):
+    def _on_readable(self) -> None:
         waiting = len(self._futures)
-        super()._on_readable()
+        super()._on_readable()  # pyright: ignore[reportUnknownMemberType]
         if len(self._futures) < waiting:
             self.after_wake.append(self._submit_scheduled)
 
 
-def test_completion_schedules_the_submit_for_the_woken_tasks(data):
+def test_completion_schedules_the_submit_for_the_woken_tasks(data: DataFile) -> None:
     path, blob, _ = data
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         ring = use_ring(loop, _Recording(loop, "batch"))
         # nowait="off": every read through the ring (cached ones would not be).
         with nowait.open(path, direct="off", nowait="off") as f:
-            async def chain(start):
-                out = []
+            async def chain(start: int) -> List[Tuple[int, bytes]]:
+                out: List[Tuple[int, bytes]] = []
                 for k in range(20):
                     o = (start + k * 7919) % len(blob)
                     out.append((o, await f.aread_at(o, 100)))
@@ -128,7 +129,7 @@ def test_completion_schedules_the_submit_for_the_woken_tasks(data):
     run(main())
 
 
-def test_paced_many_tasks_with_cancellation_match_pread(data):
+def test_paced_many_tasks_with_cancellation_match_pread(data: DataFile) -> None:
     """64 tasks, each awaiting aread_at / aread_into in a loop on a paced
     ring (the path uncached reads take), a quarter of them cancelled while
     reads are in flight: every finished read equals os.pread's bytes, and
@@ -136,28 +137,28 @@ def test_paced_many_tasks_with_cancellation_match_pread(data):
     path, blob, _ = data
     fd = os.open(path, os.O_RDONLY)
     rng = random.Random(1414)
-    plans = []
-    for t in range(64):
-        reads = []
+    plans: List[List[Tuple[int, int]]] = []
+    for _ in range(64):
+        reads: List[Tuple[int, int]] = []
         for _ in range(40):
             off = rng.randrange(0, len(blob) + 4096)
             size = rng.choice([1, 512, 4096, 5000, 65536])
             reads.append((off, size))
         plans.append(reads)
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         ring = use_ring(loop, nowait._LoopRing(loop, "paced"))
         with nowait.open(path, direct="auto") as f:
-            async def worker(t, reads):
-                done = []
+            async def worker(t: int, reads: List[Tuple[int, int]]) -> List[Tuple[Any, ...]]:
+                done: List[Tuple[Any, ...]] = []
                 for i, (off, size) in enumerate(reads):
                     if (t + i) % 3 == 0:
                         buf = bytearray(2 * size)
                         counts = await f.aread_into(buf, [off, off + size], size)
                         done.append(("into", off, size, bytes(buf), counts))
                     else:
-                        done.append(("at", off, size, await f.aread_at(off, size)))  # type: ignore[arg-type]
+                        done.append(("at", off, size, await f.aread_at(off, size)))
                 return done
 
             for round_ in range(3):
@@ -201,14 +202,14 @@ def test_paced_many_tasks_with_cancellation_match_pread(data):
         os.close(fd)
 
 
-def test_child_forked_inside_a_coroutine_gets_its_own_ring(data):
+def test_child_forked_inside_a_coroutine_gets_its_own_ring(data: DataFile) -> None:
     """The hot path skips the fork check. A child forked inside a running
     coroutine (multiprocessing's fork start method from an asyncio service)
     that runs asyncio.run() must read through a ring of its own: the parent's
     loop still looks like it runs in this thread there."""
     path, blob, _ = data
 
-    async def main():
+    async def main() -> None:
         loop = asyncio.get_running_loop()
         # nowait="off": the first read goes through (and makes) the loop's ring.
         with nowait.open(path, direct="off", nowait="off") as f:
@@ -220,7 +221,7 @@ def test_child_forked_inside_a_coroutine_gets_its_own_ring(data):
                 try:
                     signal.alarm(30)
 
-                    async def child():
+                    async def child() -> bool:
                         got = await f.aread_many([100, 5000], 50)
                         mine = nowait._rings[asyncio.get_running_loop()]
                         return got == [blob[100:150], blob[5000:5050]] and mine is not parent_ring
@@ -236,7 +237,7 @@ def test_child_forked_inside_a_coroutine_gets_its_own_ring(data):
     run(main())
 
 
-def test_reads_go_to_the_running_loop_not_the_last_used_one(data):
+def test_reads_go_to_the_running_loop_not_the_last_used_one(data: DataFile) -> None:
     """aread_* skip asyncio.get_running_loop() (a getpid() per call before
     Python 3.12) when the loop used last runs in this thread; a loop that is
     alive but not running, or runs in another thread, must not be taken."""
@@ -253,8 +254,8 @@ def test_reads_go_to_the_running_loop_not_the_last_used_one(data):
             started = threading.Event()
             stop = first.create_future()
 
-            def serve():
-                async def main():
+            def serve() -> None:
+                async def main() -> None:
                     assert await f.aread_at(5, 5) == blob[5:10]
                     started.set()
                     await stop
@@ -265,7 +266,7 @@ def test_reads_go_to_the_running_loop_not_the_last_used_one(data):
             try:
                 assert started.wait(30)
 
-                async def here():
+                async def here() -> List[bytes]:
                     return await asyncio.gather(*(f.aread_at(o, 7) for o in range(0, 700, 7)))
                 assert run(here()) == [blob[o:o + 7] for o in range(0, 700, 7)]
             finally:

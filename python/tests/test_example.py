@@ -8,12 +8,14 @@ import sys
 
 import pytest
 
+from conftest import DataDir
+
 pytest.importorskip("numpy", reason="SKIP test_example: numpy is not installed")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def test_dataset_example(datadir):
+def test_dataset_example(datadir: DataDir) -> None:
     d, _ = datadir
     script = os.path.join(HERE, "..", "examples", "dataset.py")
     env = dict(os.environ, NOWAIT_TEST_DIR=d)
@@ -23,7 +25,7 @@ def test_dataset_example(datadir):
     assert "4096 records in batches of 64: ok" in r.stdout
 
 
-def test_dataset_in_process(datadir):
+def test_dataset_in_process(datadir: DataDir) -> None:
     sys.path.insert(0, os.path.join(HERE, "..", "examples"))
     try:
         import dataset

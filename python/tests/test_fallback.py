@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from conftest import DataFile
+
 CHILD = r"""
 import asyncio, ctypes, os, random, sys
 import nowait
@@ -32,7 +34,7 @@ for mode in sys.argv[2].split(","):
         counts = f.read_into(buf, offs, 4096)
         assert counts == [len(blob[o:o + 4096]) for o in offs]
 
-        async def main():
+        async def main() -> None:
             res = await asyncio.gather(*(f.aread_at(o, 4096) for o in offs))
             assert res == [blob[o:o + 4096] for o in offs]
             t = asyncio.ensure_future(f.aread_many(offs, 4096))
@@ -44,7 +46,7 @@ for mode in sys.argv[2].split(","):
 """
 
 
-def test_fallback_without_io_uring(data):
+def test_fallback_without_io_uring(data: DataFile) -> None:
     path, _, direct_ok = data
     env = dict(os.environ, NOWAIT_DISABLE_URING="1")
     mode_list = "off,auto,on" if direct_ok else "off,auto"

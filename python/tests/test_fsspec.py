@@ -4,6 +4,10 @@ negative limits, ranges past the end, on_error), byte for byte against
 os.pread; everything else is LocalFileSystem's; writing is refused; pandas
 and PyArrow read Parquet through it."""
 
+# fsspec ships no types: what NowaitFileSystem inherits from it is partly
+# unknown to pyright.
+# pyright: reportUnknownMemberType=false, reportMissingTypeStubs=false
+
 from __future__ import annotations
 
 import errno

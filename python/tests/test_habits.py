@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import nowait
-from conftest import DataDir, DataFile, drop_cache, modes
+from conftest import DataDir, DataFile, DirectMode, drop_cache, modes
 
 
 def test_async_with_and_aread(data: DataFile) -> None:
@@ -58,11 +58,11 @@ def test_read_whole_file(data: DataFile, datadir: DataDir, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", ["off", "auto", "on"])
-def test_readinto_one_buffer(data: DataFile, mode: str) -> None:
+def test_readinto_one_buffer(data: DataFile, mode: DirectMode) -> None:
     path, blob, direct_ok = data
     if mode not in modes(direct_ok):
         pytest.skip(f"SKIP test_readinto_one_buffer[{mode}]: no filesystem here takes O_DIRECT")
-    with nowait.open(path, direct=mode) as f:  # type: ignore[arg-type]
+    with nowait.open(path, direct=mode) as f:
         arr = mmap.mmap(-1, 8192)  # page-aligned, as direct="on" needs
         assert f.readinto(arr, 4096) == 8192
         assert arr[:] == blob[4096:12288]

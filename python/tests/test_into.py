@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import random
 
+from typing import List
+
 import pytest
 
 import nowait
-from conftest import drop_cache, modes
+from conftest import DataFile, DirectMode, drop_cache, modes
 
 np = pytest.importorskip("numpy", reason="SKIP numpy targets: numpy is not installed")
 
 
-def offsets_for(blob_len: int, n: int, size: int, seed: int, align: int = 1):
+def offsets_for(blob_len: int, n: int, size: int, seed: int, align: int = 1) -> List[int]:
     rng = random.Random(seed)
     offs = [rng.randrange(0, blob_len) // align * align for _ in range(n)]
     offs[0] = (blob_len - size // 2) // align * align  # straddles end of file
@@ -21,12 +23,12 @@ def offsets_for(blob_len: int, n: int, size: int, seed: int, align: int = 1):
     return offs
 
 
-def expected_counts(blob, offs, size):
+def expected_counts(blob: bytes, offs: List[int], size: int) -> List[int]:
     return [len(blob[o:o + size]) for o in offs]
 
 
 @pytest.mark.parametrize("mode", ["off", "auto", "on"])
-def test_into_bytearray_memoryview_numpy(data, mode):
+def test_into_bytearray_memoryview_numpy(data: DataFile, mode: DirectMode) -> None:
     path, blob, direct_ok = data
     if mode not in modes(direct_ok):
         pytest.skip(f"SKIP test_into[{mode}]: no filesystem here takes O_DIRECT")
@@ -60,7 +62,7 @@ def test_into_bytearray_memoryview_numpy(data, mode):
         assert fl.tobytes()[:size] == blob[offs[2]:offs[2] + size]
 
 
-def test_into_odd_sizes_and_records_back_to_back(data):
+def test_into_odd_sizes_and_records_back_to_back(data: DataFile) -> None:
     path, blob, _ = data
     with nowait.open(path, direct="auto") as f:
         for size in (1, 100, 4097, 12345):
@@ -72,7 +74,7 @@ def test_into_odd_sizes_and_records_back_to_back(data):
                 assert bytes(ba[i * size:i * size + counts[i]]) == blob[o:o + counts[i]]
 
 
-def test_into_rejects_bad_buffers(data):
+def test_into_rejects_bad_buffers(data: DataFile) -> None:
     path, _, _ = data
     with nowait.open(path) as f:
         with pytest.raises(ValueError, match="need 8192"):
@@ -96,7 +98,7 @@ def test_into_rejects_bad_buffers(data):
             f.read_into(12, [0], 4)  # type: ignore[arg-type]
 
 
-def test_into_buffer_released_after_call(data):
+def test_into_buffer_released_after_call(data: DataFile) -> None:
     path, blob, _ = data
     ba = bytearray(4096)
     with nowait.open(path) as f:

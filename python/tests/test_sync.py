@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 import random
 import threading
+from typing import Any, List, Tuple
 
 import pytest
 
 import nowait
-from conftest import drop_cache, modes, pread
+from conftest import DataDir, DataFile, DirectMode, drop_cache, modes, pread
 
 
-def random_requests(rng: random.Random, file_size: int, n: int, align: int = 1):
+def random_requests(rng: random.Random, file_size: int, n: int,
+                    align: int = 1) -> List[Tuple[int, int]]:
     """Offsets and sizes anywhere, including past and straddling end of file."""
-    reqs = []
+    reqs: List[Tuple[int, int]] = []
     for i in range(n):
         kind = i % 5
         if kind == 0:  # straddles end of file
@@ -32,7 +34,7 @@ def random_requests(rng: random.Random, file_size: int, n: int, align: int = 1):
 
 
 @pytest.mark.parametrize("mode", ["off", "auto", "on"])
-def test_read_at_matches_pread(data, mode):
+def test_read_at_matches_pread(data: DataFile, mode: DirectMode) -> None:
     path, blob, direct_ok = data
     if mode not in modes(direct_ok):
         pytest.skip(f"SKIP test_read_at_matches_pread[{mode}]: no filesystem here takes O_DIRECT")
@@ -51,7 +53,7 @@ def test_read_at_matches_pread(data, mode):
 
 
 @pytest.mark.parametrize("mode", ["off", "auto", "on"])
-def test_read_many_matches_pread(data, mode):
+def test_read_many_matches_pread(data: DataFile, mode: DirectMode) -> None:
     path, blob, direct_ok = data
     if mode not in modes(direct_ok):
         pytest.skip(f"SKIP test_read_many_matches_pread[{mode}]: no filesystem here takes O_DIRECT")
@@ -78,7 +80,7 @@ def test_read_many_matches_pread(data, mode):
             len(g) for g in got)
 
 
-def test_empty_file_and_zero_sizes(datadir):
+def test_empty_file_and_zero_sizes(datadir: DataDir) -> None:
     d, _ = datadir
     path = os.path.join(d, "empty.bin")
     open(path, "wb").close()
@@ -91,7 +93,7 @@ def test_empty_file_and_zero_sizes(datadir):
         assert f.read_into(buf, [0, 10, 20], 10) == [0, 0, 0]
 
 
-def test_size_mismatch_and_bad_arguments(data):
+def test_size_mismatch_and_bad_arguments(data: DataFile) -> None:
     path, _, _ = data
     with nowait.open(path) as f:
         with pytest.raises(ValueError, match="2 sizes for 3 offsets"):
@@ -112,7 +114,7 @@ def test_size_mismatch_and_bad_arguments(data):
         nowait.open(path, direct=3)  # type: ignore[arg-type]
 
 
-def test_close_and_context_manager(data):
+def test_close_and_context_manager(data: DataFile) -> None:
     path, blob, _ = data
     f = nowait.open(path)
     assert not f.closed
@@ -130,11 +132,11 @@ def test_close_and_context_manager(data):
     assert g.closed
 
 
-def test_threads_share_a_file(data):
+def test_threads_share_a_file(data: DataFile) -> None:
     """Several Python threads read the same File at once (the GIL is
     released while the engine waits); every result is byte-exact."""
     path, blob, _ = data
-    errors = []
+    errors: List[Any] = []
     drop_cache(path)
     with nowait.open(path) as f:
         def worker(seed: int) -> None:
@@ -150,7 +152,7 @@ def test_threads_share_a_file(data):
                     if f.read_at(one, 100) != blob[one:one + 100]:
                         errors.append((seed, one))
             except BaseException as e:  # report, don't hang the join
-                errors.append(e)  # type: ignore[arg-type]
+                errors.append(e)
 
         threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
         for t in threads:
@@ -161,16 +163,16 @@ def test_threads_share_a_file(data):
     assert errors == []
 
 
-def test_gil_released_while_waiting(data):
+def test_gil_released_while_waiting(data: DataFile) -> None:
     """While one thread waits in the engine, another runs Python code: a
     spinner thread records timestamps, and some must fall well inside one
     long read_many call (with the GIL held, none could)."""
     import time
     path, blob, direct_ok = data
     done = threading.Event()
-    ticks = []
+    ticks: List[float] = []
 
-    def spinner():
+    def spinner() -> None:
         while not done.is_set():
             ticks.append(time.monotonic())
 
@@ -198,7 +200,7 @@ def test_gil_released_while_waiting(data):
     assert inside, f"no Python code ran during a {(t1 - t0) * 1000:.0f} ms read_many"
 
 
-def test_backend_and_probe(data):
+def test_backend_and_probe(data: DataFile) -> None:
     path, _, _ = data
     with nowait.open(path) as f:
         assert f.backend in ("uring", "aio+pool", "aio", "pool", "sync")
@@ -219,7 +221,7 @@ def test_backend_and_probe(data):
         nowait.probe(path + ".missing")
 
 
-def test_fork_child_gets_its_own_queue(data):
+def test_fork_child_gets_its_own_queue(data: DataFile) -> None:
     """A child forked after the parent read (DataLoader workers) must not
     touch the parent's ring: it builds its own and reads correctly, and the
     parent keeps working."""
@@ -239,7 +241,7 @@ def test_fork_child_gets_its_own_queue(data):
         assert f.read_at(3, 3) == blob[3:6]
 
 
-def test_open_reads_through_the_page_cache_by_default(data):
+def test_open_reads_through_the_page_cache_by_default(data: DataFile) -> None:
     """nowait.open(path) is buffered, as open() and np.memmap are, and a
     cached read is answered by the page-cache-first try."""
     path, blob, direct_ok = data
@@ -255,7 +257,7 @@ def test_open_reads_through_the_page_cache_by_default(data):
             assert g.read_at(8192, 4096) == blob[8192:12288]
 
 
-def test_batches_try_the_page_cache_first(data):
+def test_batches_try_the_page_cache_first(data: DataFile) -> None:
     """On a buffered file, read_many and read_into read each cached record
     on the calling thread (preadv2 RWF_NOWAIT), the rest through the queue:
     same bytes, end of file included; nowait="off" skips the try."""
@@ -279,3 +281,36 @@ def test_batches_try_the_page_cache_first(data):
     with nowait.open(path, nowait="off") as g:
         assert g.read_many(offs, 4096) == [blob[o:o + 4096] for o in offs]
         assert g.stats()["nowait_path_hits"] == 0
+
+
+def test_a_batch_with_one_uncached_record(data: DataFile) -> None:
+    """A batch whose records are cached but one: the ones before it are
+    read on the calling thread, it and the rest go to the queue (the rest
+    still tried from the page cache there), and the uncached record is
+    tried once, not again by the queue. Bytes right in both layouts."""
+    path, blob, _ = data
+    hole = 1 << 20
+    offs = [0, 8192, 65536, hole, 4096, 2 << 20, 12288]
+    for method in ("read_many", "read_into"):
+        # Cached but for 512 KiB around `hole`: the file evicted, then the
+        # rest read back without readahead (the page cache may hold large
+        # folios, which a ranged eviction would keep whole).
+        drop_cache(path)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+            os.pread(fd, hole - (256 << 10), 0)
+            os.pread(fd, len(blob), hole + (256 << 10))
+        finally:
+            os.close(fd)
+        with nowait.open(path, nowait="always") as f:
+            if method == "read_many":
+                assert f.read_many(offs, 4096) == [blob[o:o + 4096] for o in offs]
+            else:
+                buf = bytearray(len(offs) * 4096)
+                assert f.read_into(buf, offs, 4096) == [4096] * len(offs)
+                assert bytes(buf) == b"".join(blob[o:o + 4096] for o in offs)
+            s = f.stats()
+            assert s["reads"] == len(offs) and s["calls"] == 1, s
+            assert s["nowait_path_hits"] == len(offs) - 1, s
+            assert s["nowait_path_misses"] + s["nowait_path_partial"] == 1, s
