@@ -203,9 +203,11 @@ def _forget_closed_loops() -> None:
     future keeps the loop: the weak key would never die, and each such loop
     would keep its ring's file descriptors and the buffers it reads into.
     Nothing can be delivered to a closed loop, so its waiters are dropped;
-    dropping the ring waits for the kernel to finish with their buffers
-    (reads of cached data are done already; others take a device's time)
-    and then releases them."""
+    reads their calls queued and the loop never submitted are dropped
+    unread (nothing writes their buffers), and dropping the ring waits for
+    the kernel to finish with the buffers of the others (reads of cached
+    data are done already; others take a device's time) and then releases
+    them."""
     # A copy of the underlying dict taken in one step: another thread's loop
     # may add its ring meanwhile (iterating the WeakKeyDictionary itself
     # would then fail with "dictionary changed size during iteration").
@@ -271,7 +273,7 @@ class File(_nowait.File):
     def _options(self) -> Dict[str, Any]:
         """The options :func:`open` was called with (what a copy and a
         pickle reopen the file with)."""
-        return {"direct": self.mode, "nowait": self.nowait}
+        return {"direct": self.mode, "nowait": self.nowait, "cache": self.cache}
 
     def __reduce__(self) -> "tuple[Any, ...]":
         """Pickle as "open this path with these options": the receiving
@@ -380,7 +382,7 @@ def _reopen(path: Any, options: Dict[str, Any]) -> File:
 
 def open(path: Union[int, str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
          direct: Union[str, bool] = "off", nowait: str = "adaptive",
-         closefd: bool = True) -> File:
+         closefd: bool = True, cache: str = "keep") -> File:
     """Open ``path`` for reading.
 
     ``path`` is a path or an open file descriptor (an ``int``). A
@@ -400,7 +402,7 @@ def open(path: Union[int, str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
 
     Choose ``O_DIRECT`` when the data is read once and is much larger than
     memory (a scan that would otherwise evict what other readers keep
-    cached), when the application caches records itself (the page cache
+    cached; ``cache="drop"`` below does that through the page cache), when the application caches records itself (the page cache
     would hold a second copy), or to measure the device. Keep the default
     when data is read again (epochs over a data set that fits in memory: a
     cached pass is several times faster than one from the device) or shared
@@ -416,11 +418,23 @@ def open(path: Union[int, str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"],
     queue, for ``read_at``). Files opened with ``O_DIRECT`` never try.
     ``File.stats()`` counts the outcomes (``nowait_path_*``).
 
+    ``cache``: what buffered reads of the file leave in the page cache.
+    ``"keep"`` (default) keeps what they bring in; ``"drop"`` reads with
+    ``RWF_DONTCACHE`` (Linux 6.14; fio's ``uncached=1``): the pages a read
+    brings in are dropped once copied, pages cached before stay, so reading
+    a large file once does not evict what other files depend on;
+    ``"adaptive"`` drops only while the file is read as a scan (sequential
+    runs, or reads of 1 MiB or more) and is at least half the memory the
+    page cache can have (the memory cgroup's limit) and mostly not cached.
+    Where the filesystem has no uncached reads (tmpfs, FUSE) reads stay
+    cached. ``O_DIRECT`` reads ignore it. ``File.stats()`` says what the
+    file took (``cache``, ``dontcache``, ``cache_scanning``).
+
     Raises ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError``
     (all ``OSError`` with ``errno`` and ``filename``) when the file cannot be
     opened.
     """
-    return File(path, direct, nowait, closefd)
+    return File(path, direct, nowait, closefd, cache)
 
 
 def probe(path: Optional[Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]] = None

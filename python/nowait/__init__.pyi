@@ -9,6 +9,7 @@ from ._typing import (
     Probe as Probe,
     _Direct,
     _NowaitMode,
+    _CachePolicy,
     _Offsets,
     _Path,
     _Sizes,
@@ -55,11 +56,14 @@ def open(
     direct: _Direct = "off",
     nowait: _NowaitMode = "adaptive",
     closefd: bool = True,
+    cache: _CachePolicy = "keep",
 ) -> File:
     """Open ``path`` (or a file descriptor) for reading; ``direct`` is "off"
     (the page cache, default), "auto" or "on" (O_DIRECT); ``nowait``
     ("adaptive", "always" or "off") is whether ``aread_at`` and ``read_at``
-    first try the page cache alone with ``preadv2(RWF_NOWAIT)``."""
+    first try the page cache alone with ``preadv2(RWF_NOWAIT)``; ``cache``
+    ("keep", "drop" or "adaptive") is what buffered reads leave in the page
+    cache ("drop": ``RWF_DONTCACHE``)."""
     ...
 
 def probe(path: Optional[_Path] = None) -> Probe:

@@ -10,6 +10,7 @@ from ._typing import (
     Probe,
     _Direct,
     _NowaitMode,
+    _CachePolicy,
     _Offsets,
     _Path,
     _Sizes,
@@ -31,6 +32,7 @@ class File:
         direct: Optional[_Direct] = None,
         nowait: Optional[_NowaitMode] = None,
         closefd: bool = True,
+        cache: Optional[_CachePolicy] = None,
     ) -> _T: ...
     @property
     def name(self) -> Union[str, int]:
@@ -52,6 +54,10 @@ class File:
     @property
     def nowait(self) -> _NowaitMode:
         """The page-cache-first mode of aread_at and read_at."""
+        ...
+    @property
+    def cache(self) -> _CachePolicy:
+        """What buffered reads leave in the page cache."""
         ...
     @property
     def backend(self) -> str:

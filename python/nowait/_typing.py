@@ -40,6 +40,9 @@ _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 _Direct = Union[Literal["off", "auto", "on"], bool]
 #: ``nowait=``: the page-cache-first try of read_at/aread_at.
 _NowaitMode = Literal["adaptive", "always", "off"]
+#: ``cache=``: what buffered reads leave in the page cache ("drop":
+#: RWF_DONTCACHE on every read, "adaptive": on a large file's scan reads).
+_CachePolicy = Literal["keep", "drop", "adaptive"]
 #: Offsets: any iterable of ints, e.g. a list, a range, a generator or an
 #: integer NumPy array.
 _Offsets = Iterable[SupportsIndex]
@@ -48,8 +51,8 @@ _Sizes = Union[SupportsIndex, Iterable[SupportsIndex]]
 
 class FileStats(TypedDict):
     """``File.stats()``: counters, backend and page-cache-first state. The
-    keys about the open file (``direct`` to ``nowait_path_off``) are None
-    once it is closed."""
+    keys about the open file (``direct`` to ``nowait_path_off``, and
+    ``dontcache`` to ``cache_switches``) are None once it is closed."""
 
     path: Union[str, int]
     mode: Literal["off", "auto", "on"]
@@ -70,7 +73,15 @@ class FileStats(TypedDict):
     inline_reason: Optional[str]
     nowait_path_hit_ratio: Optional[float]
     nowait_path_off: Optional[str]
+    #: whether the file's reads can be uncached: "accepted", "not asked yet"
+    #: or "off: " and why
+    dontcache: Optional[str]
+    #: the adaptive policy reads the file's scan reads uncached now
+    cache_scanning: Optional[bool]
+    #: times the adaptive policy changed its mind about the file
+    cache_switches: Optional[int]
     nowait: _NowaitMode
+    cache: _CachePolicy
     nowait_path_hits: int
     nowait_path_partial: int
     nowait_path_misses: int
@@ -125,6 +136,8 @@ class FileProbe(TypedDict):
     rwf_nowait: str
     nowait_path_hit_ratio: float
     nowait_path_off: Optional[str]
+    #: whether the file's filesystem takes RWF_DONTCACHE, in words
+    rwf_dontcache: str
 
 
 class Probe(TypedDict):
@@ -138,5 +151,8 @@ class Probe(TypedDict):
     io_uring: UringProbe
     aio: str
     backend: BackendProbe
+    #: whether the kernel knows RWF_DONTCACHE: "known", "unknown" or
+    #: "failed (ERRNO)"
+    rwf_dontcache: str
     file: Optional[FileProbe]
     text: str

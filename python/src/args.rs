@@ -61,6 +61,18 @@ pub fn parse_nowait(mode: &str) -> PyResult<nowait::NowaitMode> {
     }
 }
 
+/// The `cache=` option.
+pub fn parse_cache(policy: &str) -> PyResult<nowait::CachePolicy> {
+    policy.parse().map_err(|_| {
+        PyValueError::new_err(format!(
+            "cache={policy:?} is not a policy; use \"keep\" (the default: reads leave their \
+             pages in the page cache), \"drop\" (RWF_DONTCACHE: the pages a read brings in are \
+             dropped once copied) or \"adaptive\" (drop only while the file is scanned and too \
+             large to stay cached)"
+        ))
+    })
+}
+
 /// Values from any iterable of ints or an integer NumPy array, each
 /// checked by `check` (`what` names the argument in errors). At most
 /// `MAX_PARTS` are taken.

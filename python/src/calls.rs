@@ -600,8 +600,7 @@ impl Core {
     /// buffer back to the landing it was lent from.
     fn account(&mut self, out: &mut Vec<Completion>) {
         for c in out.drain(..) {
-            let op_id = c.user_data >> 24;
-            let idx = (c.user_data & 0xff_ffff) as usize;
+            let (op_id, idx) = part_of(c.user_data);
             self.give_back(op_id, idx, c.buf);
             match c.result {
                 Ok(got) => {
@@ -665,15 +664,24 @@ impl Core {
 
 impl Core {
     /// Wait until the kernel is done with every read in flight, dropping
-    /// their results (the ring is being discarded). `false` when that
-    /// cannot be known: a core inherited through fork (its ring is the
-    /// parent's) or a failed reap; the memory those reads land in is then
-    /// kept for ever (a [`Landing`] dropped while lent leaks).
+    /// their results (the ring is being discarded); reads pushed and not
+    /// yet submitted are dropped unread (`Queue::drop_unsubmitted`), their
+    /// memory given back to its landing. `false` when that cannot be
+    /// known: a core inherited through fork (its ring is the parent's) or a
+    /// failed reap; the memory those reads land in is then kept for ever (a
+    /// [`Landing`] dropped while lent leaks).
     pub fn settle(&mut self) -> bool {
         if !self.is_ours() {
             return false;
         }
         self.backlog.clear();
+        let mut dropped = Vec::new();
+        self.queue.drop_unsubmitted(&mut dropped);
+        for (user_data, buf) in dropped {
+            let (op_id, idx) = part_of(user_data);
+            self.give_back(op_id, idx, buf);
+        }
+        self.unsubmitted = 0;
         let mut out = Vec::new();
         while self.queue.in_flight() > 0 {
             out.clear();
@@ -686,6 +694,11 @@ impl Core {
         }
         true
     }
+}
+
+/// The op id and part index a request's `user_data` carries.
+fn part_of(user_data: u64) -> (u64, usize) {
+    (user_data >> 24, (user_data & 0xff_ffff) as usize)
 }
 
 impl Drop for Core {

@@ -113,6 +113,8 @@ pub struct PyFile {
     async_calls: AtomicU64,
     /// `aread_at`'s page-cache-first mode (`nowait.open(..., nowait=)`).
     nowait: nowait::NowaitMode,
+    /// What buffered reads leave in the page cache (`nowait.open(..., cache=)`).
+    cache: nowait::CachePolicy,
     cached: CachedCounts,
 }
 
@@ -296,7 +298,7 @@ fn finish(py: Python<'_>, mut op: Op) -> PyResult<Py<PyAny>> {
 
 #[pymethods]
 impl PyFile {
-    /// File(path, direct="off", nowait="adaptive", closefd=True)
+    /// File(path, direct="off", nowait="adaptive", closefd=True, cache="keep")
     ///
     /// `path` is a path (`str`, `bytes`, `os.PathLike`) or an open file
     /// descriptor (`int`). A descriptor is read through a descriptor of
@@ -305,13 +307,14 @@ impl PyFile {
     /// caller's); with `closefd` (the default, as for `open()`), `close()`
     /// closes the caller's descriptor too.
     #[new]
-    #[pyo3(signature = (path, direct = None, nowait = None, closefd = true))]
+    #[pyo3(signature = (path, direct = None, nowait = None, closefd = true, cache = None))]
     fn new(
         py: Python<'_>,
         path: &Bound<'_, PyAny>,
         direct: Option<&Bound<'_, PyAny>>,
         nowait: Option<&str>,
         closefd: bool,
+        cache: Option<&str>,
     ) -> PyResult<Self> {
         let (path, fd) = if path.is_instance_of::<pyo3::types::PyInt>() {
             if path.is_instance_of::<pyo3::types::PyBool>() {
@@ -338,10 +341,12 @@ impl PyFile {
             None => nowait::Direct::Off,
         };
         let nowait = args::parse_nowait(nowait.unwrap_or("adaptive"))?;
+        let cache = args::parse_cache(cache.unwrap_or("keep"))?;
         let p = path.clone();
         let file = py
             .detach(move || nowait::File::open(&p, mode))
             .map_err(to_py)?;
+        file.set_cache_policy(cache);
         Ok(PyFile {
             inner: RwLock::new(Some(Arc::new(file))),
             path,
@@ -352,6 +357,7 @@ impl PyFile {
             tally: Arc::default(),
             async_calls: AtomicU64::new(0),
             nowait,
+            cache,
             cached: CachedCounts::default(),
         })
     }
@@ -374,6 +380,13 @@ impl PyFile {
     #[getter]
     fn nowait(&self) -> &'static str {
         self.nowait.as_str()
+    }
+
+    /// What buffered reads leave in the page cache: "keep", "drop" or
+    /// "adaptive".
+    #[getter]
+    fn cache(&self) -> &'static str {
+        self.cache.as_str()
     }
 
     /// _read_cached(offset, size) -> bytes | None
@@ -613,6 +626,17 @@ impl PyFile {
             let fp = f.nowait_state();
             d.set_item("nowait_path_hit_ratio", fp.hit_ratio)?;
             d.set_item("nowait_path_off", fp.off.map(|o| o.to_string()))?;
+            let c = f.cache_state();
+            d.set_item(
+                "dontcache",
+                match c.dontcache {
+                    nowait::DontcacheSupport::Unknown => "not asked yet".to_string(),
+                    nowait::DontcacheSupport::Accepted => "accepted".to_string(),
+                    nowait::DontcacheSupport::Off(off) => format!("off: {off}"),
+                },
+            )?;
+            d.set_item("cache_scanning", c.scanning)?;
+            d.set_item("cache_switches", c.switches)?;
         } else {
             // Closed: the same keys, with nothing to say.
             for k in [
@@ -624,12 +648,16 @@ impl PyFile {
                 "inline_reason",
                 "nowait_path_hit_ratio",
                 "nowait_path_off",
+                "dontcache",
+                "cache_scanning",
+                "cache_switches",
             ] {
                 d.set_item(k, py.None())?;
             }
         }
         drop(guard);
         d.set_item("nowait", self.nowait.as_str())?;
+        d.set_item("cache", self.cache.as_str())?;
         let c = self.tally.tries.stats();
         d.set_item(
             "nowait_path_hits",

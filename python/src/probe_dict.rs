@@ -70,6 +70,7 @@ pub fn probe(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Bound<'_, PyDict
         }
     }
     d.set_item("backend", b)?;
+    d.set_item("rwf_dontcache", machine.dontcache.words())?;
     d.set_item("file", py.None())?;
     if let Some(r) = file {
         let r = r.map_err(to_py)?;
@@ -118,6 +119,7 @@ pub fn probe(py: Python<'_>, path: Option<PathBuf>) -> PyResult<Bound<'_, PyDict
         f.set_item("rwf_nowait", nw)?;
         f.set_item("nowait_path_hit_ratio", r.nowait_state.hit_ratio)?;
         f.set_item("nowait_path_off", r.nowait_state.off.map(|o| o.to_string()))?;
+        f.set_item("rwf_dontcache", r.rwf_dontcache.words(r.fs))?;
         d.set_item("file", f)?;
     }
     d.set_item("text", text)?;

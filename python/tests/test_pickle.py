@@ -26,11 +26,12 @@ def read_some(f: nowait.File, offset: int) -> "tuple[bytes, str, str, bool]":
 def test_pickle_reopens_by_path_with_the_same_options(data: DataFile) -> None:
     path, blob, direct_ok = data
     mode: Literal["auto", "off"] = "auto" if direct_ok else "off"
-    with nowait.open(path, direct=mode, nowait="always") as f:
+    with nowait.open(path, direct=mode, nowait="always", cache="drop") as f:
         f.read_at(0, 10)
         for g in (pickle.loads(pickle.dumps(f)), copy.copy(f), copy.deepcopy(f)):
             assert isinstance(g, nowait.File) and g is not f
             assert (g.name, g.mode, g.nowait, g.direct) == (f.name, f.mode, f.nowait, f.direct)
+            assert g.cache == "drop" and g.stats()["cache"] == "drop"
             assert g.fileno() != f.fileno()
             assert g.read_at(5000, 100) == blob[5000:5100]
             assert g.stats()["reads"] == 1  # counters start anew

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from typing import Any, List, Tuple
+from typing import Any, List, Literal, Tuple
 
 import pytest
 
@@ -314,3 +314,51 @@ def test_a_batch_with_one_uncached_record(data: DataFile) -> None:
             assert s["reads"] == len(offs) and s["calls"] == 1, s
             assert s["nowait_path_hits"] == len(offs) - 1, s
             assert s["nowait_path_misses"] + s["nowait_path_partial"] == 1, s
+
+
+def _resident_share(path: str) -> float:
+    """Share of ``path`` in the page cache (mincore over a mapping)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    size = os.path.getsize(path)
+    pages = (size + 4095) // 4096
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) as m:
+        view = (ctypes.c_char * size).from_buffer(m)
+        vec = (ctypes.c_ubyte * pages)()
+        r = libc.mincore(ctypes.c_void_p(ctypes.addressof(view)), ctypes.c_size_t(size), vec)
+        err = ctypes.get_errno()
+        del view  # the mapping can close only once no ctypes object exports it
+        assert r == 0, os.strerror(err)
+        return sum(v & 1 for v in vec) / pages
+
+
+@pytest.mark.parametrize("cache", ["keep", "drop", "adaptive"])
+def test_cache_policy_reads_match_and_drop_leaves_the_file_uncached(
+        data: DataFile, cache: Literal["keep", "drop", "adaptive"]) -> None:
+    path, blob, _ = data
+    drop_cache(path)
+    with nowait.open(path, direct="off", cache=cache) as f:
+        for off in range(0, len(blob), 65536):
+            assert f.read_at(off, 65536) == blob[off:off + 65536]
+        st = f.stats()
+    assert st["cache"] == cache
+    share = _resident_share(path)
+    if cache == "keep" or st["fs"] == "tmpfs":
+        # tmpfs has no uncached reads: its reads stay cached, and say why.
+        assert share > 0.9, share
+        if st["fs"] == "tmpfs" and cache == "drop":
+            assert (st["dontcache"] or "").startswith("off"), st["dontcache"]
+    elif cache == "drop":
+        assert st["dontcache"] == "accepted", st
+        assert share < 0.25, share
+    else:
+        # adaptive: a 3 MiB file is far from half of any memory limit here.
+        assert share > 0.9 and not st["cache_scanning"], (share, st)
+
+
+def test_cache_policy_is_checked(data: DataFile) -> None:
+    path, _, _ = data
+    with pytest.raises(ValueError, match='cache="sometimes" is not a policy'):
+        nowait.open(path, cache="sometimes")  # type: ignore[arg-type]

@@ -126,6 +126,28 @@ struct nowait_queue;
 #define NOWAIT_DIRECT_AUTO 2
 
 /**
+ * A cache policy (`nowait_queue_options.cache`, `nowait_file_set_cache`):
+ * buffered reads keep what they bring into the page cache (the
+ * default).
+ */
+#define NOWAIT_CACHE_KEEP 0
+
+/**
+ * A cache policy: every buffered read is uncached (`RWF_DONTCACHE`, fio's
+ * `uncached=1`): the pages it brings in are dropped once copied out, so a
+ * scan does not evict what other files depend on. Where the filesystem
+ * cannot (tmpfs, FUSE, a kernel before 6.14) reads stay cached.
+ */
+#define NOWAIT_CACHE_DROP 1
+
+/**
+ * A cache policy: uncached only the scan reads (sequential runs, or reads of
+ * 1 MiB or more) of a file at least half the memory the process's page
+ * cache can hold and mostly not cached; everything else kept.
+ */
+#define NOWAIT_CACHE_ADAPTIVE 2
+
+/**
  * `nowait_probe` flag: the report as one JSON object instead of text.
  */
 #define NOWAIT_PROBE_JSON 1
@@ -218,6 +240,11 @@ struct nowait_queue_options {
    * Worker threads of the pool backend (0: its default).
    */
   uint32_t pool_workers;
+  /**
+   * One of `NOWAIT_CACHE_*` (default `NOWAIT_CACHE_KEEP`): what the
+   * queue's buffered reads leave in the page cache. Direct reads ignore it.
+   */
+  uint32_t cache;
 };
 
 /**
@@ -342,6 +369,19 @@ int64_t nowait_file_size(const struct nowait_file *file);
 int nowait_file_describe(const struct nowait_file *file, char **out);
 
 /**
+ * Set what buffered reads of `file` leave in the page cache, for every
+ * queue that reads it (`NOWAIT_CACHE_KEEP`, `_DROP` or `_ADAPTIVE`); it
+ * overrides the queue's `nowait_queue_options.cache` for this file's
+ * reads from the next push on. A file read once (a backup, a scan) with
+ * `NOWAIT_CACHE_DROP` leaves the page cache to the others. Returns 0, or
+ * -EINVAL for a bad handle or policy. No effect on a direct file.
+ *
+ * # Safety
+ * `file` must be NULL or a live file.
+ */
+int nowait_file_set_cache(const struct nowait_file *file, uint32_t cache);
+
+/**
  * Allocate `size` bytes (zeroed) whose address is a multiple of `align`
  * (a power of two; 0 means 4096, the page size, which suits O_DIRECT on
  * every device). Returns NULL on failure (`nowait_last_error()` says why:
@@ -397,7 +437,7 @@ void nowait_queue_options_init(struct nowait_queue_options *opts);
  * the queue in `*out`, or a negative errno and `*out` is not written:
  * -EINVAL for a bad option (`opts->size` below 8, i.e. not set by
  * `nowait_queue_options_init`; a field past this library's struct set to
- * non-zero; an unknown `backend` or `nowait_mode`; `depth` over
+ * non-zero; an unknown `backend`, `nowait_mode` or `cache`; `depth` over
  * `NOWAIT_MAX_DEPTH`; `pool_workers` out of range) or a NULL `out`,
  * -EOPNOTSUPP when the backend asked for cannot be set up here (the
  * message says why and which `NOWAIT_BACKEND_*` to ask for instead), or
@@ -410,11 +450,14 @@ void nowait_queue_options_init(struct nowait_queue_options *opts);
 int nowait_queue_create(const struct nowait_queue_options *opts, struct nowait_queue **out);
 
 /**
- * Destroy a queue (NULL is ignored). Waits for every read still in
- * flight (the kernel may be writing into their memory), so once it
- * returns the memory of every read pushed to it is the caller's again;
- * their completions are discarded. Its completion fd, if it was asked
- * for, is closed: take it out of any epoll set first.
+ * Destroy a queue (NULL is ignored). Reads pushed and not yet submitted
+ * are dropped unread: the kernel never sees them and nothing writes their
+ * memory, as with liburing's unsubmitted entries. Reads submitted before
+ * (by `nowait_submit` or `nowait_reap`) are waited for (the kernel may be
+ * writing into their memory). Once it returns the memory of every read
+ * pushed to the queue is the caller's again; completions are discarded.
+ * Its completion fd, if it was asked for, is closed: take it out of any
+ * epoll set first.
  *
  * Destroying a queue twice, or using it after it is destroyed, is
  * undefined behaviour, as for `free(3)`: its memory is freed.
@@ -427,11 +470,15 @@ void nowait_queue_destroy(struct nowait_queue *q);
 
 /**
  * The queue's completion file descriptor for event loops (epoll, libuv's
- * `uv_poll_t`, tevent): an eventfd that becomes readable when completions
- * may be waiting. When it is readable: read its 8-byte counter (the fd is
+ * `uv_poll_t`, tevent): an eventfd that is readable whenever a finished
+ * read is waiting to be reaped (level-triggered in effect: after any call
+ * on the queue returns, a finished read not yet reaped keeps it readable
+ * or makes it so). When it is readable: read its 8-byte counter (the fd is
  * non-blocking; -EAGAIN just means it was already cleared), then call
- * `nowait_reap(q, cqes, n, 0, 0)` until it returns fewer than `n`. A
- * wake-up may find nothing (it is a hint); none is lost.
+ * `nowait_reap(q, cqes, n, 0, 0)` until it returns fewer than `n` (or
+ * until 0: either rule is enough). A read that finishes meanwhile makes
+ * the fd readable again. A wake-up may find nothing (it is a hint); none
+ * is lost.
  *
  * What the caller may do with the fd: watch it for reading (epoll, poll,
  * select, or a loop built on them) and read its 8-byte counter. Nothing
@@ -481,9 +528,13 @@ int nowait_queue_in_flight(const struct nowait_queue *q);
 /**
  * Queue a read of `len` bytes at `offset` of `file` into the caller's
  * memory `buf`. It reaches the kernel at the next `nowait_submit` or
- * `nowait_reap`. On a `NOWAIT_DIRECT_ON` file, `offset`, `len` and `buf`
- * must meet `nowait_file_dio_align`; on a `NOWAIT_DIRECT_AUTO` one an
- * unaligned read is bounced.
+ * `nowait_reap`; `nowait_queue_destroy` drops it unread if neither came.
+ * (A read of a memory-backed file, tmpfs or zram, may be done at once on
+ * the calling thread instead, writing `buf` before `nowait_push` returns;
+ * such a push first submits the reads queued before it.) On a
+ * `NOWAIT_DIRECT_ON` file, `offset`, `len` and `buf` must meet
+ * `nowait_file_dio_align`; on a `NOWAIT_DIRECT_AUTO` one an unaligned read
+ * is bounced.
  *
  * `buf` may be any writable memory, uninitialised included (`malloc(3)`):
  * the library never reads it, and only the read writes into it. It must
@@ -503,7 +554,9 @@ int nowait_queue_in_flight(const struct nowait_queue *q);
  * past the largest file offset (2^63 - 1), or a NULL `q` or `file`;
  * -ENOMEM when the aligned bounce buffer of an unaligned read on a
  * `NOWAIT_DIRECT_AUTO` file cannot be allocated (read it in smaller
- * pieces, or aligned); -EBADF for a handle of another kind.
+ * pieces, or aligned; the bounce covers the request only up to the
+ * file's size, so a read far past end of file costs what it returns);
+ * -EBADF for a handle of another kind.
  *
  * # Safety
  * `q` must be NULL (refused) or a live queue used by this thread only;

@@ -15,6 +15,20 @@ pub const NOWAIT_DIRECT_ON: c_int = 1;
 /// unaligned read is bounced through an aligned buffer.
 pub const NOWAIT_DIRECT_AUTO: c_int = 2;
 
+/// A cache policy (`nowait_queue_options.cache`, `nowait_file_set_cache`):
+/// buffered reads keep what they bring into the page cache (the
+/// default).
+pub const NOWAIT_CACHE_KEEP: u32 = 0;
+/// A cache policy: every buffered read is uncached (`RWF_DONTCACHE`, fio's
+/// `uncached=1`): the pages it brings in are dropped once copied out, so a
+/// scan does not evict what other files depend on. Where the filesystem
+/// cannot (tmpfs, FUSE, a kernel before 6.14) reads stay cached.
+pub const NOWAIT_CACHE_DROP: u32 = 1;
+/// A cache policy: uncached only the scan reads (sequential runs, or reads of
+/// 1 MiB or more) of a file at least half the memory the process's page
+/// cache can hold and mostly not cached; everything else kept.
+pub const NOWAIT_CACHE_ADAPTIVE: u32 = 2;
+
 /// An open file (opaque). Shareable: any number of queues, on any threads,
 /// may read it at once. Reads in flight keep the file open, so
 /// `nowait_file_close` may be called while reads of it are in flight.
@@ -259,6 +273,20 @@ pub fn describe(f: &engine::File) -> String {
             fp.hit_ratio
         )),
     }
+    let c = f.cache_state();
+    s.push_str(&format!(
+        "RWF_DONTCACHE: {}{}\n",
+        match c.dontcache {
+            engine::DontcacheSupport::Unknown => "not asked yet".to_string(),
+            engine::DontcacheSupport::Accepted => "accepted".to_string(),
+            engine::DontcacheSupport::Off(off) => format!("off ({off})"),
+        },
+        if c.scanning {
+            "; adaptive: its scan reads go uncached"
+        } else {
+            ""
+        }
+    ));
     s
 }
 
@@ -285,6 +313,43 @@ pub unsafe extern "C" fn nowait_file_describe(
             unsafe { crate::mem::nowait_string_free(s) };
             return Err(e);
         }
+        Ok(0)
+    })
+}
+
+/// The cache policy `c` names (`NOWAIT_CACHE_*`), or EINVAL naming `what`.
+pub(crate) fn cache_policy(c: u32, what: &str) -> Result<engine::CachePolicy, Fail> {
+    use engine::CachePolicy;
+    match c {
+        NOWAIT_CACHE_KEEP => Ok(CachePolicy::Keep),
+        NOWAIT_CACHE_DROP => Ok(CachePolicy::Drop),
+        NOWAIT_CACHE_ADAPTIVE => Ok(CachePolicy::Adaptive),
+        c => Err(Fail::new(
+            libc::EINVAL,
+            format!(
+                "{what} = {c} is not a cache policy; pass NOWAIT_CACHE_KEEP (0), _DROP (1) \
+                 or _ADAPTIVE (2)"
+            ),
+        )),
+    }
+}
+
+/// Set what buffered reads of `file` leave in the page cache, for every
+/// queue that reads it (`NOWAIT_CACHE_KEEP`, `_DROP` or `_ADAPTIVE`); it
+/// overrides the queue's `nowait_queue_options.cache` for this file's
+/// reads from the next push on. A file read once (a backup, a scan) with
+/// `NOWAIT_CACHE_DROP` leaves the page cache to the others. Returns 0, or
+/// -EINVAL for a bad handle or policy. No effect on a direct file.
+///
+/// # Safety
+/// `file` must be NULL or a live file.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_file_set_cache(file: *const NowaitFile, cache: u32) -> c_int {
+    guard_int("nowait_file_set_cache", || {
+        // SAFETY: caller's contract.
+        let f = unsafe { handle(file, "file") }?;
+        let policy = cache_policy(cache, "cache")?;
+        f.file.set_cache_policy(policy);
         Ok(0)
     })
 }

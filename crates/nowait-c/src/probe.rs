@@ -4,7 +4,7 @@
 use std::ffi::{c_char, c_int, c_uint};
 use std::path::Path;
 
-use engine::probe::{self, MachineReport, NowaitProbe, UringStatus};
+use engine::probe::{self, DontcacheProbe, MachineReport, NowaitProbe, UringStatus};
 use engine::FileKind;
 use serde_json::{json, Value};
 
@@ -52,6 +52,7 @@ fn machine_json(m: &MachineReport) -> Value {
             Ok(r) => json!({ "backend": r.kind.as_str(), "reason": r.reason.to_string(), "detail": r.detail }),
             Err(e) => json!({ "backend": Value::Null, "reason": e }),
         },
+        "rwf_dontcache": m.dontcache.words(),
     })
 }
 
@@ -83,6 +84,15 @@ fn file_json(r: &probe::FileReport) -> Value {
         "direct_path": r.direct_path,
         "rwf_nowait": rwf,
         "nowait_path_off": r.nowait_state.off.map(|o| o.to_string()),
+        "rwf_dontcache": match r.rwf_dontcache {
+            DontcacheProbe::Supported => json!({ "works": true }),
+            DontcacheProbe::Unsupported { errno } => {
+                json!({ "works": false, "why": "unsupported", "refused": errno_json(errno) })
+            }
+            DontcacheProbe::SyscallRefused { errno } => {
+                json!({ "works": false, "why": "syscall_refused", "refused": errno_json(errno) })
+            }
+        },
     })
 }
 

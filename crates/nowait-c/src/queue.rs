@@ -9,7 +9,7 @@ use std::time::Duration;
 use engine::{BackendChoice, BackendKind, Buf, Completion, NowaitMode, Queue, Read};
 
 use crate::boundary::{guard, guard_int, handle, handle_mut, set_last_error, Fail, Tagged};
-use crate::file::NowaitFile;
+use crate::file::{cache_policy, NowaitFile, NOWAIT_CACHE_KEEP};
 use crate::words::backend_name;
 
 /// `backend`: the fastest this machine offers, falling back down the
@@ -63,6 +63,9 @@ pub struct NowaitQueueOptions {
     pub nowait_mode: u32,
     /// Worker threads of the pool backend (0: its default).
     pub pool_workers: u32,
+    /// One of `NOWAIT_CACHE_*` (default `NOWAIT_CACHE_KEEP`): what the
+    /// queue's buffered reads leave in the page cache. Direct reads ignore it.
+    pub cache: u32,
 }
 
 impl Default for NowaitQueueOptions {
@@ -73,6 +76,7 @@ impl Default for NowaitQueueOptions {
             backend: NOWAIT_BACKEND_AUTO,
             nowait_mode: NOWAIT_FASTPATH_ADAPTIVE,
             pool_workers: 0,
+            cache: NOWAIT_CACHE_KEEP,
         }
     }
 }
@@ -205,6 +209,7 @@ fn builder(o: &NowaitQueueOptions) -> Result<engine::QueueBuilder, Fail> {
             ))
         }
     };
+    let cache = cache_policy(o.cache, "opts->cache")?;
     // The header lets a queue move between threads (one at a time). An
     // io_uring ring set up SINGLE_ISSUER refuses every call but its
     // creator's (EEXIST), including the waits of `nowait_queue_destroy`,
@@ -214,6 +219,7 @@ fn builder(o: &NowaitQueueOptions) -> Result<engine::QueueBuilder, Fail> {
         .depth(depth)
         .backend(backend)
         .nowait(mode)
+        .cache(cache)
         .single_issuer(false);
     if o.pool_workers != 0 {
         b = b.pool_workers(o.pool_workers as usize);
@@ -225,7 +231,7 @@ fn builder(o: &NowaitQueueOptions) -> Result<engine::QueueBuilder, Fail> {
 /// the queue in `*out`, or a negative errno and `*out` is not written:
 /// -EINVAL for a bad option (`opts->size` below 8, i.e. not set by
 /// `nowait_queue_options_init`; a field past this library's struct set to
-/// non-zero; an unknown `backend` or `nowait_mode`; `depth` over
+/// non-zero; an unknown `backend`, `nowait_mode` or `cache`; `depth` over
 /// `NOWAIT_MAX_DEPTH`; `pool_workers` out of range) or a NULL `out`,
 /// -EOPNOTSUPP when the backend asked for cannot be set up here (the
 /// message says why and which `NOWAIT_BACKEND_*` to ask for instead), or
@@ -268,11 +274,14 @@ pub unsafe extern "C" fn nowait_queue_create(
     })
 }
 
-/// Destroy a queue (NULL is ignored). Waits for every read still in
-/// flight (the kernel may be writing into their memory), so once it
-/// returns the memory of every read pushed to it is the caller's again;
-/// their completions are discarded. Its completion fd, if it was asked
-/// for, is closed: take it out of any epoll set first.
+/// Destroy a queue (NULL is ignored). Reads pushed and not yet submitted
+/// are dropped unread: the kernel never sees them and nothing writes their
+/// memory, as with liburing's unsubmitted entries. Reads submitted before
+/// (by `nowait_submit` or `nowait_reap`) are waited for (the kernel may be
+/// writing into their memory). Once it returns the memory of every read
+/// pushed to the queue is the caller's again; completions are discarded.
+/// Its completion fd, if it was asked for, is closed: take it out of any
+/// epoll set first.
 ///
 /// Destroying a queue twice, or using it after it is destroyed, is
 /// undefined behaviour, as for `free(3)`: its memory is freed.
@@ -295,11 +304,15 @@ pub unsafe extern "C" fn nowait_queue_destroy(q: *mut NowaitQueue) {
 }
 
 /// The queue's completion file descriptor for event loops (epoll, libuv's
-/// `uv_poll_t`, tevent): an eventfd that becomes readable when completions
-/// may be waiting. When it is readable: read its 8-byte counter (the fd is
+/// `uv_poll_t`, tevent): an eventfd that is readable whenever a finished
+/// read is waiting to be reaped (level-triggered in effect: after any call
+/// on the queue returns, a finished read not yet reaped keeps it readable
+/// or makes it so). When it is readable: read its 8-byte counter (the fd is
 /// non-blocking; -EAGAIN just means it was already cleared), then call
-/// `nowait_reap(q, cqes, n, 0, 0)` until it returns fewer than `n`. A
-/// wake-up may find nothing (it is a hint); none is lost.
+/// `nowait_reap(q, cqes, n, 0, 0)` until it returns fewer than `n` (or
+/// until 0: either rule is enough). A read that finishes meanwhile makes
+/// the fd readable again. A wake-up may find nothing (it is a hint); none
+/// is lost.
 ///
 /// What the caller may do with the fd: watch it for reading (epoll, poll,
 /// select, or a loop built on them) and read its 8-byte counter. Nothing
@@ -384,9 +397,13 @@ pub unsafe extern "C" fn nowait_queue_in_flight(q: *const NowaitQueue) -> c_int 
 
 /// Queue a read of `len` bytes at `offset` of `file` into the caller's
 /// memory `buf`. It reaches the kernel at the next `nowait_submit` or
-/// `nowait_reap`. On a `NOWAIT_DIRECT_ON` file, `offset`, `len` and `buf`
-/// must meet `nowait_file_dio_align`; on a `NOWAIT_DIRECT_AUTO` one an
-/// unaligned read is bounced.
+/// `nowait_reap`; `nowait_queue_destroy` drops it unread if neither came.
+/// (A read of a memory-backed file, tmpfs or zram, may be done at once on
+/// the calling thread instead, writing `buf` before `nowait_push` returns;
+/// such a push first submits the reads queued before it.) On a
+/// `NOWAIT_DIRECT_ON` file, `offset`, `len` and `buf` must meet
+/// `nowait_file_dio_align`; on a `NOWAIT_DIRECT_AUTO` one an unaligned read
+/// is bounced.
 ///
 /// `buf` may be any writable memory, uninitialised included (`malloc(3)`):
 /// the library never reads it, and only the read writes into it. It must
@@ -406,7 +423,9 @@ pub unsafe extern "C" fn nowait_queue_in_flight(q: *const NowaitQueue) -> c_int 
 /// past the largest file offset (2^63 - 1), or a NULL `q` or `file`;
 /// -ENOMEM when the aligned bounce buffer of an unaligned read on a
 /// `NOWAIT_DIRECT_AUTO` file cannot be allocated (read it in smaller
-/// pieces, or aligned); -EBADF for a handle of another kind.
+/// pieces, or aligned; the bounce covers the request only up to the
+/// file's size, so a read far past end of file costs what it returns);
+/// -EBADF for a handle of another kind.
 ///
 /// # Safety
 /// `q` must be NULL (refused) or a live queue used by this thread only;

@@ -142,7 +142,7 @@ fn nowait_mode_sweep_runs_each_pool_mode_and_uring_once() {
     let off = &v["jobs"][1]["nowait"]["nowait_path"];
     assert_eq!(off["tries"], 0);
     assert_eq!(off["offloads"], 256);
-    assert!(stderr(&o).contains("--nowait does not apply to ioengine=uring"));
+    assert!(stderr(&o).contains("--nowait does not apply to ioengine=io_uring"));
 }
 
 #[test]
@@ -406,4 +406,105 @@ fn scenario_qd_sweep_tiny_compares_with_fio_and_marks_polling() {
         }
         assert!(r["seed"].is_null() || r["seed"]["simple1_iops"].is_u64());
     }
+}
+
+/// Run `nowait` with `args`; after `signal_after` (if any) send it SIGINT.
+/// A watchdog kills it (and fails the test) if it has not ended `limit`
+/// after starting.
+fn run_watched(
+    args: &[&str],
+    signal_after: Option<std::time::Duration>,
+    limit: std::time::Duration,
+) -> Output {
+    use rustix::process::{kill_process, Pid, Signal};
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let mut signalled = false;
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if let Some(after) = signal_after.filter(|a| !signalled && t.elapsed() >= *a) {
+            let _ = after;
+            kill_process(Pid::from_child(&child), Signal::INT).unwrap();
+            signalled = true;
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let o = child.wait_with_output().unwrap();
+            panic!(
+                "nowait {args:?} still running after {limit:?} (killed){}: {}",
+                if signalled { ", SIGINT ignored" } else { "" },
+                stderr(&o)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// On tmpfs every read of the mixed scenario completes inside its push
+/// (inline), so the server loop's slots never fill: it must still end at
+/// its runtime, and the first Ctrl-C must stop it (reporting what ran,
+/// exit 130), under a watchdog.
+#[test]
+fn scenario_mixed_on_tmpfs_ends_at_its_runtime_and_stops_at_the_first_ctrl_c() {
+    use std::time::Duration;
+    let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
+        common::skip(
+            "scenario_mixed_on_tmpfs_ends_at_its_runtime_and_stops_at_the_first_ctrl_c",
+            "no /dev/shm (tmpfs) to make the files in",
+        );
+        return;
+    };
+    let d = format!("--dir={}", dir.path().display());
+    let o = run_watched(
+        &[
+            "scenario",
+            "mixed",
+            &d,
+            "--size=8m",
+            "--runtime=300ms",
+            "--configs=uring",
+        ],
+        None,
+        Duration::from_secs(60),
+    );
+    if skipped("uring", &o) {
+        return;
+    }
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run_watched(
+        &[
+            "scenario",
+            "mixed",
+            &d,
+            "--size=8m",
+            "--runtime=120s",
+            "--configs=uring,pool:off",
+            "--output-format=json",
+        ],
+        Some(Duration::from_secs(2)),
+        Duration::from_secs(60),
+    );
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("interrupted (SIGINT)"),
+        "{}",
+        stderr(&o)
+    );
+    let v = json(&o);
+    let configs = v["configs"].as_array().unwrap();
+    assert_eq!(
+        configs.len(),
+        1,
+        "no configuration starts after Ctrl-C: {v}"
+    );
+    assert!(configs[0]["total"]["ios"].as_u64().unwrap() > 0, "{v}");
 }

@@ -6,37 +6,42 @@
 //! which satisfies every O_DIRECT alignment seen in practice (the exact
 //! requirement comes from `statx`, see [`crate::File::dio_align`]).
 //!
-//! The buffers nowait allocates are zeroed, so every byte of them is
-//! initialised. Memory a caller lends ([`Buf::from_raw_parts`], a C
-//! program's `malloc`) may not be: a `Buf` over it never forms a `&[u8]`
-//! over bytes before the kernel (or the `Buf` itself) has written them. It
-//! keeps how many leading bytes are initialised, reads hand the kernel raw
-//! pointers (or `MaybeUninit` slices), and a completion raises the mark to
-//! the bytes the read filled.
+//! Memory is not zeroed when allocated: a read is about to overwrite it,
+//! and for a read far longer than what the file holds (a "read up to N
+//! bytes" at end of file) zeroing would touch, and keep resident, memory
+//! that no byte ever lands in. A buffer knows how many leading bytes have
+//! been written (by a read, or zeroed on demand); the safe interface only
+//! ever shows those, zeroing the rest the first time it is shown
+//! ([`Buf::set_len`], [`Buf::spare_mut`]), so no uninitialised byte is
+//! ever visible and no `unsafe` is needed to use a buffer. A large buffer's
+//! memory comes from the allocator untouched (glibc maps it fresh), so only
+//! the pages a read writes become resident.
+//!
+//! Memory a caller lends ([`Buf::from_raw_parts`], a C program's `malloc`)
+//! is treated the same way: no `&[u8]` is formed over a byte of it before
+//! a read (or the `Buf` itself, zeroing) wrote it. Reads reach the kernel
+//! as raw pointers, and a completion raises the written mark to the bytes
+//! the read filled.
 #![allow(unsafe_code)]
 
 use std::alloc::{self, Layout};
 use std::fmt;
-use std::mem::MaybeUninit;
-use std::ops::Range;
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
-
-use crate::sys::ReadInto;
 
 /// Default alignment of a buffer: one page.
 pub const PAGE: usize = 4096;
 
-/// An owned, aligned byte buffer with a fill length: zero-initialised
-/// when nowait allocates it, or the caller's memory, initialised or not
-/// ([`Buf::from_raw_parts`]).
+/// An aligned byte buffer with a fill length: nowait's own allocation, or
+/// memory the caller lends, initialised or not ([`Buf::from_raw_parts`]).
+/// Bytes no read has written read as zero.
 pub struct Buf {
     ptr: NonNull<u8>,
     cap: usize,
     len: usize,
-    /// The first `init` bytes are initialised (`len <= init <= cap`): all
-    /// of them for nowait's own (zeroed) memory, none at first for the
-    /// caller's, then as far as reads have filled it.
+    /// Bytes `0..init` are initialised (written by a read, or zeroed);
+    /// `len <= init <= cap`.
     init: usize,
     align: usize,
     /// Set only on buffers of a queue's registered pool: (registration id,
@@ -131,14 +136,15 @@ impl Buf {
         }
         let layout = Layout::from_size_align(cap, align)
             .expect("buffer size and alignment form a valid layout");
-        // SAFETY: the layout has a non-zero size (checked above).
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        // SAFETY: the layout has a non-zero size (checked above). The
+        // memory is left uninitialised: `init` is 0, and nothing reads a
+        // byte past `init`.
+        let raw = unsafe { alloc::alloc(layout) };
         Some(Buf {
             ptr: NonNull::new(raw)?,
             cap,
             len: 0,
-            // `alloc_zeroed`: every byte is initialised.
-            init: cap,
+            init: 0,
             align,
             fixed: None,
             foreign: false,
@@ -153,11 +159,11 @@ impl Buf {
     /// engine's use of it. Its alignment is the largest power of two (up
     /// to 64 KiB) that divides `ptr`, which is what O_DIRECT checks see.
     ///
-    /// The memory need not be initialised: the `Buf` treats it as
-    /// `MaybeUninit<u8>` and shows (as [`Buf::as_slice`]) only bytes a read
-    /// has filled; bytes past them are never read, and are written only by
-    /// reads (and zeroed by [`Buf::set_len`] or [`Buf::spare_mut`] when
-    /// asked for before a read filled them).
+    /// The memory need not be initialised: the `Buf` shows (as
+    /// [`Buf::as_slice`]) only bytes a read has filled; bytes past them are
+    /// never read, and are written only by reads (and zeroed by
+    /// [`Buf::set_len`] or [`Buf::spare_mut`] when asked for before a read
+    /// filled them).
     ///
     /// # Safety
     /// `ptr` must be valid for writes of `cap` bytes (initialised or not)
@@ -176,6 +182,8 @@ impl Buf {
                 ptr,
                 cap,
                 len: 0,
+                // The caller's bytes may be uninitialised: none counts as
+                // written until a read writes it.
                 init: 0,
                 align,
                 fixed: None,
@@ -206,7 +214,7 @@ impl Buf {
                 ptr,
                 cap,
                 len: 0,
-                // Zeroed just above: every byte is initialised.
+                // Zeroed just above.
                 init: cap,
                 align,
                 fixed: None,
@@ -275,8 +283,8 @@ impl Buf {
     }
 
     /// Set the fill length (at most the capacity): what [`Buf::as_slice`]
-    /// shows. Bytes of the caller's memory that no read has filled yet are
-    /// zeroed first (nowait's own buffers are zeroed already).
+    /// shows. Bytes no read has written show as zero (they are zeroed
+    /// here, once).
     ///
     /// # Panics
     /// If `len > capacity`.
@@ -286,47 +294,133 @@ impl Buf {
             "Buf::set_len({len}) beyond capacity {}",
             self.cap
         );
-        self.init_to(len);
+        self.zero_to(len);
         self.len = len;
     }
 
-    /// Zero the bytes from the initialised mark to `end` (`end <= cap`), so
-    /// the first `end` bytes are initialised.
-    fn init_to(&mut self, end: usize) {
+    /// Make bytes `0..end` initialised, zeroing those no read has written.
+    fn zero_to(&mut self, end: usize) {
         if end > self.init {
-            // SAFETY: `init < end <= cap`: the range lies inside the memory
-            // the `Buf` may write (its own allocation, or the caller's by
-            // `from_raw_parts`' contract), and `&mut self` is exclusive.
+            // SAFETY: `init < end <= cap`: the range lies inside the
+            // allocation, which `&mut self` gives us exclusively.
             unsafe { std::ptr::write_bytes(self.ptr.as_ptr().add(self.init), 0, end - self.init) };
             self.init = end;
         }
     }
 
-    /// A read wrote the first `n` bytes: they are the fill length, and
-    /// initialised. Only for bytes the kernel (or a copy) has written.
-    pub(crate) fn filled(&mut self, n: usize) {
+    /// Record that a read wrote bytes `0..n` (every one of them, through
+    /// the pointer of [`Buf::as_mut_ptr`]), so they are shown as they are,
+    /// not zeroed.
+    ///
+    /// # Safety
+    /// Every byte of `0..n` must have been written, and `n <= capacity`.
+    pub(crate) unsafe fn assume_written(&mut self, n: usize) {
         debug_assert!(n <= self.cap);
+        // io_uring and AIO wrote them without a system call Valgrind sees.
+        crate::sys::valgrind::mark_defined(self.ptr.as_ptr() as usize, n);
         self.init = self.init.max(n);
-        self.len = n;
     }
 
-    /// Copy `src` to the start of the buffer (at most its capacity) and make
-    /// it the fill length; returns the bytes copied.
-    pub(crate) fn copy_in(&mut self, src: &[u8]) -> usize {
-        let n = src.len().min(self.cap);
-        // SAFETY: `n <= cap`: the destination is writable memory of this
-        // `Buf` (`&mut self`), which never overlaps `src`, a shared borrow
-        // of other memory; no reference to the destination is formed, so it
-        // may be uninitialised until written.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr(), n) };
-        self.filled(n);
-        n
+    /// Record that a read wrote bytes `0..written` ([`Buf::assume_written`])
+    /// and show the first `len` of them (`len <= written`): the fill of a
+    /// completed read, with nothing to zero.
+    ///
+    /// # Safety
+    /// As for [`Buf::assume_written`]; and `len <= written`.
+    #[inline]
+    pub(crate) unsafe fn set_read_len(&mut self, written: usize, len: usize) {
+        debug_assert!(len <= written && written <= self.cap);
+        crate::sys::valgrind::mark_defined(self.ptr.as_ptr() as usize, written);
+        self.init = self.init.max(written);
+        self.len = len;
+    }
+
+    /// Copy `src` to the start of the buffer and make it the fill (no
+    /// zeroing first: every byte shown is written here).
+    ///
+    /// # Panics
+    /// If `src` is longer than the capacity.
+    pub(crate) fn copy_in(&mut self, src: &[u8]) {
+        assert!(src.len() <= self.cap, "copy beyond capacity");
+        // SAFETY: `src.len() <= cap` bytes inside our allocation, which
+        // `&mut self` holds exclusively; `src` cannot overlap it (it is
+        // borrowed shared while we are borrowed mutably).
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr(), src.len()) };
+        self.init = self.init.max(src.len());
+        self.len = src.len();
+    }
+
+    /// `pread(2)` of up to `len` bytes at file `offset` into bytes
+    /// `at..at + len`, without zeroing them first (`preadv2(2)` with the
+    /// `RWF_*` bits `flags` when they are not 0). Returns the bytes read or
+    /// `-errno`.
+    ///
+    /// # Panics
+    /// If `at + len` is past the capacity.
+    pub(crate) fn pread_at(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        at: usize,
+        len: usize,
+        offset: u64,
+        flags: u32,
+    ) -> i32 {
+        assert!(
+            at.checked_add(len).is_some_and(|end| end <= self.cap),
+            "read beyond capacity"
+        );
+        // SAFETY: `at..at + len` lies inside our allocation (checked above),
+        // which `&mut self` holds exclusively, and `fd` is open for the
+        // call; pread writes bytes, it never reads them.
+        let r = unsafe {
+            let ptr = self.ptr.as_ptr().add(at);
+            if flags == 0 {
+                crate::sys::pread(fd.as_raw_fd(), ptr, len, offset)
+            } else {
+                crate::sys::preadv2_raw(fd.as_raw_fd(), ptr, len, offset, flags)
+            }
+        };
+        match r {
+            // n <= len <= MAX_READ < i32::MAX (callers read at most that).
+            Ok(n) => {
+                if at <= self.init {
+                    self.init = self.init.max(at + n);
+                }
+                n as i32
+            }
+            Err(e) => -e,
+        }
+    }
+
+    /// `preadv2(2)` with the `RWF_*` bits `flags` (`RWF_NOWAIT`: the page
+    /// cache's bytes or nothing) of up to `len` bytes at file `offset` into
+    /// the start of the buffer, without zeroing it first.
+    ///
+    /// # Panics
+    /// If `len` is past the capacity.
+    pub(crate) fn preadv2_into(
+        &mut self,
+        fd: BorrowedFd<'_>,
+        len: usize,
+        offset: u64,
+        flags: u32,
+    ) -> Result<usize, i32> {
+        assert!(len <= self.cap, "read beyond capacity");
+        // SAFETY: `0..len` lies inside our allocation, which `&mut self`
+        // holds exclusively, and `fd` is open for the call; the kernel only
+        // writes the bytes it returns, from the start.
+        let r = unsafe {
+            crate::sys::preadv2_raw(fd.as_raw_fd(), self.ptr.as_ptr(), len, offset, flags)
+        };
+        if let Ok(n) = r {
+            self.init = self.init.max(n);
+        }
+        r
     }
 
     /// The filled bytes.
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` is valid for `cap` bytes, of which the first
-        // `init >= len` are initialised, and we hold `&self`.
+        // SAFETY: `ptr` is valid and initialised for `cap >= len` bytes and we hold `&self`.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
@@ -337,56 +431,22 @@ impl Buf {
     }
 
     /// The whole capacity, mutably (for filling a buffer before a
-    /// write-like use). Bytes of the caller's memory that no read has
-    /// filled are zeroed first.
+    /// write-like use). Bytes no read has written are zeroed first (once).
     pub fn spare_mut(&mut self) -> &mut [u8] {
-        self.init_to(self.cap);
-        // SAFETY: the whole capacity is initialised (just above, or zeroed
-        // at allocation) and `&mut self` gives exclusive access.
+        self.zero_to(self.cap);
+        // SAFETY: the whole capacity is initialised (just above) and exclusively ours.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.cap) }
     }
 
-    /// The bytes `range` of the capacity as memory a read may fill, without
-    /// a claim that they are initialised (the caller's may not be).
-    ///
-    /// # Panics
-    /// If `range` reaches past the capacity.
-    pub(crate) fn spare_uninit(&mut self, range: Range<usize>) -> &mut [MaybeUninit<u8>] {
-        // SAFETY: `ptr` is valid for writes of `cap` bytes; as
-        // `MaybeUninit<u8>` nothing is claimed about their contents, and
-        // `&mut self` gives exclusive access.
-        let all = unsafe {
-            std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast::<MaybeUninit<u8>>(), self.cap)
-        };
-        &mut all[range]
-    }
-
-    /// The bytes `range` of the capacity for a read to fill: as bytes when
-    /// they are initialised (nowait's own buffers always are), as
-    /// `MaybeUninit` otherwise.
-    ///
-    /// # Panics
-    /// If `range` reaches past the capacity.
-    #[inline]
-    pub(crate) fn read_into(&mut self, range: Range<usize>) -> ReadInto<'_> {
-        if range.end <= self.init {
-            // SAFETY: the first `init` bytes are initialised and writable,
-            // and `&mut self` gives exclusive access.
-            let all = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.init) };
-            ReadInto::Bytes(&mut all[range])
-        } else {
-            ReadInto::Uninit(self.spare_uninit(range))
-        }
-    }
-
-    /// The initialised bytes (the whole capacity of nowait's own buffers).
-    pub(crate) fn initialised(&self) -> &[u8] {
-        // SAFETY: the first `init` bytes are initialised; `&self` forbids writers.
+    /// The bytes written so far (by reads, or zeroed), from the start.
+    pub(crate) fn written(&self) -> &[u8] {
+        // SAFETY: bytes `0..init` are initialised; `&self` forbids writers.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.init) }
     }
 
     /// Raw pointer handed to the kernel; valid for `capacity()` bytes while
-    /// the `Buf` is alive and not moved out of its owner.
+    /// the `Buf` is alive and not moved out of its owner. What is written
+    /// through it is shown only after [`Buf::assume_written`].
     pub(crate) fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }
@@ -422,10 +482,14 @@ impl fmt::Debug for Buf {
 }
 
 /// A pool of equally sized, aligned buffers: allocation happens up front,
-/// `get`/`put` on the hot path only move pointers.
+/// `get`/`put` on the hot path only move pointers. It never holds more than
+/// it was made with, `count × size` bytes: [`BufPool::put`] drops a buffer
+/// past that (or of another shape), and dropping the pool frees them all.
 #[derive(Debug)]
 pub struct BufPool {
     free: Vec<Buf>,
+    /// The most buffers `free` holds: the count the pool was made with.
+    limit: usize,
     size: usize,
     align: usize,
     /// The region every buffer is carved from (pools made with `shared`).
@@ -438,6 +502,7 @@ impl BufPool {
         let free = (0..count).map(|_| Buf::with_align(size, align)).collect();
         BufPool {
             free,
+            limit: count,
             size,
             align,
             region: None,
@@ -468,7 +533,7 @@ impl BufPool {
                 ptr: unsafe { NonNull::new_unchecked(base.as_ptr().add(i * stride)) },
                 cap: size,
                 len: 0,
-                // `alloc_zeroed`: every byte is initialised.
+                // The region is zeroed once, when the pool is made.
                 init: size,
                 align,
                 fixed: None,
@@ -478,6 +543,7 @@ impl BufPool {
             .collect();
         BufPool {
             free,
+            limit: count,
             size,
             align,
             region: Some(region),
@@ -491,15 +557,21 @@ impl BufPool {
         Some(b)
     }
 
-    /// Return a buffer. Buffers of another size or alignment, and buffers
-    /// over the caller's memory, are dropped rather than mixed into the pool.
+    /// Return a buffer. Buffers of another size or alignment, buffers over
+    /// the caller's memory, and buffers past the count the pool was made
+    /// with are dropped rather than kept.
     pub fn put(&mut self, buf: Buf) {
         let ours = match (&self.region, &buf.region) {
             (Some(mine), Some(its)) => Arc::ptr_eq(mine, its),
             (None, None) => true,
             _ => false,
         };
-        if ours && !buf.foreign && buf.cap == self.size && buf.align == self.align {
+        if ours
+            && !buf.foreign
+            && buf.cap == self.size
+            && buf.align == self.align
+            && self.free.len() < self.limit
+        {
             self.free.push(buf);
         }
     }
@@ -568,31 +640,6 @@ mod tests {
         assert_eq!(odd.align(), 1);
     }
 
-    /// Caller memory fresh from an allocator (uninitialised) is shown only
-    /// as far as it was written: a copy (as a read would) raises the mark,
-    /// and `set_len` past it zeroes the rest first.
-    #[test]
-    fn foreign_memory_is_never_shown_before_it_is_written() {
-        let layout = Layout::from_size_align(64, 8).unwrap();
-        // SAFETY: the layout has a non-zero size.
-        let raw = unsafe { alloc::alloc(layout) };
-        assert!(!raw.is_null());
-        // SAFETY: `raw` is valid for writes of 64 bytes and untouched while `b` lives.
-        let mut b = unsafe { Buf::from_raw_parts(raw, 64) };
-        assert!(b.initialised().is_empty() && b.as_slice().is_empty());
-        assert_eq!(b.spare_uninit(0..64).len(), 64);
-        assert_eq!(b.copy_in(b"abc"), 3);
-        assert_eq!((b.as_slice(), b.initialised().len()), (&b"abc"[..], 3));
-        b.set_len(6);
-        assert_eq!(b.as_slice(), b"abc\0\0\0");
-        b.filled(2);
-        assert_eq!((b.as_slice(), b.initialised().len()), (&b"ab"[..], 6));
-        assert!(b.spare_mut()[6..].iter().all(|&x| x == 0));
-        drop(b);
-        // SAFETY: allocated above with this layout; the `Buf` never frees it.
-        unsafe { alloc::dealloc(raw, layout) };
-    }
-
     #[test]
     fn vector_buffer_reads_into_the_spare_capacity_and_comes_back() {
         let mut v = Vec::with_capacity(100);
@@ -636,5 +683,44 @@ mod tests {
         assert_eq!(p.available(), 1);
         p.put(b);
         assert_eq!(p.available(), 2);
+        // Full: a third buffer of the same shape is dropped, not kept.
+        p.put(Buf::with_align(4096, 4096));
+        assert_eq!(p.available(), 2);
+    }
+
+    /// Caller memory fresh from an allocator (uninitialised) is shown only
+    /// as far as it was written: a copy (as a read would) raises the mark,
+    /// and `set_len` past it zeroes the rest first.
+    #[test]
+    fn foreign_memory_is_never_shown_before_it_is_written() {
+        let layout = Layout::from_size_align(64, 8).unwrap();
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc::alloc(layout) };
+        assert!(!raw.is_null());
+        // SAFETY: `raw` is valid for writes of 64 bytes and untouched while `b` lives.
+        let mut b = unsafe { Buf::from_raw_parts(raw, 64) };
+        assert!(b.written().is_empty() && b.as_slice().is_empty());
+        b.copy_in(b"abc");
+        assert_eq!((b.as_slice(), b.written().len()), (&b"abc"[..], 3));
+        b.set_len(6);
+        assert_eq!(b.as_slice(), b"abc\0\0\0");
+        assert_eq!(b.written().len(), 6);
+        assert!(b.spare_mut()[6..].iter().all(|&x| x == 0));
+        drop(b);
+        // SAFETY: allocated above with this layout; the `Buf` never frees it.
+        unsafe { alloc::dealloc(raw, layout) };
+    }
+
+    #[test]
+    fn unwritten_bytes_read_as_zero_and_written_ones_stay() {
+        let mut b = Buf::new(1 << 20);
+        b.copy_in(b"abc");
+        assert_eq!(b.as_slice(), b"abc");
+        b.set_len(6);
+        assert_eq!(b.as_slice(), b"abc\0\0\0");
+        let spare = b.spare_mut();
+        assert_eq!(spare.len(), 1 << 20);
+        assert!(spare[3..].iter().all(|&x| x == 0));
+        assert_eq!(&spare[..3], b"abc");
     }
 }

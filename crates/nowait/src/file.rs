@@ -11,11 +11,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
+use crate::cache_policy::{self, CacheFile, CachePolicy, CacheState, Scan, Uncached};
 use crate::error::{Error, Result};
 use crate::rwf_nowait::{Answer, Attempt, CacheTry, NowaitFile, NowaitMode, NowaitState, Outcome};
 pub use crate::setting::Direct;
 use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
-use crate::sys::{self, sysfs, DioAlign, ReadInto};
+use crate::sys::{self, sysfs, DioAlign};
 
 /// What kind of object the file is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +127,10 @@ pub(crate) struct FileInner {
     /// The RWF_NOWAIT hit ratio and on/off state, shared by every queue
     /// (`pool` backend) and engine ring (first polls) reading this file.
     pub(crate) nowait: NowaitFile,
+    /// The cache policy set on the file, whether its filesystem takes
+    /// `RWF_DONTCACHE`, and the adaptive policy's scan tracking, shared
+    /// like `nowait`.
+    pub(crate) cache: CacheFile,
     /// Unique for the life of the process (descriptor numbers are reused;
     /// this is not): keys io_uring's registered-file table.
     pub(crate) id: u64,
@@ -382,6 +387,7 @@ impl File {
                 fs_magic,
                 buffered_reason,
                 nowait: NowaitFile::default(),
+                cache: CacheFile::default(),
                 id: NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed),
                 polls: AtomicU8::new(if direct_now && device_polls(&meta) {
                     POLL_YES
@@ -435,6 +441,81 @@ impl File {
     /// async engine reading the file).
     pub fn nowait_state(&self) -> NowaitState {
         self.inner.nowait.snapshot(self.inner.fs)
+    }
+
+    /// Set what this file's buffered reads leave in the page cache, for
+    /// every queue and engine reading it (and every clone of this handle);
+    /// `None` leaves it to each queue's or engine's own policy
+    /// ([`QueueBuilder::cache`](crate::QueueBuilder::cache)). A read may
+    /// still ask for its own ([`Queue::push_with_cache`](crate::Queue::push_with_cache),
+    /// [`ReadAt::cache`](crate::ReadAt::cache)). `O_DIRECT` reads ignore it.
+    ///
+    /// ```no_run
+    /// use nowait::{CachePolicy, Direct, File};
+    /// let backup = File::open("/var/lib/db/big.dat", Direct::Off)?;
+    /// backup.set_cache_policy(CachePolicy::Drop); // read once: leave the cache to others
+    /// # Ok::<(), nowait::Error>(())
+    /// ```
+    pub fn set_cache_policy(&self, policy: impl Into<Option<CachePolicy>>) {
+        self.inner.cache.set_policy(policy.into());
+    }
+
+    /// The cache policy set on the file, if any ([`File::set_cache_policy`]).
+    pub fn cache_policy(&self) -> Option<CachePolicy> {
+        self.inner.cache.policy()
+    }
+
+    /// The file's cache-policy state: whether its filesystem takes
+    /// `RWF_DONTCACHE` (as far as this process has asked), and what the
+    /// adaptive policy made of its reads so far.
+    pub fn cache_state(&self) -> CacheState {
+        self.inner.cache.snapshot(self.inner.fs)
+    }
+
+    /// What `policy` makes of a buffered read of `len` bytes at `offset`
+    /// (see [`crate::cache_policy`]): `Yes` to send it with `RWF_DONTCACHE`.
+    /// The first read of the file that wants the flag asks the kernel
+    /// whether its filesystem takes it (once per file).
+    #[inline]
+    pub(crate) fn uncached(&self, policy: CachePolicy, offset: u64, len: usize) -> Uncached {
+        let f = &*self.inner;
+        if policy == CachePolicy::Keep || f.direct {
+            return Uncached::No;
+        }
+        let want = policy == CachePolicy::Drop
+            || match f.cache.scan(offset, len) {
+                Scan::No | Scan::Keep => false,
+                Scan::Drop => true,
+                Scan::Check => self.check_scan(),
+            };
+        if !want {
+            return Uncached::No;
+        }
+        let regular = f.kind == FileKind::Regular;
+        if f.cache.usable(f.fs_magic, regular, || {
+            sys::preadv2_dontcache_probe(f.file.as_fd())
+        }) {
+            Uncached::Yes
+        } else {
+            Uncached::Kept
+        }
+    }
+
+    /// The adaptive check of a file being scanned: its size against what
+    /// the page cache can hold, and, for a large file, how much of it is
+    /// resident (`cachestat(2)` over the whole file). Returns whether its
+    /// scan reads go uncached until the next check.
+    #[cold]
+    fn check_scan(&self) -> bool {
+        let size = self.len().unwrap_or(0);
+        let (drop, resident) =
+            cache_policy::verdict(size, sys::cgroup::page_cache_budget(), || {
+                let pages = size.div_ceil(crate::buf::PAGE as u64).max(1);
+                sys::cachestat(self.inner.file.as_fd(), 0, 0)
+                    .ok()
+                    .map(|c| c.cached as f64 / pages as f64)
+            });
+        self.inner.cache.settle(drop, resident)
     }
 
     /// Why the `uring` backend hands this file's reads to a thread pool
@@ -515,18 +596,58 @@ impl File {
     /// outcome is folded into the ratio. Never waits for the device. Not
     /// tried: O_DIRECT files, empty reads, reads longer than
     /// [`RW_MAX`] (they would come back short, as if at end of file), and
-    /// reads ending past `i64::MAX`. `buf` may be uninitialised (a caller's
-    /// memory lent to a [`Buf`](crate::Buf)); on a hit its first bytes are
-    /// written.
+    /// reads ending past `i64::MAX`. `dontcache`: the read is uncached
+    /// ([`Uncached::Yes`]); the try carries `RWF_DONTCACHE` too once the
+    /// file is known to take it, so a miss starts its readahead uncached.
+    /// `buf` may be uninitialised (a caller's memory): the kernel gets a
+    /// raw pointer, and on a hit its first bytes are written.
     #[inline]
     pub(crate) fn read_cached(
         &self,
-        buf: ReadInto<'_>,
+        buf: &mut [MaybeUninit<u8>],
         offset: u64,
         mode: NowaitMode,
         threshold: u32,
+        dontcache: bool,
     ) -> CacheTry {
         let len = buf.len();
+        self.read_cached_with(len, offset, mode, threshold, dontcache, |fd, flags| {
+            sys::preadv2_uninit(fd, buf, offset, flags)
+        })
+    }
+
+    /// [`File::read_cached`] into the first `len` bytes of `buf`, which are
+    /// not zeroed first (only the bytes the page cache returns are written).
+    #[inline]
+    pub(crate) fn read_cached_into(
+        &self,
+        buf: &mut crate::buf::Buf,
+        len: usize,
+        offset: u64,
+        mode: NowaitMode,
+        threshold: u32,
+        dontcache: bool,
+    ) -> CacheTry {
+        let len = len.min(buf.capacity());
+        self.read_cached_with(len, offset, mode, threshold, dontcache, |fd, flags| {
+            buf.preadv2_into(fd, len, offset, flags)
+        })
+    }
+
+    /// The policy and bookkeeping of a page-cache try of `len` bytes at
+    /// `offset`; `read` makes the `preadv2` call with the flags it is given
+    /// (`RWF_NOWAIT`, and `RWF_DONTCACHE` for an uncached read of a file
+    /// known to take it).
+    #[inline]
+    fn read_cached_with(
+        &self,
+        len: usize,
+        offset: u64,
+        mode: NowaitMode,
+        threshold: u32,
+        dontcache: bool,
+        read: impl FnOnce(BorrowedFd<'_>, u32) -> std::result::Result<usize, i32>,
+    ) -> CacheTry {
         let f = &*self.inner;
         if f.direct || len == 0 || len > RW_MAX || !offset_fits(offset, len) {
             return CacheTry::Off;
@@ -538,11 +659,12 @@ impl File {
             Attempt::Skip => return CacheTry::Skipped,
             Attempt::Off => return CacheTry::Off,
         };
-        let (outcome, out) = match Answer::of(
-            sys::preadv2_nowait(f.file.as_fd(), buf, offset),
-            offset,
-            len,
-        ) {
+        let flags = if dontcache && f.cache.accepted() {
+            sys::RWF_NOWAIT | sys::RWF_DONTCACHE
+        } else {
+            sys::RWF_NOWAIT
+        };
+        let (outcome, out) = match Answer::of(read(f.file.as_fd(), flags), offset, len) {
             // Short: end of file, which `Answer::of` infers from a stop
             // inside a page. That holds for the page cache's own reads
             // (`filemap_read` stops at end of file or a folio's end); a
@@ -591,8 +713,16 @@ impl File {
     /// [`ADAPTIVE_THRESHOLD`]: crate::rwf_nowait::ADAPTIVE_THRESHOLD
     /// [`REPROBE_EVERY`]: crate::rwf_nowait::REPROBE_EVERY
     pub fn try_read_cached(&self, buf: &mut [u8], offset: u64, mode: NowaitMode) -> CacheTry {
+        let dontcache = self.inner.cache.drops_now();
         let threshold = crate::rwf_nowait::ADAPTIVE_THRESHOLD;
-        self.read_cached(ReadInto::Bytes(buf), offset, mode, threshold)
+        self.read_cached_with(
+            buf.len(),
+            offset,
+            mode,
+            threshold,
+            dontcache,
+            |fd, flags| sys::preadv2(fd, buf, offset, flags),
+        )
     }
 
     /// [`File::try_read_cached`] into memory that may not be initialised
@@ -606,8 +736,16 @@ impl File {
         offset: u64,
         mode: NowaitMode,
     ) -> CacheTry {
-        let threshold = crate::rwf_nowait::ADAPTIVE_THRESHOLD;
-        self.read_cached(ReadInto::Uninit(buf), offset, mode, threshold)
+        // A file set to drop (or whose scan the adaptive policy drops now)
+        // tries uncached too, so a miss starts its readahead uncached.
+        let dontcache = self.inner.cache.drops_now();
+        self.read_cached(
+            buf,
+            offset,
+            mode,
+            crate::rwf_nowait::ADAPTIVE_THRESHOLD,
+            dontcache,
+        )
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {
@@ -693,5 +831,5 @@ fn refuses_nowait(file: &fs::File, direct: bool, align: DioAlignment) -> bool {
         1
     };
     let mut buf = crate::buf::Buf::with_align(len, (align.mem as usize).max(crate::buf::PAGE));
-    sys::preadv2_nowait(file.as_fd(), buf.read_into(0..len), 0) == Err(libc::EOPNOTSUPP)
+    buf.preadv2_into(file.as_fd(), len, 0, sys::RWF_NOWAIT) == Err(libc::EOPNOTSUPP)
 }

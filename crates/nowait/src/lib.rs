@@ -67,9 +67,12 @@
 //! and reap, short-read completion, errno mapping), [`backend`] (the written
 //! contract and one file per backend, and the ladder of fallbacks),
 //! [`rwf_nowait`] (the `RWF_NOWAIT` policy, per-file state and counters of
-//! the `pool` backend and the async engine's first polls), [`pattern`] (the
-//! verifiable data pattern). Under them a private system layer makes every
-//! system call. The layers and why they point one way: docs/ARCHITECTURE.md.
+//! the `pool` backend and the async engine's first polls), [`cache_policy`]
+//! (what a buffered read leaves in the page cache: keep, drop with
+//! `RWF_DONTCACHE`, or adaptive, so a scan does not evict the hot set),
+//! [`pattern`] (the verifiable data pattern). Under them a private system
+//! layer makes every system call. The layers and why they point one way:
+//! docs/ARCHITECTURE.md.
 //!
 //! Errors: one model for every front end. Each [`Error`] has one errno
 //! ([`Error::errno`]): the C API returns its negation, the Python package
@@ -84,6 +87,7 @@
 
 pub mod backend;
 mod buf;
+pub mod cache_policy;
 pub mod engine;
 mod error;
 mod file;
@@ -100,6 +104,7 @@ pub use backend::ladder::{BackendReason, BackendReport, Skipped};
 pub use backend::uring::{IoPoll, UringSetupFlags};
 pub use backend::{BackendStats, SubmitPolicy, MAX_READ};
 pub use buf::{Buf, BufPool, PAGE};
+pub use cache_policy::{CachePolicy, CacheState, CacheStats, DontcacheOff, DontcacheSupport};
 pub use engine::{block_on, BlockingFile, BlockingMany};
 pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,

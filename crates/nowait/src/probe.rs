@@ -7,8 +7,11 @@
 //!   (`IORING_REGISTER_PROBE`).
 //! * per file: filesystem (`fstatfs(2)`), O_DIRECT alignment (`statx(2)`
 //!   `STATX_DIOALIGN`, then the logical block size), whether the device's
-//!   queue polls (`/sys/block/*/queue/io_poll`), and which backend and path a
-//!   read of it would take, and why.
+//!   queue polls (`/sys/block/*/queue/io_poll`), whether it takes
+//!   `RWF_NOWAIT` and `RWF_DONTCACHE` (one read each that never waits), and
+//!   which backend and path a read of it would take, and why.
+//! * uncached reads: whether the kernel knows `RWF_DONTCACHE` at all (a
+//!   flag combination it answers EINVAL only if it knows every flag in it).
 //! * the ladder: whether native AIO can be set up (`io_setup(2)`), and which
 //!   backend `BackendChoice::Auto` ends up with here — found by building a
 //!   queue of depth 1, so the answer is the ladder's own, reason included.
@@ -20,6 +23,7 @@ use io_uring::{opcode, IoUring, Probe};
 
 use crate::backend::ladder::{uring_disabled_by_env, BackendReport};
 use crate::backend::{aio, uring, BackendKind};
+use crate::cache_policy::{CacheState, DontcacheOff};
 use crate::file::{File, FileKind};
 use crate::queue::Queue;
 use crate::rwf_nowait::{NowaitOff, NowaitState};
@@ -76,6 +80,25 @@ pub struct MachineReport {
     /// What `BackendChoice::Auto` sets up here (kind, why, details), or why
     /// nothing could be.
     pub auto: Result<BackendReport, String>,
+    /// Whether the kernel knows `RWF_DONTCACHE` (uncached buffered reads,
+    /// [`crate::CachePolicy::Drop`]); each filesystem still answers for
+    /// itself ([`FileReport::rwf_dontcache`]).
+    pub dontcache: DontcacheKernel,
+}
+
+/// Whether the kernel knows `RWF_DONTCACHE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DontcacheKernel {
+    /// It does: a `preadv2` with it and the contradictory `RWF_APPEND |
+    /// RWF_NOAPPEND` got past the unknown-flag check to EINVAL.
+    Known,
+    /// It does not: unknown flags are refused with EOPNOTSUPP.
+    Unknown,
+    /// `preadv2` itself is refused (ENOSYS, EPERM), or another answer.
+    Failed {
+        /// The errno.
+        errno: i32,
+    },
 }
 
 fn try_flags(configure: impl Fn(&mut io_uring::Builder)) -> Result<(), i32> {
@@ -169,6 +192,11 @@ pub fn machine() -> MachineReport {
         .build()
         .map(|q| q.backend().clone())
         .map_err(|e| e.to_string());
+    let dontcache = match sys::dontcache_known_to_kernel() {
+        Ok(()) => DontcacheKernel::Known,
+        Err(libc::EOPNOTSUPP) => DontcacheKernel::Unknown,
+        Err(errno) => DontcacheKernel::Failed { errno },
+    };
     MachineReport {
         uring,
         io_uring_disabled,
@@ -177,6 +205,7 @@ pub fn machine() -> MachineReport {
         memlock_bytes: sys::memlock_limit(),
         aio,
         auto,
+        dontcache,
     }
 }
 
@@ -231,6 +260,44 @@ fn probe_nowait(file: &File) -> NowaitProbe {
     }
 }
 
+/// What one `preadv2(RWF_DONTCACHE)` of a byte past any end of file
+/// answered (no I/O): whether uncached reads work on a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DontcacheProbe {
+    /// The filesystem takes it: drop and adaptive read the file uncached.
+    Supported,
+    /// The filesystem (or the kernel) refuses it (EOPNOTSUPP: tmpfs, ramfs,
+    /// FUSE, a kernel before 6.14): its reads stay cached.
+    Unsupported {
+        /// The errno.
+        errno: i32,
+    },
+    /// `preadv2` itself is refused (ENOSYS, EPERM).
+    SyscallRefused {
+        /// The errno.
+        errno: i32,
+    },
+}
+
+impl DontcacheProbe {
+    /// True if reads of the file can be uncached.
+    pub fn works(&self) -> bool {
+        matches!(self, DontcacheProbe::Supported)
+    }
+}
+
+fn probe_dontcache(file: &File) -> DontcacheProbe {
+    use std::os::fd::AsFd;
+    match sys::preadv2_dontcache_probe(file.as_fd()) {
+        Err(libc::EOPNOTSUPP) => DontcacheProbe::Unsupported {
+            errno: libc::EOPNOTSUPP,
+        },
+        Err(e @ (libc::ENOSYS | libc::EPERM)) => DontcacheProbe::SyscallRefused { errno: e },
+        // Anything else came from past the flag check.
+        _ => DontcacheProbe::Supported,
+    }
+}
+
 /// What a file can do and what a read of it would take.
 #[derive(Debug, Clone)]
 pub struct FileReport {
@@ -257,6 +324,11 @@ pub struct FileReport {
     /// The file's nowait-path state as this process has learned it so far
     /// (on a freshly opened file: only what its filesystem taught).
     pub nowait_state: NowaitState,
+    /// Whether `preadv2(RWF_DONTCACHE)` works on the file (uncached reads:
+    /// [`crate::CachePolicy::Drop`] and `Adaptive`).
+    pub rwf_dontcache: DontcacheProbe,
+    /// The file's cache-policy state as this process has learned it so far.
+    pub cache_state: CacheState,
 }
 
 /// Probe one file: open it buffered and with `Direct::Auto`, and describe
@@ -383,6 +455,8 @@ pub fn file(path: &std::path::Path, machine: &MachineReport) -> crate::Result<Fi
         direct_path,
         rwf_nowait,
         nowait_state: buffered.nowait_state(),
+        rwf_dontcache: probe_dontcache(&buffered),
+        cache_state: buffered.cache_state(),
     })
 }
 
@@ -459,8 +533,54 @@ impl fmt::Display for MachineReport {
             Err(why) => writeln!(f, "  aio: UNAVAILABLE — {why}")?,
         }
         match &self.auto {
-            Ok(r) => writeln!(f, "  Auto backend: {} ({})", r.kind, r.reason),
-            Err(e) => writeln!(f, "  Auto backend: none could be set up: {e}"),
+            Ok(r) => writeln!(f, "  Auto backend: {} ({})", r.kind, r.reason)?,
+            Err(e) => writeln!(f, "  Auto backend: none could be set up: {e}")?,
+        }
+        match self.dontcache {
+            DontcacheKernel::Known => writeln!(
+                f,
+                "  RWF_DONTCACHE: known to the kernel (uncached buffered reads; each \
+                 filesystem answers for itself)"
+            ),
+            DontcacheKernel::Unknown => writeln!(
+                f,
+                "  RWF_DONTCACHE: unknown to this kernel (EOPNOTSUPP; needs 6.14): the drop \
+                 and adaptive cache policies read cached"
+            ),
+            DontcacheKernel::Failed { errno } => writeln!(
+                f,
+                "  RWF_DONTCACHE: could not be asked ({}): reads that want it try it once \
+                 per file",
+                errno_name(errno)
+            ),
+        }
+    }
+}
+
+impl DontcacheKernel {
+    /// In words, as the JSON reports say it: `known`, `unknown`, or
+    /// `failed (ERRNO)`.
+    pub fn words(&self) -> String {
+        match self {
+            DontcacheKernel::Known => "known".into(),
+            DontcacheKernel::Unknown => "unknown".into(),
+            DontcacheKernel::Failed { errno } => format!("failed ({})", errno_name(*errno)),
+        }
+    }
+}
+
+impl DontcacheProbe {
+    /// In words, as reports print it (`fs`: the file's filesystem).
+    pub fn words(&self, fs: &'static str) -> String {
+        match *self {
+            DontcacheProbe::Supported => {
+                "works (the drop and adaptive cache policies read it uncached)".into()
+            }
+            DontcacheProbe::Unsupported { errno } => format!(
+                "{}: reads stay cached whatever the cache policy",
+                DontcacheOff::Refused { fs, errno }
+            ),
+            DontcacheProbe::SyscallRefused { errno } => DontcacheOff::Syscall { errno }.to_string(),
         }
     }
 }
@@ -527,6 +647,7 @@ impl fmt::Display for FileReport {
         if let Some(off) = self.nowait_state.off {
             writeln!(f, "  pool nowait path: off ({off})")?;
         }
+        writeln!(f, "  RWF_DONTCACHE: {}", self.rwf_dontcache.words(self.fs))?;
         writeln!(f, "  buffered read -> {}", self.buffered_path)?;
         match &self.direct_path {
             Some(p) => writeln!(f, "  direct read   -> {p}"),

@@ -24,10 +24,9 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering::Relaxed};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use crate::sys::names::{errno_name, fs_name};
+use crate::sys::names::errno_name;
 
 /// Whether a buffered read is first tried from the page cache with
 /// `preadv2(RWF_NOWAIT)`: by the `pool` backend before handing it to a
@@ -113,17 +112,98 @@ const SCALE: u32 = 1024;
 /// forgets a stretch of misses after a few dozen hits and vice versa.
 const DECAY_SHIFT: u32 = 4;
 
-// Per-file state word: 0 = not yet checked against the process-wide
-// memory, 1 = on, otherwise `kind << 16 | errno` of why it is off.
-const UNCHECKED: u32 = 0;
-const ON: u32 = 1;
-const OFF_FILE: u32 = 2;
-const OFF_FS: u32 = 3;
-const OFF_SYSCALL: u32 = 4;
+/// A file's answer to one `RWF_*` read flag, as a word, and the
+/// process-wide memory of where that flag is refused: shared by the
+/// `RWF_NOWAIT` path (here) and `RWF_DONTCACHE` (`cache_policy.rs`).
+pub(crate) mod answer {
+    use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
+    use std::sync::Mutex;
 
-fn off_word(kind: u32, errno: i32) -> u32 {
-    kind << 16 | (errno as u32 & 0xffff)
+    use crate::rwf_nowait::RefusedFs;
+    use crate::sys::names::fs_name;
+
+    /// Not yet checked against the process-wide memory (or asked).
+    pub(crate) const UNCHECKED: u32 = 0;
+    /// The flag is taken.
+    pub(crate) const ON: u32 = 1;
+    /// This file refused it: `OFF_FILE << 16 | errno`.
+    pub(crate) const OFF_FILE: u32 = 2;
+    /// Another file on its filesystem refused it.
+    pub(crate) const OFF_FS: u32 = 3;
+    /// `preadv2` itself is refused in this process.
+    pub(crate) const OFF_SYSCALL: u32 = 4;
+
+    /// The word of an `errno` refusal of `kind`.
+    pub(crate) fn off(kind: u32, errno: i32) -> u32 {
+        kind << 16 | (errno as u32 & 0xffff)
+    }
+
+    /// A word's kind (`OFF_*`, or 0 for `UNCHECKED`/`ON`) and errno.
+    pub(crate) fn parts(word: u32) -> (u32, i32) {
+        (word >> 16, (word & 0xffff) as i32)
+    }
+
+    /// Where one flag is refused, remembered for the process.
+    pub(crate) struct Memory {
+        fs: Mutex<Vec<RefusedFs>>,
+        syscall: AtomicI32,
+    }
+
+    impl Memory {
+        pub(crate) const fn new() -> Memory {
+            Memory {
+                fs: Mutex::new(Vec::new()),
+                syscall: AtomicI32::new(0),
+            }
+        }
+
+        /// Every filesystem that refused the flag.
+        pub(crate) fn filesystems(&self) -> Vec<RefusedFs> {
+            self.fs.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        }
+
+        /// What the process already knows for a file on `fs_magic`: the
+        /// off word, or `None`.
+        pub(crate) fn known(&self, fs_magic: i64, regular: bool) -> Option<u32> {
+            let e = self.syscall.load(Relaxed);
+            if e != 0 {
+                return Some(off(OFF_SYSCALL, e));
+            }
+            if !regular {
+                return None;
+            }
+            let v = self.fs.lock().unwrap_or_else(|e| e.into_inner());
+            v.iter()
+                .find(|r| r.magic == fs_magic)
+                .map(|r| off(OFF_FS, r.errno))
+        }
+
+        /// Remember a file's refusal with `errno`: for the process (ENOSYS,
+        /// EPERM: `preadv2` itself), else for its filesystem (a regular
+        /// file's: a block device node's magic is that of the filesystem
+        /// holding the node, devtmpfs, which says nothing about the device).
+        /// Returns the file's word.
+        pub(crate) fn refuse(&self, errno: i32, fs_magic: i64, regular: bool) -> u32 {
+            if matches!(errno, libc::ENOSYS | libc::EPERM) {
+                self.syscall.store(errno, Relaxed);
+                return off(OFF_SYSCALL, errno);
+            }
+            if regular && fs_magic != 0 {
+                let mut v = self.fs.lock().unwrap_or_else(|e| e.into_inner());
+                if !v.iter().any(|r| r.magic == fs_magic) {
+                    v.push(RefusedFs {
+                        magic: fs_magic,
+                        fs: fs_name(fs_magic),
+                        errno,
+                    });
+                }
+            }
+            off(OFF_FILE, errno)
+        }
+    }
 }
+
+use answer::{OFF_FILE, OFF_FS, OFF_SYSCALL, ON, UNCHECKED};
 
 /// Why the nowait path is off for a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,25 +370,24 @@ impl fmt::Display for NowaitStats {
     }
 }
 
-/// A filesystem the process learned has no `RWF_NOWAIT` reads.
+/// A filesystem the process learned refuses a read flag (`RWF_NOWAIT`:
+/// [`refused_filesystems`]; `RWF_DONTCACHE`: the `cache_policy` module's).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RefusedFs {
     /// `f_type` magic number from `fstatfs(2)`.
     pub magic: i64,
     /// Its name.
     pub fs: &'static str,
-    /// What `preadv2(RWF_NOWAIT)` answered.
+    /// What `preadv2` with the flag answered.
     pub errno: i32,
 }
 
-/// Filesystems that answered EOPNOTSUPP, remembered for the process.
-static REFUSED_FS: Mutex<Vec<RefusedFs>> = Mutex::new(Vec::new());
-/// Non-zero: the errno `preadv2` itself was refused with (ENOSYS, EPERM).
-static SYSCALL_REFUSED: AtomicI32 = AtomicI32::new(0);
+/// Where `RWF_NOWAIT` is refused, remembered for the process.
+static MEMORY: answer::Memory = answer::Memory::new();
 
 /// Every filesystem this process learned has no `RWF_NOWAIT` reads.
 pub fn refused_filesystems() -> Vec<RefusedFs> {
-    REFUSED_FS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    MEMORY.filesystems()
 }
 
 /// What the nowait try should do for one read.
@@ -532,29 +611,7 @@ impl NowaitFile {
     /// remember it for the filesystem (EOPNOTSUPP on a regular file) or the
     /// process (ENOSYS, EPERM). Returns true if this call turned it off.
     pub(crate) fn refuse(&self, errno: i32, fs_magic: i64, regular: bool) -> bool {
-        let word = match errno {
-            // No preadv2 at all, or seccomp blocks it: true of every file.
-            libc::ENOSYS | libc::EPERM => {
-                SYSCALL_REFUSED.store(errno, Relaxed);
-                off_word(OFF_SYSCALL, errno)
-            }
-            _ => {
-                // A block device node's magic is that of the filesystem
-                // holding the node (devtmpfs), which says nothing about the
-                // device: only regular files teach the filesystem.
-                if regular && fs_magic != 0 {
-                    let mut v = REFUSED_FS.lock().unwrap_or_else(|e| e.into_inner());
-                    if !v.iter().any(|r| r.magic == fs_magic) {
-                        v.push(RefusedFs {
-                            magic: fs_magic,
-                            fs: fs_name(fs_magic),
-                            errno,
-                        });
-                    }
-                }
-                off_word(OFF_FILE, errno)
-            }
-        };
+        let word = MEMORY.refuse(errno, fs_magic, regular);
         matches!(self.state.swap(word, Relaxed), ON | UNCHECKED)
     }
 
@@ -564,17 +621,7 @@ impl NowaitFile {
         if s != UNCHECKED {
             return s;
         }
-        let e = SYSCALL_REFUSED.load(Relaxed);
-        let word = if e != 0 {
-            off_word(OFF_SYSCALL, e)
-        } else if let Some(r) = (regular)
-            .then(refused_filesystems)
-            .and_then(|v| v.into_iter().find(|r| r.magic == fs_magic))
-        {
-            off_word(OFF_FS, r.errno)
-        } else {
-            ON
-        };
+        let word = MEMORY.known(fs_magic, regular).unwrap_or(ON);
         match self
             .state
             .compare_exchange(UNCHECKED, word, Relaxed, Relaxed)
@@ -587,9 +634,8 @@ impl NowaitFile {
     /// A snapshot for reports.
     pub(crate) fn snapshot(&self, fs: &'static str) -> NowaitState {
         let score = self.score.load(Relaxed);
-        let s = self.state.load(Relaxed);
-        let errno = (s & 0xffff) as i32;
-        let off = match s >> 16 {
+        let (kind, errno) = answer::parts(self.state.load(Relaxed));
+        let off = match kind {
             OFF_FILE => Some(NowaitOff::Refused { fs, errno }),
             OFF_FS => Some(NowaitOff::Filesystem { fs, errno }),
             OFF_SYSCALL => Some(NowaitOff::Syscall { errno }),

@@ -30,6 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{watchdog, Progress, Rng};
+use nowait::pattern;
 use nowait::{BackendChoice, BackendKind, Buf, Direct, Engine, Error, File, NowaitMode, Read};
 
 /// No progress for this long is a hang.
@@ -731,6 +732,369 @@ fn differential_blocking() {
         drop(file);
         drop(engine);
     });
+}
+
+/// Sizes the resizing writer moves a file between: odd (a multiple of no
+/// block), 1 MiB to about 2 MiB.
+fn resize_sizes() -> Vec<u64> {
+    (0..12).map(|i| (1 << 20) + 1 + i * 87_382).collect()
+}
+
+/// A thread that keeps truncating a file to one of `sizes` and extending
+/// it to another, always with the pattern's bytes: any byte the file holds
+/// at an offset is the pattern's byte there.
+struct Resizer {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl Resizer {
+    fn start(path: &std::path::Path, sizes: Vec<u64>, seed: u64) -> Resizer {
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut rng = Rng::from_seed(seed);
+            let mut cur = f.metadata().unwrap().len();
+            let mut bytes = vec![0u8; 1 << 20];
+            let mut moves = 0;
+            while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                let next = sizes[rng.below(sizes.len() as u64) as usize];
+                if next < cur {
+                    f.set_len(next).unwrap();
+                } else if next > cur {
+                    let part = &mut bytes[..(next - cur) as usize];
+                    pattern::fill(cur, part);
+                    f.write_all_at(part, cur).unwrap();
+                }
+                cur = next;
+                moves += 1;
+            }
+            moves
+        });
+        Resizer {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Resizer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Check one read of a file the resizer moves between `sizes`: a result
+/// shorter than asked ends at a size the file had (or is empty, at or past
+/// one), every byte is the pattern's, and no valid request fails.
+fn check_resizing(
+    what: &str,
+    file: &File,
+    direct: Direct,
+    sizes: &[u64],
+    r: Req,
+    out: Outcome<'_>,
+) {
+    let what = format!(
+        "{what}: read of {} at {} (replay with NOWAIT_DIFF_SEED)",
+        r.len, r.offset
+    );
+    let min = sizes.iter().copied().min().unwrap();
+    let strict_misaligned =
+        file.is_direct() && direct == Direct::On && !file.dio_align().fits(r.offset, r.len, 0);
+    let buf = match out {
+        Outcome::Misaligned if strict_misaligned => return,
+        _ if strict_misaligned => panic!("{what}: a misaligned Direct::On read was not refused"),
+        Outcome::Read(n, buf) => {
+            assert!(n <= r.len, "{what}: {n} bytes");
+            let end = r.offset + n as u64;
+            // A write that extends the file raises its size a page at a
+            // time: page boundaries are sizes it had too.
+            assert!(
+                n == r.len
+                    || sizes.contains(&end)
+                    || end % 4096 == 0
+                    || (n == 0 && r.offset >= min),
+                "{what}: {n} bytes end at {end}, a size the file never had ({sizes:?} and the \
+                 page boundaries between them)"
+            );
+            assert_eq!(buf.len(), n, "{what}: buffer length");
+            buf
+        }
+        Outcome::Exact(buf) => {
+            assert_eq!(buf.len(), r.len, "{what}: buffer length");
+            buf
+        }
+        Outcome::UnexpectedEof => {
+            assert!(
+                r.offset + r.len as u64 > min,
+                "{what}: UnexpectedEof though the file always held the range"
+            );
+            return;
+        }
+        Outcome::Misaligned => panic!("{what}: refused as misaligned"),
+        Outcome::Failed(e) => panic!("{what}: a valid read failed: {e}"),
+    };
+    // The kernel's own race, which `pread(2)` has too: a buffered read
+    // takes the pages first and the size after, so pages of a range that
+    // was truncated away (zero-filled, or read back as a hole) are copied
+    // out when the file has been extended over them again meanwhile
+    // (`filemap_read`: "unless another truncate extends the file - this is
+    // desired though"). Zeros past the smallest size are no bytes of ours
+    // there. Direct reads of a block filesystem exclude truncation; tmpfs
+    // copies from its page cache either way.
+    let buffered_copy = !file.is_direct() || file.memory_backing().is_some();
+    let truncated_tail = |at: u64| at >= min;
+    for (i, &b) in buf.as_slice().iter().enumerate() {
+        let at = r.offset + i as u64;
+        let want = pattern::byte_at(at);
+        if b != want && !(b == 0 && buffered_copy && truncated_tail(at)) {
+            panic!("{what}: byte at file offset {at} is {b:#04x}, the file held {want:#04x} there");
+        }
+    }
+}
+
+/// `n` reads around the moving end of file: offsets from 256 KiB before
+/// the smallest size to 64 KiB past the largest, lengths log-uniform in
+/// 1 B ..= 256 KiB (for `Direct::On`, most aligned).
+fn resize_plan(rng: &mut Rng, n: usize, sizes: &[u64], direct: Direct, align: u64) -> Vec<Req> {
+    let lo = sizes.iter().min().unwrap() - (256 << 10);
+    let hi = sizes.iter().max().unwrap() + (64 << 10);
+    (0..n)
+        .map(|_| {
+            let shift = rng.below(19);
+            let mut len = 1 + rng.below(1 << shift);
+            let mut offset = lo + rng.below(hi - lo);
+            if direct == Direct::On && align > 1 && rng.below(5) != 0 {
+                offset -= offset % align;
+                len = len.next_multiple_of(align);
+            }
+            Req {
+                offset,
+                len: len as usize,
+            }
+        })
+        .collect()
+}
+
+/// Every API on every backend and direct mode while another thread
+/// truncates the file to odd sizes and extends it again: a `Direct::Auto`
+/// read that stopped inside a block (the file was shorter then) and found
+/// the file longer afterwards used to read on from that unaligned position
+/// and fail with EINVAL. Now no valid read fails, each result ends at a size
+/// the file had, and every byte is the file's at its offset. On the temp
+/// directory's filesystem and on tmpfs.
+#[test]
+fn differential_resizing() {
+    let test = "differential_resizing";
+    let seed = run_seed(test);
+    let sizes = resize_sizes();
+    let mut dirs = vec![tempfile::tempdir().unwrap()];
+    match tempfile::tempdir_in("/dev/shm") {
+        Ok(d) => dirs.push(d),
+        Err(e) => common::skip(
+            &format!("{test} on tmpfs"),
+            &format!("cannot make a directory: {e}"),
+        ),
+    }
+    let start = std::time::Instant::now();
+    let mut n = 0u64;
+    for dir in &dirs {
+        let fs = common::fs_of(dir.path());
+        let path = dir.path().join("resizing");
+        pattern::write_file(&path, sizes[0], |_| {}).unwrap();
+        let resizer = Resizer::start(&path, sizes.clone(), seed);
+        for kind in common::backend_kinds() {
+            for direct in DIRECTS {
+                n += 1;
+                let case_seed = seed ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                let name = format!("{test} [{fs} {kind} {direct:?}] seed {seed}");
+                let (path, sizes) = (path.clone(), sizes.clone());
+                watchdog(&name.clone(), STALL, move |p| {
+                    resizing_case(&name, &path, kind, direct, &sizes, case_seed, p)
+                });
+            }
+        }
+        drop(resizer);
+    }
+    eprintln!("{test}: {n} combinations in {:.1?}", start.elapsed());
+}
+
+fn resizing_case(
+    name: &str,
+    path: &std::path::Path,
+    kind: BackendKind,
+    direct: Direct,
+    sizes: &[u64],
+    seed: u64,
+    p: &Arc<Progress>,
+) {
+    let mut rng = Rng::from_seed(seed);
+    let file = match File::open(path, direct) {
+        Ok(f) => f,
+        Err(e) => return common::skip(name, &format!("cannot open: {e}")),
+    };
+    let align = file.dio_align().offset as u64;
+    let Some(mut q) = common::queue_of(kind, 16) else {
+        return;
+    };
+    // The queue: push/reap, with read_at and read_exact_at between.
+    let reads = resize_plan(&mut rng, 48, sizes, direct, align);
+    let mut flight = BTreeMap::new();
+    let mut out = Vec::new();
+    for (i, &r) in reads.iter().enumerate() {
+        match q.push(Read {
+            file: &file,
+            offset: r.offset,
+            len: r.len,
+            buf: Buf::new(r.len),
+            user_data: i as u64,
+        }) {
+            Ok(()) => {
+                flight.insert(i as u64, r);
+            }
+            Err(rej) => check_resizing(
+                &format!("{name} push"),
+                &file,
+                direct,
+                sizes,
+                r,
+                queue_outcome(Err(rej.error), &rej.buf, false),
+            ),
+        }
+        if i % 6 == 5 {
+            let b = resize_plan(&mut rng, 1, sizes, direct, align)[0];
+            let (res, buf) = q.read_at(&file, b.offset, Buf::new(b.len));
+            check_resizing(
+                &format!("{name} read_at"),
+                &file,
+                direct,
+                sizes,
+                b,
+                queue_outcome(res, &buf, false),
+            );
+            let (res, buf) = q.read_exact_at(&file, b.offset, b.len, Buf::new(b.len));
+            let out = queue_outcome(res.map(|()| b.len), &buf, true);
+            check_resizing(
+                &format!("{name} read_exact_at"),
+                &file,
+                direct,
+                sizes,
+                b,
+                out,
+            );
+        }
+        if q.in_flight() >= 8 || i + 1 == reads.len() {
+            p.step(|| describe(&flight));
+            let min = if i + 1 == reads.len() {
+                q.in_flight()
+            } else {
+                1
+            };
+            q.reap(min, None, &mut out).unwrap();
+            for c in out.drain(..) {
+                let r = flight.remove(&c.user_data).expect("in flight");
+                let o = queue_outcome(c.result, &c.buf, false);
+                check_resizing(&format!("{name} push/reap"), &file, direct, sizes, r, o);
+            }
+        }
+    }
+    drop(q);
+    // The async engine (current-thread tokio) and its blocking calls.
+    let engine = match Engine::builder()
+        .queue(|q| q.backend(BackendChoice::Exactly(kind)).depth(16))
+        .build()
+    {
+        Ok(e) => e,
+        Err(e) => return common::skip(&format!("backend {kind}"), &e.to_string()),
+    };
+    let ef = engine.file(file.clone());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for r in resize_plan(&mut rng, 16, sizes, direct, align) {
+            let (res, buf) = ef.read_at(Buf::new(r.len), r.offset).await;
+            check_resizing(
+                &format!("{name} engine read_at"),
+                &file,
+                direct,
+                sizes,
+                r,
+                io_outcome(res, &buf, false),
+            );
+            let (res, buf) = ef.read_exact_at(Buf::new(r.len), r.offset).await;
+            let o = io_outcome(res.map(|()| r.len), &buf, true);
+            check_resizing(
+                &format!("{name} engine read_exact_at"),
+                &file,
+                direct,
+                sizes,
+                r,
+                o,
+            );
+            p.tick();
+        }
+        let many = resize_plan(&mut rng, 24, sizes, direct, align);
+        let mut batch = ef.read_many(many.iter().map(|r| (r.offset, Buf::new(r.len))));
+        while let Some(item) = batch.next().await {
+            let o = io_outcome(item.result, &item.buf, false);
+            check_resizing(
+                &format!("{name} engine read_many"),
+                &file,
+                direct,
+                sizes,
+                many[item.index],
+                o,
+            );
+            p.tick();
+        }
+    });
+    drop(rt);
+    let bf = match engine.open_blocking(path, direct) {
+        Ok(f) => f,
+        Err(e) => return common::skip(name, &format!("cannot open: {e}")),
+    };
+    for r in resize_plan(&mut rng, 16, sizes, direct, align) {
+        let (res, buf) = bf.read_at(Buf::new(r.len), r.offset);
+        check_resizing(
+            &format!("{name} BlockingFile::read_at"),
+            &file,
+            direct,
+            sizes,
+            r,
+            io_outcome(res, &buf, false),
+        );
+        let (res, buf) = bf.read_exact_at(Buf::new(r.len), r.offset);
+        let o = io_outcome(res.map(|()| r.len), &buf, true);
+        check_resizing(
+            &format!("{name} BlockingFile::read_exact_at"),
+            &file,
+            direct,
+            sizes,
+            r,
+            o,
+        );
+        p.tick();
+    }
+    let many = resize_plan(&mut rng, 24, sizes, direct, align);
+    for item in bf.read_many(many.iter().map(|r| (r.offset, Buf::new(r.len)))) {
+        let o = io_outcome(item.result, &item.buf, false);
+        check_resizing(
+            &format!("{name} BlockingMany"),
+            &file,
+            direct,
+            sizes,
+            many[item.index],
+            o,
+        );
+        p.tick();
+    }
 }
 
 /// `nowait::fs`: `read_ranges` with random ranges (inside the file,

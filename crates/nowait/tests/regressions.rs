@@ -1,7 +1,8 @@
-//! Regression tests for issue #11, each named after
-//! what broke and each failing without its fix: a blocking read with other
-//! reads in flight that never returned, a probe that leaked a ring per call,
-//! and registered buffer memory the queue let go of.
+//! Regression tests for what issues #11 and #21 found from outside, each
+//! named after what broke and each failing without its fix: a blocking read
+//! with other reads in flight that never returned, a probe that leaked a
+//! ring per call, registered buffer memory the queue let go of, and a
+//! dropped queue that ran the reads it was never asked to submit.
 
 mod common;
 
@@ -160,4 +161,86 @@ fn registered_buffers_stay_allocated_while_the_queue_lives() {
     let (r, buf) = q.read_at(&file, 12345, Buf::new(SIZE));
     assert_eq!(r.unwrap(), SIZE);
     pattern::check(12345, buf.as_slice()).unwrap();
+}
+
+/// Dropping a queue drops the reads pushed and never submitted: nothing
+/// writes their memory once the drop starts (it used to submit and run
+/// them). Reads submitted before are still waited for, and hold the file's
+/// bytes when the drop returns. Every backend, buffered and `Direct::Auto`,
+/// on the temp directory's filesystem and on tmpfs (with fewer reads than
+/// the inline window: past it a push reads a memory-backed file itself and
+/// hands the reads queued before it to the kernel).
+#[test]
+fn dropping_a_queue_leaves_unsubmitted_reads_unread() {
+    const LEN: usize = 4096;
+    const SUBMITTED: usize = 8;
+    const CANARY: u8 = 0xa5;
+    let size: u64 = 4 << 20;
+    let mut dirs = vec![("tempdir", tempfile::tempdir().unwrap(), 56)];
+    match tempfile::tempdir_in("/dev/shm") {
+        Ok(d) => dirs.push(("tmpfs", d, 16)),
+        Err(e) => common::skip(
+            "dropping_a_queue_leaves_unsubmitted_reads_unread on tmpfs",
+            &format!("cannot make a directory in /dev/shm: {e}"),
+        ),
+    }
+    let mut rng = common::Rng::from_env("dropping_a_queue_leaves_unsubmitted_reads_unread");
+    for (fs, dir, unsubmitted) in &dirs {
+        let path = pattern_file(dir.path(), "f", size);
+        let total = SUBMITTED + unsubmitted;
+        for kind in common::backend_kinds() {
+            for direct in [Direct::Off, Direct::Auto] {
+                let Some(mut q) = common::queue_of(kind, 64) else {
+                    continue;
+                };
+                let file = File::open(&path, direct).unwrap();
+                // The caller's memory, as C and Python hand it over.
+                let mut mem = vec![CANARY; total * LEN + 4096];
+                let base = mem.as_ptr().align_offset(4096);
+                let mut offsets = Vec::new();
+                for i in 0..total {
+                    if i == SUBMITTED {
+                        q.submit().unwrap();
+                    }
+                    let offset = rng.below(size / LEN as u64) * LEN as u64;
+                    offsets.push(offset);
+                    let at = base + i * LEN;
+                    // SAFETY: `mem[at..at + LEN]` is valid and initialised,
+                    // and nothing else touches it until the queue is dropped
+                    // below (the drop ends every read's use of it).
+                    let buf = unsafe { Buf::from_raw_parts(mem.as_mut_ptr().add(at), LEN) };
+                    q.push(Read {
+                        file: &file,
+                        offset,
+                        len: LEN,
+                        buf,
+                        user_data: i as u64,
+                    })
+                    .map_err(|r| r.error)
+                    .unwrap();
+                }
+                // What the memory holds as the drop starts (a read of a
+                // memory-backed file may have been done inline at push).
+                let before = mem.clone();
+                drop(q);
+                let what = format!("{kind} on {fs}, {direct:?}");
+                for (i, &offset) in offsets.iter().enumerate() {
+                    let at = base + i * LEN;
+                    let now = &mem[at..at + LEN];
+                    if i < SUBMITTED {
+                        pattern::check(offset, now).unwrap_or_else(|e| {
+                            panic!(
+                                "{what}: submitted read {i} not done when the drop returned: {e}"
+                            )
+                        });
+                    } else {
+                        assert!(
+                            now == &before[at..at + LEN],
+                            "{what}: the drop wrote the memory of unsubmitted read {i}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -428,6 +429,9 @@ static void test_errors(void)
     nowait_queue_options_init(&o);
     o.backend = 99;
     CHECK(nowait_queue_create(&o, &q) == -EINVAL, "bad backend");
+    nowait_queue_options_init(&o);
+    o.cache = 9;
+    CHECK(nowait_queue_create(&o, &q) == -EINVAL, "bad cache policy");
     CHECK(nowait_alloc(4096, 3) == NULL, "alloc with a bad alignment");
 
     /* The backend's name is a static string: still valid after the queue is
@@ -439,6 +443,73 @@ static void test_errors(void)
     nowait_queue_destroy(q);
     CHECK(strcmp(name, copy) == 0, "backend name after destroy: %s", name);
     printf("ok   errors: missing file, directory, full queue, bad arguments\n");
+}
+
+/* Pages of the test file in the page cache (mincore over a mapping). */
+static size_t resident_pages(size_t *total)
+{
+    size_t len = (size_t)file_size, pages = (len + 4095) / 4096, n = 0;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, ref_fd, 0);
+    REQUIRE(m != MAP_FAILED, "mmap");
+    unsigned char *v = malloc(pages);
+    REQUIRE(v && mincore(m, len, v) == 0, "mincore");
+    for (size_t i = 0; i < pages; i++) n += v[i] & 1;
+    free(v);
+    munmap(m, len);
+    *total = pages;
+    return n;
+}
+
+/* NOWAIT_CACHE_DROP: reads verified as ever, and a whole-file read leaves
+ * (almost) nothing of the file in the page cache, where the default keeps
+ * all of it. */
+static void test_uncached(void)
+{
+    struct nowait_file *f;
+    REQUIRE(nowait_file_open(path, NOWAIT_DIRECT_OFF, &f) == 0, "open");
+    if (strcmp(nowait_file_fs(f), "tmpfs") == 0) {
+        printf("SKIP cache=drop: the test file is on tmpfs, which has no uncached reads\n");
+        nowait_file_close(f);
+        return;
+    }
+    struct nowait_queue_options o;
+    nowait_queue_options_init(&o);
+    o.cache = NOWAIT_CACHE_DROP;
+    int n = random_reads("cache=drop", &o, NOWAIT_DIRECT_OFF, 300);
+    printf("ok   cache=drop: %d reads verified\n", n);
+    /* keep; drop on the queue; a keep queue over a file set to drop. */
+    const uint32_t policies[] = {NOWAIT_CACHE_KEEP, NOWAIT_CACHE_DROP, NOWAIT_CACHE_KEEP};
+    size_t left[3], total = 0;
+    CHECK(nowait_file_set_cache(f, 7) == -EINVAL, "a bad cache policy");
+    CHECK(strstr(nowait_last_error(), "NOWAIT_CACHE_KEEP") != NULL, "message: %s",
+          nowait_last_error());
+    CHECK(nowait_file_set_cache(NULL, NOWAIT_CACHE_DROP) == -EINVAL, "a NULL file");
+    for (int p = 0; p < 3; p++) {
+        CHECK(posix_fadvise(ref_fd, 0, 0, POSIX_FADV_DONTNEED) == 0, "fadvise");
+        if (p == 2) CHECK(nowait_file_set_cache(f, NOWAIT_CACHE_DROP) == 0, "file: drop");
+        nowait_queue_options_init(&o);
+        o.cache = policies[p];
+        struct nowait_queue *q;
+        REQUIRE(nowait_queue_create(&o, &q) == 0, "create");
+        void *buf = nowait_alloc(1 << 20, 4096);
+        struct nowait_cqe cqe;
+        for (int64_t off = 0; off < file_size; off += 1 << 20) {
+            REQUIRE(nowait_push(q, f, buf, 1 << 20, (uint64_t)off, 1) == 0, "push");
+            REQUIRE(nowait_reap(q, &cqe, 1, 1, -1) == 1, "reap");
+            CHECK(cqe.res > 0 && memcmp(buf, content + off, (size_t)cqe.res) == 0,
+                  "read at %" PRId64 ": %" PRId64, off, cqe.res);
+        }
+        nowait_free(buf);
+        nowait_queue_destroy(q);
+        left[p] = resident_pages(&total);
+    }
+    CHECK(left[0] * 10 > total * 9, "cache=keep left %zu of %zu pages", left[0], total);
+    CHECK(left[1] * 4 < total, "cache=drop left %zu of %zu pages", left[1], total);
+    CHECK(left[2] * 4 < total, "file set to drop left %zu of %zu pages", left[2], total);
+    printf("ok   cache=drop: a whole-file read leaves %zu of %zu pages cached (keep: %zu; "
+           "a keep queue over a file set to drop: %zu)\n",
+           left[1], total, left[0], left[2]);
+    nowait_file_close(f);
 }
 
 /* Reads into malloc'd memory the library never initialised: the header
@@ -562,6 +633,90 @@ static void test_destroy_in_flight(void)
     printf("ok   destroy with reads in flight\n");
 }
 
+/* Destroying a queue drops the reads pushed and never submitted: nothing
+ * writes their memory once destroy starts (it used to run them, 64 of 64
+ * buffers written). Reads submitted before are waited for, as before, and
+ * hold the file's bytes when destroy returns. Every backend, buffered and
+ * NOWAIT_DIRECT_AUTO, on the test directory and on tmpfs (where fewer reads
+ * than the queue's inline window are pushed: past it, a push reads a
+ * memory-backed file itself and hands the queued reads to the kernel). */
+static void destroy_drops_unsubmitted_on(const char *file, const char *where, int unsubmitted)
+{
+    static const struct {
+        const char *name;
+        uint32_t kind;
+    } kinds[] = {{"uring", NOWAIT_BACKEND_URING},       {"aio", NOWAIT_BACKEND_AIO},
+                 {"aio+pool", NOWAIT_BACKEND_AIO_POOL}, {"pool", NOWAIT_BACKEND_POOL},
+                 {"sync", NOWAIT_BACKEND_SYNC}};
+    enum { SUBMITTED = 8, LEN = 4096, CANARY = 0xa5 };
+    int total = SUBMITTED + unsubmitted;
+    unsigned char *mem = nowait_alloc((size_t)total * LEN, 0);
+    unsigned char *before = malloc((size_t)total * LEN);
+    REQUIRE(mem != NULL && before != NULL, "alloc");
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        for (int direct = 0; direct < 2; direct++) {
+            struct nowait_queue_options o;
+            nowait_queue_options_init(&o);
+            o.depth = 64;
+            o.backend = kinds[k].kind;
+            struct nowait_queue *q;
+            if (nowait_queue_create(&o, &q) != 0) {
+                printf("SKIP destroy drops unsubmitted reads on %s: %s\n", kinds[k].name,
+                       nowait_last_error());
+                continue;
+            }
+            struct nowait_file *f;
+            REQUIRE(nowait_file_open(file, direct ? NOWAIT_DIRECT_AUTO : NOWAIT_DIRECT_OFF, &f) == 0,
+                    "open %s", file);
+            memset(mem, CANARY, (size_t)total * LEN);
+            uint64_t off[64];
+            for (int i = 0; i < total; i++) {
+                if (i == SUBMITTED) nowait_submit(q);
+                off[i] = (rnd() % (uint64_t)(file_size / LEN)) * LEN;
+                REQUIRE(nowait_push(q, f, mem + (size_t)i * LEN, LEN, off[i], (uint64_t)i) == 0,
+                        "push %d", i);
+            }
+            /* What the memory holds as destroy starts. */
+            memcpy(before, mem, (size_t)total * LEN);
+            nowait_file_close(f);
+            nowait_queue_destroy(q);
+            int written = 0, unread = 0;
+            for (int i = 0; i < total; i++) {
+                unsigned char *b = mem + (size_t)i * LEN;
+                if (i < SUBMITTED)
+                    unread += memcmp(b, content + off[i], LEN) != 0;
+                else
+                    written += memcmp(b, before + (size_t)i * LEN, LEN) != 0;
+            }
+            CHECK(written == 0, "%s %s direct=%d: destroy wrote %d of %d unsubmitted reads' memory",
+                  where, kinds[k].name, direct, written, unsubmitted);
+            CHECK(unread == 0, "%s %s direct=%d: %d of %d submitted reads not done when destroy returned",
+                  where, kinds[k].name, direct, unread, SUBMITTED);
+        }
+    }
+    free(before);
+    nowait_free(mem);
+    printf("ok   destroy drops unsubmitted reads (%s)\n", where);
+}
+
+static void test_destroy_drops_unsubmitted(void)
+{
+    destroy_drops_unsubmitted_on(path, dirpath, 56);
+    char shm[128];
+    snprintf(shm, sizeof shm, "/dev/shm/nowait-c-test.%d", (int)getpid());
+    int fd = open(shm, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) {
+        printf("SKIP destroy drops unsubmitted reads (tmpfs): cannot create %s: %s\n", shm,
+               strerror(errno));
+        return;
+    }
+    REQUIRE(write(fd, content, (size_t)file_size) == file_size, "write %s", shm);
+    close(fd);
+    /* Depth 64: the inline window is 32; 8 submitted + 16 stay below it. */
+    destroy_drops_unsubmitted_on(shm, "tmpfs", 16);
+    unlink(shm);
+}
+
 /* A queue moves between threads (one at a time), as the header allows:
  * created and submitted on this thread, reaped on a second, destroyed with
  * reads in flight on a third. Each read's buffer is filled with a marker
@@ -653,10 +808,14 @@ static void test_queue_moves_between_threads(void)
     printf("ok   a queue moved between threads: reaped on one, destroyed on another\n");
 }
 
-/* A bounce buffer that cannot be allocated is -ENOMEM for that read, not
- * an abort of the process: a child limits its address space to 256 MiB and
- * asks for an unaligned 512 MiB read of an O_DIRECT file. Not under
- * AddressSanitizer or valgrind (their own memory needs the address space). */
+/* A bounce buffer is sized to what the file can return, and one that
+ * cannot be allocated is -ENOMEM for that read, not an abort of the
+ * process. A child limits its address space to 256 MiB, then (1) reads an
+ * unaligned 512 MiB at 10 bytes before the end of the 4 MiB test file: the
+ * bounce covers the file's last block, so the read is taken and returns the
+ * 10 bytes; (2) pushes an unaligned 512 MiB read of a 1 GiB sparse file,
+ * whose bounce would need 512 MiB: -ENOMEM. Not under AddressSanitizer or
+ * valgrind (their own memory needs the address space). */
 static void test_bounce_out_of_memory(int quick)
 {
 #if defined(__SANITIZE_ADDRESS__)
@@ -675,6 +834,13 @@ static void test_bounce_out_of_memory(int quick)
         printf("ok   bounce out of memory: the file is not O_DIRECT here, nothing to bounce\n");
         return;
     }
+    char sparse[4200];
+    snprintf(sparse, sizeof sparse, "%s.sparse", path);
+    int sfd = open(sparse, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(sfd >= 0 && ftruncate(sfd, 1L << 30) == 0, "sparse file %s: %s", sparse, strerror(errno));
+    close(sfd);
+    struct nowait_file *big;
+    REQUIRE(nowait_file_open(sparse, NOWAIT_DIRECT_AUTO, &big) == 0, "open %s", sparse);
     struct nowait_queue *q;
     REQUIRE(nowait_queue_create(NULL, &q) == 0, "create");
     fflush(stdout);
@@ -684,22 +850,31 @@ static void test_bounce_out_of_memory(int quick)
         struct rlimit r = {256UL << 20, 256UL << 20};
         if (setrlimit(RLIMIT_AS, &r) != 0) _exit(3);
         size_t len = 512UL << 20;
-        /* The caller's buffer is not touched before the bounce is planned:
-         * any address will do for a request refused at push. */
+        /* The caller's memory is written only up to what the read returns
+         * (10 bytes), and not at all for a request refused at push. */
         static unsigned char small[4096];
-        int rc = nowait_push(q, f, small, len, 1, 7);
+        struct nowait_cqe cqe;
+        if (nowait_push(q, f, small, len, (uint64_t)file_size - 10, 1) != 0) _exit(6);
+        if (nowait_reap(q, &cqe, 1, 1, -1) != 1 || cqe.res != 10) _exit(7);
+        if (memcmp(small, content + file_size - 10, 10) != 0) _exit(8);
+        int rc = nowait_push(q, big, small, len, 1, 7);
         _exit(rc == -ENOMEM ? 0 : rc == 0 ? 4 : 5);
     }
     int status = 0;
     REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid");
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-          "push of an unaligned 512 MiB read under a 256 MiB address space: %s %d "
-          "(0: -ENOMEM as it should; 4: accepted; 5: another error; a signal: the process died)",
+          "unaligned 512 MiB reads under a 256 MiB address space: %s %d "
+          "(0: the read at end of file returned its 10 bytes and the one a bounce cannot cover "
+          "got -ENOMEM, as they should; 6/7/8: the read at end of file was refused, came back "
+          "with another length, or with other bytes; 4: the uncoverable one was accepted; 5: "
+          "another error; a signal: the process died)",
           WIFEXITED(status) ? "exit" : "signal",
           WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
     nowait_queue_destroy(q);
     nowait_file_close(f);
-    printf("ok   bounce out of memory: -ENOMEM, the process lives\n");
+    nowait_file_close(big);
+    unlink(sparse);
+    printf("ok   bounce out of memory: a bounce sized to the file, -ENOMEM past it, the process lives\n");
 #endif
 }
 
@@ -753,9 +928,11 @@ int main(int argc, char **argv)
     test_uninitialised_memory();
     test_completion_fd();
     test_destroy_in_flight();
+    test_destroy_drops_unsubmitted();
     test_queue_moves_between_threads();
     test_bounce_out_of_memory(quick);
     test_probe();
+    test_uncached();
 
     /* The fallback: io_uring disabled as seccomp or the sysctl would. */
     setenv("NOWAIT_DISABLE_URING", "1", 1);

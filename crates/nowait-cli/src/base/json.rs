@@ -93,6 +93,52 @@ pub struct Second {
     pub ios_per_reap: f64,
 }
 
+/// A JSON object whose keys keep their order (fio's percentiles and
+/// histogram bins print in ascending order, not sorted as text).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ordered<T>(pub Vec<(String, T)>);
+
+impl<T> Ordered<T> {
+    /// The value under `key`.
+    pub fn get(&self, key: &str) -> Option<&T> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+impl<T: Serialize> Serialize for Ordered<T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = Ordered<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::new();
+                while let Some(kv) = a.next_entry::<String, T>()? {
+                    out.push(kv);
+                }
+                Ok(Ordered(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
 /// The whole document.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -105,46 +151,245 @@ pub struct Doc {
     pub nowait_version: Option<String>,
     /// Seconds since the epoch.
     pub timestamp: u64,
-    /// The percentiles of `clat_ns.percentile`.
+    /// Milliseconds since the epoch.
+    pub timestamp_ms: u64,
+    /// The local time, as `ctime(3)` prints it.
+    pub time: String,
+    /// The default percentiles (a job's own list is in its `percentile` keys).
     pub percentile_list: Vec<f64>,
     /// The machine the runs ran on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
-    /// One entry per job.
+    /// One entry per reported job.
     pub jobs: Vec<Job>,
+    /// The block devices' statistics over the run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disk_util: Vec<DiskUtil>,
 }
 
-/// One `jobs[]` entry.
+/// `disk_util[]`: one block device over the run.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DiskUtil {
+    pub name: String,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_sectors: u64,
+    pub write_sectors: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    pub read_ticks: u64,
+    pub write_ticks: u64,
+    pub in_queue: u64,
+    pub util: f64,
+    /// The mean of the devices under it (device-mapper, md), and their
+    /// highest utilisation.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub aggr: Option<DiskAggr>,
+}
+
+/// `disk_util[].aggr_*`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct DiskAggr {
+    pub aggr_read_ios: u64,
+    pub aggr_write_ios: u64,
+    pub aggr_read_sectors: u64,
+    pub aggr_write_sectors: u64,
+    pub aggr_read_merges: u64,
+    pub aggr_write_merge: u64,
+    pub aggr_read_ticks: u64,
+    pub aggr_write_ticks: u64,
+    pub aggr_in_queue: u64,
+    pub aggr_util: f64,
+}
+
+/// One `jobs[]` entry: a job, a clone, or a reporting group.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Job {
-    /// The job's name.
+    /// The job's name (the group's first job's).
     pub jobname: String,
-    /// fio's group (always 0).
+    /// fio's reporting group.
     pub groupid: u32,
+    /// When the job started, ms since the epoch (fio 3.42's `job_start`).
+    pub job_start: u64,
     /// fio's error code (0: none).
     pub error: i32,
+    /// Seconds left (0: done).
+    pub eta: u64,
+    /// Seconds the run took.
+    pub elapsed: u64,
     /// The job's options, as fio prints them (strings).
     #[serde(rename = "job options")]
     pub job_options: BTreeMap<String, Option<String>>,
     /// Read figures.
     pub read: Read,
-    /// User CPU, % of wall time.
+    /// Write figures (nowait only reads: zeros, as fio prints an idle direction).
+    pub write: Read,
+    /// Trim figures (zeros).
+    pub trim: Read,
+    /// Sync figures (zeros).
+    pub sync: Sync,
+    /// Milliseconds the threads ran, added up.
+    pub job_runtime: u64,
+    /// User CPU of the reading threads, % of their time.
     pub usr_cpu: f64,
-    /// System CPU, % of wall time.
+    /// System CPU of the reading threads, % of their time.
     pub sys_cpu: f64,
-    /// Context switches.
+    /// Context switches of the reading threads.
     pub ctx: u64,
-    /// Major faults (not counted: 0).
+    /// Major faults.
     pub majf: u64,
-    /// Minor faults (not counted: 0).
+    /// Minor faults.
     pub minf: u64,
+    /// Reads by queue depth at submission, %.
+    pub iodepth_level: Depths,
+    /// Submit calls by reads handed over, %.
+    pub iodepth_submit: Batches,
+    /// Reap calls by reads returned, %.
+    pub iodepth_complete: Batches,
+    /// Completion latencies below 1 us, % of reads.
+    pub latency_ns: LatBuckets,
+    /// 1 us to 1 ms, % of reads.
+    pub latency_us: LatBuckets,
+    /// 1 ms and more, % of reads.
+    pub latency_ms: LatBucketsMs,
+    /// fio's latency-target fields (no target: 0, depth the job's).
+    pub latency_depth: u64,
+    pub latency_target: u64,
+    pub latency_target_ns: u64,
+    pub latency_percentile: f64,
+    pub latency_window: u64,
+    pub latency_window_us: u64,
+    /// The job's `description`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub desc: Option<String>,
+    /// Steady state, when watched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<SteadyState>,
     /// nowait's own figures (absent in fio's document).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nowait: Option<Nowait>,
 }
 
-/// `jobs[].read`.
+/// `jobs[].sync`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Sync {
+    pub total_ios: u64,
+    pub lat_ns: Lat,
+}
+
+/// `iodepth_level`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Depths {
+    #[serde(rename = "1")]
+    pub d1: f64,
+    #[serde(rename = "2")]
+    pub d2: f64,
+    #[serde(rename = "4")]
+    pub d4: f64,
+    #[serde(rename = "8")]
+    pub d8: f64,
+    #[serde(rename = "16")]
+    pub d16: f64,
+    #[serde(rename = "32")]
+    pub d32: f64,
+    #[serde(rename = ">=64")]
+    pub d64: f64,
+}
+
+/// `iodepth_submit`, `iodepth_complete`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Batches {
+    #[serde(rename = "0")]
+    pub b0: f64,
+    #[serde(rename = "4")]
+    pub b4: f64,
+    #[serde(rename = "8")]
+    pub b8: f64,
+    #[serde(rename = "16")]
+    pub b16: f64,
+    #[serde(rename = "32")]
+    pub b32: f64,
+    #[serde(rename = "64")]
+    pub b64: f64,
+    #[serde(rename = ">=64")]
+    pub more: f64,
+}
+
+/// `latency_ns`, `latency_us`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LatBuckets {
+    #[serde(rename = "2")]
+    pub l2: f64,
+    #[serde(rename = "4")]
+    pub l4: f64,
+    #[serde(rename = "10")]
+    pub l10: f64,
+    #[serde(rename = "20")]
+    pub l20: f64,
+    #[serde(rename = "50")]
+    pub l50: f64,
+    #[serde(rename = "100")]
+    pub l100: f64,
+    #[serde(rename = "250")]
+    pub l250: f64,
+    #[serde(rename = "500")]
+    pub l500: f64,
+    #[serde(rename = "750")]
+    pub l750: f64,
+    #[serde(rename = "1000")]
+    pub l1000: f64,
+}
+
+/// `latency_ms`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LatBucketsMs {
+    #[serde(flatten)]
+    pub below: LatBuckets,
+    #[serde(rename = "2000")]
+    pub l2000: f64,
+    #[serde(rename = ">=2000")]
+    pub more: f64,
+}
+
+/// `jobs[].steadystate`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SteadyState {
+    /// The criterion as given, `iops_slope:0.100000%`.
+    pub ss: String,
+    /// Window, seconds.
+    pub duration: u64,
+    /// 1: reached (the job stopped there).
+    pub attained: u32,
+    /// The last criterion computed, `0.012345%`.
+    pub criterion: String,
+    pub max_deviation: f64,
+    pub slope: f64,
+    pub data: SteadyData,
+}
+
+/// `jobs[].steadystate.data`: the window, oldest first.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SteadyData {
+    pub bw_mean: u64,
+    pub iops_mean: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_mean: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lat_ns: Option<Vec<u64>>,
+    pub iops: Vec<u64>,
+    pub bw: Vec<u64>,
+}
+
+/// `jobs[].read` (and `write`, `trim`).
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Read {
@@ -174,8 +419,22 @@ pub struct Read {
     pub slat_ns: Lat,
     /// Completion latency, with percentiles.
     pub clat_ns: Lat,
-    /// Total latency (nowait: the completion latency).
+    /// Total latency: from just before the read's push to its reap.
     pub lat_ns: Lat,
+    /// Bandwidth samples, KiB/s: smallest, largest, share of the group's
+    /// bandwidth (%), mean, deviation, count.
+    pub bw_min: u64,
+    pub bw_max: u64,
+    pub bw_agg: f64,
+    pub bw_mean: f64,
+    pub bw_dev: f64,
+    pub bw_samples: u64,
+    /// IOPS samples.
+    pub iops_min: u64,
+    pub iops_max: u64,
+    pub iops_mean: f64,
+    pub iops_stddev: f64,
+    pub iops_samples: u64,
 }
 
 /// A latency summary in nanoseconds.
@@ -193,9 +452,13 @@ pub struct Lat {
     /// Samples.
     #[serde(rename = "N")]
     pub n: u64,
-    /// fio's percentile set, keyed `"99.000000"`.
+    /// The job's percentiles, keyed `"99.000000"`, ascending.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub percentile: Option<BTreeMap<String, u64>>,
+    pub percentile: Option<Ordered<u64>>,
+    /// json+: the histogram, samples per bucket keyed by the value the
+    /// bucket stands for (fio's buckets), ascending.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bins: Option<Ordered<u64>>,
 }
 
 impl Lat {
@@ -253,6 +516,8 @@ pub struct Nowait {
     pub clat_compare_with: String,
     pub nowait_path: NowaitPath,
     pub inline: Inline,
+    #[serde(default)]
+    pub cache: Cache,
     pub uring: Uring,
     pub sqpoll_cpu: Option<SqpollCpu>,
     /// fio's run of the same job (`--compare-fio`), or why there is none.
@@ -268,6 +533,22 @@ pub struct Nowait {
 pub struct Inline {
     pub enabled: bool,
     pub reads: u64,
+}
+
+/// What buffered reads left in the page cache (`--cache`, fio's
+/// `uncached`): the policy and how its reads went.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Cache {
+    /// `keep`, `drop` or `adaptive` (`keep` for direct reads).
+    pub policy: String,
+    /// Reads sent with `RWF_DONTCACHE`.
+    pub uncached: u64,
+    /// Reads the policy wanted uncached that went cached: the file's
+    /// filesystem was known to refuse the flag.
+    pub kept: u64,
+    /// Reads the kernel refused the flag for (`EOPNOTSUPP`), read again
+    /// cached.
+    pub refused: u64,
 }
 
 /// io_uring's counters.

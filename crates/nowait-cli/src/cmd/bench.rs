@@ -6,14 +6,13 @@ use std::ffi::OsString;
 
 use crate::base::failure::{interrupted, stop_on_sigint, Failure};
 use crate::base::output::{emit, Dests};
-use crate::driver::job::run_prepared;
-use crate::driver::layout::prepare;
+use crate::driver::schedule::{entries, run as run_threads};
 use crate::fio::compare::compare;
 use crate::measure::row::Row;
 use crate::model::help;
-use crate::model::job::{Job, Settings};
+use crate::model::job::{FioVersion, Settings};
 use crate::model::parse::parse_args;
-use crate::model::resolve::{applicable, jobs};
+use crate::model::resolve::{applicable, runs, Run};
 use crate::report;
 
 /// Run `nowait bench` with the arguments after `bench`; returns the exit code.
@@ -37,11 +36,11 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
     if help {
         return Ok(true);
     }
-    let (jobs, settings) = jobs(&cli, &files)?;
-    if jobs.is_empty() {
+    let (runs, settings) = runs(&cli, &files)?;
+    if runs.is_empty() {
         return Err(Failure::Usage("no job to run".into()));
     }
-    let (jobs, notes) = applicable(jobs).map_err(Failure::Usage)?;
+    let (runs, notes) = applicable(runs).map_err(Failure::Usage)?;
     for note in notes {
         eprintln!("nowait bench: {note}");
     }
@@ -51,7 +50,7 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
         ("--plot", settings.plot.as_deref()),
     ])?;
     let mut reported = false;
-    let r = bench(&jobs, &settings, &mut reported);
+    let r = bench(runs, &settings, &mut reported);
     // A failure, or Ctrl-C before any result, leaves no empty file behind.
     if r.is_err() && !reported {
         dests.discard();
@@ -59,11 +58,16 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
     r.map(|()| false)
 }
 
-/// Run every job (with fio alternating when compared) and write the report
+/// Run every run (with fio alternating when compared) and write the report
 /// (`reported`: it was written).
-fn bench(jobs: &[Job], settings: &Settings, reported: &mut bool) -> Result<(), Failure> {
+fn bench(mut runs: Vec<Run>, settings: &Settings, reported: &mut bool) -> Result<(), Failure> {
+    let total: usize = runs.iter().map(|r| r.threads.len()).sum();
     if settings.peak {
-        let rows = crate::cmd::peak::run_all(jobs, settings)?;
+        let jobs: Vec<_> = runs
+            .iter()
+            .flat_map(|r| r.threads.iter().filter(|t| t.member.clone == 0).cloned())
+            .collect();
+        let rows = crate::cmd::peak::run_all(&jobs, settings)?;
         output(&rows, settings, None)?;
         *reported = true;
         return sigint_status(rows.len(), jobs.len());
@@ -73,45 +77,65 @@ fn bench(jobs: &[Job], settings: &Settings, reported: &mut bool) -> Result<(), F
     } else {
         None
     };
-
-    let mut rows: Vec<Row> = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        // Lay out and open once per job; fio then reads the same region.
-        let data = match prepare(job) {
-            Ok(d) => d,
-            // Ctrl-C while laying out a later job: report the jobs run.
-            Err(Failure::Interrupted(m)) if !rows.is_empty() => {
-                eprintln!("nowait bench: job {}: {m}", job.name);
-                break;
-            }
-            Err(e) => return Err(e),
-        };
-        if fio_version.is_none() {
-            let ours = run_prepared(job, &data)?;
-            rows.push(Row {
-                ours,
-                fio: None,
-                compare: None,
-            });
-            if interrupted() {
-                break;
-            }
-            continue;
+    // Random offsets follow the rules of the fio they are compared with.
+    let rules = fio_version
+        .as_deref()
+        .and_then(version_numbers)
+        .or(settings.like_fio);
+    if let Some(v) = rules {
+        for t in runs.iter_mut().flat_map(|r| r.threads.iter_mut()) {
+            t.fio_rules = Some(v);
         }
-        let Some(row) = compare(job, &data, settings)? else {
-            break;
-        };
-        rows.push(row);
+    }
+
+    let mut rows: Vec<Row> = Vec::with_capacity(total);
+    let mut done = 0;
+    for run in &runs {
         if interrupted() {
             break;
         }
+        let got = if fio_version.is_none() {
+            match run_threads(&run.threads) {
+                Ok(o) => entries(o)
+                    .into_iter()
+                    .map(|ours| Row {
+                        ours,
+                        fio: None,
+                        compare: None,
+                    })
+                    .collect(),
+                // Ctrl-C while laying out a later run's files: report the runs done.
+                Err(Failure::Interrupted(m)) if !rows.is_empty() => {
+                    eprintln!("nowait bench: {m}");
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        } else {
+            match compare(run, settings)? {
+                Some(r) => r,
+                None => break,
+            }
+        };
+        done += run.threads.len();
+        rows.extend(got);
     }
     if rows.is_empty() {
-        return sigint_status(0, jobs.len());
+        return sigint_status(0, total);
     }
     output(&rows, settings, fio_version.as_deref())?;
     *reported = true;
-    sigint_status(rows.len(), jobs.len())
+    sigint_status(done, total)
+}
+
+/// `fio-3.33` as numbers.
+fn version_numbers(v: &str) -> Option<FioVersion> {
+    let v = v.trim().strip_prefix("fio-")?;
+    let mut it = v.split(|c: char| !c.is_ascii_digit());
+    Some(FioVersion {
+        major: it.next()?.parse().ok()?,
+        minor: it.next()?.parse().ok()?,
+    })
 }
 
 /// After the report: SIGINT stopped the runs (exit status 130).
@@ -126,8 +150,8 @@ fn sigint_status(done: usize, jobs: usize) -> Result<(), Failure> {
     }
     Err(Failure::Interrupted(format!(
         "interrupted (SIGINT): the report is of the reads completed until then \
-         ({done} of {jobs} job(s) run{}); a run cut short is marked interrupted and left \
-         out of medians and ratios; a second Ctrl-C stops at once",
+         ({done} of {jobs} job thread(s) run{}); a run cut short is marked interrupted and \
+         left out of medians and ratios; a second Ctrl-C stops at once",
         if done < jobs {
             ", the others not started"
         } else {

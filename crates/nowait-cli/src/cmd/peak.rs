@@ -18,7 +18,7 @@ use crate::driver::job::run_job;
 use crate::driver::layout;
 use crate::driver::run::Mode;
 use crate::measure::row::Row;
-use crate::model::job::{Format, Job, Settings};
+use crate::model::job::{Job, Settings};
 
 /// Run every job with the peak loop, printing IOPS every second.
 pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
@@ -33,7 +33,7 @@ pub fn run_all(jobs: &[Job], settings: &Settings) -> Result<Vec<Row>, Failure> {
             "--plot: --peak measures no latencies to plot; drop one of them".into(),
         ));
     }
-    let json = settings.format == Format::Json;
+    let json = settings.format.json_only();
     // Per-second lines go where the report does not: stderr under JSON on stdout.
     let live_to_stderr = json && settings.output.is_none();
     let say = |line: String| {

@@ -18,14 +18,16 @@ USAGE:
 
 Prints the machine's io_uring status (available, or why not: seccomp,
 kernel.io_uring_disabled, ENOSYS), the setup flags the kernel accepts, the
-locked-memory limit, whether native AIO can be set up, and the backend the
+locked-memory limit, whether native AIO can be set up, whether the kernel
+knows RWF_DONTCACHE (uncached buffered reads), and the backend the
 default (Auto) ladder picks here — uring, else aio+pool (O_DIRECT files on
 aio, buffered files on the pool), else pool, else sync — with its reason
 (NOWAIT_DISABLE_URING=1 skips io_uring); then for each PATH its
 filesystem, size, whether O_DIRECT works and with which alignment (statx
 STATX_DIOALIGN, else the device's logical block size), whether its device
-polls (io_poll), and which backend a buffered and a direct read would
-take, and why, and the state of
+polls (io_poll), whether RWF_NOWAIT and RWF_DONTCACHE work on it, and
+which backend a buffered and a direct read would take, and why, and the
+state of
 the pool backend's RWF_NOWAIT nowait path for the file (on with its hit
 ratio, or off and why). The nowait path's counters of a run (hits, partial
 hits, misses, offloads) are in `nowait bench --ioengine=pool`.

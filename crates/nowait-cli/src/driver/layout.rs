@@ -11,6 +11,7 @@ use crate::base::flags::say;
 use crate::base::progress::Progress;
 use crate::base::sys::free_space;
 use crate::base::units::human_bytes;
+use crate::model::fio_ini::value::Size;
 use crate::model::job::Job;
 
 /// The opened file and the region the job reads.
@@ -140,11 +141,21 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
     })?;
     let mut laid_out = false;
     if !path.exists() {
-        let Some(size) = job.size else {
-            return Err(Failure::Usage(format!(
-                "--filename={}: the file does not exist; give --size to lay it out (e.g. --size=1g)",
-                path.display()
-            )));
+        let size = match job.size {
+            Some(Size::Bytes(b)) => b,
+            Some(Size::Percent(p)) => {
+                return Err(Failure::Usage(format!(
+                    "--size={p}%: a share of {}, which does not exist; give a size to lay it \
+                     out (e.g. --size=1g)",
+                    path.display()
+                )))
+            }
+            None => {
+                return Err(Failure::Usage(format!(
+                    "--filename={}: the file does not exist; give --size to lay it out (e.g. --size=1g)",
+                    path.display()
+                )))
+            }
         };
         lay_out(path, size)?;
         laid_out = true;
@@ -160,7 +171,8 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
         .len()
         .map_err(|e| Failure::Runtime(format!("--filename={}: {}", path.display(), say(&e))))?;
     let size = match job.size {
-        Some(s) if s > len => {
+        Some(Size::Percent(p)) => len * p / 100,
+        Some(Size::Bytes(s)) if s > len => {
             return Err(Failure::Usage(format!(
                 "--size={s}: {} is larger than {} ({}); lower size{}",
                 human_bytes(s),
@@ -169,7 +181,7 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
                 relayable(path, &file)
             )))
         }
-        Some(s) => s,
+        Some(Size::Bytes(s)) => s,
         None => len,
     };
     if job.bs > size {
@@ -230,7 +242,7 @@ mod tests {
     fn missing_directory_names_filename() {
         let job = Job {
             filename: Some("/nonexistent-dir-nowait/x".into()),
-            size: Some(1 << 20),
+            size: Some(Size::Bytes(1 << 20)),
             ..Job::default()
         };
         match prepare(&job) {
@@ -244,7 +256,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let job = Job {
             filename: Some(dir.path().join("big")),
-            size: Some(1 << 60),
+            size: Some(Size::Bytes(1 << 60)),
             ..Job::default()
         };
         match prepare(&job) {
@@ -273,7 +285,7 @@ mod tests {
     fn no_advice_to_remove_a_proc_file() {
         let job = Job {
             filename: Some("/proc/self/status".into()),
-            size: Some(1 << 30),
+            size: Some(Size::Bytes(1 << 30)),
             ..Job::default()
         };
         match prepare(&job) {
@@ -293,7 +305,7 @@ mod tests {
         let path = dir.path().join("d");
         let job = Job {
             filename: Some(path.clone()),
-            size: Some(100_000),
+            size: Some(Size::Bytes(100_000)),
             ..Job::default()
         };
         let d = prepare(&job).unwrap();

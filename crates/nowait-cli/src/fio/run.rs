@@ -5,8 +5,9 @@
 use std::process::Command;
 
 use crate::base::json::{Doc, FioResult};
-use crate::fio::args::args;
+use crate::fio::args::{args, run_command};
 use crate::model::job::Job;
+use crate::model::resolve::Run;
 
 /// fio's version, or how to install it.
 pub fn version() -> Result<String, String> {
@@ -45,20 +46,64 @@ pub fn run(job: &Job, region: u64) -> Result<FioResult, String> {
     Ok(r)
 }
 
+/// Run fio with the jobs of `run` (the same job file) and read each entry
+/// it reports, in order.
+pub fn run_jobs(run: &Run) -> Result<Vec<FioResult>, String> {
+    let cmd = run_command(run)?;
+    let mut command = format!("fio {}", cmd.args.join(" "));
+    if let Some(t) = &cmd.text {
+        // The job file written for fio, on one line.
+        let body: Vec<&str> = t.lines().filter(|l| !l.starts_with(';')).collect();
+        command.push_str(&format!(" (job file: {})", body.join(" ")));
+    }
+    let out = Command::new("fio")
+        .args(&cmd.args)
+        .output()
+        .map_err(|e| format!("cannot run fio: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(format!(
+            "`{command}` failed ({}): {}{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim(),
+            stdout.trim(),
+            cmd.text.as_deref().map_or(String::new(), |t| format!(
+                "\nthe job file given to fio:\n{t}"
+            ))
+        ));
+    }
+    let mut all = parse_all(&stdout)?;
+    for r in &mut all {
+        r.command = command.clone();
+    }
+    Ok(all)
+}
+
 /// Read fio's JSON output (fio may print notes before the JSON object)
-/// into the same types nowait writes its own with.
+/// into the same types nowait writes its own with: its first entry.
 pub fn parse(text: &str) -> Result<FioResult, String> {
+    parse_all(text)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| "fio's JSON has no jobs[0]".to_string())
+}
+
+/// Every entry of fio's JSON output (`jobs[]`, one per job or group as
+/// fio folds them).
+pub fn parse_all(text: &str) -> Result<Vec<FioResult>, String> {
     let start = text
         .find('{')
         .ok_or("fio printed no JSON (is it older than 2.x?)")?;
     let doc: Doc = serde_json::from_str(&text[start..]).map_err(|e| format!("fio's JSON: {e}"))?;
-    let j = doc
-        .jobs
-        .into_iter()
-        .next()
-        .ok_or("fio's JSON has no jobs[0]")?;
+    if doc.jobs.is_empty() {
+        return Err("fio's JSON has no jobs".into());
+    }
+    Ok(doc.jobs.iter().map(result_of).collect())
+}
+
+fn result_of(j: &crate::base::json::Job) -> FioResult {
     let r = &j.read;
-    Ok(FioResult {
+    FioResult {
         iops: r.iops,
         bw_bytes: r.bw_bytes as f64,
         clat_mean_ns: r.clat_ns.mean,
@@ -71,7 +116,7 @@ pub fn parse(text: &str) -> Result<FioResult, String> {
         ctx: j.ctx,
         runtime_ms: r.runtime,
         command: String::new(),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use nowait::{BackendReport, NowaitState};
 
 use crate::base::json::Second;
+use crate::measure::disk::DiskStat;
 use crate::measure::metrics::Measured;
 use crate::model::job::Job;
 
@@ -13,8 +14,12 @@ use crate::model::job::Job;
 pub struct Outcome {
     /// The job as run.
     pub job: Job,
-    /// What was measured.
+    /// What was measured, all threads added up.
     pub measured: Measured,
+    /// Each thread's own figures (fio's `numjobs` clones), in order.
+    pub threads: Vec<Measured>,
+    /// The block devices the file is on, over the run.
+    pub disks: Vec<DiskStat>,
     /// The backend the queues used and why.
     pub backend: BackendReport,
     /// How reads reached the file (direct or buffered, filesystem).
@@ -62,6 +67,8 @@ pub(crate) fn example() -> Outcome {
         elapsed: Duration::from_millis(10),
         clat,
         syscalls: 25,
+        run_ms: 10,
+        members: 1,
         ..Measured::default()
     };
     Outcome {
@@ -69,6 +76,8 @@ pub(crate) fn example() -> Outcome {
             filename: Some("/tmp/x".into()),
             ..Job::default()
         },
+        threads: vec![measured.clone()],
+        disks: Vec::new(),
         measured,
         backend: nowait::BackendReport {
             kind: nowait::BackendKind::Uring,

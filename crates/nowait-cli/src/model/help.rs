@@ -1,7 +1,7 @@
 //! Help text: `nowait bench --help`, with every option's entry drawn from
 //! the table (`model/defs.rs`), wrapped to 78 columns.
 
-use crate::model::defs::OPTIONS;
+use crate::model::defs::all;
 
 /// Help for `nowait bench`.
 pub fn bench() -> String {
@@ -34,29 +34,51 @@ DEFAULTS:
     (each reap takes every completion there is), iodepth_low=iodepth (refill
     at once), registerfiles=0, fixedbufs=0, hipri=0, sqthread_poll=0,
     invalidate=1, fadvise_hint=1, norandommap=0, rw=read, bs=4k, iodepth=1,
-    direct=0, numjobs=1. Not fio's: ioengine=uring (fio: psync), randseed,
-    and nowait's own options (nowait, pool_workers, small_direct,
-    memory_inline, inline_window, spin_us, submit). nowait's faster modes stay
-    options: --iodepth_batch_submit=0 (every free slot in one call),
-    --registerfiles=1, --fixedbufs, and --peak, which sets them all. At
+    direct=0, numjobs=1, uncached=0 (cache=keep). Not fio's: ioengine=uring
+    (fio: psync), randseed, and nowait's own options (nowait, pool_workers,
+    small_direct, memory_inline, inline_window, spin_us, submit, cache).
+    nowait's faster modes stay options: --iodepth_batch_submit=0 (every free
+    slot in one call), --registerfiles=1, --fixedbufs, and --peak, which
+    sets them all. At
     iodepth=1 the read rides on the reap's io_uring_enter (one system call
     per read; fio's engine makes two).
 
 MEASURES:
-    IOPS, bandwidth, completion latency (clat: from the return of the submit
-    call to the reap that returned the read, as fio's io_uring and libaio
-    engines count it; at iodepth 1, where the call that waits for the read
-    also submits it, and for sync, from just before that call, so there it
-    matches fio's lat (and psync's clat); HdrHistogram, fio's percentiles),
-    submission latency (slat: from just before the read's own push to the
-    return of the submit call, so with --iodepth_batch_submit > 1 it holds
-    the later reads' pushes of its batch, as fio's; none where clat holds
-    the submission, at iodepth 1, so slat + clat = lat as in fio), total
-    latency (lat: from just before the read's own push to the reap, fio's
-    lat, which stamps each read's start), usr/sys CPU %
-    of wall time over all threads (getrusage; above 100% with several busy
-    threads), voluntary and involuntary context switches, and reads per
-    system call as counted by the engine.
+    As fio measures them: IOPS, bandwidth, completion latency (clat: from
+    the return of the submit call to the reap that returned the read, as
+    fio's io_uring and libaio engines count it; at iodepth 1, where the call
+    that waits for the read also submits it, and for sync, from just before
+    that call, so there it matches fio's lat (and psync's clat)), submission
+    latency (slat: from just before the read's own push to the return of the
+    submit call, so with --iodepth_batch_submit > 1 it holds the later reads'
+    pushes of its batch, as fio's; none where clat holds the submission, at
+    iodepth 1, so slat + clat = lat as in fio), total latency (lat: from just
+    before the read's own push to the reap); each in fio's histogram
+    buckets, with fio's percentiles (percentile_list) and exact min, max,
+    mean and deviation; bandwidth and IOPS sampled every bwavgtime and
+    iopsavgtime ms; reads by queue depth, reads per submit and reap call,
+    clat in fio's ns/us/ms buckets; CPU of each reading thread (fio's
+    usr/sys/ctx) and of the whole process (every thread, the engine's
+    workers, io-wq and SQPOLL included: nowait's `process cpu` line and
+    jobs[].nowait.usr_us/sys_us); reads per system call as counted by the
+    engine; the block devices' statistics (/sys/block/DEV/stat). Logs
+    (write_lat_log, write_bw_log, write_iops_log) and steady state
+    (steadystate) work as fio's.
+
+OUTPUT:
+    --output-format takes fio's formats, several with commas, printed in
+    fio's order: terse (one line per reported job, fio's fields), json (or
+    json+ with each latency's histogram), normal: fio's text (each job's
+    line, a block per reported job, `Run status group N (all jobs)` lines,
+    `Disk stats (read/write)`), with nowait's lines after each job's block
+    (process CPU, system calls, the engine's path and counters, the data,
+    fio's side when compared) and a table of all jobs when there are
+    several or fio was compared. Every job and every numjobs clone is
+    reported on its own, as fio does; group_reporting folds a group into
+    one report. The forms are fio 3.42's; fio 3.33 prints `latency :
+    target=0, window=0`, no `sectors=` in disk lines, no job_start,
+    latency_target_ns or latency_window_us in JSON, and has no lat steady
+    state and no log_max_value=both.
 
 EXAMPLES:
     nowait bench --filename=/tmp/f --size=1g --rw=randread --iodepth=32 --runtime=10
@@ -65,6 +87,10 @@ EXAMPLES:
     nowait bench --filename=/tmp/f --rw=randread --iodepth=32 --invalidate=0 --compare-fio
     nowait bench --filename=/tmp/f --rw=randread --iodepth=32 --direct=1 --runtime=5 --abba=3
     nowait bench seed.fio --output-format=json --output result.json
+    nowait bench --filename=/tmp/f --rw=randread --numjobs=4 --group_reporting \\
+        --write_lat_log=run --log_avg_msec=1000 --output-format=normal,json+ --runtime=10
+    nowait bench --filename=/tmp/f --rw=randread --time_based --runtime=300 \\
+        --ss=iops_slope:0.1% --ss_dur=30 --output-format=terse
 
 EXIT STATUS:
     0 success, 1 a run failed (I/O error, data mismatch, fio failed),
@@ -81,7 +107,7 @@ EXIT STATUS:
 /// The help text of every option, from the table.
 pub fn options() -> String {
     let mut s = String::new();
-    for o in OPTIONS {
+    for o in all() {
         let head = if o.arg.is_empty() {
             format!("--{}", o.name)
         } else {
@@ -121,7 +147,7 @@ mod tests {
     #[test]
     fn help_mentions_every_option() {
         let h = options();
-        for o in OPTIONS {
+        for o in all() {
             assert!(h.contains(&format!("--{}", o.name)), "{}", o.name);
         }
     }

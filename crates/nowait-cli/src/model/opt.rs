@@ -1,6 +1,6 @@
 //! What an option is: its names, the help it shows, what it sets and how
 //! its value is parsed ([`Opt`], [`Apply`]). Every option is one entry of
-//! the table in `defs.rs`.
+//! the tables in `defs/`.
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -33,7 +33,9 @@ impl Apply {
                 .ok_or_else(|| format!("'{}' is not valid UTF-8", v.to_string_lossy()))
         };
         match self {
-            Apply::Job(f) => f(job, text()?.trim()),
+            // Leading blanks stay: fio reads `bs= 4k` as 4 bytes, which
+            // the value parsers refuse instead of misreading.
+            Apply::Job(f) => f(job, text()?.trim_end()),
             Apply::Run(f) => f(run, text()?.trim()),
             Apply::JobPath(f) => f(job, nonempty_path(v)?),
             Apply::RunPath(f) => f(run, nonempty_path(v)?),

@@ -8,21 +8,21 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use crate::base::args::lex;
-use crate::model::defs::OPTIONS;
+use crate::model::defs::{all, refused};
 use crate::model::job::{Job, Settings};
 use crate::model::opt::Opt;
 
 /// Look an option up by name or alias.
 pub fn find(name: &str) -> Option<&'static Opt> {
-    OPTIONS
-        .iter()
-        .find(|o| o.name == name || o.aliases.contains(&name))
+    all().find(|o| o.name == name || o.aliases.contains(&name))
 }
 
 /// An option that does not exist, with the closest names as a hint.
 pub fn unknown(name: &str) -> String {
-    let mut near: Vec<&str> = OPTIONS
-        .iter()
+    if let Some(why) = refused::reason(name) {
+        return why;
+    }
+    let mut near: Vec<&str> = all()
         .map(|o| o.name)
         .filter(|n| n.contains(name) || name.contains(n) || edit_distance(n, name) <= 2)
         .collect();
@@ -105,32 +105,7 @@ pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool
         let canonical = find(&name).expect("lexed names are known").name;
         settings.push(setting(&name, value, format!("--{canonical}"))?);
     }
-    one_name(&settings)?;
     let help = lexed.help || lexed.positional.iter().any(|p| p == "help");
     let files = lexed.positional.into_iter().map(PathBuf::from).collect();
     Ok((settings, files, help))
-}
-
-/// fio starts a new job at each `--name` and runs the jobs side by side;
-/// nowait runs one job per command line (or per job-file section), so a
-/// second `--name` is refused rather than silently merged into one job.
-fn one_name(settings: &[Setting]) -> Result<(), String> {
-    let names: Vec<String> = settings
-        .iter()
-        .filter(|s| s.name == "name")
-        .map(|s| s.value.to_string_lossy().into_owned())
-        .collect();
-    if names.len() < 2 {
-        return Ok(());
-    }
-    Err(format!(
-        "--name given {} times ({}): fio starts a new job at each --name and runs them \
-         side by side, but nowait runs one job per command line, and would have merged \
-         them into one; run nowait once per job, or write the jobs as sections of a \
-         job file ([{}] ...), which nowait runs one after another (--numjobs=N runs N \
-         threads of one job side by side)",
-        names.len(),
-        names.join(", "),
-        names.join("] ... [")
-    ))
 }

@@ -1,85 +1,53 @@
-//! From what was given to what runs: the job files' sections and the
-//! command line resolved into jobs (`--peak`'s defaults under both), and
-//! the jobs checked against their engines: options an engine does not
-//! take are noted and dropped (a sweep does not run the same job twice),
-//! and fio's `nowait` on io_uring, which would be another workload, is
-//! refused.
+//! From what was given to what runs: the command line and the job files
+//! (read by `fio_ini`, fio's syntax) resolved into [`Run`]s — the jobs
+//! that run together, one [`Job`] per thread in fio's order — and each
+//! job checked against its engine: options an engine does not take are
+//! noted and dropped (a sweep does not run the same job twice), and
+//! options that would make another workload are refused.
+//!
+//! The command line as fio reads it: options before the first `--name`
+//! are every command-line job's, each `--name` starts a job. With job
+//! files, the options before the first `--name` apply on top of every job
+//! of the files (so a job file runs with another `--filename` or `--size`
+//! unchanged otherwise), and `--name` jobs run after the files' jobs.
+//! Comma lists of sweep options run everything once per combination.
 
 use std::path::PathBuf;
 
-use crate::base::failure::Failure;
-use crate::model::job::{uses_pool, Job, Rw, Settings};
-use crate::model::jobfile;
-use crate::model::parse::Setting;
-use crate::model::sweep::expand;
+use nowait::CachePolicy;
 
-/// Say which engine options a job's engine does not take (never silently),
-/// and drop the duplicates a sweep makes of them (`--ioengine uring,pool
-/// --nowait off,adaptive` runs uring once). `--nowait` turning RWF_NOWAIT
-/// on (always, adaptive) on io_uring where no job uses the pool is an
-/// error: it is fio's io_uring option (`uring_nowait` says why); `--nowait=0`
-/// (off, fio's default) is what nowait's uring engine does. Returns the
-/// jobs to run and the notes to print (each once).
-pub fn applicable(jobs: Vec<Job>) -> Result<(Vec<Job>, Vec<String>), String> {
-    if !jobs.iter().any(|j| uses_pool(j.ioengine)) {
-        if let Some(m) = jobs
-            .iter()
-            .filter(|j| j.ioengine == nowait::BackendKind::Uring)
-            .filter_map(|j| j.nowait)
-            .find(|m| *m != nowait::NowaitMode::Off)
-        {
-            return Err(uring_nowait(m));
-        }
-    }
-    let mut out: Vec<Job> = Vec::with_capacity(jobs.len());
-    let mut notes = Vec::new();
-    let mut noted: Vec<(&'static str, nowait::BackendKind)> = Vec::new();
-    let mut noted_time_based = false;
-    for mut j in jobs {
-        if j.time_based && j.runtime.is_none() {
-            // fio's init.c: "fio: time_based requires a runtime/timeout
-            // setting", and it turns time_based off.
-            if !noted_time_based {
-                noted_time_based = true;
-                notes.push(
-                    "note: --time_based without --runtime is ignored, as fio ignores it \
-                     (\"time_based requires a runtime\"): the job ends after reading the \
-                     region once; give --runtime=TIME to run for a time"
-                        .to_string(),
-                );
-            }
-            j.time_based = false;
-        }
-        for flag in j.inapplicable() {
-            if !noted.contains(&(flag, j.ioengine)) {
-                noted.push((flag, j.ioengine));
-                notes.push(format!(
-                    "note: {flag} does not apply to ioengine={} (not used for those jobs)",
-                    j.ioengine
-                ));
-            }
-        }
-        let n = j.normalized();
-        if !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    Ok((out, notes))
+use crate::base::failure::Failure;
+use crate::model::defs::priority;
+use crate::model::fio_ini::expand::SystemFacts;
+use crate::model::fio_ini::{parse_job_files, Context, FsLoader, RawOption, Selection};
+use crate::model::group::{assign, GroupOptions};
+use crate::model::job::{uses_pool, Job, OwnEngine, Rw, Settings};
+use crate::model::parse::{find, unknown, Setting};
+use crate::model::sweep::{apply, combinations, Combination};
+
+/// One job as fio reads it (not per thread): for handing the same jobs to
+/// fio.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FioJob {
+    /// The section's name.
+    pub name: String,
+    /// Its options in the order fio reads them (globals first, then its
+    /// own, then what the command line put on top); `None`: a bare flag.
+    pub options: Vec<(String, Option<String>)>,
 }
 
-/// Why `--nowait` with `ioengine=uring` is refused: the same words mean
-/// another workload in fio.
-fn uring_nowait(m: nowait::NowaitMode) -> String {
-    format!(
-        "--nowait={m} with --ioengine=uring: in fio, nowait=1 is an io_uring option that \
-         sets RWF_NOWAIT on every read (a read that would block fails with EAGAIN instead \
-         of waiting); in nowait, --nowait is the pool engine's mode (off, always, \
-         adaptive: try each buffered read inline with preadv2(RWF_NOWAIT) before handing \
-         it to a worker thread), and nowait's uring engine has no per-read RWF_NOWAIT, \
-         so the same command line would not be the same workload. Drop --nowait (or give \
-         --nowait=0) to read through io_uring as fio does by default, or use --ioengine=pool \
-         --nowait=always|adaptive for nowait's RWF_NOWAIT path"
-    )
+/// Jobs that run together, as fio runs the jobs of a job file.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// One job per thread, in fio's thread order (each job, then its
+    /// clones), each with its [`Job::member`].
+    pub threads: Vec<Job>,
+    /// The jobs as fio reads them, in order.
+    pub fio_jobs: Vec<FioJob>,
+    /// The job files, when fio can read them as they are (nothing on the
+    /// command line changes the jobs, no section selected, no
+    /// command-line job).
+    pub unchanged: Option<Vec<PathBuf>>,
 }
 
 /// The defaults of `--peak` (fio's t/io_uring): what the command line or a
@@ -87,6 +55,7 @@ fn uring_nowait(m: nowait::NowaitMode) -> String {
 pub fn peak_base(name: &str) -> Job {
     Job {
         name: name.into(),
+        section: name.into(),
         rw: Rw::RandRead,
         iodepth: 128,
         iodepth_batch_submit: 32,
@@ -103,35 +72,368 @@ pub fn peak_base(name: &str) -> Job {
     }
 }
 
-/// Expand job files and the command line into jobs.
-pub fn jobs(cli: &[Setting], files: &[PathBuf]) -> Result<(Vec<Job>, Settings), Failure> {
-    let (_, first) = expand(cli, &Job::default()).map_err(Failure::Usage)?;
-    let base = |name: &str| {
-        if first.peak {
+/// A raw option of a job file applied to `job`, its errors naming the
+/// file, line, option and value.
+fn apply_raw(job: &mut Job, run: &mut Settings, o: &RawOption) -> Result<(), String> {
+    let opt = find(&o.name).ok_or_else(|| format!("{}: {}", o.at, unknown(&o.name)))?;
+    if opt.apply.is_run() {
+        return Err(format!(
+            "{}: {} is an option of the command line (--{}), not of a job",
+            o.at, o.name, opt.name
+        ));
+    }
+    // A bare key is fio's "set" (1) for a flag.
+    let value = match (&o.value, opt.arg.is_empty()) {
+        (Some(v), _) => v.clone(),
+        (None, true) => "1".into(),
+        (None, false) => String::new(),
+    };
+    opt.apply
+        .to(job, run, value.as_ref())
+        .map_err(|e| format!("{}: {}={}: {e}", o.at, o.name, value))
+}
+
+/// The command line's job options split as fio reads them: those before
+/// the first `--name` (every job's), then one list per `--name`.
+fn split_jobs(cli: &[Setting]) -> (Vec<Setting>, Vec<Vec<Setting>>) {
+    let mut global = Vec::new();
+    let mut jobs: Vec<Vec<Setting>> = Vec::new();
+    for s in cli {
+        let run = find(s.name).is_some_and(|o| o.apply.is_run());
+        if run {
+            continue;
+        }
+        if s.name == "name" {
+            jobs.push(Vec::new());
+        }
+        match jobs.last_mut() {
+            Some(j) => j.push(s.clone()),
+            None => global.push(s.clone()),
+        }
+    }
+    (global, jobs)
+}
+
+/// The raw settings of the command line as fio options (for fio's copy
+/// of the jobs).
+fn raw_of(settings: &[Setting], combo: &Combination<'_>) -> Vec<(String, Option<String>)> {
+    let mut out: Vec<(String, Option<String>)> = settings
+        .iter()
+        .filter(|s| !combo.iter().any(|(o, _, _)| o.name == s.name))
+        .map(|s| {
+            (
+                s.name.to_string(),
+                Some(s.value.to_string_lossy().into_owned()),
+            )
+        })
+        .collect();
+    out.extend(
+        combo
+            .iter()
+            .map(|(o, v, _)| (o.name.to_string(), Some(v.to_string_lossy().into_owned()))),
+    );
+    out
+}
+
+/// Resolve the command line and job files into the runs to do, and the
+/// invocation's settings.
+pub fn runs(cli: &[Setting], files: &[PathBuf]) -> Result<(Vec<Run>, Settings), Failure> {
+    let mut settings = Settings::default();
+    for s in cli {
+        let opt = find(s.name).expect("settings hold known names");
+        if opt.apply.is_run() {
+            opt.apply
+                .to(&mut Job::default(), &mut settings, &s.value)
+                .map_err(|e| Failure::Usage(s.err(opt, &s.value, e)))?;
+        }
+    }
+    let (global, cli_jobs) = split_jobs(cli);
+    for j in &cli_jobs {
+        for s in j {
+            let opt = find(s.name).expect("known");
+            if opt.sweep && s.values(opt).len() > 1 {
+                return Err(Failure::Usage(format!(
+                    "{}: a comma list sweeps only before the first --name (it runs every \
+                     job once per value); give one value in a job of its own",
+                    s.origin
+                )));
+            }
+        }
+    }
+    let file_jobs = if files.is_empty() {
+        Vec::new()
+    } else {
+        let paths: Vec<&str> = files
+            .iter()
+            .map(|p| {
+                p.to_str().ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "job file {}: its name is not valid UTF-8; rename it",
+                        p.display()
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let var = |n: &str| std::env::var(n).ok();
+        let ctx = Context {
+            loader: &FsLoader,
+            var: &var,
+            facts: SystemFacts::this_machine(),
+        };
+        let sel = Selection {
+            sections: settings.sections.clone(),
+            exclude: settings.exclude_sections.clone(),
+        };
+        let jobs =
+            parse_job_files(&paths, &sel, &ctx).map_err(|e| Failure::Usage(e.to_string()))?;
+        if jobs.is_empty() {
+            return Err(Failure::Usage(format!(
+                "{}: no job to run (every section was a global one, or none was selected); \
+                 add a [job] section",
+                files[0].display()
+            )));
+        }
+        jobs
+    };
+    if !settings.sections.is_empty() && files.is_empty() {
+        return Err(Failure::Usage(
+            "--section selects jobs of a job file; name one".into(),
+        ));
+    }
+    let base = |name: &str, from_file: bool| {
+        if settings.peak {
             peak_base(name)
         } else {
             Job {
                 name: name.into(),
+                section: name.into(),
+                // A job file's default engine is fio's (psync); the
+                // command line's is nowait's (uring).
+                ioengine: if from_file {
+                    nowait::BackendKind::Sync
+                } else {
+                    Job::default().ioengine
+                },
                 ..Job::default()
             }
         }
     };
-    if files.is_empty() {
-        return expand(cli, &base("nowait")).map_err(Failure::Usage);
+    let unchanged = (global.is_empty()
+        && cli_jobs.is_empty()
+        && settings.sections.is_empty()
+        && settings.exclude_sections.is_empty())
+    .then(|| files.to_vec());
+    let mut out = Vec::new();
+    for combo in combinations(&global) {
+        let mut jobs: Vec<(Job, FioJob)> = Vec::new();
+        let mut scratch = Settings::default();
+        for fj in &file_jobs {
+            let mut job = base(&fj.name, true);
+            // Global options are read in their section, then the job's own;
+            // each in fio's priority order.
+            for global_part in [true, false] {
+                let mut opts: Vec<&RawOption> = fj
+                    .options
+                    .iter()
+                    .filter(|o| o.global == global_part)
+                    .collect();
+                opts.sort_by_key(|o| -priority(&o.name));
+                for o in opts {
+                    apply_raw(&mut job, &mut scratch, o).map_err(Failure::Usage)?;
+                }
+                if global_part {
+                    // fio names a job after its section whatever a global
+                    // `name` says (get_new_job); its own `name` wins.
+                    job.name = fj.name.clone();
+                }
+            }
+            job.stonewall |= fj.file_stonewall;
+            apply(&global, &combo, &mut job, &mut scratch).map_err(Failure::Usage)?;
+            let mut options: Vec<(String, Option<String>)> = fj
+                .options
+                .iter()
+                .map(|o| (o.name.clone(), o.value.clone()))
+                .collect();
+            if fj.file_stonewall {
+                options.push(("stonewall".into(), None));
+            }
+            options.extend(raw_of(&global, &combo));
+            jobs.push((
+                job,
+                FioJob {
+                    name: fj.name.clone(),
+                    options,
+                },
+            ));
+        }
+        let lone = file_jobs.is_empty() && cli_jobs.is_empty();
+        let own: Vec<&[Setting]> = if lone {
+            vec![&[]]
+        } else {
+            cli_jobs.iter().map(Vec::as_slice).collect()
+        };
+        for j in own {
+            let name = j.first().map_or("nowait".to_string(), |s| {
+                s.value.to_string_lossy().into_owned()
+            });
+            let mut job = base(&name, false);
+            apply(&global, &combo, &mut job, &mut scratch).map_err(Failure::Usage)?;
+            apply(j, &Vec::new(), &mut job, &mut scratch).map_err(Failure::Usage)?;
+            let mut options = raw_of(&global, &combo);
+            options.extend(raw_of(j, &Vec::new()));
+            options.retain(|(n, _)| n != "name");
+            jobs.push((job, FioJob { name, options }));
+        }
+        let groups: Vec<GroupOptions> = jobs
+            .iter()
+            .map(|(j, _)| GroupOptions {
+                stonewall: j.stonewall,
+                new_group: j.new_group,
+                group_reporting: j.group_reporting,
+                numjobs: j.numjobs as u32,
+            })
+            .collect();
+        let threads = assign(&groups)
+            .into_iter()
+            .map(|(i, member)| Job {
+                member,
+                ..jobs[i].0.clone()
+            })
+            .collect();
+        out.push(Run {
+            threads,
+            fio_jobs: jobs.into_iter().map(|(_, f)| f).collect(),
+            unchanged: unchanged.clone(),
+        });
     }
-    let mut all = Vec::new();
-    let mut settings = Settings::default();
-    for f in files {
-        for section in jobfile::load(f).map_err(Failure::Usage)? {
-            let base = base(&section.name);
-            let mut set = section.settings.clone();
-            set.extend(cli.iter().cloned());
-            let (jobs, s) = expand(&set, &base).map_err(Failure::Usage)?;
-            settings = s;
-            all.extend(jobs);
+    Ok((out, settings))
+}
+
+/// Check every run's jobs against their engines: say which engine options
+/// a job's engine does not take (never silently) and drop them, so a sweep
+/// (`--ioengine uring,pool --nowait off,adaptive`) runs uring once; refuse
+/// what would be another workload. Returns the runs to do and the notes to
+/// print (each once).
+pub fn applicable(runs: Vec<Run>) -> Result<(Vec<Run>, Vec<String>), String> {
+    let mut out: Vec<Run> = Vec::with_capacity(runs.len());
+    let mut notes = Vec::new();
+    let mut noted: Vec<(&'static str, &'static str)> = Vec::new();
+    let mut noted_time_based = false;
+    // With a pool job among the runs (a sweep over engines), nowait is the
+    // pool's option, noted as not applying to the others.
+    let any_pool = runs
+        .iter()
+        .flat_map(|r| &r.threads)
+        .any(|j| uses_pool(j.ioengine) && j.own_engine.is_none());
+    for mut run in runs {
+        for j in &mut run.threads {
+            j.measuring
+                .check()
+                .map_err(|e| format!("job {}: {e}", j.name))?;
+            if !any_pool {
+                fio_nowait(j)?;
+            }
+            own_engine_cache(j)?;
+            if j.time_based && j.runtime.is_none() {
+                // fio's init.c: "fio: time_based requires a runtime/timeout
+                // setting", and it turns time_based off.
+                if !noted_time_based {
+                    noted_time_based = true;
+                    notes.push(
+                        "note: time_based without runtime is ignored, as fio ignores it \
+                         (\"time_based requires a runtime\"): the job ends after reading \
+                         its size; give runtime=TIME to run for a time"
+                            .to_string(),
+                    );
+                }
+                j.time_based = false;
+            }
+            for flag in j.inapplicable() {
+                let engine = j.engine_name();
+                if !noted.contains(&(flag, engine)) {
+                    noted.push((flag, engine));
+                    notes.push(format!(
+                        "note: {flag} does not apply to ioengine={engine} (not used for \
+                         those jobs)"
+                    ));
+                }
+            }
+            *j = j.normalized();
+        }
+        if !out.iter().any(|r| r.threads == run.threads) {
+            out.push(run);
         }
     }
-    Ok((all, settings))
+    Ok((out, notes))
+}
+
+/// fio's `nowait` as the job's engine reads it: RWF_NOWAIT on every read
+/// for pvsync2, the pool's mode for the pool, refused with io_uring (where
+/// it would be another workload), and only 0 elsewhere.
+fn fio_nowait(j: &mut Job) -> Result<(), String> {
+    use nowait::NowaitMode::{Adaptive, Always, Off};
+    let Some(m) = j.nowait else {
+        return Ok(());
+    };
+    if uses_pool(j.ioengine) && j.own_engine.is_none() {
+        return Ok(());
+    }
+    match (j.own_engine, m) {
+        (_, Off) => {
+            j.nowait = None;
+            Ok(())
+        }
+        (Some(OwnEngine::Pvsync2), Always) => {
+            (j.rwf_nowait, j.nowait) = (true, None);
+            Ok(())
+        }
+        (Some(OwnEngine::Pvsync2), Adaptive) => Err(format!(
+            "job {}: nowait=adaptive is the pool engine's mode; with ioengine=pvsync2 \
+             nowait=1 sets RWF_NOWAIT on every read (give 1 or 0)",
+            j.name
+        )),
+        (None, _) if j.ioengine == nowait::BackendKind::Uring => Err(uring_nowait(m)),
+        _ => Err(format!(
+            "job {}: nowait={m} with ioengine={}: RWF_NOWAIT per read is fio's option of \
+             pvsync2 and io_uring, and nowait's pool mode of ioengine=pool; this engine \
+             has neither (give 0 or drop it)",
+            j.name,
+            j.engine_name()
+        )),
+    }
+}
+
+/// Why `nowait` with `ioengine=io_uring` is refused: the same words mean
+/// another workload in fio.
+fn uring_nowait(m: nowait::NowaitMode) -> String {
+    format!(
+        "nowait={m} with ioengine=io_uring: in fio, nowait=1 is an io_uring option that \
+         sets RWF_NOWAIT on every read (a read that would block fails with EAGAIN instead \
+         of waiting), and nowait's uring engine sets no per-read flags, so the same job \
+         would not be the same workload. Drop nowait (or give 0) to read through io_uring \
+         as fio does by default; use ioengine=pvsync2 nowait=1 for RWF_NOWAIT on every \
+         read, or ioengine=pool nowait=always|adaptive for nowait's RWF_NOWAIT path"
+    )
+}
+
+/// fio's engines other than `pvsync2` have no `uncached` option, and none
+/// has nowait's adaptive policy: a job through one of them that asks for a
+/// cache policy is refused rather than read with the page cache kept.
+fn own_engine_cache(j: &Job) -> Result<(), String> {
+    let Some(own) = j.own_engine else {
+        return Ok(());
+    };
+    match j.normalized().cache {
+        CachePolicy::Keep => Ok(()),
+        CachePolicy::Drop if own == OwnEngine::Pvsync2 => Ok(()),
+        policy => Err(format!(
+            "job {}: cache={policy} with ioengine={}: fio's {} engine has no uncached              reads{}; use ioengine=pvsync2 (preadv2 with RWF_DONTCACHE) or one of nowait's              engines (io_uring, libaio, psync, pool), which take every cache policy",
+            j.name,
+            j.engine_name(),
+            j.engine_name(),
+            if policy == CachePolicy::Adaptive { " and no adaptive policy" } else { "" },
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -139,39 +441,122 @@ mod tests {
     use super::*;
     use crate::base::args::words;
     use crate::model::parse::parse_args;
-    use crate::model::sweep::job_of;
+
+    fn runs_of(cmd: &str, files: &[PathBuf]) -> Result<Vec<Run>, String> {
+        let (set, _, _) = parse_args(&words(cmd))?;
+        runs(&set, files)
+            .map(|r| r.0)
+            .map_err(|f| f.message().to_string())
+    }
 
     /// fio turns time_based off without a runtime (init.c), and so does
     /// nowait: the job ends after one pass instead of running for ever.
     #[test]
     fn time_based_without_runtime_is_off_as_in_fio() {
-        let j = job_of("--time_based");
-        assert!(j.time_based && j.runtime.is_none());
-        let (out, notes) = applicable(vec![j]).unwrap();
-        assert!(!out[0].time_based);
-        assert!(notes[0].contains("--time_based without --runtime is ignored"));
-        let j = job_of("--time_based --runtime=2");
-        assert!(applicable(vec![j]).unwrap().0[0].time_based);
+        let r = runs_of("--time_based", &[]).unwrap();
+        let (out, notes) = applicable(r).unwrap();
+        assert!(!out[0].threads[0].time_based);
+        assert!(notes[0].contains("time_based without runtime is ignored"));
+        let r = runs_of("--time_based --runtime=2", &[]).unwrap();
+        assert!(applicable(r).unwrap().0[0].threads[0].time_based);
     }
 
     /// fio's `nowait=0` is its default (no RWF_NOWAIT): accepted with
     /// io_uring; only the values that turn RWF_NOWAIT on are refused, also
-    /// when a sweep lists off first.
+    /// when a sweep lists off first; pvsync2 takes it as fio does.
     #[test]
-    fn nowait_off_with_io_uring_is_fios_default_not_an_error() {
+    fn fios_nowait_means_what_it_means_to_each_engine() {
         for off in ["--nowait=0", "--nowait=off"] {
-            let j = job_of(&format!("--ioengine=io_uring {off}"));
-            let (out, _) = applicable(vec![j]).unwrap();
-            assert_eq!(out[0].ioengine, nowait::BackendKind::Uring);
+            let r = runs_of(&format!("--ioengine=io_uring {off}"), &[]).unwrap();
+            let (out, _) = applicable(r).unwrap();
+            assert_eq!(out[0].threads[0].ioengine, nowait::BackendKind::Uring);
         }
         for on in ["--nowait=1", "--nowait=always", "--nowait=adaptive"] {
-            let j = job_of(&format!("--ioengine=io_uring {on}"));
-            let e = applicable(vec![j]).unwrap_err();
+            let r = runs_of(&format!("--ioengine=io_uring {on}"), &[]).unwrap();
+            let e = applicable(r).unwrap_err();
             assert!(e.contains("RWF_NOWAIT on every read"), "{on}: {e}");
         }
-        let (set, _, _) = parse_args(&words("--ioengine=uring --nowait=off,always")).unwrap();
-        let (jobs, _) = expand(&set, &Job::default()).unwrap();
-        assert_eq!(jobs.len(), 2);
-        assert!(applicable(jobs).unwrap_err().contains("--nowait=always"));
+        let r = runs_of("--ioengine=uring --nowait=off,always", &[]).unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(applicable(r).unwrap_err().contains("nowait=always"));
+        let r = runs_of("--ioengine=pvsync2 --nowait=1 --hipri=1", &[]).unwrap();
+        let j = &applicable(r).unwrap().0[0].threads[0];
+        assert!(j.rwf_nowait && j.nowait.is_none() && j.hipri == Some(true));
+        let r = runs_of("--ioengine=pool --nowait=1", &[]).unwrap();
+        let j = &applicable(r).unwrap().0[0].threads[0];
+        assert_eq!(j.nowait, Some(nowait::NowaitMode::Always));
+        // A sweep with the pool: the pool's option, noted for io_uring.
+        let r = runs_of("--ioengine=uring,pool --nowait=always", &[]).unwrap();
+        let (out, notes) = applicable(r).unwrap();
+        assert_eq!(out.len(), 2);
+        assert!(notes.iter().any(|n| n.contains("--nowait")), "{notes:?}");
+    }
+
+    /// Each --name starts a job of its own; the options before the first
+    /// are every job's; numjobs clones follow their job.
+    #[test]
+    fn command_line_jobs_as_fio_reads_them() {
+        let r = runs_of(
+            "--bs=8k --name=a --rw=randread --numjobs=2 --name=b --iodepth=4",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(r.len(), 1);
+        let t = &r[0].threads;
+        let got: Vec<(&str, u64, Rw, usize, u32)> = t
+            .iter()
+            .map(|j| (j.name.as_str(), j.bs, j.rw, j.iodepth, j.member.clone))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a", 8192, Rw::RandRead, 1, 0),
+                ("a", 8192, Rw::RandRead, 1, 1),
+                ("b", 8192, Rw::Read, 4, 0)
+            ]
+        );
+        assert_eq!(r[0].fio_jobs.len(), 2);
+        let e = runs_of("--name=a --iodepth=1,2", &[]).unwrap_err();
+        assert!(e.contains("before the first --name"), "{e}");
+    }
+
+    /// A job file's jobs, with the command line on top, and fio's default
+    /// engine (psync) where the file names none.
+    #[test]
+    fn job_files_with_the_command_line_on_top() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("j.fio");
+        std::fs::write(
+            &f,
+            "[global]\nbs=4k\nkb_base=1000\n[a]\nrw=randread\nsize=1m\n[b]\nstonewall\nioengine=libaio\n",
+        )
+        .unwrap();
+        let r = runs_of("--iodepth=1,8 --size=2k", std::slice::from_ref(&f)).unwrap();
+        assert_eq!(r.len(), 2, "one run per swept value");
+        let t = &r[1].threads;
+        assert_eq!(t.len(), 2);
+        assert_eq!(t[0].ioengine, nowait::BackendKind::Sync, "fio's psync");
+        assert_eq!(t[1].ioengine, nowait::BackendKind::Aio);
+        // kb_base=1000 in the global section reads its own bs=4k after it.
+        assert_eq!((t[0].bs, t[0].iodepth), (4000, 8));
+        assert_eq!(
+            t[0].size,
+            Some(crate::model::fio_ini::value::Size::Bytes(2000))
+        );
+        assert_eq!((t[0].member.group, t[1].member.group), (0, 1));
+        assert!(r[0].unchanged.is_none());
+        let plain = runs_of("", std::slice::from_ref(&f)).unwrap();
+        assert_eq!(
+            plain[0].unchanged.as_deref(),
+            Some(std::slice::from_ref(&f))
+        );
+        let e = runs_of("", &[dir.path().join("none.fio")]).unwrap_err();
+        assert!(e.contains("none.fio"), "{e}");
+        std::fs::write(&f, "[a]\nrwmixread=70\n").unwrap();
+        let e = runs_of("", std::slice::from_ref(&f)).unwrap_err();
+        assert!(
+            e.contains("j.fio:2") && e.contains("rwmixread") && e.contains("reads only"),
+            "{e}"
+        );
     }
 }

@@ -2,46 +2,83 @@
 //! every combination of the sweep options' comma lists (`--iodepth 1,2,4
 //! --ioengine uring,sync`).
 
-use crate::model::defs::OPTIONS;
+use std::ffi::OsString;
+
+use crate::model::defs::{all, priority};
 use crate::model::job::{Job, Settings};
 use crate::model::opt::Opt;
 #[cfg(test)]
 use crate::model::parse::parse_args;
 use crate::model::parse::{find, Setting};
 
-/// Apply settings in order: a job for every combination of sweep lists
-/// (in table order: rw, bs, ioengine, iodepth, …; the last varies fastest),
-/// and the invocation settings.
-pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), String> {
-    let mut run = Settings::default();
-    let mut job = base.clone();
-    // The last setting of each sweep option wins, like any other option.
+/// One combination of the sweep options: each option with its value.
+pub type Combination<'s> = Vec<(&'static Opt, OsString, &'s Setting)>;
+
+/// The combinations of the sweep options' comma lists among `settings`
+/// (the last setting of each sweep option wins, like any other option), in
+/// table order (rw, ioengine, iodepth, …; the last varies fastest). One
+/// empty combination when nothing sweeps.
+pub fn combinations(settings: &[Setting]) -> Vec<Combination<'_>> {
     let mut sweeps: Vec<(&'static Opt, &Setting)> = Vec::new();
     for s in settings {
         let opt = find(s.name).expect("settings hold known names");
         if opt.sweep {
             sweeps.retain(|(o, _)| o.name != opt.name);
             sweeps.push((opt, s));
-        } else {
-            opt.apply
-                .to(&mut job, &mut run, &s.value)
-                .map_err(|e| s.err(opt, &s.value, e))?;
         }
     }
-    sweeps.sort_by_key(|(o, _)| OPTIONS.iter().position(|x| x.name == o.name));
-    let mut jobs = vec![job];
+    sweeps.sort_by_key(|(o, _)| all().position(|x| x.name == o.name));
+    let mut combos: Vec<Combination<'_>> = vec![Vec::new()];
     for (opt, s) in sweeps {
         let mut next = Vec::new();
-        for j in &jobs {
+        for c in &combos {
             for v in s.values(opt) {
-                let mut j = j.clone();
-                opt.apply
-                    .to(&mut j, &mut run, &v)
-                    .map_err(|e| s.err(opt, &v, e))?;
-                next.push(j);
+                let mut c = c.clone();
+                c.push((opt, v, s));
+                next.push(c);
             }
         }
-        jobs = next;
+        combos = next;
+    }
+    combos
+}
+
+/// Apply `settings` to `job` and `run`: those of options the combination
+/// does not give, in fio's priority order (`kb_base` first, `filename`
+/// last), then the combination's values.
+pub fn apply(
+    settings: &[Setting],
+    combo: &Combination<'_>,
+    job: &mut Job,
+    run: &mut Settings,
+) -> Result<(), String> {
+    let mut plain: Vec<(&'static Opt, &Setting)> = settings
+        .iter()
+        .map(|s| (find(s.name).expect("settings hold known names"), s))
+        .filter(|(o, _)| !combo.iter().any(|(c, _, _)| c.name == o.name))
+        .collect();
+    plain.sort_by_key(|(o, _)| -priority(o.name));
+    for (opt, s) in plain {
+        opt.apply
+            .to(job, run, &s.value)
+            .map_err(|e| s.err(opt, &s.value, e))?;
+    }
+    for (opt, v, s) in combo {
+        opt.apply.to(job, run, v).map_err(|e| s.err(opt, v, e))?;
+    }
+    Ok(())
+}
+
+/// Apply settings in order: a job for every combination of sweep lists,
+/// and the invocation settings.
+pub fn expand(settings: &[Setting], base: &Job) -> Result<(Vec<Job>, Settings), String> {
+    let mut run = Settings::default();
+    let mut jobs = Vec::new();
+    for combo in combinations(settings) {
+        let mut job = base.clone();
+        run = Settings::default();
+        apply(settings, &combo, &mut job, &mut run)?;
+        jobs.push(job);
     }
     Ok((jobs, run))
 }
@@ -60,7 +97,7 @@ pub(crate) fn job_of(s: &str) -> Job {
 mod tests {
     use std::path::PathBuf;
 
-    use nowait::{BackendKind, NowaitMode};
+    use nowait::{BackendKind, CachePolicy, NowaitMode};
 
     use super::{job_of as job, *};
     use crate::base::args::words as args;
@@ -89,7 +126,7 @@ mod tests {
     /// the example says.
     #[test]
     fn every_option_sets_what_its_example_says_in_both_spellings() {
-        for o in OPTIONS {
+        for o in all() {
             let (Example::Job(value, _) | Example::Run(value, _)) = o.example;
             for name in std::iter::once(&o.name).chain(o.aliases) {
                 let a = parsed(&format!("--{name}={value}"));
@@ -111,7 +148,7 @@ mod tests {
         ))
         .unwrap();
         let (_, s) = expand(&set, &Job::default()).unwrap();
-        assert_eq!(s.format, Format::Json);
+        assert_eq!(s.format, Format::JSON);
         assert_eq!(s.output.as_deref(), Some("/tmp/o".as_ref()));
         assert_eq!(s.plot.as_deref(), Some("/tmp/p.svg".as_ref()));
         assert!(s.compare_fio);
@@ -161,14 +198,15 @@ mod tests {
             assert!(e.contains(&format!("--{name}")), "{a}: {e}");
         }
         assert!(err("--iodepth=-4").contains("negative"));
-        // Each states the real range, not "0 or more".
+        // Each says what is wrong: negative, or the real range.
         for (a, want) in [
-            ("--iodepth=-1", "'-1' is negative; use 1 to 16384"),
+            ("--iodepth=-1", "cannot be negative"),
             ("--iodepth=0", "0 is out of range; use 1 to 16384"),
-            ("--numjobs=-2", "use 1 to 1024"),
-            ("--number_ios=-5", "'-5' is negative; use at least 1"),
-            ("--runtime=-1", "more than 0"),
-            ("--bs=-4k", "give a size such as 4k"),
+            ("--numjobs=-2", "cannot be negative"),
+            ("--numjobs=2000", "use 1 to 1024"),
+            ("--number_ios=-5", "cannot be negative"),
+            ("--runtime=-1", "a time cannot be negative"),
+            ("--bs=-4k", "cannot be negative"),
         ] {
             let e = err(a);
             assert!(e.contains(want) && !e.contains("0 or more"), "{a}: {e}");
@@ -178,21 +216,15 @@ mod tests {
     }
 
     #[test]
-    fn a_second_name_is_refused_not_merged() {
-        let e = err("--name=a --rw=read --name=b --rw=randread");
-        assert!(
-            e.contains("--name given 2 times (a, b)") && e.contains("job file"),
-            "{e}"
-        );
-        assert_eq!(job("--name=a --rw=read").name, "a");
-    }
-
-    #[test]
     fn group_reporting_and_thread_are_fios_on_the_command_line_too() {
         let j = job("--numjobs=2 --group_reporting --thread --rw=randread");
-        assert_eq!((j.numjobs, j.rw), (2, Rw::RandRead));
+        assert_eq!(
+            (j.numjobs, j.rw, j.group_reporting),
+            (2, Rw::RandRead, true)
+        );
         assert!(err("--thread=0").contains("--thread"));
-        assert!(err("--group_reporting=0").contains("--group_reporting"));
+        // fio's default: each clone reported on its own.
+        assert!(!job("--numjobs=2 --group_reporting=0").group_reporting);
     }
 
     #[test]
@@ -240,7 +272,9 @@ mod tests {
         assert_eq!(jobs[0].bs, 8192);
         assert_eq!(job("--bs=,16k").bs, 4096);
         assert_eq!(job("--bs=16k,,4k").bs, 16384);
-        assert!(err("--bs=4k,8q").contains("write/trim size"));
+        assert_eq!(job("--bs=4k,8k").bs_write, 8192);
+        let e = err("--bs=4k,8q");
+        assert!(e.contains("--bs") && e.contains("unknown unit"), "{e}");
         assert!(err("--bs=4k,8k,8k,8k").contains("at most three"));
     }
 
@@ -270,6 +304,31 @@ mod tests {
         assert_eq!(jobs[0].engine_label(), "pool:off");
         let e = err("--nowait=sometimes");
         assert!(e.contains("--nowait") && e.contains("adaptive"), "{e}");
+    }
+
+    /// nowait's --cache sweeps like any engine option; fio's uncached=N is
+    /// the same setting (0 keep, else drop), and direct reads have none.
+    #[test]
+    fn cache_policies_sweep_and_uncached_is_fios_name_for_drop() {
+        let (set, _, _) = parse_args(&args("--cache keep,drop,adaptive")).unwrap();
+        let (jobs, _) = expand(&set, &Job::default()).unwrap();
+        let labels: Vec<_> = jobs.iter().map(|j| j.engine_label()).collect();
+        assert_eq!(
+            labels,
+            ["uring", "uring+cache=drop", "uring+cache=adaptive"]
+        );
+        assert_eq!(job("--uncached=1").cache, CachePolicy::Drop);
+        assert_eq!(job("--uncached=0").cache, CachePolicy::Keep);
+        assert_eq!(
+            job("--uncached=1 --ioengine=aio").engine_label(),
+            "aio+cache=drop"
+        );
+        let direct = job("--cache=drop --direct=1");
+        assert_eq!(direct.normalized().cache, CachePolicy::Keep);
+        assert_eq!(direct.engine_label(), "uring");
+        let e = err("--cache=sometimes");
+        assert!(e.contains("--cache") && e.contains("adaptive"), "{e}");
+        assert!(err("--uncached=yes").contains("--uncached"));
     }
 
     #[test]
@@ -318,19 +377,21 @@ mod tests {
 
     #[test]
     fn filename_colons_are_fios_file_separators() {
-        let e = err("--filename=/tmp/fa:/tmp/fb");
-        assert!(
-            e.contains("--filename") && e.contains("'/tmp/fa', '/tmp/fb'") && e.contains("\\:"),
-            "{e}"
+        let j = job("--filename=/tmp/fa:/tmp/fb");
+        assert_eq!(
+            j.filenames(),
+            [PathBuf::from("/tmp/fa"), PathBuf::from("/tmp/fb")]
         );
         assert_eq!(
-            job(r"--filename=/dev/dsk/foo@3,0\:c").filename,
-            Some(PathBuf::from("/dev/dsk/foo@3,0:c"))
+            job(r"--filename=/dev/dsk/foo@3,0\:c").filenames(),
+            [PathBuf::from("/dev/dsk/foo@3,0:c")]
         );
         // Other backslashes are the name's own.
         assert_eq!(
-            job(r"--filename=/tmp/a\b").filename,
-            Some(PathBuf::from(r"/tmp/a\b"))
+            job(r"--filename=/tmp/a\b").filenames(),
+            [PathBuf::from(r"/tmp/a\b")]
         );
+        let e = err("--filename=/tmp/a::/tmp/b");
+        assert!(e.contains("--filename") && e.contains("empty file"), "{e}");
     }
 }

@@ -10,49 +10,40 @@ use nowait::{BackendKind, NowaitMode};
 
 use crate::base::args::bool_word;
 
-/// A `filename` as fio reads it: `\:` is a colon of the name, a bare `:`
-/// separates several files, which nowait does not read (one file per job).
-pub fn fio_filename(v: PathBuf) -> Result<PathBuf, String> {
+/// A `filename` as fio reads it: files separated by `:`, a colon of a name
+/// written `\\:`. Each must be named (an empty one is an error).
+pub fn split_filenames(v: &std::path::Path) -> Result<Vec<PathBuf>, String> {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let bytes = v.as_os_str().as_bytes();
-    let mut name = Vec::with_capacity(bytes.len());
-    let mut parts = vec![Vec::new()];
+    let mut parts: Vec<Vec<u8>> = vec![Vec::new()];
     let mut i = 0;
     while i < bytes.len() {
         match (bytes[i], bytes.get(i + 1)) {
             (b'\\', Some(b':')) => {
-                name.push(b':');
-                parts
-                    .last_mut()
-                    .expect("one part")
-                    .extend_from_slice(b"\\:");
+                parts.last_mut().expect("one part").push(b':');
                 i += 2;
                 continue;
             }
             (b':', _) => parts.push(Vec::new()),
-            (b, _) => {
-                name.push(b);
-                parts.last_mut().expect("one part").push(b);
-            }
+            (b, _) => parts.last_mut().expect("one part").push(b),
         }
         i += 1;
     }
-    if parts.len() > 1 {
-        let list: Vec<String> = parts
-            .iter()
-            .map(|p| format!("'{}'", String::from_utf8_lossy(p)))
-            .collect();
-        return Err(format!(
-            "fio reads ':' as a separator of several files ({}, shared by one job), but \
-             nowait reads one file per job: run once per file (or one job-file section \
-             each); if the colon is part of the file's name, write it as '\\:' as in fio",
-            list.join(", ")
-        ));
+    if parts.iter().any(Vec::is_empty) {
+        return Err(if parts.len() == 1 {
+            "needs a value".into()
+        } else {
+            format!(
+                "'{}' names an empty file between colons (fio separates several files \
+                 with ':'; write a colon that is part of a name as '\\:')",
+                v.display()
+            )
+        });
     }
-    if name.is_empty() {
-        return Err("needs a value".into());
-    }
-    Ok(PathBuf::from(std::ffi::OsString::from_vec(name)))
+    Ok(parts
+        .into_iter()
+        .map(|p| PathBuf::from(std::ffi::OsString::from_vec(p)))
+        .collect())
 }
 
 pub fn nonempty(v: &str) -> Result<&str, String> {
@@ -262,6 +253,87 @@ pub fn parse_json_format(value: &str) -> Result<bool, String> {
         "json" => Ok(true),
         "normal" => Ok(false),
         _ => Err("use normal or json".into()),
+    }
+}
+
+/// fio's value parsers (`model/fio_ini/value.rs`) with the job's
+/// `kb_base`, their errors in words.
+pub mod fio {
+    use std::time::Duration;
+
+    use crate::model::fio_ini::value::{
+        self, parse_per_ddir, KbBase, ListSeps, Size, TimeUnit, ValueError,
+    };
+
+    fn words<T>(r: Result<T, ValueError>) -> Result<T, String> {
+        r.map_err(|e| e.0)
+    }
+
+    /// An integer with fio's units (`16`, `4k`, `0x10`), no percentage.
+    pub fn bytes(kb: KbBase, v: &str) -> Result<u64, String> {
+        words(value::parse_bytes(v, kb))
+    }
+
+    /// An integer from `lo` to `hi` (fio's `INT` options take units too).
+    pub fn int(kb: KbBase, v: &str, lo: u64, hi: u64) -> Result<u64, String> {
+        super::in_range(bytes(kb, v)?, lo, hi)
+    }
+
+    /// A size or a percentage of the file.
+    pub fn size(kb: KbBase, v: &str) -> Result<Size, String> {
+        words(value::parse_size(v, kb))
+    }
+
+    /// A signed byte count (`offset_increment` may not be negative; holes may).
+    pub fn signed(kb: KbBase, v: &str) -> Result<i64, String> {
+        words(value::parse_signed_bytes(v, kb))
+    }
+
+    /// A time whose plain numbers are seconds (`runtime`, `startdelay`).
+    pub fn secs(v: &str) -> Result<Duration, String> {
+        words(value::parse_time_us(v, TimeUnit::Seconds)).map(Duration::from_micros)
+    }
+
+    /// A time whose plain numbers are microseconds (`thinktime`).
+    pub fn micros(v: &str) -> Result<u64, String> {
+        words(value::parse_time_us(v, TimeUnit::Micros))
+    }
+
+    /// A boolean: fio's integers (0 false, else true), and nowait's words
+    /// (true/false, yes/no, on/off).
+    pub fn flag(v: &str) -> Result<bool, String> {
+        match crate::base::args::bool_word(v) {
+            Some(b) => Ok(b),
+            None => words(value::parse_bool(v))
+                .map_err(|_| format!("`{}` is not a boolean; use 1 or 0", v.trim())),
+        }
+    }
+
+    /// The read value of a per-direction list (`rate=1m,2m`: 1m): `None`
+    /// when the list gives writes or trims only.
+    pub fn read_of<T: Clone>(
+        v: &str,
+        seps: ListSeps,
+        parse: impl FnMut(&str) -> Result<T, ValueError>,
+    ) -> Result<Option<T>, String> {
+        words(parse_per_ddir(v, seps, parse)).map(|d| d.read)
+    }
+
+    /// The read value of an integer list (`rate=1m,2m`, `blockalign`).
+    pub fn read_bytes(kb: KbBase, v: &str) -> Result<Option<u64>, String> {
+        read_of(v, ListSeps::Any, |x| value::parse_bytes(x, kb))
+    }
+
+    /// A time range `lo-hi` (seconds unless a unit says otherwise), or one time.
+    pub fn secs_range(v: &str) -> Result<(Duration, Duration), String> {
+        let t = v.trim();
+        match t.split_once('-').filter(|(a, _)| !a.is_empty()) {
+            Some((a, b)) => {
+                let (a, b) = (secs(a)?, secs(b)?);
+                Ok(if a <= b { (a, b) } else { (b, a) })
+            }
+            None => secs(t).map(|d| (d, d)),
+        }
     }
 }
 

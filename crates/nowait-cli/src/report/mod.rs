@@ -1,46 +1,107 @@
-//! Reports, the top floor under the commands: a job's text shaped like
-//! fio's (`text.rs`), the sweep table (`table.rs`), fio's JSON filled from
-//! the rows (`json.rs`), the words they share (`words.rs`), the mixed
-//! scenario's per-stream figures (`streams.rs`) and the queue-depth plot
-//! (`plot.rs`). [`render`] picks the one `--output-format` asks for.
+//! Reports, the top floor under the commands: fio's reports of a run as
+//! fio folds it into jobs and groups (`group.rs`): its normal text
+//! (`normal.rs`), JSON and json+ (`json.rs`), terse lines (`terse.rs`);
+//! nowait's lines beside fio's and `--peak`'s text (`text.rs`), the sweep
+//! table (`table.rs`), the words they share (`words.rs`), the mixed
+//! scenario's per-stream figures (`streams.rs`), the queue-depth plot
+//! (`plot.rs`) and the `scan` scenario's table (`scan.rs`). [`render`]
+//! writes the formats `--output-format` asks for, in fio's order: terse,
+//! JSON, normal.
 
+pub mod group;
 pub mod json;
+pub mod normal;
 pub mod plot;
+pub mod scan;
 pub mod streams;
 pub mod table;
+pub mod terse;
 pub mod text;
 pub mod words;
 
 use crate::base::host::host;
 use crate::measure::row::Row;
 use crate::model::job::Format;
+use crate::report::group::{disks, entries, groups};
 
-/// The report of `rows` in `format`: fio-shaped text (with `peak`,
-/// `--peak`'s) and the sweep table when there is more than one row or fio
-/// was compared, or fio's JSON (`fio_version`: fio's, when compared).
+/// The report of `rows` in `format` (`fio_version`: fio's, when
+/// compared): terse lines, then the JSON document, then the text: each job's
+/// line, fio's block of each reported job followed by nowait's lines of its
+/// jobs, the group lines and the disks, and the sweep table when there is
+/// more than one row or fio was compared. With `peak`, `--peak`'s text or
+/// JSON.
 pub fn render(rows: &[Row], format: Format, peak: bool, fio_version: Option<&str>) -> String {
-    match format {
-        Format::Json => {
-            let doc = json::doc(rows, fio_version, peak);
-            serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n"
+    let mut out = String::new();
+    if peak {
+        if format.json {
+            let doc = json::doc(rows, fio_version, true, format.json_plus);
+            out += &(serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n");
         }
-        Format::Normal => {
+        if format.normal || format.terse {
             let file = rows.first().and_then(|r| r.ours.job.filename.as_deref());
-            let mut t = format!("host: {}\n", host(file));
+            out += &format!("host: {}\n", host(file));
             for r in rows {
-                t.push('\n');
-                t.push_str(&match peak {
-                    true => text::peak(&r.ours),
-                    false => text::human(r),
-                });
+                out.push('\n');
+                out += &text::peak(&r.ours);
             }
-            if !peak && (rows.len() > 1 || rows.iter().any(|r| r.fio.is_some())) {
-                t.push('\n');
-                t.push_str(&table::table(rows));
-            }
-            t
+        }
+        return out;
+    }
+    let es = entries(rows);
+    let gs = groups(&es);
+    let all_disks = disks(rows);
+    if format.terse {
+        for e in &es {
+            let g = gs
+                .iter()
+                .find(|g| g.groupid == e.groupid())
+                .expect("its group");
+            out += &terse::line(e, g, format.terse_version, &all_disks);
         }
     }
+    if format.json {
+        let doc = json::doc(rows, fio_version, false, format.json_plus);
+        out += &(serde_json::to_string_pretty(&doc).expect("JSON values serialise") + "\n");
+    }
+    if format.normal {
+        let file = rows.first().and_then(|r| r.ours.job.filename.as_deref());
+        out += &format!("host: {}\n\n", host(file));
+        for r in rows {
+            out += &text::job_line(&r.ours);
+        }
+        let pid = std::process::id();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let time = crate::base::sys::ctime(now);
+        let mut shown = vec![false; rows.len()];
+        out.push('\n');
+        for (i, e) in es.iter().enumerate() {
+            let g = gs
+                .iter()
+                .find(|g| g.groupid == e.groupid())
+                .expect("its group");
+            out += &normal::entry(e, g, pid, &time);
+            // nowait's lines of a job after the last entry holding it.
+            for &r in &e.rows {
+                let later = es[i + 1..].iter().any(|f| f.rows.contains(&r));
+                if !later && !shown[r] {
+                    shown[r] = true;
+                    out += &text::human(&rows[r]);
+                }
+            }
+        }
+        let sig = es.first().map_or(4, |e| e.job.measuring.sig_figs);
+        for g in &gs {
+            out += &normal::group_line(g, sig);
+        }
+        out += &normal::disk_lines(&all_disks);
+        if rows.len() > 1 || rows.iter().any(|r| r.fio.is_some()) {
+            out.push('\n');
+            out += &table::table(rows);
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -107,7 +168,7 @@ mod tests {
             h.contains("fio          : IOPS=20.0k, lat p50=3.0us p99=4.0us"),
             "{h}"
         );
-        let v = serde_json::to_value(json::doc(&[r], None, false)).unwrap();
+        let v = serde_json::to_value(json::doc(&[r], None, false, false)).unwrap();
         let j = &v["jobs"][0];
         assert_eq!(j["read"]["iops"].as_f64(), Some(12_000.0));
         assert_eq!(j["read"]["bw_bytes"].as_u64(), Some(12_000 * 4096));
@@ -145,7 +206,7 @@ mod tests {
             h.contains("fio note     : fio's JSON has no clat percentiles"),
             "{h}"
         );
-        let v = serde_json::to_value(json::doc(&[r], None, false)).unwrap();
+        let v = serde_json::to_value(json::doc(&[r], None, false, false)).unwrap();
         let f = &v["jobs"][0]["nowait"]["fio"];
         assert!(f["clat_p99_ns"].is_null(), "{f}");
         assert!(f["note"].as_str().unwrap().contains("3.18"), "{f}");
@@ -209,7 +270,7 @@ mod tests {
             h.contains("during ramp_time") && !h.contains("read: IOPS="),
             "{h}"
         );
-        let v = serde_json::to_value(json::doc(&[r], None, false)).unwrap();
+        let v = serde_json::to_value(json::doc(&[r], None, false, false)).unwrap();
         let n = &v["jobs"][0]["nowait"];
         assert_eq!(
             (&n["interrupted"], &n["unmeasured"]),

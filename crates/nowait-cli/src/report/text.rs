@@ -1,17 +1,20 @@
-//! The text report of one job, shaped like fio's: the job line, IOPS and
-//! bandwidth, slat/clat/lat with clat's percentiles, CPU and context
-//! switches, the engine's counters, the data, and fio's side when
-//! compared; and `--peak`'s report.
+//! nowait's text beside fio's (`normal.rs`): a job's line as fio prints
+//! it when the job starts (`name: (g=0): rw=..., bs=(R) ..., ioengine=...,
+//! iodepth=...`), and after its report what fio has no line for: the
+//! process's CPU (every thread: engine workers, io-wq, SQPOLL), system
+//! calls and reads per call, the engine's counters and path, the data,
+//! and fio's side when compared; and `--peak`'s report.
 
 use std::fmt::Write;
 
 use crate::base::compare::{Compare, Spread};
 use crate::base::units::{human_bytes, ratio, short_num};
-use crate::measure::latency::LatSummary;
 use crate::measure::outcome::Outcome;
 use crate::measure::row::Row;
 use crate::model::job::{uses_pool, Job};
-use crate::report::words::{hipri_status, nowait_path_line, nowait_state_words, opt_ns};
+use crate::report::words::{
+    cache_words, hipri_status, nowait_path_line, nowait_state_words, opt_ns,
+};
 
 /// Options shaping the engine, for the job header (`, nowait=off`).
 fn engine_opts(j: &Job) -> String {
@@ -43,35 +46,14 @@ fn engine_opts(j: &Job) -> String {
     v.iter().map(|x| format!(", {x}")).collect()
 }
 
-fn unit_for(mean_ns: f64) -> (&'static str, f64) {
-    if mean_ns >= 10e6 {
-        ("msec", 1e6)
-    } else if mean_ns >= 10e3 {
-        ("usec", 1e3)
-    } else {
-        ("nsec", 1.0)
-    }
-}
-
-fn lat_line(out: &mut String, what: &str, s: &LatSummary) {
-    let (unit, div) = unit_for(s.mean_ns);
-    let _ = writeln!(
-        out,
-        "    {what} ({unit}): min={:.0}, max={:.0}, avg={:.2}, stdev={:.2}",
-        s.min_ns as f64 / div,
-        s.max_ns as f64 / div,
-        s.mean_ns / div,
-        s.stddev_ns / div
-    );
-}
-
-/// The lines `bench`'s and `--peak`'s reports share: CPU, system calls, SQPOLL CPU, io_uring's
-/// counters (with `uring`), reads read inline, `hipri`, the backend.
-pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool) {
+/// The lines `bench`'s and `--peak`'s reports share: CPU of the process
+/// (under `cpu_label`), system calls, SQPOLL CPU, io_uring's counters (with
+/// `uring`), reads read inline, `hipri`, the backend.
+pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool, cpu_label: &str) {
     let (m, j, q) = (&o.measured, &o.job, &o.measured.queue);
     let _ = writeln!(
         s,
-        "  cpu          : usr={:.2}%, sys={:.2}%, ctx={} (voluntary={}, involuntary={})",
+        "  {cpu_label:<13}: usr={:.2}%, sys={:.2}%, ctx={} (voluntary={}, involuntary={})",
         m.usr_cpu(),
         m.sys_cpu(),
         m.ctx(),
@@ -123,6 +105,9 @@ pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool) {
             }
         );
     }
+    if let Some(c) = cache_words(j, &q.cache, m.ios) {
+        let _ = writeln!(s, "  cache        : {c}");
+    }
     if let Some(h) = hipri_status(j, m) {
         let _ = writeln!(s, "  hipri        : {h}");
     }
@@ -133,20 +118,19 @@ pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool) {
     );
 }
 
-/// fio-shaped text for one job.
-pub fn human(row: &Row) -> String {
-    let o = &row.ours;
-    let m = &o.measured;
+/// A job's line as fio prints it when the job starts, with the options
+/// that shape nowait's engine: `a: (g=0): rw=randread, bs=(R)
+/// 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=uring,
+/// iodepth=1`.
+pub fn job_line(o: &Outcome) -> String {
     let j = &o.job;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "{}: (groupid=0, jobs={}): err= 0: rw={}, bs={}, ioengine={}{}, iodepth={}{}",
+    let bs = format!("{}B-{}B", j.bs, j.bs);
+    format!(
+        "{}: (g={}): rw={}, bs=(R) {bs}, (W) {bs}, (T) {bs}, ioengine={}{}, iodepth={}{}\n",
         j.name,
-        j.numjobs,
+        j.member.group,
         j.rw.as_str(),
-        human_bytes(j.bs),
-        j.ioengine,
+        j.engine_name(),
         engine_opts(j),
         j.iodepth,
         if o.effective_iodepth != j.iodepth {
@@ -157,6 +141,25 @@ pub fn human(row: &Row) -> String {
         } else {
             String::new()
         }
+    )
+}
+
+/// nowait's lines for one job, after fio's report of it: why it has no
+/// figures (SIGINT), the process's CPU, the engine, the path, the data,
+/// and fio's side.
+pub fn human(row: &Row) -> String {
+    let o = &row.ours;
+    let m = &o.measured;
+    let j = &o.job;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "  nowait       : {} ({} thread{}, {} reads in {} ms)",
+        j.name,
+        j.numjobs,
+        if j.numjobs == 1 { "" } else { "s" },
+        m.ios,
+        m.elapsed.as_millis()
     );
     if o.unmeasured() {
         let _ = writeln!(
@@ -170,53 +173,17 @@ pub fn human(row: &Row) -> String {
                 ""
             }
         );
-    } else {
-        if o.interrupted {
-            let _ = writeln!(
-                s,
-                "  interrupted  : SIGINT stopped the run before its end: the figures are of \
-                 the reads until then{}",
-                if row.fio.is_some() {
-                    "; left out of the medians and the ratio"
-                } else {
-                    ""
-                }
-            );
-        }
-        let bw = m.bw_bytes();
+    } else if o.interrupted {
         let _ = writeln!(
             s,
-            "  read: IOPS={}, BW={:.1}MiB/s ({:.1}MB/s)({}/{}msec)",
-            short_num(m.iops()),
-            bw / (1 << 20) as f64,
-            bw / 1e6,
-            human_bytes(m.bytes),
-            m.elapsed.as_millis()
+            "  interrupted  : SIGINT stopped the run before its end: the figures are of \
+             the reads until then{}",
+            if row.fio.is_some() {
+                "; left out of the medians and the ratio"
+            } else {
+                ""
+            }
         );
-        let slat = m.slat.summary();
-        if slat.n == 0 {
-            // slat + clat = lat: where clat starts before the push, the
-            // submission is in it.
-            let _ = writeln!(
-                s,
-                "    slat: none: the call that waits for each read submits it (iodepth 1), \
-                 so clat holds the submission"
-            );
-        } else {
-            lat_line(&mut s, "slat", &slat);
-        }
-        let clat = m.clat.summary();
-        lat_line(&mut s, "clat", &clat);
-        lat_line(&mut s, "lat", &m.lat.summary());
-        let (unit, div) = unit_for(clat.mean_ns);
-        let _ = writeln!(s, "     clat percentiles ({unit}):");
-        for chunk in clat.percentiles_ns.chunks(4) {
-            let cells: Vec<String> = chunk
-                .iter()
-                .map(|(p, v)| format!("{p:6.2}th=[{:>6.0}]", *v as f64 / div))
-                .collect();
-            let _ = writeln!(s, "     | {}", cells.join(", "));
-        }
     }
     let q = &m.queue;
     if uses_pool(j.ioengine) {
@@ -236,7 +203,7 @@ pub fn human(row: &Row) -> String {
             + q.backend.spin_reaped
             > 0
             || j.hipri != Some(false));
-    engine_lines(&mut s, o, uring);
+    engine_lines(&mut s, o, uring, "process cpu");
     let _ = writeln!(s, "  path         : {}", o.path);
     let _ = writeln!(
         s,
@@ -377,7 +344,7 @@ pub fn peak(r: &Outcome) -> String {
             "; off: --small_direct=0"
         }
     );
-    engine_lines(&mut s, r, true);
+    engine_lines(&mut s, r, true, "cpu");
     if r.job.verify {
         s += &format!(
             "  verify       : {} reads checked, all bytes match\n",
@@ -393,12 +360,20 @@ mod tests {
     use crate::measure::row;
 
     #[test]
-    fn human_output_is_shaped_like_fio() {
-        let h = human(&row::example());
-        assert!(h.contains("read: IOPS=10.0k"), "{h}");
-        assert!(h.contains("clat percentiles (usec)"), "{h}");
-        assert!(h.contains("99.00th=["), "{h}");
-        assert!(h.contains("cpu          : usr="), "{h}");
+    fn nowait_lines_follow_fios() {
+        let r = row::example();
+        let h = human(&r);
+        assert!(
+            h.starts_with("  nowait       : nowait (1 thread, 100 reads in 10 ms)"),
+            "{h}"
+        );
+        assert!(h.contains("  process cpu  : usr="), "{h}");
+        assert!(h.contains("  backend      : uring"), "{h}");
+        assert_eq!(
+            job_line(&r.ours),
+            "nowait: (g=0): rw=read, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, \
+             ioengine=io_uring, iodepth=1\n"
+        );
     }
 
     #[test]

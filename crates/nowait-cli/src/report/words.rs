@@ -1,6 +1,6 @@
 //! A run's outcome in words, shared by the text and JSON reports, the
-//! scenarios and `probe`: what became of `hipri`, the nowait path's
-//! counters and a file's state, where clat starts.
+//! scenarios and `probe`: what became of `hipri` and of `--cache`, the
+//! nowait path's counters and a file's state, where clat starts.
 
 use crate::base::units::short_ns;
 use crate::measure::metrics::Measured;
@@ -28,6 +28,31 @@ pub fn hipri_status(job: &Job, m: &Measured) -> Option<String> {
             q.backend.polled, q.backend.poll_fallbacks
         )
     })
+}
+
+/// What became of `--cache=drop|adaptive` (fio's `uncached=1`), from the
+/// queue's counters over `ios` reads: `None` for keep (and direct reads).
+pub fn cache_words(job: &Job, c: &nowait::CacheStats, ios: u64) -> Option<String> {
+    let policy = job.normalized().cache;
+    if policy == nowait::CachePolicy::Keep {
+        return None;
+    }
+    let mut s = format!(
+        "{policy}: {} of {ios} reads uncached (RWF_DONTCACHE)",
+        c.uncached
+    );
+    if c.refused + c.kept > 0 {
+        s.push_str(&format!(
+            "; {} refused the flag (EOPNOTSUPP) and {} more kept as refused before: the \
+             filesystem has no uncached reads, so these were read cached",
+            c.refused, c.kept
+        ));
+    } else if policy == nowait::CachePolicy::Adaptive && c.uncached == 0 {
+        s.push_str(
+            "; no scan of a file too large to stay cached here, so every read kept its pages",
+        );
+    }
+    Some(s)
 }
 
 /// One line of the nowait path's counters for text reports.

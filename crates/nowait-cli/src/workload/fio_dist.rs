@@ -90,13 +90,13 @@ pub fn jhash(key: &[u8], initval: u32) -> u32 {
 /// block seed since fio 3.35; before, the block seed alone replaces it when
 /// `randrepeat` is off or `randseed` is set.
 pub fn file_seed(
-    file_name: &str,
+    file_name: &[u8],
     thread_number: u32,
     seeds: &JobSeeds,
     opts: &SeedOptions,
     seeding: Seeding,
 ) -> u32 {
-    let h = jhash(file_name.as_bytes(), 0).wrapping_mul(thread_number);
+    let h = jhash(file_name, 0).wrapping_mul(thread_number);
     match seeding {
         Seeding::Since3_35 => (u64::from(h).wrapping_mul(seeds.get(Stream::Block))) as u32,
         Seeding::Before3_35 if !opts.reseeds_each_loop() => seeds.get(Stream::Block) as u32,
@@ -384,7 +384,7 @@ mod tests {
                 || unreachable!(),
             );
             let seed = file_seed(
-                &file,
+                file.as_bytes(),
                 1,
                 &seeds,
                 &SeedOptions::default(),

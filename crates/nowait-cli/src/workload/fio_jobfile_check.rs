@@ -260,17 +260,17 @@ const READ_ONLY_EXAMPLES: [&str; 17] = [
 ];
 
 /// Every job file of a fio checkout's `examples/` (`NOWAIT_FIO_EXAMPLES`,
-/// else `/work/tools/fio-src/examples` when present) is read by the job-file
+/// else Debian's `fio-examples` at /usr/share/doc/fio/examples) is read by the job-file
 /// parser, and the read-only ones' workload options by the value parsers.
 #[test]
 fn fio_examples_parse() {
     let dir = std::env::var("NOWAIT_FIO_EXAMPLES")
-        .unwrap_or_else(|_| "/work/tools/fio-src/examples".into());
+        .unwrap_or_else(|_| "/usr/share/doc/fio/examples".into());
     let dir = Path::new(&dir);
     if !dir.is_dir() {
         fio_check::skip(
             "fio_examples_parse",
-            "no fio checkout's examples/ (set NOWAIT_FIO_EXAMPLES to one); fio's job files are not part of this repository",
+            "no fio examples at /usr/share/doc/fio/examples (apt-get install fio-examples, or set NOWAIT_FIO_EXAMPLES to a fio checkout's examples/); fio's job files are not part of this repository",
         );
         return;
     }

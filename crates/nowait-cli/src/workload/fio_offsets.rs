@@ -417,9 +417,10 @@ impl JobOffsets {
     pub fn file(
         &self,
         geo: FileGeometry,
-        file_name: &str,
+        file_name: impl AsRef<[u8]>,
         seeds: &JobSeeds,
     ) -> Result<FileOffsets, OffsetError> {
+        let file_name = file_name.as_ref();
         let min_bs = self.sizes.min_bs();
         let size = geo.real_file_size.min(geo.io_size);
         let seed = || {

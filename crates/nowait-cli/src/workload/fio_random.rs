@@ -75,21 +75,10 @@ impl FioRand {
     }
 
     /// The next output (fio's `__rand`): 32 bits wide for `tausworthe`.
-    #[inline]
+    #[inline(always)]
     pub fn rand(&mut self) -> u64 {
         match self {
-            FioRand::Taus32(s) => {
-                // (shift-left a, shift-right b, mask c, shift-left d) per component.
-                const P: [(u32, u32, u32, u32); 3] = [
-                    (13, 19, 0xffff_fffe, 12),
-                    (2, 25, 0xffff_fff8, 4),
-                    (3, 11, 0xffff_fff0, 17),
-                ];
-                for (c, &(a, b, m, d)) in s.iter_mut().zip(P.iter()) {
-                    *c = ((*c & m) << d) ^ (((*c << a) ^ *c) >> b);
-                }
-                u64::from(s[0] ^ s[1] ^ s[2])
-            }
+            FioRand::Taus32(s) => u64::from(taus32(s)),
             FioRand::Taus64(s) => {
                 // (shift-left a, shift-right b, mask c, shift-left d) per component.
                 const P: [(u32, u32, u64, u32); 5] = [
@@ -141,6 +130,16 @@ impl FioRand {
             }
         }
     }
+}
+
+/// One step of fio's 32-bit Tausworthe generator over its three components
+/// (each: shift left, xor, shift right, mask, shift left), and its output.
+#[inline(always)]
+pub fn taus32(s: &mut [u32; 3]) -> u32 {
+    s[0] = ((s[0] & 0xffff_fffe) << 12) ^ (((s[0] << 13) ^ s[0]) >> 19);
+    s[1] = ((s[1] & 0xffff_fff8) << 4) ^ (((s[1] << 2) ^ s[1]) >> 25);
+    s[2] = ((s[2] & 0xffff_fff0) << 17) ^ (((s[2] << 3) ^ s[2]) >> 11);
+    s[0] ^ s[1] ^ s[2]
 }
 
 /// `random_generator=`: which generator picks random blocks.

@@ -12,15 +12,7 @@
 
 use super::fio_random::{FioRand, JobSeeds, Stream};
 
-/// `rate_process=`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RateProcess {
-    /// `linear` (default): evenly spaced.
-    #[default]
-    Linear,
-    /// `poisson`: exponential gaps with the same mean.
-    Poisson,
-}
+pub use crate::model::fio_ini::choice::RateProcess;
 
 /// One direction's rate options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -274,15 +266,7 @@ impl MinRate {
     }
 }
 
-/// `thinktime_blocks_type=`: what `thinktime_blocks` counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ThinkCount {
-    /// `complete` (default): reads completed.
-    #[default]
-    Complete,
-    /// `issue`: reads issued.
-    Issue,
-}
+pub use crate::model::fio_ini::choice::ThinkBlocks as ThinkCount;
 
 /// The thinktime options.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -380,6 +364,45 @@ impl Think {
     pub fn sleep_after_spin(&self, spun_us: u64, runtime_left_us: Option<u64>) -> u64 {
         let left = self.opts.thinktime_us.saturating_sub(spun_us);
         runtime_left_us.map_or(left, |l| left.min(l))
+    }
+}
+
+/// A job's pacing together, as the driver carries it out: the rate of its
+/// reads, the minimum rate it must keep, its think time, and whether a read
+/// that is not due yet first waits for the reads in flight
+/// (`io_submit_mode=inline`) or not (`offload`).
+#[derive(Debug, Clone)]
+pub struct Pacing {
+    /// `rate`/`rate_iops`.
+    pub rate: Option<Pacer>,
+    /// `rate_min`/`rate_iops_min`.
+    pub min: Option<MinRate>,
+    /// `thinktime`.
+    pub think: Option<Think>,
+    /// `io_submit_mode=offload`: reads in flight do not hold a rated read back.
+    pub offload: bool,
+}
+
+impl Pacing {
+    /// The pacing of a job, or `None` when it has none of it.
+    pub fn new(
+        rate: RateOptions,
+        min: Option<MinRate>,
+        think: ThinkOptions,
+        offload: bool,
+        seeds: &JobSeeds,
+    ) -> Result<Option<Pacing>, RateError> {
+        let rate = Pacer::new(rate, seeds)?;
+        let think = Think::new(think);
+        if rate.is_none() && min.is_none() && think.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Pacing {
+            rate,
+            min,
+            think,
+            offload,
+        }))
     }
 }
 

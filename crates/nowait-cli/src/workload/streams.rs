@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::workload::reads::Reads;
+use crate::workload::reads::{Io, Reads};
 use crate::workload::rng::Rng;
 use crate::workload::zipf::Zipf;
 
@@ -49,7 +49,7 @@ impl<'a> Streams<'a> {
 impl Reads for Streams<'_> {
     /// The next request: its stream and offset.
     #[inline]
-    fn next(&mut self) -> (usize, u64) {
+    fn next(&mut self) -> Option<Io> {
         let r = self.rng.below(100) as u32;
         let stream = if r < self.mix[0] {
             0
@@ -70,7 +70,11 @@ impl Reads for Streams<'_> {
                 b
             }
         };
-        (stream, block * self.bs)
+        Some(Io {
+            file: stream as u32,
+            len: self.bs as u32,
+            offset: block * self.bs,
+        })
     }
 }
 
@@ -93,7 +97,8 @@ mod tests {
         let mut n = [0u32; 3];
         let mut seq = Vec::new();
         for _ in 0..100_000 {
-            let (st, off) = s.next();
+            let io = s.next().unwrap();
+            let (st, off) = (io.file as usize, io.offset);
             n[st] += 1;
             assert!(off / 16384 < s.blocks[st]);
             if st == 2 && seq.len() < 12 {

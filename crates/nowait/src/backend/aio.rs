@@ -390,6 +390,12 @@ impl Backend for AioBackend {
             aio_buf: sqe.ptr as u64,
             aio_nbytes: sqe.len as u64,
             aio_offset: sqe.offset as i64,
+            // preadv2's flags: io_submit applies them as preadv2 does.
+            aio_rw_flags: if sqe.dontcache {
+                crate::sys::RWF_DONTCACHE as i32
+            } else {
+                0
+            },
             aio_flags: if self.resfd.is_some() {
                 IOCB_FLAG_RESFD
             } else {

@@ -19,6 +19,10 @@
 //!   at push still yields its `Cqe` from `reap`, like any other; a backend
 //!   that completes part of a read at push and hands the rest on reports the
 //!   sum in one `Cqe` (see `pool.rs`), so the queue never sees the split.
+//! * **`Sqe::dontcache` is an order**: the read carries `RWF_DONTCACHE`
+//!   on whatever path it takes (ring, worker, at push), alone or with
+//!   `RWF_NOWAIT` in a page-cache try once the file is known to take it
+//!   (`CacheFile::accepted`), so an EOPNOTSUPP there is the try's own.
 //! * **`Sqe::file` and `Sqe::first` are hints.** A backend may read the
 //!   file's shared state through `file` (valid until the `Cqe` is reaped)
 //!   and may treat re-issues (`first == false`) differently, e.g. skip a
@@ -102,6 +106,12 @@ pub(crate) struct Sqe {
     /// True for a request's first read; false when the queue re-issues the
     /// rest of a short read or retries after EINTR/EAGAIN.
     pub first: bool,
+    /// Read with `RWF_DONTCACHE` (a buffered read whose pages are dropped
+    /// once copied out; see [`crate::cache_policy`]): io_uring's
+    /// `rw_flags`, `preadv2(2)`'s flags, the iocb's `aio_rw_flags`. Never
+    /// set on a direct read. A filesystem without it answers EOPNOTSUPP,
+    /// which the queue takes back (the read is sent again without it).
+    pub dontcache: bool,
 }
 
 // SAFETY: the raw pointers in an `Sqe` point into a buffer and a file
@@ -275,6 +285,13 @@ pub(crate) trait Backend: Send {
         let _ = fd;
         false
     }
+
+    /// After [`Backend::register_notify`]: signal the eventfd for every
+    /// result, also those the reaping thread collects itself. For an event
+    /// loop's completion fd, which has no periodic look to fall back on; the
+    /// async front end's rings leave it off (the uring backend masks its
+    /// eventfd while it is inside the ring, sparing a wake-up per read).
+    fn signal_every_completion(&mut self) {}
 
     /// Register buffers (address, length) with the kernel so reads into
     /// them skip page pinning (`READ_FIXED`). The caller keeps them

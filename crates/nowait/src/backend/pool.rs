@@ -22,7 +22,8 @@
 //!
 //! [`NowaitMode::Adaptive`] skips the try for files whose hit ratio is low.
 //! Direct (`O_DIRECT`) reads and re-issues of short reads go straight to a
-//! worker.
+//! worker. An uncached read (`Sqe::dontcache`) carries `RWF_DONTCACHE` in
+//! its try and in its worker's `preadv2(2)`.
 //!
 //! # Partial reads
 //!
@@ -228,12 +229,12 @@ fn worker(inner: &Inner) {
         // SAFETY: the `push` contract keeps `ptr..ptr+len` writable and `fd`
         // open until this slot's Cqe is reaped, which needs this result first.
         let r = unsafe {
-            sys::pread(
-                job.sqe.fd,
-                job.sqe.ptr,
-                job.sqe.len as usize,
-                job.sqe.offset,
-            )
+            let s = &job.sqe;
+            if s.dontcache {
+                sys::preadv2_raw(s.fd, s.ptr, s.len as usize, s.offset, sys::RWF_DONTCACHE)
+            } else {
+                sys::pread(s.fd, s.ptr, s.len as usize, s.offset)
+            }
         };
         let res = match r {
             // prefix + n <= the pushed length <= MAX_READ < i32::MAX.
@@ -332,10 +333,17 @@ impl Backend for PoolBackend {
         fp.tries += 1;
         fp.reprobes += reprobe as u64;
         self.stats.syscalls += 1;
+        // An uncached read tries uncached too (its readahead on a miss is
+        // dropped once read), once the file is known to take the flag.
+        let flags = if sqe.dontcache && file.cache.accepted() {
+            sys::RWF_NOWAIT | sys::RWF_DONTCACHE
+        } else {
+            sys::RWF_NOWAIT
+        };
         // SAFETY: the caller keeps `ptr..ptr+len` writable and `fd` open until
         // this slot's Cqe is reaped (this fn's contract); RWF_NOWAIT makes
         // the call return instead of waiting for the device.
-        let r = unsafe { sys::preadv2_nowait_raw(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset) };
+        let r = unsafe { sys::preadv2_raw(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset, flags) };
         let fp = &mut self.stats.nowait;
         let len = sqe.len as usize;
         match Answer::of(r, sqe.offset, len) {

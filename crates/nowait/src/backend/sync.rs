@@ -1,4 +1,5 @@
-//! The `sync` backend: a plain `pread(2)` loop on the calling thread.
+//! The `sync` backend: a plain `pread(2)` loop on the calling thread
+//! (`preadv2(2)` with `RWF_DONTCACHE` for an uncached read).
 //!
 //! It is the baseline every benchmark compares against, and the last rung of
 //! the fallback ladder: it works wherever a file can be read at all. Reads
@@ -33,7 +34,19 @@ impl SyncBackend {
         while let Some(sqe) = self.queued.pop_front() {
             // SAFETY: `push`'s contract keeps `ptr` valid for `len` bytes
             // until this slot's Cqe is reaped, which happens after this call.
-            let r = unsafe { sys::pread(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset) };
+            let r = unsafe {
+                if sqe.dontcache {
+                    sys::preadv2_raw(
+                        sqe.fd,
+                        sqe.ptr,
+                        sqe.len as usize,
+                        sqe.offset,
+                        sys::RWF_DONTCACHE,
+                    )
+                } else {
+                    sys::pread(sqe.fd, sqe.ptr, sqe.len as usize, sqe.offset)
+                }
+            };
             self.stats.syscalls += 1;
             let res = match r {
                 Ok(n) => n as i32, // n <= len <= MAX_READ < i32::MAX

@@ -68,6 +68,13 @@ impl EngineBuilder {
     ///   and `aio+pool` the queue makes this try itself at push, and `sync`
     ///   reads in the poll anyway. Counted in
     ///   [`EngineStats::nowait`](crate::EngineStats::nowait).
+    /// * [`cache`](QueueBuilder::cache) (default
+    ///   [`CachePolicy::Keep`](crate::CachePolicy::Keep)): what buffered
+    ///   reads leave in the page cache when neither the read
+    ///   ([`ReadAt::cache`](crate::ReadAt::cache)) nor its file
+    ///   ([`File::set_cache_policy`](crate::File::set_cache_policy)) says. A
+    ///   first poll's `RWF_NOWAIT` try of an uncached read carries
+    ///   `RWF_DONTCACHE` too.
     /// * [`fixed_buffers`](QueueBuilder::fixed_buffers) and
     ///   [`pool_workers`](QueueBuilder::pool_workers): **per ring**; a
     ///   registered pool counts against the locked-memory limit once per

@@ -13,9 +13,45 @@ use super::registry::with_first_poll;
 use super::ring::{FirstPoll, Ring};
 use super::yielding::streak;
 use crate::buf::Buf;
+use crate::cache_policy::{CachePolicy, Uncached};
 use crate::error::Result;
 use crate::file::File;
+use crate::queue::ReadCache;
 use crate::rwf_nowait::{CacheTry, NowaitMode, ENGINE_THRESHOLD};
+
+/// A read's cache policy: its own (`ReadAt::cache`), and what it was
+/// decided to be if its first poll decided.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Cache {
+    /// The read's own policy, if it has one.
+    pub(crate) policy: Option<CachePolicy>,
+    decided: Option<Uncached>,
+}
+
+impl Cache {
+    /// Decide (once) what the read leaves in the page cache: its own
+    /// policy, else its file's, else the ring's.
+    #[inline]
+    fn decide(&mut self, ring: CachePolicy, file: &File, offset: u64, len: usize) -> Uncached {
+        if let Some(u) = self.decided {
+            return u;
+        }
+        let policy = self.policy.or_else(|| file.cache_policy()).unwrap_or(ring);
+        let u = file.uncached(policy, offset, len);
+        self.decided = Some(u);
+        u
+    }
+
+    /// How the ring's queue takes it.
+    #[inline]
+    pub(crate) fn for_queue(&self) -> ReadCache {
+        match (self.decided, self.policy) {
+            (Some(u), _) => ReadCache::Decided(u),
+            (None, Some(p)) => ReadCache::Policy(p),
+            (None, None) => ReadCache::Default,
+        }
+    }
+}
 
 /// What a read's first poll came to ([`first_poll`]).
 pub(crate) enum FirstPollOutcome {
@@ -33,8 +69,11 @@ pub(crate) enum FirstPollOutcome {
 /// that takes no reference count. On the thread's first read through the
 /// engine there is no entry to find: the thread's ring is taken (into
 /// `ring`, which the read then keeps), which registers the entry, and the
-/// try is made. `Err` only when that ring cannot be built.
+/// try is made. `Err` only when that ring cannot be built. `cache` is the
+/// read's cache policy, decided here for the try and for the ring's read
+/// after it.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn first_poll(
     bound: &BoundFile,
     ring: &mut Option<Arc<Ring>>,
@@ -42,19 +81,20 @@ pub(crate) fn first_poll(
     offset: u64,
     len: usize,
     yielded: bool,
+    cache: &mut Cache,
     cx: &mut Context<'_>,
 ) -> Result<FirstPollOutcome> {
     let id = bound.engine_id;
     let file = &bound.file;
     let tried = with_first_poll(id, |fp| {
-        try_page_cache(fp, file, buf, offset, len, yielded, cx)
+        try_page_cache(fp, file, buf, offset, len, yielded, cache, cx)
     });
     if let Some(outcome) = tried {
         return Ok(outcome);
     }
     *ring = Some(bound.rings.ring()?);
     Ok(with_first_poll(id, |fp| {
-        try_page_cache(fp, file, buf, offset, len, yielded, cx)
+        try_page_cache(fp, file, buf, offset, len, yielded, cache, cx)
     })
     .unwrap_or(FirstPollOutcome::ToRing))
 }
@@ -72,6 +112,8 @@ pub(crate) fn first_poll(
 /// [`LONGEST`](streak::LONGEST)-th first-poll read in a row on a thread yields (a
 /// self-wake). The streak counts under tokio too (per thread, across
 /// tasks), where it only adds a yield now and then.
+#[inline]
+#[allow(clippy::too_many_arguments)]
 fn try_page_cache(
     first: &FirstPoll,
     file: &File,
@@ -79,6 +121,7 @@ fn try_page_cache(
     offset: u64,
     len: usize,
     yielded: bool,
+    cache: &mut Cache,
     cx: &mut Context<'_>,
 ) -> FirstPollOutcome {
     if first.mode == NowaitMode::Off {
@@ -95,9 +138,12 @@ fn try_page_cache(
     if !streak::extend(yielded) {
         return FirstPollOutcome::YieldFirst;
     }
-    // The buffer may be a caller's memory not yet written: `read_into`
-    // hands it over as `MaybeUninit` then (a hit marks what was filled).
-    let tried = file.read_cached(buf.read_into(0..len), offset, first.mode, ENGINE_THRESHOLD);
+    // Decided once, here, for the try and for the ring's read after it
+    // (the adaptive policy follows each read once).
+    let uncached = cache.decide(first.cache, file, offset, len) == Uncached::Yes;
+    // The buffer may be a caller's memory not yet written: the kernel gets
+    // a raw pointer, and a hit marks what it filled.
+    let tried = file.read_cached_into(buf, len, offset, first.mode, ENGINE_THRESHOLD, uncached);
     first.counts.count(tried);
     match tried {
         CacheTry::Hit(n) => {

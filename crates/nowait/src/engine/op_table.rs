@@ -18,7 +18,7 @@ use super::engine_stats::EngineStats;
 use crate::buf::Buf;
 use crate::error::{Error, Result};
 use crate::file::File;
-use crate::queue::{Completion, Queue, Read};
+use crate::queue::{Completion, Queue, Read, ReadCache};
 
 /// The state of one op (one read owned by the ring).
 enum Op {
@@ -333,7 +333,7 @@ impl State {
 
     /// Start a read of `len` bytes at `offset` into `buf`, whose completion
     /// wakes `waker` if `wake_on_done`. `token` is the caller's place in the
-    /// wait line, if it has one.
+    /// wait line, if it has one; `cache` its cache policy.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn start(
         &mut self,
@@ -345,6 +345,7 @@ impl State {
         waker: &Waker,
         token: Option<u64>,
         wake_on_done: bool,
+        cache: ReadCache,
         d: &mut Deferred,
     ) -> Started {
         let (taken, was_idle) = {
@@ -359,13 +360,14 @@ impl State {
             Ok(idx) => idx,
             Err(t) => return Started::Wait(buf, t),
         };
-        match self.queue.push(Read {
+        let read = Read {
             file,
             offset,
             len,
             buf,
             user_data: idx as u64,
-        }) {
+        };
+        match self.queue.push_cache(read, cache) {
             Ok(()) => {
                 self.unsubmitted += 1;
                 Started::Op { idx, was_idle }

@@ -17,12 +17,14 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::first_poll::{first_poll, FirstPollOutcome};
+use super::first_poll::{first_poll, Cache, FirstPollOutcome};
 use super::handle::EngineFile;
 use super::ring::Ring;
 use super::ring_poll::{poll_on_ring, release, Polled, Reads, Submit};
 use crate::buf::Buf;
+use crate::cache_policy::CachePolicy;
 use crate::error::Error;
+use crate::queue::ReadCache;
 
 impl EngineFile {
     /// Read up to `buf.capacity()` bytes at `offset`. Resolves to the bytes
@@ -45,6 +47,7 @@ impl EngineFile {
                 offset,
                 len,
                 token: None,
+                cache: Cache::default(),
                 state: ReadState::Unstarted(buf),
             },
         }
@@ -82,6 +85,8 @@ struct OneRead {
     len: usize,
     /// Its place in the ring's line for a free op, while in it.
     token: Option<u64>,
+    /// Its cache policy, and what its first poll decided.
+    cache: Cache,
     state: ReadState,
 }
 
@@ -117,6 +122,11 @@ impl Reads for OneRead {
     #[inline]
     fn put_back(&mut self, _: (), _: u64, _: usize, buf: Buf) {
         self.state = ReadState::Unstarted(buf);
+    }
+
+    #[inline]
+    fn cache(&self) -> ReadCache {
+        self.cache.for_queue()
     }
 
     #[inline]
@@ -179,7 +189,8 @@ impl Future for ReadAt {
                 let yielded = std::mem::take(&mut this.yielded);
                 let (offset, len) = (this.read.offset, this.read.len);
                 let bound = &this.file.bound;
-                match first_poll(bound, &mut this.ring, buf, offset, len, yielded, cx) {
+                let cache = &mut this.read.cache;
+                match first_poll(bound, &mut this.ring, buf, offset, len, yielded, cache, cx) {
                     Ok(FirstPollOutcome::Hit(n)) => return Poll::Ready(this.hit(n)),
                     Ok(FirstPollOutcome::YieldFirst) => {
                         this.yielded = true;
@@ -219,6 +230,16 @@ impl Future for ReadAt {
 }
 
 impl ReadAt {
+    /// This read's own cache policy, whatever its file's and the engine's
+    /// (the queue's, [`QueueBuilder::cache`](crate::QueueBuilder::cache)
+    /// through [`EngineBuilder::queue`](crate::EngineBuilder::queue)): e.g.
+    /// `file.read_at(buf, off).cache(CachePolicy::Drop).await` for one
+    /// uncached read. Set before the first poll; `O_DIRECT` files ignore it.
+    pub fn cache(mut self, policy: CachePolicy) -> ReadAt {
+        self.read.cache.policy = Some(policy);
+        self
+    }
+
     /// The result of a page-cache hit of `n` bytes in the first poll.
     fn hit(&mut self, n: usize) -> (io::Result<usize>, Buf) {
         let ReadState::Unstarted(mut buf) =
@@ -226,8 +247,9 @@ impl ReadAt {
         else {
             unreachable!("a hit is only tried for a read not started")
         };
-        // The kernel wrote the first `n` bytes.
-        buf.filled(n);
+        // The kernel wrote the first `n` bytes (`Buf::preadv2_into` marked
+        // them written): nothing to zero.
+        buf.set_len(n);
         (Ok(n), buf)
     }
 

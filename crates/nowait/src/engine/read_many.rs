@@ -17,6 +17,8 @@ use super::ring::Ring;
 use super::ring_poll::{poll_on_ring, release, Polled, Reads, Submit};
 use super::yielding::streak;
 use crate::buf::Buf;
+use crate::cache_policy::CachePolicy;
+use crate::queue::ReadCache;
 
 impl EngineFile {
     /// Start many reads at once — each `(offset, buf)` reads up to
@@ -42,6 +44,7 @@ impl EngineFile {
                 ops: Vec::new(),
                 ready: VecDeque::new(),
                 token: None,
+                cache: ReadCache::Default,
             },
         }
     }
@@ -83,6 +86,8 @@ struct Batch {
     ready: VecDeque<ManyItem>,
     /// Place in the ring's line for a free op, while every op is in use.
     token: Option<u64>,
+    /// The batch's own cache policy ([`ReadMany::cache`]).
+    cache: ReadCache,
 }
 
 impl Reads for Batch {
@@ -95,6 +100,10 @@ impl Reads for Batch {
 
     fn put_back(&mut self, (index, offset): (usize, u64), _: u64, _: usize, buf: Buf) {
         self.pending.push_front((index, offset, buf));
+    }
+
+    fn cache(&self) -> ReadCache {
+        self.cache
     }
 
     fn token(&self) -> Option<u64> {
@@ -139,6 +148,14 @@ impl fmt::Debug for ReadMany {
 }
 
 impl ReadMany {
+    /// The batch's own cache policy, whatever its file's and the engine's
+    /// (see [`ReadAt::cache`](crate::ReadAt::cache)). Set before the first
+    /// poll.
+    pub fn cache(mut self, policy: CachePolicy) -> ReadMany {
+        self.batch.cache = ReadCache::Policy(policy);
+        self
+    }
+
     /// Reads not yet handed out by `next`.
     pub fn remaining(&self) -> usize {
         let b = &self.batch;

@@ -50,6 +50,8 @@ pub(crate) struct RingConfig {
 /// future's first poll on the ring's thread, and how its tries ended.
 pub(crate) struct FirstPoll {
     pub(crate) mode: NowaitMode,
+    /// The ring's cache policy (`QueueBuilder::cache`), for the try's flags.
+    pub(crate) cache: crate::cache_policy::CachePolicy,
     pub(crate) counts: CacheTryCounts,
     /// The ring is closed (`Ring::retire`): its counts are no longer
     /// summed, and reads must take the thread's new ring.
@@ -211,6 +213,7 @@ impl Ring {
             watch_mark: AtomicU64::new(0),
             first: Arc::new(FirstPoll {
                 mode: cached_first,
+                cache: cfg.queue.cache_policy(),
                 counts: CacheTryCounts::default(),
                 retired: AtomicBool::new(false),
             }),

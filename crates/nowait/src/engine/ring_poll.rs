@@ -20,6 +20,7 @@ use super::yielding::reschedule;
 use crate::buf::Buf;
 use crate::error::Result;
 use crate::file::File;
+use crate::queue::ReadCache;
 
 /// Reads a gathering poll leaves queued for a later poll to submit
 /// together; the poll that would queue more submits at once (bounds the
@@ -37,6 +38,8 @@ pub(crate) trait Reads {
     /// Put back a read that could not start (every op in use, or the ring
     /// was closed): it is the next to start again.
     fn put_back(&mut self, tag: Self::Tag, offset: u64, len: usize, buf: Buf);
+    /// How the ring's queue takes the reads' cache policy.
+    fn cache(&self) -> ReadCache;
     /// The future's place in the ring's line for a free op, if it is in it.
     fn token(&self) -> Option<u64>;
     /// Join (`Some`) or leave (`None`) the line.
@@ -127,6 +130,7 @@ fn phases<R: Reads>(
                 // The op keeps the waker unless the task is rescheduled by a
                 // self-wake, which needs none.
                 !gather || via_tokio,
+                reads.cache(),
                 d,
             );
             match started {

@@ -50,6 +50,11 @@ impl Queue {
                 }
             }
             if let Some(c) = mine {
+                if self.notify.is_some() {
+                    // Completions of other reads kept for the next `reap`
+                    // are waiting: say so on the completion fd.
+                    self.signal_if_ready();
+                }
                 return (c.result, c.buf);
             }
         }

@@ -8,6 +8,7 @@ use crate::backend::ladder;
 use crate::backend::pool::{self, PoolConfig};
 use crate::backend::uring::{IoPoll, UringConfig};
 use crate::backend::{BackendChoice, BackendKind};
+use crate::cache_policy::CachePolicy;
 use crate::error::{ConfigError, Error, Result};
 use crate::rwf_nowait::NowaitMode;
 
@@ -22,6 +23,7 @@ pub struct QueueBuilder {
     small_direct: bool,
     memory_inline: bool,
     inline_window: Option<usize>,
+    cache: CachePolicy,
 }
 
 impl Default for QueueBuilder {
@@ -35,6 +37,7 @@ impl Default for QueueBuilder {
             small_direct: true,
             memory_inline: true,
             inline_window: None,
+            cache: CachePolicy::Keep,
         }
     }
 }
@@ -152,6 +155,27 @@ impl QueueBuilder {
         self
     }
 
+    /// What buffered reads leave in the page cache when neither the read
+    /// nor its file says ([`File::set_cache_policy`](crate::File::set_cache_policy)):
+    /// default [`CachePolicy::Keep`]. [`CachePolicy::Drop`] sends every
+    /// buffered read with `RWF_DONTCACHE` (fio's `uncached=1`: its pages
+    /// are dropped once copied out, so a scan does not evict what other
+    /// files depend on); [`CachePolicy::Adaptive`] does so for the scan
+    /// reads of files too large to stay cached (see
+    /// [`crate::cache_policy`]). On every backend and on inline reads;
+    /// `O_DIRECT` reads ignore it, and a filesystem without uncached reads
+    /// (tmpfs, FUSE) reads as usual. Counted in
+    /// [`QueueStats::cache`](crate::QueueStats::cache).
+    pub fn cache(mut self, policy: CachePolicy) -> Self {
+        self.cache = policy;
+        self
+    }
+
+    /// The cache policy set with [`QueueBuilder::cache`].
+    pub(crate) fn cache_policy(&self) -> CachePolicy {
+        self.cache
+    }
+
     /// The `pool` backend's `RWF_NOWAIT` path: try a buffered read
     /// on the submitting thread with `preadv2(RWF_NOWAIT)` before handing it to a worker
     /// (default [`NowaitMode::Adaptive`]). No effect on a queue's other
@@ -197,6 +221,8 @@ impl QueueBuilder {
         let mut q = Queue::with_backend(backend, report, self.depth);
         q.builder = Some(self.clone());
         q.small_direct = self.small_direct;
+        q.cache = self.cache;
+        q.cache_code = crate::cache_policy::PolicyCode::of(self.cache);
         let inline_on = self.memory_inline && q.report.kind != BackendKind::Sync;
         q.inline_window = if inline_on {
             self.inline_window.unwrap_or((self.depth / 2).min(32))

@@ -8,6 +8,7 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use super::inline::INLINE_HARVEST;
+use super::slots::{reads_filled, reads_wrote};
 use super::{Completion, Queue};
 use crate::buf::Buf;
 use crate::error::{Error, Result};
@@ -60,6 +61,9 @@ impl Queue {
         let deadline = timeout.map(|t| Instant::now() + t);
         let slots_out = self.slots.len() - self.free.len();
         let target = min.min(slots_out + (out.len() - before));
+        // The backend was asked in this call: everything it had finished
+        // by then is collected.
+        let mut asked = false;
         loop {
             while let Some(idx) = self.ready.pop_front() {
                 out.push(self.take(idx));
@@ -75,8 +79,17 @@ impl Queue {
                 // without entering the kernel; every INLINE_HARVEST of them,
                 // look at the backend too, so its finished reads come back
                 // and its worker is fed.
+                // With an eventfd registered, always look (once): the caller
+                // cleared the eventfd before reaping, and the backend signals
+                // a result only when it posts it, so a finished read left
+                // behind here would wait, unsignalled, for an unrelated
+                // wake-up (seconds, or for ever). A look is a read of the
+                // ring or the list the results are posted to (no system
+                // call where nothing is queued or deferred).
                 if self.owed > 0
-                    && ((min == 0 && got == 0) || self.inline_since_enter >= INLINE_HARVEST)
+                    && ((min == 0 && got == 0)
+                        || (self.notified && !asked)
+                        || self.inline_since_enter >= INLINE_HARVEST)
                 {
                     self.pump(0, None, Some(out))?;
                     while let Some(idx) = self.ready.pop_front() {
@@ -100,13 +113,15 @@ impl Queue {
             // backend, so `owed > 0` here.
             let want = (target - got).min(self.owed).max(1);
             self.pump(want, remaining, Some(out))?;
+            asked = true;
         }
     }
     /// Hand reads the backend still holds to the kernel before returning to
     /// a caller that may now sleep on something else (an eventfd, a
     /// condvar): left queued, they would wait for the next reap.
     pub(super) fn flush_unsent(&mut self) -> Result<()> {
-        if std::mem::take(&mut self.unsent) {
+        if std::mem::take(&mut self.unsent) || !self.staged.is_empty() {
+            self.send_staged();
             self.backend.submit()?;
         }
         Ok(())
@@ -123,6 +138,7 @@ impl Queue {
         self.inline_since_enter = 0;
         // Both calls below hand every queued read to the kernel.
         self.unsent = false;
+        self.send_staged();
         if self.owed == 0 {
             return self.backend.submit();
         }
@@ -154,16 +170,41 @@ impl Queue {
         if res > 0 {
             s.done += res as usize;
             let file = s.file.as_ref().expect("an issued slot holds its file");
-            let align = file.dio_align().offset as u64;
+            if s.done >= s.io_len {
+                // A bounce buffer sized to the file's size at push came
+                // back full: the file grew, read on (`Bounce::grow`).
+                if let Some(b) = s.bounce.as_mut() {
+                    reads_wrote(&mut b.buf, s.done);
+                    match b.grow(file, s.io_offset, s.done) {
+                        Ok(None) => {
+                            s.io_len = b.buf.capacity();
+                            s.recheck_end = true;
+                            self.stats.short_retries += 1;
+                            self.issue(idx);
+                            return;
+                        }
+                        Ok(Some(done)) => s.done = done,
+                        Err(e) => {
+                            self.finish(idx, Err(e));
+                            return;
+                        }
+                    }
+                }
+                self.finish(idx, Ok(()));
+                return;
+            }
+            // A direct read that stops inside a block has normally reached
+            // end of file: block filesystems return unaligned counts only
+            // there. But the file may have grown since (another writer), and
+            // FUSE and network filesystems stop short elsewhere: a stop
+            // below the file's size now (fstat) is read on. (Where O_DIRECT
+            // refuses to go on from inside a block, EINVAL below restarts
+            // the rest from the block's start.)
             let pos = s.io_offset + s.done as u64;
-            // A direct read that stops inside a block has normally reached end
-            // of file: block filesystems return unaligned counts only there
-            // (and the rest could not be re-issued aligned). FUSE and network
-            // filesystems also stop short elsewhere, so a stop below the
-            // file's size (fstat) is read on like any short read.
-            let eof_in_block =
-                file.is_direct() && pos % align != 0 && !file.len().is_ok_and(|size| pos < size);
-            if s.done >= s.io_len || eof_in_block {
+            let eof_in_block = file.is_direct()
+                && pos % file.dio_align().offset as u64 != 0
+                && !file.len().is_ok_and(|size| pos < size);
+            if eof_in_block {
                 self.finish(idx, Ok(()));
             } else {
                 self.stats.short_retries += 1;
@@ -172,7 +213,22 @@ impl Queue {
             return;
         }
         if res == 0 {
-            // End of file.
+            // End of file. After a restart or a grown bounce the bytes read
+            // so far may reach past it (the file shrank since they were
+            // read): the result ends where the file does now, so that a
+            // short result is always a size the file had; if the file has
+            // grown past them again, the read goes on.
+            if s.recheck_end {
+                let file = s.file.as_ref().expect("an issued slot holds its file");
+                if let Ok(size) = file.len() {
+                    if size > s.io_offset + s.done as u64 {
+                        self.stats.short_retries += 1;
+                        self.issue(idx);
+                        return;
+                    }
+                    s.done = s.done.min(size.saturating_sub(s.io_offset) as usize);
+                }
+            }
             self.finish(idx, Ok(()));
             return;
         }
@@ -180,6 +236,21 @@ impl Queue {
         // EFAULT on a buffer the queue allocated cannot be a bad address.
         let own_memory = !s.buf.as_ref().is_some_and(Buf::is_foreign);
         match errno {
+            // The filesystem has no uncached reads (its file answered the
+            // one-time question, or a read slipped past it): read on
+            // cached and remember it for the file and its filesystem.
+            libc::EOPNOTSUPP if s.dontcache => {
+                s.dontcache = false;
+                let f = &s
+                    .file
+                    .as_ref()
+                    .expect("an issued slot holds its file")
+                    .inner;
+                f.cache
+                    .refuse(errno, f.fs_magic, f.kind == crate::FileKind::Regular);
+                self.stats.cache.refused += 1;
+                self.issue(idx);
+            }
             // Interrupted by a signal, or the device asked us to try again:
             // retry, but not forever.
             libc::EINTR | libc::EAGAIN if s.retries < MAX_RETRIES => {
@@ -204,35 +275,74 @@ impl Queue {
                 self.stats.orphaned_retries += 1;
                 self.issue(idx);
             }
+            // The rest of a direct read that stopped inside a block, read on
+            // from there because the file had grown: a block filesystem
+            // refuses O_DIRECT from inside a block. Read it again from the
+            // block's start (the issued read's aligned start and buffer make
+            // that a shape the file takes; failing that, a buffer alignment
+            // coarser than the offset's, from the issued read's start).
+            // Bytes read twice are the file's at the second read; should
+            // the file have shrunk meanwhile, the result is cut to its size
+            // (`recheck_end`). Once restarted the position is aligned, so a
+            // second EINVAL fails the read.
+            libc::EINVAL if s.done > 0 && s.retries < MAX_RETRIES => {
+                let file = s.file.as_ref().expect("an issued slot holds its file");
+                let align = file.dio_align();
+                let pos = s.io_offset + s.done as u64;
+                let skew = (pos % align.offset as u64) as usize;
+                if !file.is_direct() || skew == 0 {
+                    return self.fail(idx, errno);
+                }
+                let back = s.done - skew;
+                let target_addr = match s.bounce.as_ref() {
+                    Some(b) => b.buf.addr(),
+                    None => s.buf.as_ref().map_or(0, Buf::addr),
+                };
+                s.done = if align.fits(pos - skew as u64, s.io_len - back, target_addr + back) {
+                    back
+                } else {
+                    0
+                };
+                s.recheck_end = true;
+                s.retries += 1;
+                self.stats.short_retries += 1;
+                self.issue(idx);
+            }
             // Everything else (EIO, EINVAL, EBADF, EOPNOTSUPP, and the
             // retried errnos past the retry limit) fails the request with
             // the file, offset and length named.
-            _ => {
-                let file = s.file.as_ref().expect("an issued slot holds its file");
-                let err = Error::Read {
-                    path: file.path().into(),
-                    offset: s.offset,
-                    len: s.len,
-                    source: io::Error::from_raw_os_error(errno),
-                };
-                self.finish(idx, Err(err));
-            }
+            _ => self.fail(idx, errno),
         }
+    }
+    /// Fail slot `idx`'s request with `errno`, naming its file, offset and
+    /// length.
+    fn fail(&mut self, idx: u32, errno: i32) {
+        let s = &self.slots[idx as usize];
+        let file = s.file.as_ref().expect("an issued slot holds its file");
+        let err = Error::Read {
+            path: file.path().into(),
+            offset: s.offset,
+            len: s.len,
+            source: io::Error::from_raw_os_error(errno),
+        };
+        self.finish(idx, Err(err));
     }
     /// Record the outcome of slot `idx` and queue it for handing back.
     #[inline]
     pub(super) fn finish(&mut self, idx: u32, outcome: Result<()>) {
         let s = &mut self.slots[idx as usize];
-        let bounce = s.bounce.take();
         let buf = s.buf.as_mut().expect("a pushed slot holds its buffer");
         let result = match outcome {
             Ok(()) => {
-                let n = match &bounce {
-                    Some(b) => b.copy_out(s.done, s.len, buf),
+                let n = match s.bounce.as_mut() {
+                    Some(b) => {
+                        reads_wrote(&mut b.buf, s.done);
+                        b.copy_out(s.done, s.len, buf)
+                    }
                     None => {
                         // The kernel wrote the first `done` bytes.
                         let n = s.done.min(s.len);
-                        buf.filled(n);
+                        reads_filled(buf, s.done, n);
                         n
                     }
                 };
@@ -240,10 +350,13 @@ impl Queue {
             }
             Err(e) => {
                 self.stats.errors += 1;
-                buf.filled(0);
+                buf.set_len(0);
                 Err(e)
             }
         };
+        if s.bounce.is_some() {
+            s.bounce = None;
+        }
         s.result = Some(result);
         self.ready.push_back(idx);
     }

@@ -4,11 +4,8 @@
 //! io_uring would hand each such read to an io-wq kernel thread: a thread
 //! hop for a memory copy. "Inline" means this and only this in the crate.
 
-use std::os::fd::AsFd;
-
 use super::Queue;
 use crate::file::File;
-use crate::sys;
 
 /// Inline reads after which `reap` looks at the backend even when they
 /// satisfied it (see [`QueueBuilder::memory_inline`](super::QueueBuilder::memory_inline)):
@@ -48,16 +45,20 @@ impl Queue {
     /// in memory (`FileInner::memory`): the read copies (or decompresses)
     /// and never waits on a device.
     pub(super) fn read_inline(&mut self, idx: u32) {
+        use std::os::fd::AsFd;
         if self.inline_active {
             // Called back from `on_result` below (a short read's remainder,
             // an EINTR retry): read it in the loop, not by recursion.
             self.inline_next = Some(idx);
             return;
         }
-        if self.inline_since_enter == 0 && std::mem::take(&mut self.unsent) {
-            // Reads the backend holds unsubmitted go first, so its kernel
-            // worker reads alongside this thread. An error here stays with
-            // the queued reads and is reported by the next submit or reap.
+        if self.inline_since_enter == 0
+            && (std::mem::take(&mut self.unsent) || !self.staged.is_empty())
+        {
+            // Reads staged for the backend go first, so its kernel worker
+            // reads alongside this thread. An error here stays with the
+            // queued reads and is reported by the next submit or reap.
+            self.send_staged();
             if self.backend.submit().is_err() {
                 self.unsent = true;
             }
@@ -72,14 +73,21 @@ impl Queue {
                 None => s.buf.as_mut().expect("an issued slot holds its buffer"),
             };
             let offset = s.io_offset + s.done as u64;
-            // Into the rest of the target, which may be a caller's memory
-            // not yet written (`Buf::from_raw_parts`): as `MaybeUninit`.
-            let rest = target.spare_uninit(s.done..s.io_len);
-            let res = match sys::pread_into(file.as_fd(), rest, offset) {
-                // `io_len` fits a read (MAX_READ), so the count fits an i32.
-                Ok(n) => n as i32,
-                Err(errno) => -errno,
+            // `io_len` fits a read (MAX_READ), so the count fits an i32. An
+            // uncached read on a memory-backed filesystem is refused
+            // (EOPNOTSUPP), which `on_result` takes back and remembers.
+            let flags = if s.dontcache {
+                crate::sys::RWF_DONTCACHE
+            } else {
+                0
             };
+            let res = target.pread_at(
+                file.inner.file.as_fd(),
+                s.done,
+                s.io_len - s.done,
+                offset,
+                flags,
+            );
             self.stats.inline += 1;
             self.inline_since_enter = self.inline_since_enter.saturating_add(1);
             self.on_result(idx, res);

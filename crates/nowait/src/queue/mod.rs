@@ -21,6 +21,9 @@
 //!   the file, offset and length, and **buffers come back exactly once**:
 //!   with the completion, or with the [`Rejected`] error of a push that was
 //!   refused;
+//! * `slots.rs` also decides each read's **cache policy** (the read's, its
+//!   file's, else the queue's: [`QueueBuilder::cache`]) and `complete.rs`
+//!   sends a read the kernel refuses `RWF_DONTCACHE` for again without it;
 //! * `inline.rs`: reads of memory-backed files done on the caller's thread
 //!   ([`QueueBuilder::memory_inline`]);
 //! * `small_direct.rs`: the small direct-read path
@@ -55,6 +58,7 @@ mod small_direct;
 mod stats;
 
 pub use builder::QueueBuilder;
+pub(crate) use slots::ReadCache;
 pub use small_direct::SMALL_READ_MAX;
 pub use stats::QueueStats;
 
@@ -138,6 +142,22 @@ impl From<Rejected> for io::Error {
 /// }
 /// # Ok::<(), nowait::Error>(())
 /// ```
+///
+/// **Dropping a queue** drops the reads pushed and not yet submitted,
+/// unread ([`Queue::drop_unsubmitted`]: the kernel never sees them, so
+/// nothing writes their buffers), and waits for every read submitted before
+/// (the kernel may be writing into their buffers); their completions are
+/// discarded. Only then are the buffers freed.
+///
+/// **Memory.** At rest (nothing in flight) a queue holds its `depth` slots
+/// and lists (about 0.3 KiB per slot), the backend's ring or threads, and,
+/// if asked for, its registered buffers ([`QueueBuilder::fixed_buffers`]:
+/// `count × size` bytes, never more). It keeps no buffer of a read once the
+/// read's completion is handed back, and none grows with the size of the
+/// reads: a read's bounce buffer (an unaligned `Direct::Auto` read) is
+/// sized to what the file can return and freed when the read completes.
+/// Buffers are not zeroed before a read ([`Buf`]): a read of 256 MiB at the
+/// end of a file costs about what the bytes it returns cost.
 pub struct Queue {
     backend: Box<dyn Backend>,
     report: BackendReport,
@@ -145,8 +165,14 @@ pub struct Queue {
     free: Vec<u32>,
     /// Finished slots waiting to be handed back, in completion order.
     ready: VecDeque<u32>,
-    /// Raw reads handed to the backend and not yet reaped.
+    /// Raw reads handed to the backend (or staged for it) and not yet
+    /// reaped.
     owed: usize,
+    /// Slots whose raw read is pushed and not yet handed to the backend: it
+    /// goes to it, and so to the kernel, at the next submit or reap
+    /// (`send_staged`). Dropping the queue drops them unread. Capacity
+    /// `depth`: a slot has at most one raw read outstanding.
+    staged: Vec<u32>,
     cqes: Vec<Cqe>,
     /// Completions taken out by `read_at` while it waited for its own.
     stash: VecDeque<Completion>,
@@ -154,11 +180,16 @@ pub struct Queue {
     next_private: u64,
     /// Registration id of `fixed_pool` with the backend (0: none).
     reg_id: u32,
-    /// The backend may hold reads not yet handed to the kernel: set when a
-    /// read (or a re-issued remainder) is pushed to it, cleared when it is
-    /// entered. `reap` hands them over before it returns, even when
-    /// results already in `ready` (inline reads, earlier reaps) satisfied it.
+    /// The backend may hold reads not yet handed to the kernel (a submit
+    /// that failed left them there). `reap` hands them, and the staged
+    /// reads, over before it returns, even when results already in `ready`
+    /// (inline reads, earlier reaps) satisfied it.
     unsent: bool,
+    /// An eventfd is registered (the completion fd, or the async front
+    /// end's): every `reap` collects what the backend finished before it
+    /// returns, so a result is never left behind a signal already consumed
+    /// (see [`Queue::completion_fd`]).
+    notified: bool,
     /// The registered buffer pool; declared after `backend` so it is freed
     /// only after the ring that references it is gone.
     fixed_pool: Option<BufPool>,
@@ -180,6 +211,10 @@ pub struct Queue {
     /// How this queue was built, to build it again without `DEFER_TASKRUN`
     /// when a completion fd is asked for.
     builder: Option<QueueBuilder>,
+    /// The cache policy of reads whose file and request set none.
+    cache: crate::cache_policy::CachePolicy,
+    /// The same as the byte the hot path compares.
+    cache_code: crate::cache_policy::PolicyCode,
 }
 
 impl fmt::Debug for Queue {
@@ -207,12 +242,14 @@ impl Queue {
             free: (0..depth as u32).rev().collect(),
             ready: VecDeque::with_capacity(depth),
             owed: 0,
+            staged: Vec::with_capacity(depth),
             cqes: Vec::with_capacity(depth * 2),
             stash: VecDeque::new(),
             stats: QueueStats::default(),
             next_private: 1 << 63,
             reg_id: 0,
             unsent: false,
+            notified: false,
             fixed_pool: None,
             small_direct: false,
             inline_window: usize::MAX,
@@ -222,6 +259,8 @@ impl Queue {
             inline_next: None,
             notify: None,
             builder: None,
+            cache: crate::cache_policy::CachePolicy::Keep,
+            cache_code: crate::cache_policy::PolicyCode::of(crate::cache_policy::CachePolicy::Keep),
         }
     }
     /// How this queue hands queued reads to the kernel and, with the
@@ -288,12 +327,15 @@ impl Queue {
     /// Ask the backend to signal eventfd `fd` whenever results are ready
     /// (see [`Backend::register_notify`]); false if it cannot.
     pub(crate) fn register_notify(&mut self, fd: std::os::fd::RawFd) -> bool {
-        self.backend.register_notify(fd)
+        let ok = self.backend.register_notify(fd);
+        self.notified |= ok;
+        ok
     }
     /// Hand every queued read to the kernel (one system call for the batch
     /// with `uring`; the reads themselves with `sync`).
     pub fn submit(&mut self) -> Result<()> {
         self.unsent = false;
+        self.send_staged();
         let r = self.backend.submit();
         if self.notify.is_some() {
             self.signal_if_ready();
@@ -302,10 +344,46 @@ impl Queue {
     }
 }
 
+impl Queue {
+    /// Drop every read pushed and not yet submitted, unread: the kernel
+    /// never sees them and nothing writes their buffers, which are handed
+    /// back untouched in `dropped`, each with its read's `user_data`
+    /// (a front end that lent its memory takes it back there). Returns how
+    /// many. Dropping the queue does this first (see [`Queue`]), then waits
+    /// for the reads submitted before.
+    ///
+    /// A read counts as submitted once [`Queue::submit`] or [`Queue::reap`]
+    /// has run after its push; a push itself submits the reads queued before
+    /// it when it reads a memory-backed file on the calling thread (past the
+    /// inline window, see [`QueueBuilder::memory_inline`]), so that the
+    /// kernel works alongside.
+    pub fn drop_unsubmitted(&mut self, dropped: &mut Vec<(u64, Buf)>) -> usize {
+        let n = self.staged.len();
+        dropped.reserve(n);
+        // Oldest first, as they were pushed.
+        for idx in self.staged.drain(..) {
+            self.owed -= 1;
+            let s = &mut self.slots[idx as usize];
+            if let Some(buf) = s.buf.take() {
+                dropped.push((s.user_data, buf));
+            }
+            s.bounce = None;
+            s.file = None;
+            s.small_direct = false;
+            self.free.push(idx);
+        }
+        n
+    }
+}
+
 impl Drop for Queue {
     fn drop(&mut self) {
-        // The kernel may still write into buffers of owed reads: wait for
-        // every one before the slots (and their buffers) are freed.
+        // Reads pushed and never submitted are dropped: no backend has seen
+        // them, so nothing writes their buffers (what a liburing user
+        // expects of unsubmitted entries).
+        self.drop_unsubmitted(&mut Vec::new());
+        // The kernel may still write into buffers of submitted reads: wait
+        // for every one before the slots (and their buffers) are freed.
         while self.owed > 0 {
             if self.pump(self.owed, None, None).is_err() {
                 // The backend cannot tell us when the kernel is done with the

@@ -19,21 +19,30 @@ pub(super) struct Notify {
 }
 
 impl Queue {
-    /// An `eventfd(2)` that becomes readable when completions may be
-    /// waiting to be reaped: the file descriptor an event loop (epoll,
-    /// libuv's `uv_poll_t`, asyncio's `add_reader`, tevent) watches so that
-    /// its thread never blocks in the queue.
+    /// An `eventfd(2)` that is readable whenever a finished read is waiting
+    /// to be reaped: the file descriptor an event loop (epoll, libuv's
+    /// `uv_poll_t`, asyncio's `add_reader`, tevent) watches so that its
+    /// thread never blocks in the queue.
     ///
-    /// The backend writes it when the kernel posts a result (io_uring's
-    /// `IORING_REGISTER_EVENTFD`, AIO's `IOCB_FLAG_RESFD`, the pool's
-    /// workers); the queue writes it itself for reads it finished without
-    /// the backend (inline reads, reads of zero bytes, the `sync` backend's
-    /// reads, which complete inside `submit`). The protocol for a loop:
-    /// when the fd is readable, read its 8-byte counter (it is
-    /// non-blocking; `EAGAIN` just means someone else cleared it), then
-    /// [`Queue::reap`] with `min == 0` until it returns 0. Clearing before
-    /// reaping means a completion that arrives in between signals again, so
-    /// no wake-up is lost; a wake-up may find nothing (it is a hint).
+    /// **The contract, level-triggered in effect:** after any call on the
+    /// queue returns, if a finished read is waiting to be reaped the fd is
+    /// readable or becomes readable without another call. So a loop needs
+    /// no particular drain rule: when the fd is readable, read its 8-byte
+    /// counter (it is non-blocking; `EAGAIN` just means it was already
+    /// cleared), then [`Queue::reap`] with `min == 0` — once is enough, as
+    /// `reap` hands back everything finished; reaping until it returns 0,
+    /// or (from C) until it returns fewer than asked, is fine too. Clearing
+    /// before reaping means a read that finishes in between signals again,
+    /// so no wake-up is lost; a wake-up may find nothing (it is a hint).
+    ///
+    /// How it is kept: the backend writes the fd when the kernel posts a
+    /// result (io_uring's `IORING_REGISTER_EVENTFD`, AIO's
+    /// `IOCB_FLAG_RESFD`, the pool's workers); the queue writes it for
+    /// reads it finished without the backend (inline reads, reads of zero
+    /// bytes, the `sync` backend's reads, which complete inside `submit`);
+    /// and every `reap` collects what the backend has finished before it
+    /// returns, so no result stays behind a signal the loop already
+    /// consumed.
     ///
     /// Ask for it before the first read is pushed (the backend can only
     /// signal reads submitted after it is registered); later calls return
@@ -68,6 +77,7 @@ impl Queue {
             })?;
             let before = self.backend.describe();
             let by_backend = self.backend.register_notify(efd.raw_fd());
+            self.backend.signal_every_completion();
             let after = self.backend.describe();
             if after != before {
                 // Registering can change the setup (IOPOLL off): keep the
@@ -75,6 +85,7 @@ impl Queue {
                 self.report.detail = self.report.detail.replacen(&before, &after, 1);
             }
             self.notify = Some(Notify { efd, by_backend });
+            self.notified = true;
         }
         let n = self.notify.as_ref().expect("set above");
         Ok(n.efd.as_fd())

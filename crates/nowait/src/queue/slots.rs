@@ -6,8 +6,21 @@ use super::bounce::Bounce;
 use super::{Queue, Read, Rejected};
 use crate::backend::{Sqe, MAX_READ};
 use crate::buf::Buf;
+use crate::cache_policy::{CachePolicy, Uncached};
 use crate::error::{Error, Result};
 use crate::file::File;
+
+/// How one read's cache policy is given to `push`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadCache {
+    /// The file's policy, else the queue's.
+    Default,
+    /// The read's own policy.
+    Policy(CachePolicy),
+    /// Already decided (the async engine's first poll decided it for its
+    /// page-cache try).
+    Decided(Uncached),
+}
 
 #[derive(Default)]
 pub(super) struct Slot {
@@ -24,11 +37,19 @@ pub(super) struct Slot {
     /// Bytes of the issued read done so far.
     pub(super) done: usize,
     pub(super) retries: u32,
+    /// The read went on past a point that was not end of file when it was
+    /// read (a direct read restarted from a block's start, a bounce buffer
+    /// grown): if it then finds end of file, the file may have shrunk below
+    /// what was read, and the result is cut to its size (`on_result`).
+    pub(super) recheck_end: bool,
     /// Set when the request is finished; the slot then waits in `ready`.
     pub(super) result: Option<Result<usize>>,
     /// Pushed by the small direct-read path and not yet fallen back to the
     /// general handling: a full result is handed straight back by `pump`.
     pub(super) small_direct: bool,
+    /// Read with `RWF_DONTCACHE` (decided at push; cleared if the kernel
+    /// refuses it).
+    pub(super) dontcache: bool,
 }
 
 impl Queue {
@@ -38,14 +59,73 @@ impl Queue {
         if self.notify.is_none() {
             // A tail call: the result is written where the caller wants it,
             // not moved through this frame (it carries a buffer and an error).
-            return self.push_one(req);
+            return self.push_one(req, ReadCache::Default);
         }
-        let r = self.push_one(req);
+        let r = self.push_one(req, ReadCache::Default);
         self.signal_if_ready();
         r
     }
 
-    fn push_one(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+    /// [`Queue::push`] with the read's own cache policy, whatever its
+    /// file's ([`File::set_cache_policy`]) and the queue's
+    /// ([`QueueBuilder::cache`](super::QueueBuilder::cache)): e.g. one
+    /// uncached read of a file whose other reads keep their pages.
+    pub fn push_with_cache(
+        &mut self,
+        req: Read<'_>,
+        policy: CachePolicy,
+    ) -> std::result::Result<(), Rejected> {
+        self.push_cache(req, ReadCache::Policy(policy))
+    }
+
+    /// [`Queue::push`] with the read's cache policy as given.
+    pub(crate) fn push_cache(
+        &mut self,
+        req: Read<'_>,
+        cache: ReadCache,
+    ) -> std::result::Result<(), Rejected> {
+        let r = self.push_one(req, cache);
+        if self.notify.is_some() {
+            self.signal_if_ready();
+        }
+        r
+    }
+
+    /// Decide whether slot `idx`'s read of `len` bytes at `offset` of
+    /// `file` goes uncached (`Slot::dontcache`, false until then): out of
+    /// line, so `push` pays one test when no policy applies.
+    #[inline(never)]
+    fn decide_uncached(
+        &mut self,
+        idx: u32,
+        file: &File,
+        offset: u64,
+        len: usize,
+        cache: ReadCache,
+    ) {
+        let u = match cache {
+            ReadCache::Default => {
+                let policy = file.inner.cache.policy().unwrap_or(self.cache);
+                file.uncached(policy, offset, len)
+            }
+            ReadCache::Policy(p) => file.uncached(p, offset, len),
+            ReadCache::Decided(u) => u,
+        };
+        let on = match u {
+            Uncached::No => false,
+            Uncached::Yes => {
+                self.stats.cache.uncached += 1;
+                true
+            }
+            Uncached::Kept => {
+                self.stats.cache.kept += 1;
+                false
+            }
+        };
+        self.slots[idx as usize].dontcache = on;
+    }
+
+    fn push_one(&mut self, req: Read<'_>, cache: ReadCache) -> std::result::Result<(), Rejected> {
         let Read {
             file,
             offset,
@@ -106,8 +186,10 @@ impl Queue {
         s.buf = Some(buf);
         s.done = 0;
         s.retries = 0;
+        s.recheck_end = false;
         s.result = None;
         s.small_direct = false;
+        s.dontcache = false;
         match bounce {
             Some(b) => {
                 self.stats.bounced += 1;
@@ -125,6 +207,9 @@ impl Queue {
             // Nothing to read: complete without a system call.
             self.finish(idx, Ok(()));
         } else {
+            if cache != ReadCache::Default || !file.inner.cache.keeps(self.cache_code) {
+                self.decide_uncached(idx, file, offset, len, cache);
+            }
             self.issue(idx);
         }
         Ok(())
@@ -138,6 +223,27 @@ impl Queue {
             self.read_inline(idx);
             return;
         }
+        self.stage(idx);
+    }
+
+    /// Stage the remaining part of slot `idx`'s read for the backend: it
+    /// reaches the backend (and the kernel) at the next submit or reap
+    /// ([`Queue::send_staged`]), or never, if the queue drops it first
+    /// ([`Queue::drop_unsubmitted`]).
+    #[inline]
+    pub(super) fn stage(&mut self, idx: u32) {
+        debug_assert!(self.slots[idx as usize].file.is_some());
+        self.staged.push(idx);
+        self.owed += 1;
+    }
+
+    /// The raw read that reads the rest of slot `idx`'s request: from
+    /// `io_offset + done` into its target (its own buffer or its bounce
+    /// buffer) at `done`, `READ_FIXED` when the target is one of this
+    /// queue's registered buffers.
+    #[inline]
+    fn sqe_of(&mut self, idx: u32) -> Sqe {
+        let reg_id = self.reg_id;
         let s = &mut self.slots[idx as usize];
         let file = s.file.as_ref().expect("an issued slot holds its file");
         let target = match s.bounce.as_mut() {
@@ -147,7 +253,7 @@ impl Queue {
         let target_fixed = target.fixed;
         let base = target.as_mut_ptr();
         // `done < io_len <= capacity`, so the pointer stays inside the buffer.
-        let sqe = Sqe {
+        Sqe {
             slot: idx,
             fd: file.raw_fd(),
             offset: s.io_offset + s.done as u64,
@@ -155,29 +261,58 @@ impl Queue {
             len: (s.io_len - s.done) as u32,
             file: std::sync::Arc::as_ptr(&file.inner),
             fixed_buf: match target_fixed {
-                Some((id, i)) if id == self.reg_id => Some(i),
+                Some((id, i)) if id == reg_id => Some(i),
                 _ => None,
             },
             first: s.done == 0 && s.retries == 0,
-        };
-        self.hand_to_backend(&sqe);
+            dontcache: s.dontcache,
+        }
     }
 
-    /// Hand raw read `sqe`, which names slot `sqe.slot`'s buffer and file, to
-    /// the backend. The one place the "buffer outlives the kernel's use"
-    /// invariant is kept.
+    /// Hand every staged read to the backend. The caller submits (or reaps)
+    /// right after, so no read waits in the backend past this call. The one
+    /// place the "buffer outlives the kernel's use" invariant is kept.
     #[inline]
-    pub(super) fn hand_to_backend(&mut self, sqe: &Sqe) {
-        debug_assert!(self.slots[sqe.slot as usize].file.is_some());
-        // SAFETY: the caller built `sqe` from slot `sqe.slot`: `ptr..ptr+len`
-        // lies inside the buffer the slot owns (its own or its bounce
-        // buffer; `done < io_len <= capacity`), and the slot holds a clone of
-        // the file, so `fd` and `file` stay valid. Both stay in the slot until
-        // the backend returns this slot's Cqe from `reap`: `pump` is the only
-        // place that finishes an issued slot, and `Drop` waits for every owed
-        // Cqe (or leaks the buffers if it cannot).
-        unsafe { self.backend.push(sqe) };
-        self.owed += 1;
-        self.unsent = true;
+    pub(super) fn send_staged(&mut self) {
+        for i in 0..self.staged.len() {
+            let sqe = self.sqe_of(self.staged[i]);
+            // SAFETY: `sqe` names slot `sqe.slot`'s target and file
+            // (`sqe_of`): `ptr..ptr+len` lies inside the buffer the slot owns
+            // (its own or its bounce buffer; `done < io_len <= capacity`),
+            // and the slot holds a clone of the file, so `fd` and `file` stay
+            // valid. Both stay in the slot until the backend returns this
+            // slot's Cqe from `reap`: `pump` is the only place that finishes
+            // an issued slot, and `Drop` waits for every owed Cqe (or leaks
+            // the buffers if it cannot). A staged read is owed too, and is
+            // only dropped unsent (`drop_unsubmitted`), before any backend
+            // saw it.
+            unsafe { self.backend.push(&sqe) };
+        }
+        self.staged.clear();
     }
+}
+
+/// Record that the completed reads of a slot wrote bytes `0..done` of its
+/// target (its buffer, or its bounce buffer), so they are shown as read
+/// rather than zeroed ([`Buf::assume_written`]).
+#[inline]
+pub(super) fn reads_wrote(target: &mut Buf, done: usize) {
+    // SAFETY: see `reads_filled`.
+    unsafe { target.assume_written(done) };
+}
+
+/// [`reads_wrote`], and make the first `len` of those bytes (`len <= done`)
+/// the buffer's fill: a read's result, handed back.
+#[inline]
+pub(super) fn reads_filled(target: &mut Buf, done: usize, len: usize) {
+    debug_assert!(len <= done && done <= target.capacity());
+    // SAFETY: a slot's reads fill its target from byte 0 up without a gap:
+    // each raw read (a backend's, or `read_inline`'s pread) starts where
+    // the bytes done so far end (`io_offset + done`, into `base + done`),
+    // and `done` grows only by what a read returned — the kernel wrote
+    // exactly that many bytes there — or moves back to a point already
+    // written (a direct read's restart from a block's start). So every
+    // byte of `0..done` was written by a completed read; `done <= io_len
+    // <= capacity`; `len <= done` (checked by the callers' arithmetic).
+    unsafe { target.set_read_len(done, len) };
 }

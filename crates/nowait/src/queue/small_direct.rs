@@ -8,7 +8,6 @@
 //! back to the general handling, so the outcome is the same either way.
 
 use super::{Completion, Queue};
-use crate::backend::Sqe;
 use crate::buf::Buf;
 use crate::file::File;
 
@@ -72,6 +71,8 @@ impl Queue {
         s.io_len = len;
         s.done = 0;
         s.retries = 0;
+        s.dontcache = false;
+        s.recheck_end = false;
         s.small_direct = !inline;
         if inline {
             s.buf = Some(buf);
@@ -80,20 +81,13 @@ impl Queue {
             return;
         }
         self.stats.small_direct += 1;
+        // Goes out as `READ_FIXED` into registered buffer `index` (the
+        // buffer's tag, which `send_staged` reads).
+        debug_assert_eq!(buf.fixed.map(|(_, i)| i), Some(index));
         let s = &mut self.slots[idx as usize];
-        let ptr = s.buf.insert(buf).as_mut_ptr();
-        let sqe = Sqe {
-            slot: idx,
-            fd: file.raw_fd(),
-            offset,
-            ptr,
-            len: len as u32,
-            file: std::sync::Arc::as_ptr(&file.inner),
-            fixed_buf: Some(index),
-            first: true,
-        };
+        s.buf = Some(buf);
         s.file = Some(file.clone());
-        self.hand_to_backend(&sqe);
+        self.stage(idx);
     }
 
     /// Hand back small direct-read slot `idx`, whose read completed in full: no
@@ -103,8 +97,7 @@ impl Queue {
         let s = &mut self.slots[idx as usize];
         s.small_direct = false;
         let mut buf = s.buf.take().expect("an issued slot holds its buffer");
-        // The kernel wrote all `len` bytes.
-        buf.filled(s.len);
+        super::slots::reads_filled(&mut buf, s.len, s.len);
         s.file = None;
         let c = Completion {
             user_data: s.user_data,

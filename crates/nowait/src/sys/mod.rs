@@ -2,41 +2,33 @@
 //! crate, and what the kernel's answers mean in words. Private to the crate.
 //!
 //! The bottom of the crate: nothing here imports anything above it. Calls go
-//! through rustix wherever rustix offers them (`pread`, `statx` with
-//! `STATX_DIOALIGN`, `fstatfs`, the `BLKSSZGET` ioctl, `posix_fadvise`,
-//! `eventfd`, `poll`); by hand only what it does not (`preadv2` with
-//! `RWF_NOWAIT` into memory that may be uninitialised, which rustix's
-//! `IoSliceMut` cannot describe, and `io_uring_enter` through a registered
-//! ring index, see `uring.rs`). One place each for errno names and
-//! filesystem names (`names.rs`), sysfs and the device a file lives on
-//! (`sysfs.rs`), and the eventfd (`eventfd.rs`).
+//! through rustix wherever rustix offers them (`pread`, `preadv2` into
+//! initialised bytes, `statx` with `STATX_DIOALIGN`, `fstatfs`, the
+//! `BLKSSZGET` ioctl, `posix_fadvise`, `eventfd`, `poll`); by hand only what
+//! it does not (`preadv2` with `RWF_*` flags into memory that may be
+//! uninitialised, which rustix's `IoSliceMut` cannot describe,
+//! `cachestat`, and `io_uring_enter` through a registered ring index, see
+//! `uring.rs`). One place each for errno names and filesystem names
+//! (`names.rs`), sysfs and the device a file lives on (`sysfs.rs`), the
+//! eventfd (`eventfd.rs`), memory cgroups (`cgroup.rs`) and Valgrind's
+//! client requests (`valgrind.rs`).
 #![allow(unsafe_code)]
 
 use std::io;
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{BorrowedFd, RawFd};
 
 use rustix::io::{IoSliceMut, ReadWriteFlags};
 
+pub(crate) mod cgroup;
 pub(crate) mod eventfd;
 pub(crate) mod names;
 pub(crate) mod sysfs;
 pub(crate) mod uring;
+pub(crate) mod valgrind;
 
 fn errno_of(e: rustix::io::Errno) -> i32 {
     e.raw_os_error()
-}
-
-/// Read with `pread(2)` into memory that may be uninitialised (the
-/// caller's, lent to a `Buf`). Returns bytes read or the errno.
-pub(crate) fn pread_into(
-    fd: BorrowedFd<'_>,
-    buf: &mut [MaybeUninit<u8>],
-    offset: u64,
-) -> Result<usize, i32> {
-    rustix::io::pread(fd, buf, offset)
-        .map(|(read, _)| read.len())
-        .map_err(errno_of)
 }
 
 /// Read with `pread(2)` into `len` bytes at `ptr`. Returns bytes read or the errno.
@@ -50,27 +42,54 @@ pub(crate) unsafe fn pread(fd: RawFd, ptr: *mut u8, len: usize, offset: u64) -> 
     // SAFETY: the caller guarantees `ptr..ptr+len` is writable for the call;
     // as `MaybeUninit` the bytes need not be initialised.
     let buf = unsafe { std::slice::from_raw_parts_mut(ptr.cast::<MaybeUninit<u8>>(), len) };
-    pread_into(fd, buf, offset)
+    rustix::io::pread(fd, buf, offset)
+        .map(|(read, _)| read.len())
+        .map_err(errno_of)
 }
 
-/// Read with `preadv2(2)` and `RWF_NOWAIT` into `len` bytes at `ptr`: the
-/// bytes the page cache holds at `offset`, or EAGAIN if none are resident.
-/// By hand because rustix's `preadv2` takes `IoSliceMut`s, which are
-/// `&mut [u8]` over initialised bytes, and the memory here may be the
-/// caller's, uninitialised until the kernel writes it: it is passed as a
-/// raw `iovec` and no reference to it is formed. The system call itself,
-/// not glibc's `preadv2`, which is a thread cancellation point (two more
-/// calls, about 60 instructions, per read).
+/// `preadv2(2)` with `RWF_NOWAIT` into a slice: the bytes the page cache
+/// holds at `offset`, or EAGAIN if they are not resident.
+pub(crate) fn preadv2_nowait(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    offset: u64,
+) -> Result<usize, i32> {
+    let mut iov = [IoSliceMut::new(buf)];
+    rustix::io::preadv2(fd, &mut iov, offset, ReadWriteFlags::NOWAIT).map_err(errno_of)
+}
+
+/// `RWF_DONTCACHE` (Linux 6.14): an uncached buffered read. The read goes
+/// through the page cache, and the pages it brings in are dropped once
+/// copied out; pages that were cached before stay. rustix has no name for
+/// it yet, so the bit comes from libc.
+pub(crate) const RWF_DONTCACHE: u32 = libc::RWF_DONTCACHE as u32;
+
+/// `RWF_NOWAIT`: answer from the page cache alone, EAGAIN where it would wait.
+pub(crate) const RWF_NOWAIT: u32 = ReadWriteFlags::NOWAIT.bits();
+
+/// `preadv2(2)` into `len` bytes at `ptr` with the `RWF_*` bits `flags`
+/// (0: a plain positional read; `RWF_NOWAIT`: the page cache's bytes or
+/// EAGAIN). The memory need not be initialised: the kernel only writes the
+/// bytes it returns.
 ///
 /// # Safety
 /// `fd` must be open, and `ptr` valid for writes of `len` bytes, for the
 /// duration of the call.
-pub(crate) unsafe fn preadv2_nowait_raw(
+pub(crate) unsafe fn preadv2_raw(
     fd: RawFd,
     ptr: *mut u8,
     len: usize,
     offset: u64,
+    flags: u32,
 ) -> Result<usize, i32> {
+    // By hand: rustix's `preadv2` takes `IoSliceMut`s, which are `&mut
+    // [u8]` over initialised bytes, and the memory here may be uninitialised
+    // (the engine's buffers are not zeroed before a read, and a caller's
+    // lent memory may never have been written, `Buf`): it is passed as a raw
+    // `iovec` and no reference to it is formed. The system call itself, as
+    // rustix makes it: glibc's `preadv2` wrapper is a cancellation point,
+    // which costs about 70 instructions a call on this hot path.
+    //
     // An offset past i64::MAX would reach the kernel negative, and -1 means
     // "the file position": refuse it as the kernel refuses other bad offsets.
     if offset > i64::MAX as u64 {
@@ -80,72 +99,163 @@ pub(crate) unsafe fn preadv2_nowait_raw(
         iov_base: ptr.cast(),
         iov_len: len,
     };
-    // The offset goes as two halves (`pos_l`, `pos_h`); a 64-bit kernel
-    // takes it whole from `pos_l` and shifts `pos_h` out.
-    let (pos_l, pos_h) = (offset as libc::c_ulong, (offset >> 32) as libc::c_ulong);
-    // SAFETY: the caller keeps `fd` open and `ptr..ptr+len` writable for the
-    // call; the kernel writes at most `len` bytes there through the raw
-    // pointer, and `iov` lives across the call. Every argument has the
-    // width the system call reads (longs and a pointer).
+    // SAFETY: the caller keeps `fd` open and `ptr..ptr+len` writable for
+    // the call; `iov` is one live iovec; the kernel only writes the bytes
+    // it returns. Every argument has the width the system call reads
+    // (longs and a pointer); the position goes as the kernel's low and
+    // high halves (`pos_from_hilo`: on 64-bit the low word holds all of it).
     let r = unsafe {
         libc::syscall(
             libc::SYS_preadv2,
             fd as libc::c_long,
             &iov as *const libc::iovec,
             1 as libc::c_long,
-            pos_l,
-            pos_h,
-            libc::RWF_NOWAIT as libc::c_long,
+            offset as libc::c_ulong,
+            (offset >> 32) as libc::c_ulong,
+            flags as libc::c_long,
         )
     };
     if r < 0 {
-        Err(io::Error::last_os_error()
+        return Err(std::io::Error::last_os_error()
             .raw_os_error()
-            .unwrap_or(libc::EIO))
-    } else {
-        Ok(r as usize)
+            .unwrap_or(libc::EIO));
     }
+    Ok(r as usize)
 }
 
-/// Memory a read fills: bytes already initialised, or memory that may not
-/// be (a caller's, lent to a `Buf`, before a read wrote it).
-pub(crate) enum ReadInto<'a> {
-    /// Initialised bytes: read through rustix.
-    Bytes(&'a mut [u8]),
-    /// Maybe uninitialised: handed to the kernel as a raw pointer.
-    Uninit(&'a mut [MaybeUninit<u8>]),
-}
-
-impl ReadInto<'_> {
-    /// Its length in bytes.
-    #[inline]
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            ReadInto::Bytes(b) => b.len(),
-            ReadInto::Uninit(b) => b.len(),
-        }
-    }
-}
-
-/// `preadv2(2)` with `RWF_NOWAIT`: the bytes the page cache holds at
-/// `offset`, or EAGAIN if they are not resident.
+/// `preadv2(2)` with the `RWF_*` bits `flags` into memory that may be
+/// uninitialised (a caller's, lent as `MaybeUninit`): only the bytes the
+/// kernel returns are written.
 #[inline]
-pub(crate) fn preadv2_nowait(
+pub(crate) fn preadv2_uninit(
     fd: BorrowedFd<'_>,
-    buf: ReadInto<'_>,
+    buf: &mut [MaybeUninit<u8>],
     offset: u64,
+    flags: u32,
 ) -> Result<usize, i32> {
-    match buf {
-        ReadInto::Bytes(b) => {
-            let mut iov = [IoSliceMut::new(b)];
-            rustix::io::preadv2(fd, &mut iov, offset, ReadWriteFlags::NOWAIT).map_err(errno_of)
-        }
-        // SAFETY: `fd` is borrowed, so open for the call; `b` is a live
-        // exclusive borrow, writable for its whole length.
-        ReadInto::Uninit(b) => unsafe {
-            preadv2_nowait_raw(fd.as_raw_fd(), b.as_mut_ptr().cast(), b.len(), offset)
-        },
+    use std::os::fd::AsRawFd;
+    // SAFETY: `fd` is borrowed, so open for the call; `buf` is a live
+    // exclusive borrow, writable for its whole length.
+    unsafe {
+        preadv2_raw(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            offset,
+            flags,
+        )
     }
+}
+
+/// `preadv2(2)` into a slice with the `RWF_*` bits `flags`.
+pub(crate) fn preadv2(
+    fd: BorrowedFd<'_>,
+    buf: &mut [u8],
+    offset: u64,
+    flags: u32,
+) -> Result<usize, i32> {
+    let mut iov = [IoSliceMut::new(buf)];
+    rustix::io::preadv2(
+        fd,
+        &mut iov,
+        offset,
+        ReadWriteFlags::from_bits_retain(flags),
+    )
+    .map_err(errno_of)
+}
+
+/// Does the filesystem or device behind `fd` take `RWF_DONTCACHE`? One
+/// `preadv2(2)` of 1 byte at offset `i64::MAX - 1` with the flag: the
+/// kernel checks the flags (`kiocb_set_rw_flags`) before the read reaches
+/// the filesystem, which then finds the offset past the end and returns 0
+/// without any I/O, so the answer never waits for a device. `Ok(_)`: taken;
+/// `Err(EOPNOTSUPP)`: refused (tmpfs, ramfs, a kernel that predates the
+/// flag); `Err(ENOSYS | EPERM)`: `preadv2` itself is refused.
+pub(crate) fn preadv2_dontcache_probe(fd: BorrowedFd<'_>) -> Result<usize, i32> {
+    let mut byte = [0u8];
+    preadv2(fd, &mut byte, i64::MAX as u64 - 1, RWF_DONTCACHE)
+}
+
+/// Does this kernel know `RWF_DONTCACHE`, whatever the filesystem? One
+/// `preadv2(2)` of `/dev/null` with `RWF_DONTCACHE | RWF_APPEND |
+/// RWF_NOAPPEND`: a kernel refuses flags it does not know with EOPNOTSUPP
+/// before anything else, and one that knows them all refuses the
+/// contradictory `APPEND | NOAPPEND` pair with EINVAL (checked since 6.9,
+/// before `RWF_DONTCACHE` arrived in 6.14). `Ok(())`: the kernel knows the
+/// flag; `Err(EOPNOTSUPP)`: it does not; anything else as answered.
+pub(crate) fn dontcache_known_to_kernel() -> Result<(), i32> {
+    const RWF_APPEND: u32 = 0x10;
+    const RWF_NOAPPEND: u32 = 0x20;
+    let null =
+        std::fs::File::open("/dev/null").map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+    let mut byte = [0u8];
+    match preadv2(
+        std::os::fd::AsFd::as_fd(&null),
+        &mut byte,
+        0,
+        RWF_DONTCACHE | RWF_APPEND | RWF_NOAPPEND,
+    ) {
+        Err(libc::EINVAL) => Ok(()),
+        Ok(_) => Err(libc::EINVAL),
+        Err(e) => Err(e),
+    }
+}
+
+/// What `cachestat(2)` says about a range of a file: pages in the page
+/// cache, and pages once cached and since evicted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CacheStat {
+    /// Pages of the range in the page cache.
+    pub cached: u64,
+    /// Pages of the range evicted from the page cache (shadow entries).
+    pub evicted: u64,
+}
+
+/// `cachestat(2)` (Linux 6.5) of `len` bytes at `offset` (`len == 0`: to
+/// the end of the file). By hand: neither rustix nor libc (on every
+/// target) wraps it; its number, 451, is the same on every architecture.
+/// `Err(ENOSYS)` on older kernels, `Err(EPERM)` under a seccomp filter that
+/// does not know it.
+pub(crate) fn cachestat(fd: BorrowedFd<'_>, offset: u64, len: u64) -> Result<CacheStat, i32> {
+    const SYS_CACHESTAT: libc::c_long = 451;
+    #[repr(C)]
+    struct Range {
+        off: u64,
+        len: u64,
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Stat {
+        nr_cache: u64,
+        nr_dirty: u64,
+        nr_writeback: u64,
+        nr_evicted: u64,
+        nr_recently_evicted: u64,
+    }
+    let range = Range { off: offset, len };
+    let mut st = Stat::default();
+    use std::os::fd::AsRawFd;
+    // SAFETY: `range` and `st` are live, properly laid out `struct
+    // cachestat_range` and `struct cachestat` for the call; the kernel
+    // reads the first and writes the second; flags must be 0.
+    let r = unsafe {
+        libc::syscall(
+            SYS_CACHESTAT,
+            fd.as_raw_fd(),
+            &range as *const Range,
+            &mut st as *mut Stat,
+            0 as libc::c_uint,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO));
+    }
+    Ok(CacheStat {
+        cached: st.nr_cache,
+        evicted: st.nr_evicted,
+    })
 }
 
 /// One `preadv2(2)` of 1 byte at offset 0 with `RWF_NOWAIT`: does the
@@ -155,7 +265,7 @@ pub(crate) fn preadv2_nowait(
 /// `Err(EPERM)` mean `preadv2` itself is refused.
 pub(crate) fn preadv2_nowait_probe(fd: BorrowedFd<'_>) -> Result<usize, i32> {
     let mut byte = [0u8];
-    preadv2_nowait(fd, ReadInto::Bytes(&mut byte), 0)
+    preadv2_nowait(fd, &mut byte, 0)
 }
 
 /// O_DIRECT alignment as `statx(2)` with `STATX_DIOALIGN` reports it.

@@ -19,7 +19,7 @@
 //! pushed and submitted at once (a server hands each request over as it
 //! arrives), and anything already complete is collected at once (a nowait
 //! hit is complete when `push` returns). Completion latency per stream goes
-//! into its own HdrHistogram. Configurations: the pool with the nowait path
+//! into its own histogram (fio's buckets). Configurations: the pool with the nowait path
 //! off (the seed's "before"), the pool adaptive (the seed's "after"), and
 //! io_uring; the seed's published figures are printed beside ours.
 
@@ -33,14 +33,14 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::base::args::scenario_options;
-use crate::base::failure::{command, Failure};
+use crate::base::failure::{command, interrupted, stop_on_sigint, Failure};
 use crate::base::host::{host, Host};
 use crate::base::json::NowaitPath;
 use crate::base::output::emit;
 use crate::base::units::{human_bytes, short_ns};
 use crate::driver::cache::{keep_uncached, warm};
 use crate::driver::layout;
-use crate::driver::run::{drive, Mode};
+use crate::driver::run::{drive, Mode, Thread};
 use crate::driver::scratch::scratch;
 use crate::measure::latency::LatencyByFile;
 use crate::model::job::{Job, DEFAULT_SEED};
@@ -275,6 +275,9 @@ fn config_label(k: BackendKind, mode: Option<NowaitMode>) -> String {
 }
 
 fn run(a: &Args) -> Result<(), Failure> {
+    // Ctrl-C stops the configuration running and starts no other; the
+    // configurations done are reported (exit 130); a second one ends at once.
+    stop_on_sigint()?;
     let (_tmp, dir) = scratch(a.dir.as_deref(), "mixed")?;
     let mut files = Vec::new();
     for (i, size) in a.sizes.iter().enumerate() {
@@ -315,6 +318,9 @@ fn run(a: &Args) -> Result<(), Failure> {
     }
     let mut results = Vec::new();
     for &(k, mode) in &a.configs {
+        if interrupted() {
+            break;
+        }
         match run_config(a, &files, k, mode) {
             Ok(c) => {
                 if !a.json {
@@ -344,7 +350,15 @@ fn run(a: &Args) -> Result<(), Failure> {
     } else {
         table(a, &results)
     };
-    emit(&text, a.output.as_deref())
+    emit(&text, a.output.as_deref())?;
+    if interrupted() {
+        return Err(Failure::Interrupted(format!(
+            "interrupted (SIGINT): {} of {} configuration(s) reported, the last cut short",
+            results.len(),
+            a.configs.len()
+        )));
+    }
+    Ok(())
 }
 
 fn run_config(
@@ -380,18 +394,22 @@ fn run_config(
     let f3_pos = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
     let refs: Vec<&File> = files.iter().collect();
-    let streams = |_| {
-        LatencyByFile::new(
+    let thread = Thread {
+        job: &job,
+        files: refs,
+        reads: LatencyByFile::new(
             Streams::new(a.seed, a.mix, a.zipf, a.sizes, a.bs, &f3_pos),
             3,
-        )
+        ),
+        delay: Duration::ZERO,
+        flow: None,
     };
     let d = std::thread::scope(|s| {
         // Keep f2 uncached, and f3 uncached behind its reader.
         if a.keep_uncached {
             s.spawn(|| keep_uncached(&files[1], &files[2], &f3_pos, 16 << 20, &stop));
         }
-        let d = drive(&job, &refs, u64::MAX, Mode::Serve, streams, None);
+        let d = drive(vec![thread], Mode::Serve, None);
         stop.store(true, Ordering::Relaxed);
         d
     })?;

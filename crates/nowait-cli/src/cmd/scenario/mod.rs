@@ -1,12 +1,14 @@
 //! `nowait scenario`: the seeds' experiments on this machine, one file
 //! each (`async-buffered`: seed 002, `mixed`: seed 003, `qd-sweep`: seed
-//! 001). Each is a thin command over the floors below; none uses another.
+//! 001), and `scan` (a scan larger than memory against a hot set, per
+//! cache policy). Each is a thin command over the floors below; none uses another.
 
 use std::ffi::OsString;
 
 pub mod async_buffered;
 pub mod mixed;
 pub mod qd;
+pub mod scan;
 
 /// Run `nowait scenario …`; returns the exit code.
 pub fn run_cmd(args: &[OsString]) -> i32 {
@@ -18,9 +20,10 @@ pub fn run_cmd(args: &[OsString]) -> i32 {
         Some("async-buffered") => async_buffered::run_cmd(&args[1..]),
         Some("mixed") => mixed::run_cmd(&args[1..]),
         Some("qd-sweep") => qd::run_cmd(&args[1..]),
+        Some("scan") => scan::run_cmd(&args[1..]),
         Some(_) => {
             eprintln!(
-                "nowait scenario: unknown scenario '{}'; available: async-buffered, mixed, qd-sweep",
+                "nowait scenario: unknown scenario '{}'; available: async-buffered, mixed, qd-sweep, scan",
                 args[0].to_string_lossy()
             );
             2

@@ -31,6 +31,7 @@ use crate::driver::layout;
 use crate::driver::scratch::{fs_of, make_loop_fs, scratch};
 use crate::fio;
 use crate::measure::outcome::Outcome;
+use crate::model::fio_ini::value::Size;
 use crate::model::job::{Job, Rw};
 use crate::model::values::{
     in_range, parse_bool, parse_depth, parse_json_format, parse_runtime, parse_size,
@@ -312,7 +313,7 @@ fn sweep_fs(
     let base = Job {
         name: format!("qd-sweep-{fs}"),
         filename: Some(file.to_path_buf()),
-        size: Some(a.size),
+        size: Some(Size::Bytes(a.size)),
         rw: Rw::RandRead,
         bs: 4096,
         direct: true,

@@ -28,6 +28,7 @@
 //! the option table does the same with [`Job::options`].
 
 pub mod arith;
+pub mod choice;
 pub mod expand;
 pub mod value;
 

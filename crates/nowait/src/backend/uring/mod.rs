@@ -91,6 +91,9 @@ pub(crate) struct UringBackend {
     side: Option<SidePool>,
     /// Batched or paced submission (`backend::pacing`).
     pacer: Pacer,
+    /// Mask the registered eventfd while this thread is inside the ring
+    /// (`reap_main`); off once [`Backend::signal_every_completion`] asked.
+    mask_eventfd: bool,
 }
 
 /// Enter `ring`: submit what is queued and wait for `want` completions.
@@ -290,24 +293,35 @@ impl UringBackend {
     fn push_main(&mut self, sqe: &Sqe, file: &FileInner) {
         let fixed_file = self.fixed_file(sqe.fd, file);
         let fixed_buf = sqe.fixed_buf.filter(|&i| (i as usize) < self.fixed.len());
+        // An uncached buffered read: the kernel drops the pages it brings
+        // in once copied out (EOPNOTSUPP where the filesystem cannot).
+        let rw_flags = if sqe.dontcache {
+            sys::RWF_DONTCACHE as i32
+        } else {
+            0
+        };
         let entry = match (fixed_buf, fixed_file) {
             (Some(bi), Some(fi)) => {
                 self.stats.fixed_reads += 1;
                 opcode::ReadFixed::new(types::Fixed(fi), sqe.ptr, sqe.len, bi)
                     .offset(sqe.offset)
+                    .rw_flags(rw_flags)
                     .build()
             }
             (Some(bi), None) => {
                 self.stats.fixed_reads += 1;
                 opcode::ReadFixed::new(types::Fd(sqe.fd), sqe.ptr, sqe.len, bi)
                     .offset(sqe.offset)
+                    .rw_flags(rw_flags)
                     .build()
             }
             (None, Some(fi)) => opcode::Read::new(types::Fixed(fi), sqe.ptr, sqe.len)
                 .offset(sqe.offset)
+                .rw_flags(rw_flags)
                 .build(),
             (None, None) => opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len)
                 .offset(sqe.offset)
+                .rw_flags(rw_flags)
                 .build(),
         };
         self.push_entry(entry.user_data(sqe.slot as u64));
@@ -362,8 +376,14 @@ impl UringBackend {
         // right here, so mask the registered eventfd (IORING_CQ_EVENTFD_DISABLED;
         // no effect without one) to spare the async front end's poller a
         // wake-up per read; unmask and look once more afterwards, so a
-        // completion posted meanwhile is either collected or signalled.
-        self.ring.completion().disable_eventfd();
+        // completion posted meanwhile is either collected or signalled. (A
+        // completion posted from another CPU can still slip between the
+        // unmask and the look: the async front end's poller looks every
+        // 10 ms while reads are in flight; an event loop's completion fd has
+        // no such net, so it is never masked: `signal_every_completion`.)
+        if self.mask_eventfd {
+            self.ring.completion().disable_eventfd();
+        }
         let taskrun = self.ring.submission().taskrun();
         let mut r = Ok(());
         if self.unsubmitted > 0 || ready < min || taskrun {
@@ -376,7 +396,9 @@ impl UringBackend {
                 res: cqe.result(),
             });
         }
-        self.ring.completion().enable_eventfd();
+        if self.mask_eventfd {
+            self.ring.completion().enable_eventfd();
+        }
         for cqe in self.ring.completion() {
             out.push(Cqe {
                 slot: cqe.user_data() as u32,
@@ -490,6 +512,10 @@ impl Backend for UringBackend {
         true
     }
 
+    fn signal_every_completion(&mut self) {
+        self.mask_eventfd = false;
+    }
+
     fn register_buffers(&mut self, bufs: &[(usize, usize)]) -> io::Result<()> {
         let iovecs: Vec<libc::iovec> = bufs
             .iter()
@@ -514,8 +540,13 @@ impl Backend for UringBackend {
 
     fn describe(&self) -> String {
         format!(
-            "io_uring, {} entries, setup flags {}{}{}, {}, {}{}",
+            "io_uring, {} {}, setup flags {}{}{}, {}, {}{}",
             self.entries,
+            if self.entries == 1 {
+                "entry"
+            } else {
+                "entries"
+            },
             self.flags,
             match self.sqpoll_refused {
                 Some(e) => format!(" (SQPOLL refused: {})", errno_name(e)),

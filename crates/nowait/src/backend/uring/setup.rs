@@ -144,7 +144,11 @@ pub(super) fn attempts(cfg: &UringConfig) -> Vec<UringSetupFlags> {
 /// `Err` carries the errno of the first refusal that was not a flag
 /// problem (EPERM from seccomp or `kernel.io_uring_disabled`, ENOSYS, ENOMEM).
 pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> {
-    let entries = (depth.max(1) as u32).next_power_of_two().max(8);
+    // As many entries as reads in flight (a power of two, as the kernel
+    // rounds), as fio's engine sets up its ring: a full SQ (the side
+    // pool's poll, a re-issued remainder) is handed over by `push_entry`,
+    // and the CQ holds twice the depth.
+    let entries = (depth.max(1) as u32).next_power_of_two();
     let mut last = io::Error::from_raw_os_error(libc::EINVAL);
     let mut sqpoll_refused = None;
     for flags in attempts(&cfg) {
@@ -209,6 +213,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                     iopoll: cfg.iopoll,
                     fixed: Vec::new(),
                     side: None,
+                    mask_eventfd: true,
                     // Never paced with SQPOLL: the kernel thread takes the
                     // reads off the SQ itself.
                     pacer: Pacer::new(if flags.contains(F::SQPOLL) {
