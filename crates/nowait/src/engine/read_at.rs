@@ -121,7 +121,7 @@ impl Reads for OneRead {
 
     #[inline]
     fn put_back(&mut self, _: (), _: u64, _: usize, buf: Buf) {
-        self.state = ReadState::Unstarted(buf);
+        self.set_taken(ReadState::Unstarted(buf));
     }
 
     #[inline]
@@ -141,7 +141,7 @@ impl Reads for OneRead {
 
     #[inline]
     fn started(&mut self, _: (), idx: u32) {
-        self.state = ReadState::InFlight(idx);
+        self.set_taken(ReadState::InFlight(idx));
     }
 
     #[inline]
@@ -154,12 +154,27 @@ impl Reads for OneRead {
 
     #[inline]
     fn remove_in_flight(&mut self, _: usize) {
-        self.state = ReadState::Returned;
+        // In flight owns nothing (the op holds the buffer).
+        self.set_taken(ReadState::Returned);
     }
 
     #[inline]
     fn finished(&mut self, _: (), result: io::Result<usize>, buf: Buf) {
-        self.state = ReadState::Ready(result, buf);
+        self.set_taken(ReadState::Ready(result, buf));
+    }
+}
+
+impl OneRead {
+    /// Move the read to `next` from a state that owns nothing (taken by
+    /// [`Reads::take_unstarted`], or in flight): nothing is dropped, and
+    /// the enum's drop glue is not called for the old value (an
+    /// out-of-line call on every step of every read otherwise).
+    #[inline]
+    fn set_taken(&mut self, next: ReadState) {
+        let old = std::mem::replace(&mut self.state, next);
+        debug_assert!(matches!(old, ReadState::Returned | ReadState::InFlight(_)));
+        // Owns nothing, by the callers' order of steps.
+        std::mem::forget(old);
     }
 }
 
@@ -218,13 +233,14 @@ impl Future for ReadAt {
             }
             Polled::Rescheduled | Polled::Collected => {}
         }
+        match this.read.state {
+            ReadState::Ready(..) => {}
+            ReadState::Returned => panic!("ReadAt polled after it completed"),
+            ReadState::Unstarted(_) | ReadState::InFlight(_) => return Poll::Pending,
+        }
         match std::mem::replace(&mut this.read.state, ReadState::Returned) {
             ReadState::Ready(r, buf) => Poll::Ready((r, buf)),
-            ReadState::Returned => panic!("ReadAt polled after it completed"),
-            other => {
-                this.read.state = other;
-                Poll::Pending
-            }
+            _ => unreachable!("checked above"),
         }
     }
 }
@@ -241,6 +257,7 @@ impl ReadAt {
     }
 
     /// The result of a page-cache hit of `n` bytes in the first poll.
+    #[inline]
     fn hit(&mut self, n: usize) -> (io::Result<usize>, Buf) {
         let ReadState::Unstarted(mut buf) =
             std::mem::replace(&mut self.read.state, ReadState::Returned)

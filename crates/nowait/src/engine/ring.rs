@@ -228,6 +228,7 @@ impl Ring {
 
     /// The queue's lock; waits for the holder. Unlocking serves reap
     /// requests left meanwhile.
+    #[inline]
     pub(crate) fn lock(&self) -> StateGuard<'_> {
         // A panic under the lock cannot leave a buffer handed out early
         // (buffers only leave the queue through `take`), so keep going.
@@ -239,10 +240,12 @@ impl Ring {
 
     /// The op table's lock (held briefly by everyone; never take the state
     /// lock while holding it).
+    #[inline]
     pub(crate) fn table(&self) -> MutexGuard<'_, Table> {
         lock_table(&self.table)
     }
 
+    #[inline]
     pub(crate) fn table_mutex(&self) -> &Mutex<Table> {
         &self.table
     }
@@ -324,6 +327,7 @@ impl Ring {
 
     /// Whether the ring was built on a worker of tokio's multi-thread
     /// runtime.
+    #[inline]
     pub(crate) fn tokio_multi(&self) -> bool {
         self.tokio_multi
     }
@@ -335,12 +339,14 @@ impl Ring {
     /// Whether a newly pushed read may wait for its future's next poll to be
     /// submitted (batched with other tasks' reads). `sync` does the read
     /// itself at submission, so there is nothing to batch.
+    #[inline]
     pub(crate) fn defers(&self) -> bool {
         self.mode != PollerMode::None
     }
 
     /// Called after starting an op: if the ring was idle, make sure the
     /// poller thread is ticking (it may sleep without a timeout).
+    #[inline]
     pub(crate) fn kick(&self, was_idle: bool) {
         if was_idle && self.mode != PollerMode::None {
             self.poke.kick();
@@ -352,6 +358,7 @@ impl Ring {
     }
 
     /// Whether `key` names the thread this ring was built for.
+    #[inline]
     pub(crate) fn owned_by(&self, key: u64) -> bool {
         self.owner.load(Ordering::Relaxed) == key
     }

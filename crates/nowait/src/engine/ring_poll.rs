@@ -219,8 +219,10 @@ fn any_done<R: Reads>(t: &Table, reads: &R) -> bool {
 /// (a failed `io_uring_enter`) one read still in flight reports the error:
 /// it is abandoned (its buffer is reclaimed when the kernel is done) and
 /// hands back an empty buffer rather than one the kernel may still write
-/// to; the others stay in flight.
-#[inline]
+/// to; the others stay in flight. Inlined into each of its three calls:
+/// out of line, the calls and the moves of the results through it cost a
+/// single read on a ring about 15 instructions.
+#[inline(always)]
 fn collect<R: Reads>(
     ring: &Ring,
     t: &mut Table,
