@@ -10,10 +10,17 @@ cost the most per read. Reads are counted by the calls of the benchmark's
 `check` (32 instructions per call in this build: the script says if that
 no longer holds).
 
+With NOWAIT_BENCH_SECS_SHORT set, each peer runs twice (that many seconds,
+then NOWAIT_BENCH_SECS) and the figure is the difference of the two counts
+over the difference of their reads: the process's start-up and the
+layout of the file drop out, which a whole-run average keeps in
+proportion to how few reads a loaded machine lets a run make.
+
 Usage: instructions_per_read.py BENCH_BINARY [PEER ...]
   e.g. instructions_per_read.py target/release/examples/async_peer_bench nowait-ct tokio-uring
 Environment: NOWAIT_BENCH_DIR (default /var/tmp), NOWAIT_BENCH_SECS (default 3),
-TOP (functions listed per peer, default 12)."""
+NOWAIT_BENCH_SECS_SHORT (unset: one run per peer), TOP (functions listed
+per peer, default 12)."""
 import collections
 import os
 import re
@@ -24,10 +31,12 @@ import tempfile
 CHECK = re.compile(r"pattern::fill|memcmp|memset")
 
 
-def count(bench, peer):
+def count(bench, peer, secs=None):
     env = dict(os.environ)
     env.setdefault("NOWAIT_BENCH_DIR", "/var/tmp")
     env.setdefault("NOWAIT_BENCH_SECS", "3")
+    if secs is not None:
+        env["NOWAIT_BENCH_SECS"] = secs
     env["NOWAIT_BENCH_KEEP"] = "1"
     env["NOWAIT_BENCH_FILES"] = "cached"
     with tempfile.NamedTemporaryFile(suffix=".cg") as out:
@@ -62,10 +71,18 @@ def main():
     bench = sys.argv[1]
     peers = sys.argv[2:] or ["nowait-ct", "tokio-uring"]
     top = int(os.environ.get("TOP", "12"))
+    short = os.environ.get("NOWAIT_BENCH_SECS_SHORT")
     for peer in peers:
         reads, total, per_fn = count(bench, peer)
-        print(f"{peer}: {reads:.0f} reads, {total / reads:.0f} user instructions per read "
-              f"outside the data check")
+        if short:
+            r0, t0, f0 = count(bench, peer, short)
+            reads, total = reads - r0, total - t0
+            per_fn = collections.Counter({k: v - f0.get(k, 0) for k, v in per_fn.items()})
+            print(f"{peer}: {reads:.0f} more reads than the {short} s run, {total / reads:.0f} "
+                  f"user instructions per read outside the data check")
+        else:
+            print(f"{peer}: {reads:.0f} reads, {total / reads:.0f} user instructions per read "
+                  f"outside the data check")
         shown = 0
         for name, v in per_fn.most_common():
             if CHECK.search(name):

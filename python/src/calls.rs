@@ -19,8 +19,6 @@
 //! `user_data` of a request is `op id << 24 | part index`.
 
 use std::collections::{HashMap, VecDeque};
-use std::fs;
-use std::io::{Read as _, Write as _};
 use std::ops::{Deref, DerefMut};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -247,7 +245,7 @@ impl Op {
             let file = &self.file;
             let t = self.landings.get_mut(li).and_then(|l| {
                 l.fill_at(at, len, |s| {
-                    let t = file.try_read_cached(s, offset, mode);
+                    let t = file.try_read_cached_uninit(s, offset, mode);
                     (matches!(t, nowait::CacheTry::Hit(_)), t)
                 })
             });
@@ -322,9 +320,9 @@ impl Drop for OwnQueue {
 /// A queue and the calls it carries.
 pub struct Core {
     queue: OwnQueue,
-    /// A descriptor of the queue's completion eventfd (own, so it is read
-    /// and written through safe `File` calls).
-    notify: Option<fs::File>,
+    /// The queue's completion eventfd (only with `notify`): open as long as
+    /// the queue, which this core owns.
+    fd: Option<RawFd>,
     pid: u32,
     depth: usize,
     ops: HashMap<u64, Op>,
@@ -349,15 +347,8 @@ impl Core {
             .single_issuer(false)
             .submit_policy(policy)
             .build()?;
-        let notify = if notify {
-            let fd = queue.completion_fd()?;
-            let own = fd
-                .try_clone_to_owned()
-                .map_err(|source| nowait::Error::Kernel {
-                    what: "dup of the completion eventfd (the asyncio loop's watch)",
-                    source,
-                })?;
-            Some(fs::File::from(own))
+        let fd = if notify {
+            Some(queue.completion_fd()?.as_raw_fd())
         } else {
             None
         };
@@ -367,7 +358,7 @@ impl Core {
                 queue: Some(queue),
                 pid: std::process::id(),
             },
-            notify,
+            fd,
             pid: std::process::id(),
             depth,
             ops: HashMap::new(),
@@ -381,7 +372,7 @@ impl Core {
 
     /// The completion eventfd (only for a core built with `notify`).
     pub fn fd(&self) -> Option<RawFd> {
-        self.notify.as_ref().map(|f| f.as_raw_fd())
+        self.fd
     }
 
     /// True if this core was built in this process (not inherited by fork).
@@ -485,7 +476,7 @@ impl Core {
                 // here, with no slot, no system call of the queue's.
                 let tried = op.landings.get_mut(li).and_then(|l| {
                     l.fill_at(p.at, p.len, |s| {
-                        let t = file.try_read_cached(s, p.offset, mode);
+                        let t = file.try_read_cached_uninit(s, p.offset, mode);
                         (matches!(t, nowait::CacheTry::Hit(_)), t)
                     })
                 });
@@ -639,11 +630,7 @@ impl Core {
     /// Clear the completion eventfd (before reaping; see
     /// [`nowait::Queue::completion_fd`]).
     pub fn clear_fd(&self) {
-        if let Some(mut f) = self.notify.as_ref() {
-            // Non-blocking: WouldBlock (already cleared) is fine, and a
-            // valid eventfd has no other error for an 8-byte read.
-            let _ = f.read(&mut [0u8; 8]);
-        }
+        self.queue.clear_completion_fd();
     }
 
     /// True if some op finished and was not taken out yet.
@@ -654,11 +641,7 @@ impl Core {
     /// Make the completion eventfd readable: for ops that finished with no
     /// completion the queue would signal (every part refused at push).
     pub fn signal(&self) {
-        if let Some(mut f) = self.notify.as_ref() {
-            // Fails only with WouldBlock when the counter is at its
-            // maximum, and then the fd is readable anyway.
-            let _ = f.write(&1u64.to_ne_bytes());
-        }
+        self.queue.signal_completion_fd();
     }
 
     /// Take every finished op out.

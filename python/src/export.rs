@@ -34,6 +34,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{c_char, c_int, c_void};
+use std::mem::MaybeUninit;
 
 use nowait::Buf;
 use pyo3::exceptions::{PyMemoryError, PyTypeError};
@@ -276,9 +277,9 @@ impl Landing {
         // it). No byte of it was lent before (`next`), the landing does not
         // touch lent memory, and the caller sees it only once the landing
         // is done (after `give_back`). The bytes hold whatever CPython's
-        // allocator or the exporter left there, which to this crate are
-        // initialised bytes of unknown value (`from_raw_parts` allows any);
-        // a result exposes only the bytes a read wrote.
+        // allocator or the exporter left there, initialised or not, which
+        // `from_raw_parts` allows: a result exposes only the bytes a read
+        // wrote.
         Some(unsafe { Buf::from_raw_parts(self.base.wrapping_add(at), len) })
     }
 
@@ -311,7 +312,7 @@ impl Landing {
         &mut self,
         at: usize,
         len: usize,
-        f: impl FnOnce(&mut [u8]) -> (bool, R),
+        f: impl FnOnce(&mut [MaybeUninit<u8>]) -> (bool, R),
     ) -> Option<R> {
         let end = at.checked_add(len)?;
         if at < self.next || end > self.len || len == 0 {
@@ -327,9 +328,16 @@ impl Landing {
         // place while `self` is borrowed (see `lend`); no buffer over it is
         // lent (it is past `next`), the bytes object is ours alone and the
         // caller's buffer is the call's to fill, so nothing else reads or
-        // writes it meanwhile. Its bytes are initialised to this crate (see
-        // `lend`).
-        let s = unsafe { std::slice::from_raw_parts_mut(self.base.wrapping_add(at), len) };
+        // writes it meanwhile. Its bytes may be uninitialised (a fresh
+        // bytes object's storage): they are lent as `MaybeUninit`, which
+        // claims nothing about them, and `f` has only the kernel write
+        // them.
+        let s = unsafe {
+            std::slice::from_raw_parts_mut(
+                self.base.wrapping_add(at).cast::<MaybeUninit<u8>>(),
+                len,
+            )
+        };
         let (filled, r) = f(s);
         if filled {
             self.next = end;

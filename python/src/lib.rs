@@ -9,6 +9,7 @@
 //! loop watches (`loop.add_reader`).
 //!
 //! Nothing here panics on user input: every failure is a Python exception.
+#![deny(unsafe_code)] // allowed only in the buffer/FFI modules (docs/ARCHITECTURE.md)
 
 use std::cell::Cell;
 use std::path::PathBuf;
@@ -700,7 +701,7 @@ impl PyFile {
         // costs its allocation, no copy).
         let mut landing = Landing::bytes(py, len).ok()?;
         let tried = landing.fill_at(0, len, |s| {
-            let t = file.try_read_cached(s, offset, self.nowait);
+            let t = file.try_read_cached_uninit(s, offset, self.nowait);
             (matches!(t, nowait::CacheTry::Hit(_)), t)
         })?;
         let tried = match tried {

@@ -19,7 +19,8 @@
 //!
 //! Unsafe code is denied here and allowed only in the files that face C:
 //! [`boundary`] and the entry files, whose `extern "C"` functions take raw
-//! pointers (`tests/floors.rs` checks that no other file has any).
+//! pointers (docs/ARCHITECTURE.md lists them in the workspace's unsafe fence,
+//! which `crates/nowait/tests/unsafe_fence.rs` checks).
 //!
 //! Every exported function runs its body inside [`boundary::guard`], so a
 //! Rust panic never unwinds into C: it is reported as `-ENOTRECOVERABLE`

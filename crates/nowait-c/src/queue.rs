@@ -454,11 +454,10 @@ pub unsafe extern "C" fn nowait_push(
         }
         // SAFETY: the caller keeps `buf` valid for writes of `len` bytes
         // and leaves it alone until the completion is reaped or the queue
-        // destroyed (the header's rule); the Buf never frees it.
-        // `from_raw_parts` asks for initialised bytes, which memory from
-        // `malloc` (the header allows it) may not hold: what keeps that
-        // sound is that the engine never reads the buffer; it only has the
-        // kernel write into it, and copies a bounced read's bytes in.
+        // destroyed (the header's rule); the Buf never frees it. The bytes
+        // need not be initialised (memory from `malloc`, as the header
+        // allows): `from_raw_parts` takes such memory and never shows a
+        // byte before a read wrote it.
         let b = unsafe { Buf::from_raw_parts(buf.cast::<u8>(), len) };
         h.queue.push(Read {
             file: &f.file,

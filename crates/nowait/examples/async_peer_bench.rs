@@ -115,7 +115,7 @@ fn nowait_run(path: &Path, size: u64, dur: Duration, multi: bool, thread: bool) 
     // completions through the runtime's reactor (Notifier::Auto).
     let engine = {
         let _in_runtime = rt.enter();
-        let b = Engine::builder().depth(depth()).nowait(nowait_mode());
+        let b = Engine::builder().queue(|q| q.depth(depth()).nowait(nowait_mode()));
         let b = if thread {
             b.notifier(Notifier::Thread)
         } else {

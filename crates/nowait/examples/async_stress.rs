@@ -265,9 +265,7 @@ pub fn run_on(
         // Every read through the ring: a first-poll page-cache read would
         // finish most of these at once, and this is about reads in flight.
         Engine::builder()
-            .depth(depth)
-            .backend(backend)
-            .nowait(NowaitMode::Off)
+            .queue(|q| q.depth(depth).backend(backend).nowait(NowaitMode::Off))
             .build()
             .expect("build the engine")
     };

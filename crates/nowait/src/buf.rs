@@ -16,6 +16,12 @@
 //! ever visible and no `unsafe` is needed to use a buffer. A large buffer's
 //! memory comes from the allocator untouched (glibc maps it fresh), so only
 //! the pages a read writes become resident.
+//!
+//! Memory a caller lends ([`Buf::from_raw_parts`], a C program's `malloc`)
+//! is treated the same way: no `&[u8]` is formed over a byte of it before
+//! a read (or the `Buf` itself, zeroing) wrote it. Reads reach the kernel
+//! as raw pointers, and a completion raises the written mark to the bytes
+//! the read filled.
 #![allow(unsafe_code)]
 
 use std::alloc::{self, Layout};
@@ -27,8 +33,9 @@ use std::sync::Arc;
 /// Default alignment of a buffer: one page.
 pub const PAGE: usize = 4096;
 
-/// An owned, aligned byte buffer with a fill length. Bytes no read has
-/// written read as zero.
+/// An aligned byte buffer with a fill length: nowait's own allocation, or
+/// memory the caller lends, initialised or not ([`Buf::from_raw_parts`]).
+/// Bytes no read has written read as zero.
 pub struct Buf {
     ptr: NonNull<u8>,
     cap: usize,
@@ -152,11 +159,17 @@ impl Buf {
     /// engine's use of it. Its alignment is the largest power of two (up
     /// to 64 KiB) that divides `ptr`, which is what O_DIRECT checks see.
     ///
+    /// The memory need not be initialised: the `Buf` shows (as
+    /// [`Buf::as_slice`]) only bytes a read has filled; bytes past them are
+    /// never read, and are written only by reads (and zeroed by
+    /// [`Buf::set_len`] or [`Buf::spare_mut`] when asked for before a read
+    /// filled them).
+    ///
     /// # Safety
-    /// `ptr` must be valid for reads and writes of `cap` bytes, hold
-    /// initialised bytes (any values), and be touched by nobody else from
-    /// this call until the returned `Buf` is dropped: the kernel may write to
-    /// it until the read's completion is handed back.
+    /// `ptr` must be valid for writes of `cap` bytes (initialised or not)
+    /// and be touched by nobody else from this call until the returned
+    /// `Buf` is dropped: the kernel may write to it until the read's
+    /// completion is handed back.
     pub unsafe fn from_raw_parts(ptr: *mut u8, cap: usize) -> Buf {
         let addr = ptr as usize;
         let align = if addr == 0 {
@@ -169,8 +182,9 @@ impl Buf {
                 ptr,
                 cap,
                 len: 0,
-                // The caller's bytes are initialised (this fn's contract).
-                init: cap,
+                // The caller's bytes may be uninitialised: none counts as
+                // written until a read writes it.
+                init: 0,
                 align,
                 fixed: None,
                 foreign: true,
@@ -672,6 +686,29 @@ mod tests {
         // Full: a third buffer of the same shape is dropped, not kept.
         p.put(Buf::with_align(4096, 4096));
         assert_eq!(p.available(), 2);
+    }
+
+    /// Caller memory fresh from an allocator (uninitialised) is shown only
+    /// as far as it was written: a copy (as a read would) raises the mark,
+    /// and `set_len` past it zeroes the rest first.
+    #[test]
+    fn foreign_memory_is_never_shown_before_it_is_written() {
+        let layout = Layout::from_size_align(64, 8).unwrap();
+        // SAFETY: the layout has a non-zero size.
+        let raw = unsafe { alloc::alloc(layout) };
+        assert!(!raw.is_null());
+        // SAFETY: `raw` is valid for writes of 64 bytes and untouched while `b` lives.
+        let mut b = unsafe { Buf::from_raw_parts(raw, 64) };
+        assert!(b.written().is_empty() && b.as_slice().is_empty());
+        b.copy_in(b"abc");
+        assert_eq!((b.as_slice(), b.written().len()), (&b"abc"[..], 3));
+        b.set_len(6);
+        assert_eq!(b.as_slice(), b"abc\0\0\0");
+        assert_eq!(b.written().len(), 6);
+        assert!(b.spare_mut()[6..].iter().all(|&x| x == 0));
+        drop(b);
+        // SAFETY: allocated above with this layout; the `Buf` never frees it.
+        unsafe { alloc::dealloc(raw, layout) };
     }
 
     #[test]

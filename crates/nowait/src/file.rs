@@ -4,6 +4,7 @@
 
 use std::fs;
 use std::io::{self, Seek, SeekFrom};
+use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -598,9 +599,12 @@ impl File {
     /// reads ending past `i64::MAX`. `dontcache`: the read is uncached
     /// ([`Uncached::Yes`]); the try carries `RWF_DONTCACHE` too once the
     /// file is known to take it, so a miss starts its readahead uncached.
+    /// `buf` may be uninitialised (a caller's memory): the kernel gets a
+    /// raw pointer, and on a hit its first bytes are written.
+    #[inline]
     pub(crate) fn read_cached(
         &self,
-        buf: &mut [u8],
+        buf: &mut [MaybeUninit<u8>],
         offset: u64,
         mode: NowaitMode,
         threshold: u32,
@@ -608,12 +612,13 @@ impl File {
     ) -> CacheTry {
         let len = buf.len();
         self.read_cached_with(len, offset, mode, threshold, dontcache, |fd, flags| {
-            sys::preadv2(fd, buf, offset, flags)
+            sys::preadv2_uninit(fd, buf, offset, flags)
         })
     }
 
     /// [`File::read_cached`] into the first `len` bytes of `buf`, which are
     /// not zeroed first (only the bytes the page cache returns are written).
+    #[inline]
     pub(crate) fn read_cached_into(
         &self,
         buf: &mut crate::buf::Buf,
@@ -633,6 +638,7 @@ impl File {
     /// `offset`; `read` makes the `preadv2` call with the flags it is given
     /// (`RWF_NOWAIT`, and `RWF_DONTCACHE` for an uncached read of a file
     /// known to take it).
+    #[inline]
     fn read_cached_with(
         &self,
         len: usize,
@@ -707,6 +713,29 @@ impl File {
     /// [`ADAPTIVE_THRESHOLD`]: crate::rwf_nowait::ADAPTIVE_THRESHOLD
     /// [`REPROBE_EVERY`]: crate::rwf_nowait::REPROBE_EVERY
     pub fn try_read_cached(&self, buf: &mut [u8], offset: u64, mode: NowaitMode) -> CacheTry {
+        let dontcache = self.inner.cache.drops_now();
+        let threshold = crate::rwf_nowait::ADAPTIVE_THRESHOLD;
+        self.read_cached_with(
+            buf.len(),
+            offset,
+            mode,
+            threshold,
+            dontcache,
+            |fd, flags| sys::preadv2(fd, buf, offset, flags),
+        )
+    }
+
+    /// [`File::try_read_cached`] into memory that may not be initialised
+    /// (a caller's, or an object's storage fresh from an allocator): the
+    /// kernel gets a raw pointer, and no `&[u8]` is formed over `buf`. Only
+    /// on [`CacheTry::Hit`]`(n)` are its first `n` bytes initialised, with
+    /// the file's bytes.
+    pub fn try_read_cached_uninit(
+        &self,
+        buf: &mut [MaybeUninit<u8>],
+        offset: u64,
+        mode: NowaitMode,
+    ) -> CacheTry {
         // A file set to drop (or whose scan the adaptive policy drops now)
         // tries uncached too, so a miss starts its readahead uncached.
         let dontcache = self.inner.cache.drops_now();
@@ -802,5 +831,5 @@ fn refuses_nowait(file: &fs::File, direct: bool, align: DioAlignment) -> bool {
         1
     };
     let mut buf = crate::buf::Buf::with_align(len, (align.mem as usize).max(crate::buf::PAGE));
-    sys::preadv2_nowait(file.as_fd(), &mut buf.spare_mut()[..len], 0) == Err(libc::EOPNOTSUPP)
+    buf.preadv2_into(file.as_fd(), len, 0, sys::RWF_NOWAIT) == Err(libc::EOPNOTSUPP)
 }

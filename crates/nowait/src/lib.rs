@@ -4,9 +4,10 @@
 //! machine and each file can do (io_uring and its setup flags, O_DIRECT
 //! alignment from `statx`, the filesystem), picks the fastest path, falls
 //! back cleanly where a mechanism is missing (io_uring blocked by seccomp →
-//! native AIO for `O_DIRECT` files and a thread pool with the page-cache-first
-//! `RWF_NOWAIT` path for buffered ones → a `pread` loop), and finishes short reads and retries itself so a result
-//! shorter than asked means end of file, nothing else.
+//! native AIO for `O_DIRECT` files and a thread pool with the `RWF_NOWAIT`
+//! path for buffered ones → a `pread` loop), and finishes short reads and
+//! retries itself so a result shorter than asked means end of file, nothing
+//! else.
 //!
 //! ```
 //! use nowait::{Buf, Direct, Engine};
@@ -58,14 +59,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The modules, one concept each: [`probe`] (what the machine and a file can
-//! do), [`File`] (an open file and what was learned about it), [`Buf`] and
-//! [`BufPool`] (owned aligned buffers), [`Queue`] (slots, submit and reap,
-//! short-read completion, errno mapping), [`backend`] (the written contract
-//! and one file per backend, and the ladder of fallbacks), [`rwf_nowait`]
-//! (the `RWF_NOWAIT` policy, per-file state and counters of the `pool`
-//! backend and the async engine's first polls), [`cache_policy`] (what a
-//! buffered read leaves in the page cache: keep, drop with
+//! The modules, one concept each: [`engine`] (the async and blocking front
+//! ends: a ring per thread, futures, the poller), [`fs`] (an `AsyncRead`
+//! file and `read_ranges` over the engine), [`probe`] (what the machine and
+//! a file can do), [`File`] (an open file and what was learned about it),
+//! [`Buf`] and [`BufPool`] (owned aligned buffers), [`Queue`] (slots, submit
+//! and reap, short-read completion, errno mapping), [`backend`] (the written
+//! contract and one file per backend, and the ladder of fallbacks),
+//! [`rwf_nowait`] (the `RWF_NOWAIT` policy, per-file state and counters of
+//! the `pool` backend and the async engine's first polls), [`cache_policy`]
+//! (what a buffered read leaves in the page cache: keep, drop with
 //! `RWF_DONTCACHE`, or adaptive, so a scan does not evict the hot set),
 //! [`pattern`] (the verifiable data pattern). Under them a private system
 //! layer makes every system call. The layers and why they point one way:
@@ -83,44 +86,34 @@
 #![warn(missing_docs)]
 
 pub mod backend;
-mod blocking;
 mod buf;
 pub mod cache_policy;
 pub mod engine;
 mod error;
 mod file;
 pub mod fs;
-mod future;
 mod message;
-mod notify;
-mod ops;
 pub mod pattern;
-mod poller;
 pub mod probe;
 mod queue;
-#[cfg(feature = "tokio")]
-mod reactor;
-mod registry;
-mod ring;
 pub mod rwf_nowait;
 mod setting;
-mod stats;
 mod sys;
 
 pub use backend::ladder::{BackendReason, BackendReport, Skipped};
-pub use backend::uring::IoPoll;
+pub use backend::uring::{IoPoll, UringSetupFlags};
 pub use backend::{BackendStats, SubmitPolicy, MAX_READ};
-pub use blocking::{block_on, BlockingFile, BlockingMany};
 pub use buf::{Buf, BufPool, PAGE};
 pub use cache_policy::{CachePolicy, CacheState, CacheStats, DontcacheOff, DontcacheSupport};
+pub use engine::{block_on, BlockingFile, BlockingMany};
 pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
 };
+pub use engine::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 #[doc(hidden)]
 pub use error::samples as error_samples;
 pub use error::{ConfigError, Error, Result};
 pub use file::{AlignSource, DioAlignment, File, FileKind, MemoryBacking};
-pub use future::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
 pub use message::{errno_text, Message, PlainWords, Vocabulary};
 pub use queue::{
     Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH, SMALL_READ_MAX,

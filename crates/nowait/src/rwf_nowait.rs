@@ -12,7 +12,7 @@
 //!
 //! The async engine takes the same path one step earlier: a future's first
 //! poll tries its read with `preadv2(RWF_NOWAIT)` and, on a hit, is ready
-//! without touching its ring (`File::read_cached`, used by `future.rs`),
+//! without touching its ring (`File::read_cached`, used by `engine/first_poll.rs`),
 //! with its own threshold, [`ENGINE_THRESHOLD`].
 //!
 //! A file whose filesystem has no `RWF_NOWAIT` reads (tmpfs and zram answer

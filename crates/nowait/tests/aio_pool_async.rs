@@ -34,8 +34,10 @@ fn fixture(test: &str) -> Option<(tempfile::TempDir, PathBuf)> {
 
 fn aio_pool_engine(depth: usize) -> Engine {
     let engine = Engine::builder()
-        .backend(BackendChoice::Exactly(BackendKind::AioPool))
-        .depth(depth)
+        .queue(|q| {
+            q.backend(BackendChoice::Exactly(BackendKind::AioPool))
+                .depth(depth)
+        })
         .build()
         .expect("aio+pool engine");
     assert_eq!(engine.backend().kind, BackendKind::AioPool);

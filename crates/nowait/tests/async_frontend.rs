@@ -29,9 +29,11 @@ fn engines() -> Vec<Engine> {
     for kind in BackendKind::ALL {
         for mode in [NowaitMode::Adaptive, NowaitMode::Off] {
             match Engine::builder()
-                .backend(BackendChoice::Exactly(kind))
-                .depth(32)
-                .nowait(mode)
+                .queue(|q| {
+                    q.backend(BackendChoice::Exactly(kind))
+                        .depth(32)
+                        .nowait(mode)
+                })
                 .build()
             {
                 Ok(e) => v.push(e),

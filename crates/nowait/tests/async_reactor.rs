@@ -73,7 +73,7 @@ fn current_thread() -> tokio::runtime::Runtime {
 /// eventfd from the kernel); `None` with a loud skip otherwise.
 fn uring_or_skip(test: &str) -> Option<BackendChoice> {
     match Engine::builder()
-        .backend(BackendChoice::Exactly(BackendKind::Uring))
+        .queue(|q| q.backend(BackendChoice::Exactly(BackendKind::Uring)))
         .notifier(Notifier::Thread)
         .build()
     {
@@ -91,8 +91,7 @@ fn run_flavour(rt: tokio::runtime::Runtime, direct: Direct) {
     };
     let (engine, total) = rt.block_on(async {
         let engine = Engine::builder()
-            .backend(backend)
-            .depth(64)
+            .queue(|q| q.backend(backend).depth(64))
             .build()
             .unwrap();
         assert_eq!(engine.poller(), PollerMode::Reactor, "{engine:?}");
@@ -165,7 +164,7 @@ fn watchdog_delivers_when_the_runtime_is_not_driven() {
     };
     let rt = current_thread();
     let engine = Engine::builder()
-        .backend(backend)
+        .queue(|q| q.backend(backend))
         .notifier(Notifier::Tokio(rt.handle().clone()))
         .build()
         .unwrap();
@@ -205,8 +204,7 @@ fn runtime_shutdown_hands_over_to_the_poller_thread() {
     // Every read through the ring (the test is about who delivers them).
     let engine = rt.block_on(async {
         Engine::builder()
-            .backend(backend)
-            .nowait(NowaitMode::Off)
+            .queue(|q| q.backend(backend).nowait(NowaitMode::Off))
             .build()
             .unwrap()
     });
@@ -241,7 +239,10 @@ fn engine_dropped_inside_the_runtime_ends_its_task() {
     };
     let rt = current_thread();
     rt.block_on(async {
-        let engine = Engine::builder().backend(backend).build().unwrap();
+        let engine = Engine::builder()
+            .queue(|q| q.backend(backend))
+            .build()
+            .unwrap();
         let file = engine.open(&path, Direct::Off).unwrap();
         let _ = file.file().drop_cache();
         // Futures made before the drop hold the engine's core: they finish.
@@ -297,8 +298,7 @@ fn runtime_without_io_driver_falls_back_to_the_poller_thread() {
     rt.block_on(async {
         // Every read through the ring, so the poller thread delivers them.
         let engine = Engine::builder()
-            .backend(backend)
-            .nowait(NowaitMode::Off)
+            .queue(|q| q.backend(backend).nowait(NowaitMode::Off))
             .build()
             .unwrap();
         assert_eq!(engine.poller(), PollerMode::Notified);

@@ -87,8 +87,12 @@ fn two_workers_and_engine_with(
         .enable_all()
         .build()
         .unwrap();
-    let engine =
-        rt.block_on(async { Engine::builder().depth(depth).nowait(mode).build().unwrap() });
+    let engine = rt.block_on(async {
+        Engine::builder()
+            .queue(|q| q.depth(depth).nowait(mode))
+            .build()
+            .unwrap()
+    });
     (rt, engine)
 }
 
@@ -240,11 +244,13 @@ fn runtime_shutdown_with_reads_in_flight_loses_nothing() {
                 }
             });
         }
-        std::thread::sleep(Duration::from_millis(30));
+        // Shut down mid-stream: once reads are being delivered (the tasks
+        // read forever, so others are always in flight). Waited for, not
+        // slept for: on a loaded machine uncached reads take a while.
+        wait_until(&engine, "the first reads delivered", |s| s.delivered > 0);
         let before = engine.stats();
         drop(rt);
         println!("before shutdown: {before:?}");
-        assert!(before.delivered > 0, "{before:?}");
         wait_until(
             &engine,
             "abandoned reads reclaimed, worker rings closed",
@@ -310,8 +316,7 @@ fn the_ring_cap_is_kept_and_shared_rings_read_correctly() {
     watchdog(Duration::from_secs(60), move || {
         let engine = Engine::builder()
             .max_rings(2)
-            .depth(16)
-            .nowait(NowaitMode::Off)
+            .queue(|q| q.depth(16).nowait(NowaitMode::Off))
             .build()
             .unwrap();
         let file = engine.open(&path, Direct::Off).unwrap();
@@ -353,8 +358,7 @@ fn every_ring_gets_the_builder_settings() {
     let (_dir, path): (_, PathBuf) = fixture();
     let path: &Path = &path;
     let engine = Engine::builder()
-        .depth(4)
-        .backend(BackendChoice::Auto)
+        .queue(|q| q.depth(4).backend(BackendChoice::Auto))
         .build()
         .unwrap();
     let file = engine.open(path, Direct::Off).unwrap();
@@ -391,10 +395,15 @@ fn every_ring_gets_the_builder_settings() {
 fn a_thread_refused_io_uring_gets_the_next_backend() {
     let (_dir, path) = fixture();
     // Every read through the rings: the fallback backend must read.
-    let engine = Engine::builder().nowait(NowaitMode::Off).build().unwrap();
+    let engine = Engine::builder()
+        .queue(|q| q.nowait(NowaitMode::Off))
+        .build()
+        .unwrap();
     if engine.backend().kind != nowait::BackendKind::Uring {
-        println!("SKIP a_thread_refused_io_uring_gets_the_next_backend: no io_uring here");
-        return;
+        return common::skip(
+            "a_thread_refused_io_uring_gets_the_next_backend",
+            &format!("no io_uring here: {}", engine.backend().reason),
+        );
     }
     let file = engine.open(&path, Direct::Off).unwrap();
     // This thread reads first, so it takes the ring built with the engine
@@ -420,8 +429,10 @@ fn a_thread_refused_io_uring_gets_the_next_backend() {
     let report = match report {
         Ok(r) => r.expect("the thread's ring is reported"),
         Err(err) => {
-            println!("SKIP a_thread_refused_io_uring_gets_the_next_backend: seccomp: {err}");
-            return;
+            return common::skip(
+                "a_thread_refused_io_uring_gets_the_next_backend",
+                &format!("seccomp: {err}"),
+            );
         }
     };
     println!("{report:#?}");
@@ -454,13 +465,20 @@ fn a_thread_refused_io_uring_gets_the_next_backend() {
 fn every_ring_gets_its_registered_buffers() {
     let (_dir, path) = fixture();
     let engine = Engine::builder()
-        .backend(BackendChoice::Exactly(nowait::BackendKind::Uring))
-        .fixed_buffers(4, 4096)
-        .nowait(NowaitMode::Off)
+        .queue(|q| {
+            q.backend(BackendChoice::Exactly(nowait::BackendKind::Uring))
+                .fixed_buffers(4, 4096)
+                .nowait(NowaitMode::Off)
+        })
         .build();
-    let Ok(engine) = engine else {
-        println!("SKIP every_ring_gets_its_registered_buffers: no io_uring here");
-        return;
+    let engine = match engine {
+        Ok(engine) => engine,
+        Err(e) => {
+            return common::skip(
+                "every_ring_gets_its_registered_buffers",
+                &format!("no io_uring here: {e}"),
+            )
+        }
     };
     let file = engine.open(&path, Direct::Off).unwrap();
     std::thread::scope(|s| {
@@ -485,11 +503,10 @@ fn every_ring_gets_its_registered_buffers() {
     if s.queue.backend.fixed_reads == 0 {
         // The locked-memory limit can refuse the registration; the reads
         // then go out as plain reads (the report says so).
-        println!(
-            "SKIP fixed_reads check: registration refused: {:#?}",
-            engine.rings()
+        return common::skip(
+            "every_ring_gets_its_registered_buffers (fixed_reads check)",
+            &format!("registration refused: {:?}", engine.rings()),
         );
-        return;
     }
     assert_eq!(s.queue.backend.fixed_reads, 100, "{s:?}");
     assert!(s.rings + s.rings_reclaimed as usize >= 2, "{s:?}");
@@ -571,17 +588,20 @@ fn a_read_polled_by_an_executor_nested_in_a_tokio_task_finishes() {
         // With the first poll's page-cache reads, past tokio's budget (128
         // per task turn, which the nested executor never ends): those reads
         // go to the ring and still finish (tokio's own `Pending` would have
-        // deferred the wake-up to this blocked worker forever).
+        // deferred the wake-up to this blocked worker forever). Only the
+        // `tokio` feature sees the budget; without it every read may finish
+        // in its first poll (the streak's yields are self-wakes).
         let (rt, engine) = two_workers_and_engine_with(8, NowaitMode::Always);
         std::fs::read(&path).unwrap();
         nested_reads(&rt, engine.open(&path, Direct::Off).unwrap(), 200);
         let s = engine.stats();
         println!("{s:?}");
         assert!(s.nowait.hits >= 100, "{s:?}");
-        // Only the `tokio` feature lets the engine see tokio's budget;
-        // without it the streak's yields keep the task moving instead.
         if cfg!(feature = "tokio") {
-            assert!(s.delivered > 0, "{s:?}");
+            assert!(
+                s.delivered > 0,
+                "no read reached the ring past the budget: {s:?}"
+            );
         }
     });
 }

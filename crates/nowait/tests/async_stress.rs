@@ -52,7 +52,7 @@ fn dropped_futures_on_every_backend() {
     let seed = common::printed_seed("NOWAIT_STRESS_SEED", "async_stress");
     for kind in BackendKind::ALL {
         let choice = BackendChoice::Exactly(kind);
-        if let Err(e) = Engine::builder().backend(choice).build() {
+        if let Err(e) = Engine::builder().queue(|q| q.backend(choice)).build() {
             common::skip_line(&format!("backend {kind}: {e}"));
             continue;
         }

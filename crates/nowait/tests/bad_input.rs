@@ -288,27 +288,65 @@ fn zero_depth_is_a_clear_error() {
     assert!(e.to_string().contains("between 1 and"), "{e}");
 }
 
+/// Dropping a queue with reads in flight waits for the kernel to finish
+/// them: reads into the caller's memory have landed, whole, when the drop
+/// returns (a drop that returned early would leave the sentinel there, or
+/// let the kernel write after the memory was given back).
 #[test]
 fn dropping_a_queue_with_reads_in_flight_waits_for_them() {
+    const N: usize = 64;
+    const LEN: usize = 65536;
     let dir = tempfile::tempdir().unwrap();
-    let path = pattern_file(dir.path(), "f.dat", 4 << 20);
+    let path = pattern_file(dir.path(), "f.dat", (N * LEN) as u64);
     let f = File::open(&path, Direct::Auto).unwrap();
-    f.drop_cache().unwrap();
-    for (_, mut q) in backends(64) {
-        for i in 0..64u64 {
+    for (kind, mut q) in backends(N) {
+        f.drop_cache().unwrap();
+        let mem = common::CallerMemory::new(N, LEN);
+        for i in 0..N {
             q.push(Read {
                 file: &f,
-                offset: i * 65536,
-                len: 65536,
-                buf: Buf::new(65536),
-                user_data: i,
+                offset: (i * LEN) as u64,
+                len: LEN,
+                // SAFETY: piece `i` is lent once, and looked at only after
+                // the queue (and every `Buf` of it) is dropped below.
+                buf: unsafe { mem.lend(i) },
+                user_data: i as u64,
             })
             .unwrap();
         }
         q.submit().unwrap();
-        drop(q); // must not free buffers the kernel is still writing
+        drop(q); // waits for the kernel: never hands memory back early
+        for i in 0..N {
+            if let Err(e) = nowait::pattern::check((i * LEN) as u64, mem.piece(i)) {
+                panic!("{kind}: read {i} had not landed when the drop returned: {e}");
+            }
+        }
     }
-    drop(f);
+}
+
+/// An unaligned direct read ending exactly at the largest file position
+/// (i64::MAX) starts past the last aligned offset below it: its bounce
+/// buffer is empty, and the read is end of file (0 bytes), not a panic
+/// (regression: the copy out of the empty bounce buffer indexed past it).
+#[test]
+fn unaligned_direct_read_ending_at_the_largest_offset_is_end_of_file() {
+    let dir = match common::direct_dir() {
+        Ok(d) => d,
+        Err(why) => {
+            return common::skip(
+                "unaligned_direct_read_ending_at_the_largest_offset_is_end_of_file",
+                &why,
+            )
+        }
+    };
+    let path = pattern_file(dir.path(), "f.dat", 1 << 20);
+    let f = File::open(&path, Direct::Auto).unwrap();
+    assert!(f.is_direct(), "{}: opened buffered", path.display());
+    for (kind, mut q) in backends(4) {
+        let (r, b) = q.read_at(&f, i64::MAX as u64 - 100, Buf::new(100));
+        assert_eq!(r.unwrap(), 0, "{kind}");
+        assert!(b.as_slice().is_empty(), "{kind}");
+    }
 }
 
 #[test]

@@ -142,9 +142,11 @@ fn run(way: Way, path: &Path, policy: CachePolicy, how: usize) -> (f64, Option<u
         }
         Way::Engine(kind) => {
             let engine = Engine::builder()
-                .backend(BackendChoice::Exactly(kind))
-                .nowait(NowaitMode::Always)
-                .cache(on_builder)
+                .queue(|q| {
+                    q.backend(BackendChoice::Exactly(kind))
+                        .nowait(NowaitMode::Always)
+                        .cache(on_builder)
+                })
                 .build()
                 .unwrap();
             let ef = engine.file(file);
@@ -290,7 +292,10 @@ fn tmpfs_child() {
         .iter()
         .any(|r| r.fs == "tmpfs"));
     // The engine decides in a read's first poll; its queue counts it.
-    let engine = Engine::builder().cache(CachePolicy::Drop).build().unwrap();
+    let engine = Engine::builder()
+        .queue(|q| q.cache(CachePolicy::Drop))
+        .build()
+        .unwrap();
     let ef = engine.open(&second, Direct::Off).unwrap();
     let reads = engine_read_all(&ef, None);
     let st = engine.stats().queue.cache;

@@ -153,9 +153,14 @@ fn completion_fd_wakes_an_event_loop_on_every_backend() {
 /// must signal the fd for them.
 #[test]
 fn completion_fd_signals_inline_reads_of_memory_backed_files() {
-    let Ok(dir) = tempfile::tempdir_in("/dev/shm") else {
-        eprintln!("SKIP completion_fd_signals_inline_reads_of_memory_backed_files: no /dev/shm");
-        return;
+    let dir = match tempfile::tempdir_in("/dev/shm") {
+        Ok(dir) => dir,
+        Err(e) => {
+            return common::skip(
+                "completion_fd_signals_inline_reads_of_memory_backed_files",
+                &format!("no tmpfs at /dev/shm: {e}"),
+            )
+        }
     };
     run_all(dir.path(), "tmpfs");
 }

@@ -518,9 +518,11 @@ fn engine_for(case: &Case, rng: &mut Rng) -> Option<Engine> {
     // cached reads never reach the ring.
     let mode = NowaitMode::ALL[rng.below(3) as usize];
     match Engine::builder()
-        .backend(BackendChoice::Exactly(case.kind))
-        .depth(depth)
-        .nowait(mode)
+        .queue(|q| {
+            q.backend(BackendChoice::Exactly(case.kind))
+                .depth(depth)
+                .nowait(mode)
+        })
         .build()
     {
         Ok(e) => Some(e),
@@ -1004,8 +1006,7 @@ fn resizing_case(
     drop(q);
     // The async engine (current-thread tokio) and its blocking calls.
     let engine = match Engine::builder()
-        .backend(BackendChoice::Exactly(kind))
-        .depth(16)
+        .queue(|q| q.backend(BackendChoice::Exactly(kind)).depth(16))
         .build()
     {
         Ok(e) => e,

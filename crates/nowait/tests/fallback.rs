@@ -46,7 +46,7 @@ fn mixed_reads_take_both_halves(q: &mut Queue, test: &str) {
     b.pool_reads -= b0.pool_reads;
     // Reads inside the file come back whole; a retry (EINTR/EAGAIN) would
     // add a raw read to the half that owns the file.
-    let retries = st.short_retries + st.eintr_retries - st0.short_retries - st0.eintr_retries;
+    let retries = st.reissued() - st0.reissued();
     assert_eq!(
         b.aio_reads + b.pool_reads,
         n_direct + n_buffered + retries,

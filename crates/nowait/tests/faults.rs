@@ -577,7 +577,7 @@ fn transient_eintr_and_eagain_are_retried() {
                 for name in ["eintr", "eagain"] {
                     let what = format!("{kind} {direct:?} {name}");
                     let file = File::open(served.path(name), direct).unwrap();
-                    let (before, seen) = (q.stats().eintr_retries, served.stats(name));
+                    let (before, seen) = (q.stats().interrupted_retries, served.stats(name));
                     let reads: Vec<_> = (0..16)
                         .map(|_| {
                             let (off, len) = random_read(&mut rng, SIZE, direct);
@@ -587,7 +587,7 @@ fn transient_eintr_and_eagain_are_retried() {
                     drive(&mut q, &file, &reads, 16, |i, c| {
                         check(&what, reads[i], &c.result, &c.buf)
                     });
-                    let retries = q.stats().eintr_retries - before;
+                    let retries = q.stats().interrupted_retries - before;
                     let sent = served.stats(name).transient_replies - seen.transient_replies;
                     println!("{what}: the server answered {sent} with {name}, the queue retried {retries}");
                     assert!(sent > 0, "{what}: no transient error was injected");
@@ -599,7 +599,7 @@ fn transient_eintr_and_eagain_are_retried() {
                     let what = format!("{kind} {direct:?} {name}");
                     let path = served.path(name);
                     let file = File::open(&path, direct).unwrap();
-                    let (seen, retries) = (served.stats(name).reads, q.stats().eintr_retries);
+                    let (seen, retries) = (served.stats(name).reads, q.stats().interrupted_retries);
                     let (r, _) = q.read_at(&file, 8192, Buf::new(4096));
                     let e = r.expect_err("a read that always fails transiently fails in the end");
                     let msg = e.to_string();
@@ -608,7 +608,7 @@ fn transient_eintr_and_eagain_are_retried() {
                         assert!(msg.contains(&part), "{what}: {msg:?} does not name {part:?}");
                     }
                     let seen = served.stats(name).reads - seen;
-                    let retries = q.stats().eintr_retries - retries;
+                    let retries = q.stats().interrupted_retries - retries;
                     println!("{what}: gave up after {retries} retries: {msg}");
                     assert!(retries > 0, "{what}: not retried");
                     assert_eq!(seen, retries + 1, "{what}: every retry is one more read");
@@ -631,8 +631,7 @@ fn async_front_end_finishes_short_reads() {
     fs.within(LIMIT, "async reads over short reads", move || {
         for kind in BackendKind::ALL {
             let engine = match Engine::builder()
-                .backend(BackendChoice::Exactly(kind))
-                .depth(32)
+                .queue(|q| q.backend(BackendChoice::Exactly(kind)).depth(32))
                 .build()
             {
                 Ok(e) => e,
@@ -760,8 +759,7 @@ fn short_replies_like_libfuse2(test: &str, engine: bool) {
         }
         for kind in common::backend_kinds() {
             let engine = match Engine::builder()
-                .backend(BackendChoice::Exactly(kind))
-                .depth(32)
+                .queue(|q| q.backend(BackendChoice::Exactly(kind)).depth(32))
                 .build()
             {
                 Ok(e) => e,

@@ -356,7 +356,10 @@ fn the_async_engine_reads_memory_backed_files_inline_too() {
     let size: u64 = (8 << 20) + 777;
     let p = pattern_file(dir.path(), "f", size);
     // Depth 8: an inline window of 4 reads.
-    let engine = nowait::Engine::builder().depth(8).build().unwrap();
+    let engine = nowait::Engine::builder()
+        .queue(|q| q.depth(8))
+        .build()
+        .unwrap();
     let file = engine.open(&p, Direct::Off).unwrap();
     assert_eq!(file.file().inline_reason(), Some("tmpfs"));
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -192,7 +192,7 @@ fn mixed_direct_and_buffered(dir: &Path, label: &str) {
         mixed_reads(&mut q, &direct, &buffered, FILE_SIZE, (40, 24), 2, &mut rng);
         let b = q.backend_stats();
         let st = q.stats();
-        let retries = st.short_retries + st.eintr_retries;
+        let retries = st.reissued();
         // Reads of a memory-backed file (tmpfs) past the inline window are
         // read by the queue itself, not the backend (`memory_inline`).
         let all = 2 * (n_direct + n_buffered) + retries - st.inline;

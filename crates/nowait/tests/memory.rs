@@ -152,7 +152,7 @@ fn a_huge_read_at_end_of_file_costs_what_it_returns() {
             check(&what, n, &buf, &cost);
         }
     }
-    let engine = Engine::builder().depth(8).build().unwrap();
+    let engine = Engine::builder().queue(|q| q.depth(8)).build().unwrap();
     for direct in [Direct::Off, Direct::Auto] {
         let file = engine.open_blocking(&path, direct).unwrap();
         // A first read builds this thread's ring: not counted.
@@ -226,7 +226,7 @@ fn resident_memory_returns_after_a_burst_of_large_reads() {
         assert_eq!(done, 16, "{kind}");
     }
     {
-        let engine = Engine::builder().depth(16).build().unwrap();
+        let engine = Engine::builder().queue(|q| q.depth(16)).build().unwrap();
         let file = engine.open_blocking(&path, Direct::Auto).unwrap();
         let mut n = 0;
         for item in file

@@ -9,7 +9,10 @@
 mod common;
 
 use common::{direct_dir, pattern_file, watchdog};
-use nowait::{pattern, BackendChoice, BackendKind, Buf, Direct, File, Queue, Read, SubmitPolicy};
+use nowait::{
+    pattern, BackendChoice, BackendKind, Buf, Direct, File, Queue, Read, SubmitPolicy,
+    UringSetupFlags,
+};
 use std::path::Path;
 use std::time::Duration;
 
@@ -141,14 +144,9 @@ fn adaptive_batches_cached_reads_and_paces_direct_ones() {
     let cached = watchdog("adaptive, cached", Duration::from_secs(20), move |p| {
         let q = build(BackendKind::Uring, SubmitPolicy::Adaptive)?;
         let q = rounds(q, &p2, Direct::Off, 4, p);
-        Some((
-            q.backend_stats(),
-            q.submission().unwrap(),
-            q.backend().detail.clone(),
-            q.submit_chunk(),
-        ))
+        Some((q.backend_stats(), q.submission().unwrap(), q.submit_chunk()))
     });
-    let Some((s, note, _, chunk)) = cached else {
+    let Some((s, note, chunk)) = cached else {
         return;
     };
     assert!(note.contains("now batched"), "cached reads: {note}");
@@ -160,19 +158,19 @@ fn adaptive_batches_cached_reads_and_paces_direct_ones() {
         Some((
             q.backend_stats(),
             q.submission().unwrap(),
-            q.backend().detail.clone(),
+            q.uring_setup(),
             q.submit_chunk(),
         ))
     });
-    let Some((s, note, detail, chunk)) = direct else {
+    let Some((s, note, flags, chunk)) = direct else {
         return;
     };
-    if !detail.contains("DEFER_TASKRUN") {
+    if !flags.is_some_and(|f| f.contains(UringSetupFlags::DEFER_TASKRUN)) {
         // Without deferred task work a fast device may post completions
         // inside the submitting call: nothing to assert about the choice.
         return common::skip(
             "adaptive_batches_cached_reads_and_paces_direct_ones (direct half)",
-            &format!("ring without DEFER_TASKRUN: {detail}"),
+            &format!("ring without DEFER_TASKRUN: setup flags {flags:?}"),
         );
     }
     assert!(note.contains("now paced"), "direct reads: {note}");

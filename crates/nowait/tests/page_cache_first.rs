@@ -1,5 +1,5 @@
 //! The async engine's first poll reads from the page cache with
-//! `preadv2(RWF_NOWAIT)` (`EngineBuilder::nowait`): hits are ready in that
+//! `preadv2(RWF_NOWAIT)` (`QueueBuilder::nowait`): hits are ready in that
 //! poll and byte-exact, misses and partly cached reads go to the ring and
 //! are just as exact, `Off` never tries, and on tokio a task that only ever
 //! hits still yields to the other tasks (the cooperative budget).
@@ -34,7 +34,10 @@ fn warm(path: &Path) {
 }
 
 fn engine(mode: NowaitMode) -> Engine {
-    Engine::builder().depth(64).nowait(mode).build().unwrap()
+    Engine::builder()
+        .queue(|q| q.depth(64).nowait(mode))
+        .build()
+        .unwrap()
 }
 
 /// `None` (with a loud skip) where the filesystem has no RWF_NOWAIT reads.
@@ -422,8 +425,10 @@ fn only_uring_and_aio_rings_try_in_the_first_poll() {
         BackendKind::Sync,
     ] {
         let e = match Engine::builder()
-            .backend(BackendChoice::Exactly(kind))
-            .nowait(NowaitMode::Always)
+            .queue(|q| {
+                q.backend(BackendChoice::Exactly(kind))
+                    .nowait(NowaitMode::Always)
+            })
             .build()
         {
             Ok(e) => e,

@@ -661,27 +661,38 @@ fn one_worker_serves_a_deep_queue() {
     assert!(e.to_string().contains("worker"), "{e}");
 }
 
-/// Dropping a queue with reads in flight waits for the workers.
+/// Dropping a queue with reads in flight waits for the workers: reads into
+/// the caller's memory have landed, whole, when the drop returns.
 #[test]
 fn drop_with_reads_in_flight() {
+    const N: usize = 64;
+    const LEN: usize = 65536;
     let dir = tempfile::tempdir().unwrap();
-    let path = pattern_file(dir.path(), "drop.dat", 4 << 20);
+    let path = pattern_file(dir.path(), "drop.dat", (N * LEN) as u64);
     let file = File::open(&path, Direct::Off).unwrap();
     for mode in NowaitMode::ALL {
         file.drop_cache().unwrap();
-        let mut q = pool(64, mode);
-        for i in 0..64u64 {
+        let mem = common::CallerMemory::new(N, LEN);
+        let mut q = pool(N, mode);
+        for i in 0..N {
             q.push(Read {
                 file: &file,
-                offset: i * 65536,
-                len: 65536,
-                buf: Buf::new(65536),
-                user_data: i,
+                offset: (i * LEN) as u64,
+                len: LEN,
+                // SAFETY: piece `i` is lent once, and looked at only after
+                // the queue (and every `Buf` of it) is dropped below.
+                buf: unsafe { mem.lend(i) },
+                user_data: i as u64,
             })
             .unwrap();
         }
         q.submit().unwrap();
         drop(q);
+        for i in 0..N {
+            if let Err(e) = nowait::pattern::check((i * LEN) as u64, mem.piece(i)) {
+                panic!("{mode:?}: read {i} had not landed when the drop returned: {e}");
+            }
+        }
     }
 }
 

@@ -8,6 +8,7 @@ mod common;
 use common::pattern_file;
 use nowait::{
     pattern, BackendChoice, BackendKind, Buf, Direct, File, IoPoll, Queue, QueueBuilder, Read,
+    UringSetupFlags,
 };
 use std::time::Duration;
 
@@ -165,7 +166,7 @@ fn fixed_buffers_read_with_read_fixed() {
         let Some(mut q) = build(uring().depth(32).fixed_buffers(32, 4096), "fixed buffers") else {
             return;
         };
-        if !q.backend().detail.contains("registered buffers of") {
+        if !q.fixed_buffers_registered() {
             common::skip_line(&format!(
                 "fixed_buffers_read_with_read_fixed: {}",
                 q.backend().detail
@@ -223,7 +224,10 @@ fn sqpoll_reads_verify() {
     let Some(mut q) = build(uring().depth(32).sqpoll(Some(20)), "sqpoll") else {
         return;
     };
-    if !q.backend().detail.contains("SQPOLL") {
+    if !q
+        .uring_setup()
+        .is_some_and(|f| f.contains(UringSetupFlags::SQPOLL))
+    {
         common::skip_line(&format!(
             "sqpoll_reads_verify: kernel refused SQPOLL: {}",
             q.backend().detail
@@ -243,9 +247,10 @@ fn spinning_reaper_reads_verify() {
     let Some(mut q) = build(uring().depth(8).spin(Duration::from_micros(200)), "spin") else {
         return;
     };
+    let flags = q.uring_setup().expect("an io_uring queue");
     assert!(
-        !q.backend().detail.contains("DEFER_TASKRUN"),
-        "spinning needs completions posted without entering"
+        !flags.intersects(UringSetupFlags::DEFER_TASKRUN | UringSetupFlags::COOP_TASKRUN),
+        "spinning needs completions posted without entering: {flags}"
     );
     for _ in 0..8 {
         read_and_verify(&mut q, &f, 8, 4096, |_| Buf::new(4096));
@@ -324,7 +329,7 @@ fn aio_reads_direct_files_and_fails_cleanly_on_bad_requests() {
 /// None (with SKIP printed) where io_uring or the registration is refused.
 fn registered(b: QueueBuilder, count: usize, size: usize, what: &str) -> Option<Queue> {
     let q = build(b.fixed_buffers(count, size), what)?;
-    if !q.backend().detail.contains("registered buffers of") {
+    if !q.fixed_buffers_registered() {
         common::skip_line(&format!(
             "{what}: buffers not registered: {}",
             q.backend().detail

@@ -186,8 +186,8 @@ pub struct HotBesideScan {
 /// `scan` (`bs` a read, `qd` in flight) until the scan ends, with `policy`
 /// set as an application would: `keep` sets nothing, `drop` is set on the
 /// scan file alone (`File::set_cache_policy`), `adaptive` on every read of
-/// the process (`EngineBuilder::cache`, `QueueBuilder::cache`), nothing per
-/// file.
+/// the process (`QueueBuilder::cache`, through `EngineBuilder::queue` for
+/// the engine), nothing per file.
 pub fn hot_beside_scan(
     hot: &Path,
     scan: &Path,
@@ -201,8 +201,7 @@ pub fn hot_beside_scan(
         _ => CachePolicy::Keep,
     };
     let engine = (Engine::builder()
-        .nowait(NowaitMode::Always)
-        .cache(everywhere)
+        .queue(|q| q.nowait(NowaitMode::Always).cache(everywhere))
         .build())
     .map_err(|e| runtime("the hot job's engine", e))?;
     let hf = (engine.open(hot, Direct::Off)).map_err(|e| runtime(&hot.display().to_string(), e))?;

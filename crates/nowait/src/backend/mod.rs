@@ -72,6 +72,7 @@ use crate::file::FileInner;
 use crate::rwf_nowait::NowaitStats;
 pub use crate::setting::{BackendChoice, BackendKind};
 use std::ops::{Add, AddAssign};
+use uring::UringSetupFlags;
 
 pub(crate) mod aio;
 pub(crate) mod aio_pool;
@@ -194,7 +195,7 @@ impl BackendStats {
             aio_reads: d(self.aio_reads, earlier.aio_reads),
             pool_reads: d(self.pool_reads, earlier.pool_reads),
             paced_submits: d(self.paced_submits, earlier.paced_submits),
-            pacing_switches: self.pacing_switches,
+            pacing_switches: d(self.pacing_switches, earlier.pacing_switches),
         }
     }
 }
@@ -260,13 +261,20 @@ pub(crate) trait Backend: Send {
         usize::MAX
     }
 
+    /// The io_uring setup flags of the ring (`None`: not an io_uring
+    /// backend).
+    fn uring_setup(&self) -> Option<UringSetupFlags> {
+        None
+    }
+
     /// True if completions wait as deferred task work until the owner
     /// enters the ring (io_uring's `DEFER_TASKRUN`): such a backend cannot
     /// promise an eventfd signal for every result (see
     /// `UringConfig::defer_taskrun`), so a queue asked for a completion fd
     /// is rebuilt without it.
     fn defers_taskrun(&self) -> bool {
-        false
+        self.uring_setup()
+            .is_some_and(|f| f.contains(UringSetupFlags::DEFER_TASKRUN))
     }
 
     /// Signal eventfd `fd` (write to it) whenever results become available
@@ -291,5 +299,45 @@ pub(crate) trait Backend: Send {
     fn register_buffers(&mut self, bufs: &[(usize, usize)]) -> std::io::Result<()> {
         let _ = bufs;
         Err(std::io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every counter, written out (a new one must be added here): `since`
+    /// differences each, `+=` sums each.
+    fn every_counter(n: u64) -> BackendStats {
+        BackendStats {
+            syscalls: n,
+            nowait: NowaitStats {
+                tries: n,
+                hits: n,
+                partial_hits: n,
+                misses: n,
+                refused: n,
+                skipped: n,
+                reprobes: n,
+                offloads: n,
+                worker_reads: n,
+                wakeups: n,
+            },
+            fixed_reads: n,
+            polled: n,
+            poll_fallbacks: n,
+            spin_reaped: n,
+            aio_reads: n,
+            pool_reads: n,
+            paced_submits: n,
+            pacing_switches: n,
+        }
+    }
+
+    #[test]
+    fn since_differences_and_sums_add_every_counter() {
+        assert_eq!(every_counter(5).since(&every_counter(2)), every_counter(3));
+        assert_eq!(every_counter(2).since(&every_counter(5)), every_counter(0));
+        assert_eq!(every_counter(2) + every_counter(3), every_counter(5));
     }
 }

@@ -180,7 +180,7 @@ impl QueueBuilder {
     /// on the submitting thread with `preadv2(RWF_NOWAIT)` before handing it to a worker
     /// (default [`NowaitMode::Adaptive`]). No effect on a queue's other
     /// backends; the async engine also uses it for its first polls
-    /// ([`crate::EngineBuilder::nowait`]).
+    /// ([`crate::EngineBuilder::queue`]).
     pub fn nowait(mut self, mode: NowaitMode) -> Self {
         self.pool.mode = mode;
         self

@@ -253,21 +253,26 @@ impl Queue {
             }
             // Interrupted by a signal, or the device asked us to try again:
             // retry, but not forever.
+            libc::EINTR | libc::EAGAIN if s.retries < MAX_RETRIES => {
+                s.retries += 1;
+                self.stats.interrupted_retries += 1;
+                self.issue(idx);
+            }
             // ECANCELED and EFAULT: the thread that submitted the read
             // exited before the kernel could copy the data (io_uring runs a
             // buffered read's retry as task work of the submitter; once it
             // is gone the work runs where the buffer cannot be reached). The
-            // buffer is ours and valid, so re-issue it from this thread. (On
+            // buffer is valid, so re-issue it from this thread. (On
             // caller-owned memory, `Buf::from_raw_parts`, EFAULT may be the
             // caller's bad address: it fails the read.)
-            libc::EINTR | libc::EAGAIN | libc::ECANCELED if s.retries < MAX_RETRIES => {
+            libc::ECANCELED if s.retries < MAX_RETRIES => {
                 s.retries += 1;
-                self.stats.eintr_retries += 1;
+                self.stats.orphaned_retries += 1;
                 self.issue(idx);
             }
             libc::EFAULT if own_memory && s.retries < MAX_RETRIES => {
                 s.retries += 1;
-                self.stats.eintr_retries += 1;
+                self.stats.orphaned_retries += 1;
                 self.issue(idx);
             }
             // The rest of a direct read that stopped inside a block, read on
@@ -335,6 +340,7 @@ impl Queue {
                         b.copy_out(s.done, s.len, buf)
                     }
                     None => {
+                        // The kernel wrote the first `done` bytes.
                         let n = s.done.min(s.len);
                         reads_filled(buf, s.done, n);
                         n

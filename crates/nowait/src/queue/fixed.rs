@@ -48,6 +48,14 @@ impl Queue {
     pub fn take_buf(&mut self) -> Option<Buf> {
         self.fixed_pool.as_mut()?.get()
     }
+    /// Whether the queue's buffer pool
+    /// ([`QueueBuilder::fixed_buffers`](crate::QueueBuilder::fixed_buffers))
+    /// is registered with the kernel, so reads into its buffers go out as
+    /// `READ_FIXED` (the report says why not when it is not).
+    pub fn fixed_buffers_registered(&self) -> bool {
+        self.reg_id != 0
+    }
+
     /// Return a buffer taken with [`Queue::take_buf`].
     pub fn give_buf(&mut self, buf: Buf) {
         if let Some(p) = self.fixed_pool.as_mut() {

@@ -40,6 +40,7 @@ use std::fmt;
 use std::io;
 
 use crate::backend::ladder::BackendReport;
+use crate::backend::uring::UringSetupFlags;
 use crate::backend::{Backend, BackendStats, Cqe};
 use crate::buf::{Buf, BufPool};
 use crate::error::{Error, Result};
@@ -303,10 +304,16 @@ impl Queue {
         self.backend.stats()
     }
 
-    /// Reads re-issued so far (the rest of a short read, an EINTR/EAGAIN
-    /// retry): the queue's own counters only, cheap enough for every reap.
+    /// The io_uring setup flags the queue's ring was built with (`None` on
+    /// the other backends); [`Queue::backend`]'s report names them.
+    pub fn uring_setup(&self) -> Option<UringSetupFlags> {
+        self.backend.uring_setup()
+    }
+
+    /// Reads re-issued so far ([`QueueStats::reissued`]): the queue's own
+    /// counters only, cheap enough for every reap.
     pub(crate) fn reissued(&self) -> u64 {
-        self.stats.short_retries + self.stats.eintr_retries
+        self.stats.reissued()
     }
 
     /// Counters so far, the backend's among them.

@@ -91,11 +91,19 @@ impl Queue {
         Ok(n.efd.as_fd())
     }
 
-    /// Make the completion fd readable, if one was asked for: for a front
-    /// end that keeps completions of its own, reaped from this queue but
-    /// not yet handed to its caller (the C API keeps those that did not fit
-    /// the caller's array), so its event loop comes back for them. A
-    /// wake-up is a hint: an extra one costs a reap that finds nothing.
+    /// Clear the completion fd's 8-byte counter without blocking: step one
+    /// of the protocol in [`Queue::completion_fd`], for a front end that
+    /// would otherwise `read(2)` the descriptor itself. Returns whether it
+    /// was signalled; `false` too before the fd was asked for.
+    pub fn clear_completion_fd(&self) -> bool {
+        self.notify.as_ref().is_some_and(|n| n.efd.clear())
+    }
+
+    /// Make the completion fd readable (add 1 to its counter), for a front
+    /// end that has results of its own to report through the same loop
+    /// wake-up (a read refused before it reached the queue, completions it
+    /// kept for a later call). Nothing happens before the fd was asked for.
+    /// A wake-up is a hint: an extra one costs a reap that finds nothing.
     pub fn signal_completion_fd(&self) {
         if let Some(n) = &self.notify {
             n.efd.signal();

@@ -79,6 +79,7 @@ impl Queue {
     }
 
     /// [`Queue::push`] with the read's cache policy as given.
+    #[inline]
     pub(crate) fn push_cache(
         &mut self,
         req: Read<'_>,

@@ -18,8 +18,14 @@ pub struct QueueStats {
     pub errors: u64,
     /// Extra reads issued to finish short reads.
     pub short_retries: u64,
-    /// Reads retried after EINTR or EAGAIN.
-    pub eintr_retries: u64,
+    /// Reads retried after EINTR (a signal) or EAGAIN (the kernel asked
+    /// to try again).
+    pub interrupted_retries: u64,
+    /// Reads re-issued after ECANCELED, or EFAULT on memory the queue
+    /// allocated: the thread that submitted them exited before the kernel
+    /// copied the data (io_uring runs a buffered read's retry as task work
+    /// of its submitter).
+    pub orphaned_retries: u64,
     /// Unaligned direct reads bounced through an aligned buffer.
     pub bounced: u64,
     /// Reads that took the small direct-read path (aligned, at most one
@@ -40,6 +46,13 @@ pub struct QueueStats {
 }
 
 impl QueueStats {
+    /// Reads the queue issued again: the rest of a short read, or a retry
+    /// after an errno it retries (`short_retries + interrupted_retries +
+    /// orphaned_retries`). Each is one more raw read for the backend.
+    pub fn reissued(&self) -> u64 {
+        self.short_retries + self.interrupted_retries + self.orphaned_retries
+    }
+
     /// The counts since `earlier` (an earlier snapshot of the same queue),
     /// saturating at zero.
     pub fn since(&self, earlier: &QueueStats) -> QueueStats {
@@ -48,7 +61,12 @@ impl QueueStats {
             completed: self.completed.saturating_sub(earlier.completed),
             errors: self.errors.saturating_sub(earlier.errors),
             short_retries: self.short_retries.saturating_sub(earlier.short_retries),
-            eintr_retries: self.eintr_retries.saturating_sub(earlier.eintr_retries),
+            interrupted_retries: self
+                .interrupted_retries
+                .saturating_sub(earlier.interrupted_retries),
+            orphaned_retries: self
+                .orphaned_retries
+                .saturating_sub(earlier.orphaned_retries),
             bounced: self.bounced.saturating_sub(earlier.bounced),
             small_direct: self.small_direct.saturating_sub(earlier.small_direct),
             inline: self.inline.saturating_sub(earlier.inline),
@@ -64,7 +82,8 @@ impl AddAssign for QueueStats {
         self.completed += o.completed;
         self.errors += o.errors;
         self.short_retries += o.short_retries;
-        self.eintr_retries += o.eintr_retries;
+        self.interrupted_retries += o.interrupted_retries;
+        self.orphaned_retries += o.orphaned_retries;
         self.bounced += o.bounced;
         self.small_direct += o.small_direct;
         self.inline += o.inline;

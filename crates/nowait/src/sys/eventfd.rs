@@ -14,7 +14,8 @@ use rustix::io::Errno;
 
 /// A non-semaphore, non-blocking eventfd: `signal` adds 1, `wait` sleeps in
 /// poll(2) until the count is non-zero and clears it. Non-blocking so that a
-/// runtime's reactor can watch it too (`reactor.rs`) and `clear` never sleeps.
+/// runtime's reactor can watch it too (`engine/tokio_reactor.rs`) and
+/// `clear` never sleeps.
 #[derive(Debug)]
 pub(crate) struct EventFd {
     fd: OwnedFd,

@@ -1,19 +1,17 @@
 //! The system layer: every system call the engine makes outside the io-uring
-//! crate, and what the kernel's answers mean in words.
+//! crate, and what the kernel's answers mean in words. Private to the crate.
 //!
 //! The bottom of the crate: nothing here imports anything above it. Calls go
-//! through rustix wherever rustix offers them (`pread`, `preadv2` with
-//! `RWF_NOWAIT`, `statx` with `STATX_DIOALIGN`, `fstatfs`, the `BLKSSZGET`
-//! ioctl, `posix_fadvise`, `statvfs`, `eventfd`, `poll`); by hand only what it
-//! does not (`getrusage`, and `io_uring_enter` through a registered ring
-//! index, see `uring.rs`). One place each for errno names and filesystem
-//! names (`names.rs`), sysfs and the device a file lives on (`sysfs.rs`), and
-//! the eventfd (`eventfd.rs`).
-//!
-//! The module is private to the crate except for a few items the `nowait`
-//! CLI still uses (`rusage`, `free_space`, `clock_ticks_per_sec`,
-//! `fadvise`); those are hidden from the API docs and go when the CLI stops
-//! using them.
+//! through rustix wherever rustix offers them (`pread`, `preadv2` into
+//! initialised bytes, `statx` with `STATX_DIOALIGN`, `fstatfs`, the
+//! `BLKSSZGET` ioctl, `posix_fadvise`, `eventfd`, `poll`); by hand only what
+//! it does not (`preadv2` with `RWF_*` flags into memory that may be
+//! uninitialised, which rustix's `IoSliceMut` cannot describe,
+//! `cachestat`, and `io_uring_enter` through a registered ring index, see
+//! `uring.rs`). One place each for errno names and filesystem names
+//! (`names.rs`), sysfs and the device a file lives on (`sysfs.rs`), the
+//! eventfd (`eventfd.rs`), memory cgroups (`cgroup.rs`) and Valgrind's
+//! client requests (`valgrind.rs`).
 #![allow(unsafe_code)]
 
 use std::io;
@@ -84,27 +82,37 @@ pub(crate) unsafe fn preadv2_raw(
     offset: u64,
     flags: u32,
 ) -> Result<usize, i32> {
-    // By hand: rustix's `preadv2` takes initialised `IoSliceMut`s, and the
-    // engine's buffers are not zeroed before a read (`Buf`). The raw system
-    // call, as rustix makes it: glibc's `preadv2` wrapper is a cancellation
-    // point, which costs about 70 instructions a call on this hot path.
+    // By hand: rustix's `preadv2` takes `IoSliceMut`s, which are `&mut
+    // [u8]` over initialised bytes, and the memory here may be uninitialised
+    // (the engine's buffers are not zeroed before a read, and a caller's
+    // lent memory may never have been written, `Buf`): it is passed as a raw
+    // `iovec` and no reference to it is formed. The system call itself, as
+    // rustix makes it: glibc's `preadv2` wrapper is a cancellation point,
+    // which costs about 70 instructions a call on this hot path.
+    //
+    // An offset past i64::MAX would reach the kernel negative, and -1 means
+    // "the file position": refuse it as the kernel refuses other bad offsets.
+    if offset > i64::MAX as u64 {
+        return Err(libc::EINVAL);
+    }
     let iov = libc::iovec {
         iov_base: ptr.cast(),
         iov_len: len,
     };
     // SAFETY: the caller keeps `fd` open and `ptr..ptr+len` writable for
     // the call; `iov` is one live iovec; the kernel only writes the bytes
-    // it returns. The position is passed as the kernel's low and high
-    // halves (`pos_from_hilo`: on 64-bit the low word holds all of it).
+    // it returns. Every argument has the width the system call reads
+    // (longs and a pointer); the position goes as the kernel's low and
+    // high halves (`pos_from_hilo`: on 64-bit the low word holds all of it).
     let r = unsafe {
         libc::syscall(
             libc::SYS_preadv2,
-            fd,
+            fd as libc::c_long,
             &iov as *const libc::iovec,
-            1 as libc::c_int,
+            1 as libc::c_long,
             offset as libc::c_ulong,
             (offset >> 32) as libc::c_ulong,
-            flags as libc::c_int,
+            flags as libc::c_long,
         )
     };
     if r < 0 {
@@ -113,6 +121,30 @@ pub(crate) unsafe fn preadv2_raw(
             .unwrap_or(libc::EIO));
     }
     Ok(r as usize)
+}
+
+/// `preadv2(2)` with the `RWF_*` bits `flags` into memory that may be
+/// uninitialised (a caller's, lent as `MaybeUninit`): only the bytes the
+/// kernel returns are written.
+#[inline]
+pub(crate) fn preadv2_uninit(
+    fd: BorrowedFd<'_>,
+    buf: &mut [MaybeUninit<u8>],
+    offset: u64,
+    flags: u32,
+) -> Result<usize, i32> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `fd` is borrowed, so open for the call; `buf` is a live
+    // exclusive borrow, writable for its whole length.
+    unsafe {
+        preadv2_raw(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            offset,
+            flags,
+        )
+    }
 }
 
 /// `preadv2(2)` into a slice with the `RWF_*` bits `flags`.

@@ -429,6 +429,10 @@ pub fn watchdog<T: Send + 'static>(
     }
 }
 
+mod caller_memory;
+#[allow(unused_imports)] // each test binary uses a different subset
+pub use caller_memory::{CallerMemory, SENTINEL};
+
 mod seccomp;
 #[allow(unused_imports)] // each test binary uses a different subset
 pub use seccomp::{deny_io_uring_setup_on_this_thread, deny_on_this_thread};

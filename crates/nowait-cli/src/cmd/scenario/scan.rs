@@ -50,8 +50,9 @@ cache policy:
   keep      the default: the scan's pages stay cached and press on the hot
             set (how much of it they evict is the kernel's reclaim's choice)
   drop      the scan file's reads carry RWF_DONTCACHE (File::set_cache_policy)
-  adaptive  every read of the process is adaptive (EngineBuilder::cache,
-            QueueBuilder::cache): the scan, once seen, is read uncached
+  adaptive  every read of the process is adaptive (QueueBuilder::cache, the
+            engine's through EngineBuilder::queue): the scan, once seen,
+            is read uncached
 and fio scans the same file after the same warm-up (io_uring, uncached=0
 and uncached=1; fio 3.40 or later has uncached). Before each run the pages
 of both files are dropped and the hot set is warmed (every 64 KiB block once,

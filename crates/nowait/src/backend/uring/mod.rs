@@ -46,14 +46,15 @@ use super::{Backend, BackendStats, Cqe, Sqe};
 use crate::error::{Error, Result};
 use crate::file::FileInner;
 use crate::sys;
+use crate::sys::names::errno_name;
 
 mod poll;
 mod setup;
 mod side;
 
 use poll::PollRing;
-pub use setup::IoPoll;
 pub(crate) use setup::{probe_ring_fd, refusal, setup, UringConfig};
+pub use setup::{IoPoll, UringSetupFlags};
 use side::SidePool;
 
 /// Registered-file table size: descriptors below this are registered at
@@ -68,9 +69,11 @@ pub(crate) struct UringBackend {
     /// Reads pushed to the SQ and not yet handed to the kernel.
     unsubmitted: usize,
     stats: BackendStats,
-    flags: String,
+    /// The setup flags the ring was built with.
+    flags: UringSetupFlags,
+    /// The errno SQPOLL was refused with, when it was asked for.
+    sqpoll_refused: Option<i32>,
     entries: u32,
-    sqpoll: bool,
     spin: Duration,
     /// `files[fd]` = id of the file registered at index `fd` (0: none);
     /// empty if registration is unavailable.
@@ -204,7 +207,9 @@ impl UringBackend {
     fn enter_some(&mut self, limit: usize, want: usize, timeout: Option<Duration>) -> Result<()> {
         // With SQPOLL and nothing to wait for, the crate skips the syscall
         // while the kernel thread is awake.
-        let skips = self.sqpoll && want == 0 && !self.ring.submission().need_wakeup();
+        let skips = self.flags.contains(UringSetupFlags::SQPOLL)
+            && want == 0
+            && !self.ring.submission().need_wakeup();
         // Deferred task work left from earlier reads is run (and posted) by
         // an enter carrying GETEVENTS, which both enter paths add when the
         // TASKRUN flag is up: then the CQ's growth says nothing about the
@@ -491,8 +496,8 @@ impl Backend for UringBackend {
         self.pacer.chunk()
     }
 
-    fn defers_taskrun(&self) -> bool {
-        self.flags.contains("DEFER_TASKRUN")
+    fn uring_setup(&self) -> Option<UringSetupFlags> {
+        Some(self.flags)
     }
 
     fn register_notify(&mut self, fd: RawFd) -> bool {
@@ -535,7 +540,7 @@ impl Backend for UringBackend {
 
     fn describe(&self) -> String {
         format!(
-            "io_uring, {} {}, setup flags {}{}, {}, {}{}",
+            "io_uring, {} {}, setup flags {}{}{}, {}, {}{}",
             self.entries,
             if self.entries == 1 {
                 "entry"
@@ -543,6 +548,10 @@ impl Backend for UringBackend {
                 "entries"
             },
             self.flags,
+            match self.sqpoll_refused {
+                Some(e) => format!(" (SQPOLL refused: {})", errno_name(e)),
+                None => String::new(),
+            },
             if self.ring_index.is_some() {
                 ", registered ring fd"
             } else {

@@ -11,7 +11,6 @@ use super::{thread_key, UringBackend, FILE_TABLE};
 use crate::backend::pacing::{Pacer, SubmitPolicy};
 use crate::backend::BackendStats;
 use crate::sys;
-use crate::sys::names::errno_name;
 
 /// When direct reads use the polled (IOPOLL) ring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -53,11 +52,45 @@ pub(crate) struct UringConfig {
     pub submit: SubmitPolicy,
 }
 
-pub(super) const SI: u8 = 1; // SINGLE_ISSUER
-pub(super) const DT: u8 = 2; // DEFER_TASKRUN
-pub(super) const CT: u8 = 4; // COOP_TASKRUN
-pub(super) const TF: u8 = 8; // TASKRUN_FLAG
-pub(super) const SQ: u8 = 16; // SQPOLL
+bitflags::bitflags! {
+    /// The io_uring setup flags the `uring` backend asks for, with the
+    /// kernel's values (`IORING_SETUP_*`): what a ring was built with
+    /// ([`Queue::uring_setup`](crate::Queue::uring_setup)) and, in the
+    /// order declared, how its report names them.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub struct UringSetupFlags: u32 {
+        /// `IORING_SETUP_SQPOLL`: a kernel thread polls the submission queue.
+        const SQPOLL = 1 << 1;
+        /// `IORING_SETUP_SINGLE_ISSUER`: only the thread that built the ring
+        /// submits to it.
+        const SINGLE_ISSUER = 1 << 12;
+        /// `IORING_SETUP_DEFER_TASKRUN`: completion work waits until the
+        /// ring's thread enters the kernel (needs `SINGLE_ISSUER`).
+        const DEFER_TASKRUN = 1 << 13;
+        /// `IORING_SETUP_COOP_TASKRUN`: completion work does not interrupt
+        /// the ring's thread.
+        const COOP_TASKRUN = 1 << 8;
+        /// `IORING_SETUP_TASKRUN_FLAG`: the ring says when completion work
+        /// is pending.
+        const TASKRUN_FLAG = 1 << 9;
+    }
+}
+
+impl std::fmt::Display for UringSetupFlags {
+    /// `SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG`, or `(none)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_empty() {
+            return f.write_str("(none)");
+        }
+        for (i, (name, _)) in self.iter_names().enumerate() {
+            if i > 0 {
+                f.write_str("|")?;
+            }
+            f.write_str(name)?;
+        }
+        Ok(())
+    }
+}
 
 impl Default for UringConfig {
     fn default() -> Self {
@@ -73,41 +106,36 @@ impl Default for UringConfig {
     }
 }
 
-pub(super) fn flag_names(bits: u8) -> String {
-    let names: Vec<&str> = [
-        (SQ, "SQPOLL"),
-        (SI, "SINGLE_ISSUER"),
-        (DT, "DEFER_TASKRUN"),
-        (CT, "COOP_TASKRUN"),
-        (TF, "TASKRUN_FLAG"),
-    ]
-    .iter()
-    .filter(|(b, _)| bits & b != 0)
-    .map(|(_, n)| *n)
-    .collect();
-    if names.is_empty() {
-        "(none)".into()
-    } else {
-        names.join("|")
-    }
-}
-
 /// Flag sets to try, best first.
-pub(super) fn attempts(cfg: &UringConfig) -> Vec<u8> {
-    let list: &[u8] = if cfg.sqpoll_idle_ms.is_some() {
+pub(super) fn attempts(cfg: &UringConfig) -> Vec<UringSetupFlags> {
+    type F = UringSetupFlags;
+    const DEFERRED: F = F::SINGLE_ISSUER
+        .union(F::DEFER_TASKRUN)
+        .union(F::TASKRUN_FLAG);
+    // What every ring may fall back to: cooperative task work, then none.
+    const COOPERATIVE: [F; 3] = [
+        F::COOP_TASKRUN.union(F::TASKRUN_FLAG),
+        F::COOP_TASKRUN,
+        F::empty(),
+    ];
+    let list: Vec<F> = if cfg.sqpoll_idle_ms.is_some() {
         // DEFER_TASKRUN is not allowed with SQPOLL.
-        &[SQ | SI, SQ, SI | DT | TF, CT | TF, CT, 0]
+        [F::SQPOLL.union(F::SINGLE_ISSUER), F::SQPOLL, DEFERRED]
+            .into_iter()
+            .chain(COOPERATIVE)
+            .collect()
     } else if !cfg.spin.is_zero() {
         // Spinning needs completions posted without us entering the kernel:
         // no deferred or cooperative task work.
-        &[SI, 0]
+        vec![F::SINGLE_ISSUER, F::empty()]
     } else {
-        &[SI | DT | TF, CT | TF, CT, 0]
+        std::iter::once(DEFERRED).chain(COOPERATIVE).collect()
     };
-    list.iter()
-        .copied()
-        .filter(|b| cfg.single_issuer || b & SI == 0)
-        .filter(|b| b & DT == 0 || (b & SI != 0 && cfg.defer_taskrun))
+    list.into_iter()
+        .filter(|f| cfg.single_issuer || !f.contains(F::SINGLE_ISSUER))
+        .filter(|f| {
+            !f.contains(F::DEFER_TASKRUN) || (f.contains(F::SINGLE_ISSUER) && cfg.defer_taskrun)
+        })
         .collect()
 }
 
@@ -123,22 +151,23 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
     let entries = (depth.max(1) as u32).next_power_of_two();
     let mut last = io::Error::from_raw_os_error(libc::EINVAL);
     let mut sqpoll_refused = None;
-    for bits in attempts(&cfg) {
+    for flags in attempts(&cfg) {
+        type F = UringSetupFlags;
         let mut b = IoUring::builder();
         b.setup_cqsize(entries * 2);
-        if bits & SQ != 0 {
+        if flags.contains(F::SQPOLL) {
             b.setup_sqpoll(cfg.sqpoll_idle_ms.unwrap_or(1000));
         }
-        if bits & SI != 0 {
+        if flags.contains(F::SINGLE_ISSUER) {
             b.setup_single_issuer();
         }
-        if bits & DT != 0 {
+        if flags.contains(F::DEFER_TASKRUN) {
             b.setup_defer_taskrun();
         }
-        if bits & CT != 0 {
+        if flags.contains(F::COOP_TASKRUN) {
             b.setup_coop_taskrun();
         }
-        if bits & TF != 0 {
+        if flags.contains(F::TASKRUN_FLAG) {
             b.setup_taskrun_flag();
         }
         match b.build(entries) {
@@ -147,7 +176,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                 // registered in the *calling thread's* io_uring context, so
                 // only a ring used from one thread may use it (SQPOLL rings
                 // keep the crate's enter, which knows when to skip it).
-                let ring_index = if cfg.single_issuer && bits & SQ == 0 {
+                let ring_index = if cfg.single_issuer && !flags.contains(F::SQPOLL) {
                     sys::uring::register_ring_fd(ring.as_raw_fd()).map(|i| (i, thread_key()))
                 } else {
                     None
@@ -167,18 +196,14 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                     IoPoll::Off => "IOPOLL off".to_string(),
                     _ => "IOPOLL ring set up when a polling device is read".to_string(),
                 };
-                let mut flags = flag_names(bits);
-                if let Some(e) = sqpoll_refused {
-                    flags.push_str(&format!(" (SQPOLL refused: {})", errno_name(e)));
-                }
                 return Ok(UringBackend {
                     ring,
                     ring_index,
                     unsubmitted: 0,
                     stats: BackendStats::default(),
                     flags,
+                    sqpoll_refused,
                     entries,
-                    sqpoll: bits & SQ != 0,
                     spin: cfg.spin,
                     files,
                     files_note,
@@ -191,7 +216,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
                     mask_eventfd: true,
                     // Never paced with SQPOLL: the kernel thread takes the
                     // reads off the SQ itself.
-                    pacer: Pacer::new(if bits & SQ != 0 {
+                    pacer: Pacer::new(if flags.contains(F::SQPOLL) {
                         SubmitPolicy::Batch
                     } else {
                         cfg.submit
@@ -201,7 +226,7 @@ pub(crate) fn setup(depth: usize, cfg: UringConfig) -> io::Result<UringBackend> 
             // EINVAL: this kernel does not know one of the flags; EPERM on
             // SQPOLL alone (unprivileged before 5.11): try fewer flags.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = e,
-            Err(e) if bits & SQ != 0 && e.raw_os_error() == Some(libc::EPERM) => {
+            Err(e) if flags.contains(F::SQPOLL) && e.raw_os_error() == Some(libc::EPERM) => {
                 sqpoll_refused = Some(libc::EPERM);
                 last = e;
             }
@@ -248,5 +273,49 @@ pub(crate) fn probe_ring_fd(ring: &IoUring) -> std::result::Result<(), i32> {
             Ok(())
         }
         None => Err(io::Error::last_os_error().raw_os_error().unwrap_or(0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    type F = UringSetupFlags;
+
+    #[test]
+    fn flags_are_named_in_the_report_order() {
+        let f = F::SINGLE_ISSUER | F::TASKRUN_FLAG | F::DEFER_TASKRUN;
+        assert_eq!(f.to_string(), "SINGLE_ISSUER|DEFER_TASKRUN|TASKRUN_FLAG");
+        assert_eq!(F::empty().to_string(), "(none)");
+        assert_eq!(
+            (F::SQPOLL | F::SINGLE_ISSUER).to_string(),
+            "SQPOLL|SINGLE_ISSUER"
+        );
+    }
+
+    #[test]
+    fn attempts_keep_deferred_task_work_with_one_issuer_only() {
+        let cfg = UringConfig::default();
+        assert_eq!(
+            attempts(&cfg)[0],
+            F::SINGLE_ISSUER | F::DEFER_TASKRUN | F::TASKRUN_FLAG
+        );
+        let shared = UringConfig {
+            single_issuer: false,
+            ..UringConfig::default()
+        };
+        assert!(attempts(&shared)
+            .iter()
+            .all(|f| !f.intersects(F::SINGLE_ISSUER | F::DEFER_TASKRUN)));
+        let sqpoll = UringConfig {
+            sqpoll_idle_ms: Some(10),
+            ..UringConfig::default()
+        };
+        assert_eq!(attempts(&sqpoll)[0], F::SQPOLL | F::SINGLE_ISSUER);
+        let spin = UringConfig {
+            spin: Duration::from_micros(50),
+            ..UringConfig::default()
+        };
+        assert_eq!(attempts(&spin), [F::SINGLE_ISSUER, F::empty()]);
     }
 }

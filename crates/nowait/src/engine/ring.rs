@@ -1,9 +1,9 @@
 //! One ring: a [`crate::Queue`] owned by the thread that first read through
-//! it, with its op table ([`crate::ops`]), and how its completions are
+//! it, with its op table ([`super::op_table`]), and how its completions are
 //! noticed while every task is parked (its own eventfd, watched by the tokio
 //! reactor or the engine's poller thread).
 //!
-//! A ring has two locks of its own, not the engine's (see [`crate::ops`]):
+//! A ring has two locks of its own, not the engine's (see [`super::op_table`]):
 //! the state lock around its queue, held across system calls by whoever
 //! submits or reaps, and the table lock around its ops, held only for a few
 //! loads and stores. Collecting a result or registering a waker takes only
@@ -22,16 +22,16 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
+use super::engine_stats::EngineStats;
+use super::engine_stats::RingReport;
+use super::notifier::{Notifier, Poke, PollerMode, TICK};
+use super::op_table::{lock_table, Deferred, State, Table};
 use crate::backend::ladder::BackendReport;
 use crate::backend::BackendKind;
 use crate::error::Result as NwResult;
 use crate::error::{Error, Result};
-use crate::notify::{Notifier, Poke, PollerMode, TICK};
-use crate::ops::{lock_table, Deferred, State, Table};
 use crate::queue::QueueBuilder;
 use crate::rwf_nowait::{CacheTryCounts, NowaitMode};
-use crate::stats::EngineStats;
-use crate::stats::RingReport;
 use crate::sys::eventfd::EventFd;
 
 /// What every ring of an engine is built from.
@@ -76,7 +76,7 @@ pub(crate) struct Ring {
     /// Times the reactor task or the poller thread woke up to reap.
     wakeups: AtomicU64,
     /// Built on a worker of tokio's multi-thread runtime: a deferred
-    /// submit reschedules through the scheduler's defer list (`future.rs`).
+    /// submit reschedules through the scheduler's defer list (`yielding.rs`).
     tokio_multi: bool,
     report: BackendReport,
     depth: usize,
@@ -96,7 +96,7 @@ pub(crate) struct Ring {
     owner: AtomicU64,
     /// `State::reaps` at the poller's last look (only the poller uses it).
     watch_mark: AtomicU64,
-    /// The `RWF_NOWAIT` try in a future's first poll (`future.rs`): the
+    /// The `RWF_NOWAIT` try in a future's first poll (`first_poll.rs`): the
     /// engine's mode on `uring` and `aio`; off on `pool` and `aio+pool`,
     /// whose queue makes the same try at push, and on `sync`.
     /// Shared with the thread's registry entry, so a hit reaches it without
@@ -152,7 +152,7 @@ impl Ring {
                 };
                 #[cfg(feature = "tokio")]
                 let (mode, why) = match (rt, &cfg.notifier) {
-                    (Some(rt), _) => match crate::reactor::register(&rt, &efd) {
+                    (Some(rt), _) => match super::tokio_reactor::register(&rt, &efd) {
                         Ok(r) => {
                             registered = Some(r);
                             (
@@ -178,7 +178,7 @@ impl Ring {
         // reads in the poll anyway, so the ring path cannot yield there.
         let (cached_first, cached_first_reason) = match report.kind {
             BackendKind::Uring | BackendKind::Aio => match cfg.queue.nowait_mode() {
-                NowaitMode::Off => (NowaitMode::Off, "off, as asked (EngineBuilder::nowait)"),
+                NowaitMode::Off => (NowaitMode::Off, "off, as asked (QueueBuilder::nowait)"),
                 m => (
                     m,
                     "a buffered read's first poll tries preadv2(RWF_NOWAIT); a hit needs no ring",
@@ -221,13 +221,14 @@ impl Ring {
         });
         #[cfg(feature = "tokio")]
         if let Some(r) = registered {
-            crate::reactor::spawn(r, Arc::downgrade(&ring));
+            super::tokio_reactor::spawn(r, Arc::downgrade(&ring));
         }
         Ok(ring)
     }
 
     /// The queue's lock; waits for the holder. Unlocking serves reap
     /// requests left meanwhile.
+    #[inline]
     pub(crate) fn lock(&self) -> StateGuard<'_> {
         // A panic under the lock cannot leave a buffer handed out early
         // (buffers only leave the queue through `take`), so keep going.
@@ -239,10 +240,12 @@ impl Ring {
 
     /// The op table's lock (held briefly by everyone; never take the state
     /// lock while holding it).
+    #[inline]
     pub(crate) fn table(&self) -> MutexGuard<'_, Table> {
         lock_table(&self.table)
     }
 
+    #[inline]
     pub(crate) fn table_mutex(&self) -> &Mutex<Table> {
         &self.table
     }
@@ -324,6 +327,7 @@ impl Ring {
 
     /// Whether the ring was built on a worker of tokio's multi-thread
     /// runtime.
+    #[inline]
     pub(crate) fn tokio_multi(&self) -> bool {
         self.tokio_multi
     }
@@ -335,12 +339,14 @@ impl Ring {
     /// Whether a newly pushed read may wait for its future's next poll to be
     /// submitted (batched with other tasks' reads). `sync` does the read
     /// itself at submission, so there is nothing to batch.
+    #[inline]
     pub(crate) fn defers(&self) -> bool {
         self.mode != PollerMode::None
     }
 
     /// Called after starting an op: if the ring was idle, make sure the
     /// poller thread is ticking (it may sleep without a timeout).
+    #[inline]
     pub(crate) fn kick(&self, was_idle: bool) {
         if was_idle && self.mode != PollerMode::None {
             self.poke.kick();
@@ -352,6 +358,7 @@ impl Ring {
     }
 
     /// Whether `key` names the thread this ring was built for.
+    #[inline]
     pub(crate) fn owned_by(&self, key: u64) -> bool {
         self.owner.load(Ordering::Relaxed) == key
     }
@@ -437,7 +444,7 @@ impl Ring {
 }
 
 #[cfg(feature = "tokio")]
-impl crate::reactor::Drive for Ring {
+impl super::tokio_reactor::Drive for Ring {
     fn drive(&self) {
         self.drive_now();
     }

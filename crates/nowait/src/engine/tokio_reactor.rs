@@ -36,7 +36,7 @@ pub(crate) trait Drive: Send + Sync + 'static {
     fn reactor_lost(&self);
 }
 
-/// The eventfd as tokio sees it; the engine's core keeps its own handle.
+/// The eventfd as tokio sees it; the ring keeps its own handle.
 struct Fd(Arc<EventFd>);
 
 impl AsRawFd for Fd {
@@ -51,8 +51,8 @@ struct Fallback<D: Drive>(Weak<D>);
 
 impl<D: Drive> Drop for Fallback<D> {
     fn drop(&mut self) {
-        if let Some(core) = self.0.upgrade() {
-            core.reactor_lost();
+        if let Some(target) = self.0.upgrade() {
+            target.reactor_lost();
         }
     }
 }
@@ -100,9 +100,9 @@ pub(crate) fn register(
 
 /// Spawn the reactor task. It holds its target only weakly and ends when the
 /// target is dropped (whose `Drop` signals the eventfd).
-pub(crate) fn spawn<D: Drive>(reg: Registered, core: Weak<D>) {
+pub(crate) fn spawn<D: Drive>(reg: Registered, target: Weak<D>) {
     let Registered { rt, afd, efd } = reg;
-    let fallback = Fallback(core.clone());
+    let fallback = Fallback(target.clone());
     // Dropping the JoinHandle detaches the task.
     drop(rt.spawn(async move {
         let _fallback = fallback;
@@ -114,11 +114,13 @@ pub(crate) fn spawn<D: Drive>(reg: Registered, core: Weak<D>) {
             // after the clear signals again and is seen as a new edge.
             efd.clear();
             ready.clear_ready();
-            let Some(core) = core.upgrade() else { return };
-            core.drive();
+            let Some(strong) = target.upgrade() else {
+                return;
+            };
+            strong.drive();
             // If this was the last handle, the target (and its queue, which
             // waits for the kernel) is dropped here, on the runtime thread.
-            drop(core);
+            drop(strong);
         }
     }));
 }

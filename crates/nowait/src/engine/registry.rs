@@ -8,12 +8,12 @@ use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::error::Result;
-use crate::notify::Poke;
+use super::engine_stats::{EngineStats, RingReport};
+use super::notifier::Poke;
 #[cfg(feature = "tokio")]
-use crate::notify::{Notifier, PollerMode};
-use crate::ring::{FirstPoll, Ring, RingConfig};
-use crate::stats::{EngineStats, RingReport};
+use super::notifier::{Notifier, PollerMode};
+use super::ring::{FirstPoll, Ring, RingConfig};
+use crate::error::Result;
 
 /// Engine ids, so one thread can read through several engines.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);

@@ -14,11 +14,11 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::task::Waker;
 
+use super::engine_stats::EngineStats;
 use crate::buf::Buf;
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::queue::{Completion, Queue, Read, ReadCache};
-use crate::stats::EngineStats;
 
 /// The state of one op (one read owned by the ring).
 enum Op {
@@ -94,13 +94,9 @@ impl Table {
     }
 
     /// Ops in use: in flight, done but not collected, or abandoned.
+    #[inline]
     pub(crate) fn in_use(&self) -> usize {
         self.ops.len() - self.free.len() - self.grants.len()
-    }
-
-    /// Whether the ring was closed (see [`Table::retire`]).
-    pub(crate) fn retired(&self) -> bool {
-        self.retired
     }
 
     /// Close the ring for new reads if nothing is in use; says whether it
@@ -113,6 +109,7 @@ impl Table {
     }
 
     /// Count a read collected on a thread other than its ring's.
+    #[inline]
     pub(crate) fn count_foreign(&mut self) {
         self.foreign_reaps += 1;
     }
@@ -134,6 +131,7 @@ impl Table {
     /// Take an op for a new read (or a granted one, for a caller waiting
     /// under `token`), marked in flight with `waker` if `wake_on_done`.
     /// `Err(token)`: every op is in use; the caller waits under `token`.
+    #[inline]
     fn take_op(
         &mut self,
         waker: &Waker,
@@ -172,7 +170,8 @@ impl Table {
         };
         // Marked before the read is pushed: its completion can be filed
         // only by a reap, which needs the state lock the caller holds.
-        self.ops[idx as usize] = Op::InFlight(wake_on_done.then(|| waker.clone()));
+        let next = Op::InFlight(wake_on_done.then(|| waker.clone()));
+        replace_free(&mut self.ops[idx as usize], next);
         Ok(idx)
     }
 
@@ -193,7 +192,7 @@ impl Table {
         let idx = c.user_data as usize;
         match std::mem::replace(&mut self.ops[idx], Op::Free) {
             Op::InFlight(w) => {
-                self.ops[idx] = Op::Done(c.result, c.buf);
+                replace_free(&mut self.ops[idx], Op::Done(c.result, c.buf));
                 if let Some(w) = w {
                     d.wake(w);
                 }
@@ -211,12 +210,15 @@ impl Table {
     }
 
     /// Whether op `idx` has finished and waits to be collected.
+    #[inline]
     pub(crate) fn is_done(&self, idx: u32) -> bool {
         matches!(self.ops[idx as usize], Op::Done(..))
     }
 
     /// If op `idx` is done, collect it (freeing the op); otherwise make sure
-    /// its completion wakes `waker`.
+    /// its completion wakes `waker`. Inlined into the futures' poll: the
+    /// result and buffer are moved once, not through a call.
+    #[inline(always)]
     pub(crate) fn collect(
         &mut self,
         idx: u32,
@@ -273,6 +275,7 @@ impl Table {
 
     /// Op `idx` is free again: grant it to the first waiter in line (like a
     /// semaphore permit), or put it back on the free list.
+    #[inline]
     fn release(&mut self, idx: u32, d: &mut Deferred) {
         match self.slot_waiters.pop_front() {
             Some((t, w)) => {
@@ -284,8 +287,21 @@ impl Table {
     }
 }
 
+/// Put `next` in place of `op`, which is [`Op::Free`] (a granted or free
+/// op, or one just taken): nothing is dropped, and the enum's drop glue is
+/// not called for the old value (an out-of-line call on every read's way
+/// otherwise).
+#[inline]
+fn replace_free(op: &mut Op, next: Op) {
+    let old = std::mem::replace(op, next);
+    debug_assert!(matches!(old, Op::Free));
+    // `Free` owns nothing.
+    std::mem::forget(old);
+}
+
 /// Lock a ring's table (a panic under it cannot leave a buffer handed out
 /// early: buffers only leave through `collect`, so keep going).
+#[inline]
 pub(crate) fn lock_table(t: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
     t.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -340,6 +356,7 @@ impl State {
     /// wakes `waker` if `wake_on_done`. `token` is the caller's place in the
     /// wait line, if it has one; `cache` its cache policy.
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn start(
         &mut self,
         table: &Mutex<Table>,
@@ -426,11 +443,13 @@ impl State {
 
     /// Whether the queue submits a few reads per system call right now
     /// (they wait on a device): a batch would buy nothing.
+    #[inline]
     pub(crate) fn paced(&self) -> bool {
         self.queue.submit_chunk() != usize::MAX
     }
 
     /// Reads pushed and not yet handed to the backend (see [`State::reap`]).
+    #[inline]
     pub(crate) fn unsubmitted(&self) -> usize {
         self.unsubmitted
     }
@@ -481,6 +500,7 @@ impl Deferred {
     }
 
     /// Wake `w` once the lock is released.
+    #[inline]
     pub(crate) fn wake(&mut self, w: Waker) {
         if self.wake.capacity() == 0 {
             self.wake = spare();
@@ -489,6 +509,7 @@ impl Deferred {
     }
 
     /// Drop `w` once the lock is released.
+    #[inline]
     pub(crate) fn discard(&mut self, w: Waker) {
         if self.discard.capacity() == 0 {
             self.discard = spare();

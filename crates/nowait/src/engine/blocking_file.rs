@@ -3,9 +3,9 @@
 //! batches), driven by [`block_on`], which parks the calling thread until the
 //! engine wakes it.
 //!
-//! Any number of threads may read through one [`crate::Engine`] at once; each
-//! has a ring of its own (past `max_rings`, threads share the live rings), so
-//! reads from different threads are in flight together.
+//! Any number of threads may read through one [`crate::Engine`] at once:
+//! each reads through a ring of its own (up to the engine's cap on rings,
+//! past which threads share them), and their reads are in flight together.
 
 use std::future::Future;
 use std::io;
@@ -15,11 +15,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 
+use super::handle::{Engine, EngineFile};
+use super::read_many::{ManyItem, ReadMany};
+use super::yielding::with_plain_wakes;
 use crate::buf::Buf;
-use crate::engine::{Engine, EngineFile};
 use crate::error::Result;
 use crate::file::{Direct, File};
-use crate::future::{with_plain_wakes, ManyItem, ReadMany};
 
 struct ThreadWaker(Thread);
 

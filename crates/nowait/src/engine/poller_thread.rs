@@ -11,9 +11,9 @@ use std::sync::{Arc, Weak};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
+use super::notifier::{PollerMode, LINGER, SAFETY_TICK, TICK, WATCHDOG_TICK};
+use super::registry::Registry;
 use crate::error::{Error, Result};
-use crate::notify::{PollerMode, LINGER, SAFETY_TICK, TICK, WATCHDOG_TICK};
-use crate::registry::Registry;
 use crate::sys::eventfd::{wait_any, EventFd};
 
 thread_local! {

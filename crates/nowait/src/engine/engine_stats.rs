@@ -1,8 +1,8 @@
 //! What an engine reports: its counters ([`EngineStats`], summed over its
 //! rings) and each ring's report ([`RingReport`]).
 
+use super::notifier::PollerMode;
 use crate::backend::ladder::BackendReport;
-use crate::notify::PollerMode;
 use crate::queue::QueueStats;
 use crate::rwf_nowait::NowaitStats;
 
@@ -38,7 +38,8 @@ pub struct EngineStats {
     /// the poller thread).
     pub foreign_reaps: u64,
     /// The `RWF_NOWAIT` tries of futures' first polls (see
-    /// [`EngineBuilder::nowait`](crate::EngineBuilder::nowait)): a hit is a
+    /// [`QueueBuilder::nowait`](crate::QueueBuilder::nowait), set through
+    /// [`EngineBuilder::queue`](crate::EngineBuilder::queue)): a hit is a
     /// read finished in that poll from the page cache, without the ring (not
     /// counted in `delivered` nor in `queue`); `offloads` are the reads that
     /// went to the ring after a miss, a partial hit, a refusal or a skip.
@@ -80,7 +81,8 @@ pub struct RingReport {
     pub poller_reason: String,
     /// Whether a future's first poll on this ring tries its buffered read
     /// from the page cache (`preadv2(RWF_NOWAIT)`, see
-    /// [`EngineBuilder::nowait`](crate::EngineBuilder::nowait)).
+    /// [`QueueBuilder::nowait`](crate::QueueBuilder::nowait), set through
+    /// [`EngineBuilder::queue`](crate::EngineBuilder::queue)).
     pub page_cache_first: crate::NowaitMode,
     /// Why it does or does not.
     pub page_cache_first_reason: &'static str,

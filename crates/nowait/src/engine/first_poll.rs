@@ -1,0 +1,195 @@
+//! A read's first poll: before it takes a ring, a buffered read is tried
+//! from the page cache with `preadv2(RWF_NOWAIT)` on the polling thread
+//! (seed 003's cached-read path). A hit is ready in that poll, with no op,
+//! no lock and no second poll; anything else goes to the ring. Also a yield
+//! point: a task whose reads all hit would otherwise never return
+//! `Pending`.
+
+use std::sync::Arc;
+use std::task::Context;
+
+use super::handle::BoundFile;
+use super::registry::with_first_poll;
+use super::ring::{FirstPoll, Ring};
+use super::yielding::streak;
+use crate::buf::Buf;
+use crate::cache_policy::{CachePolicy, Uncached};
+use crate::error::Result;
+use crate::file::File;
+use crate::queue::ReadCache;
+use crate::rwf_nowait::{CacheTry, NowaitMode, ENGINE_THRESHOLD};
+
+/// A read's cache policy: its own (`ReadAt::cache`), and what it was
+/// decided to be if its first poll decided.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Cache {
+    /// The read's own policy, if it has one.
+    pub(crate) policy: Option<CachePolicy>,
+    decided: Option<Uncached>,
+}
+
+impl Cache {
+    /// Decide (once) what the read leaves in the page cache: its own
+    /// policy, else its file's, else the ring's.
+    #[inline]
+    fn decide(&mut self, ring: CachePolicy, file: &File, offset: u64, len: usize) -> Uncached {
+        if let Some(u) = self.decided {
+            return u;
+        }
+        let policy = self.policy.or_else(|| file.cache_policy()).unwrap_or(ring);
+        let u = file.uncached(policy, offset, len);
+        self.decided = Some(u);
+        u
+    }
+
+    /// How the ring's queue takes it.
+    #[inline]
+    pub(crate) fn for_queue(&self) -> ReadCache {
+        match (self.decided, self.policy) {
+            (Some(u), _) => ReadCache::Decided(u),
+            (None, Some(p)) => ReadCache::Policy(p),
+            (None, None) => ReadCache::Default,
+        }
+    }
+}
+
+/// What a read's first poll came to ([`first_poll`]).
+pub(crate) enum FirstPollOutcome {
+    /// Read from the page cache: this many bytes.
+    Hit(usize),
+    /// Not tried: the task must yield first (the caller wakes it).
+    YieldFirst,
+    /// Use the ring.
+    ToRing,
+}
+
+/// The first poll of a read of `len` bytes at `offset` into `buf` on
+/// `bound`'s engine, not on a ring yet: the page-cache try with the polling
+/// thread's ring's mode and counters, found through a thread-local lookup
+/// that takes no reference count. On the thread's first read through the
+/// engine there is no entry to find: the thread's ring is taken (into
+/// `ring`, which the read then keeps), which registers the entry, and the
+/// try is made. `Err` only when that ring cannot be built. `cache` is the
+/// read's cache policy, decided here for the try and for the ring's read
+/// after it.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn first_poll(
+    bound: &BoundFile,
+    ring: &mut Option<Arc<Ring>>,
+    buf: &mut Buf,
+    offset: u64,
+    len: usize,
+    yielded: bool,
+    cache: &mut Cache,
+    cx: &mut Context<'_>,
+) -> Result<FirstPollOutcome> {
+    let id = bound.engine_id;
+    let file = &bound.file;
+    let tried = with_first_poll(id, |fp| {
+        try_page_cache(fp, file, buf, offset, len, yielded, cache, cx)
+    });
+    if let Some(outcome) = tried {
+        return Ok(outcome);
+    }
+    *ring = Some(bound.rings.ring()?);
+    Ok(with_first_poll(id, |fp| {
+        try_page_cache(fp, file, buf, offset, len, yielded, cache, cx)
+    })
+    .unwrap_or(FirstPollOutcome::ToRing))
+}
+
+/// The engine's first try at a read: `preadv2(RWF_NOWAIT)` on the polling
+/// thread, as the ring's mode and the file's hit ratio allow
+/// ([`crate::rwf_nowait::ENGINE_THRESHOLD`]). A hit needs no op, no lock
+/// and no second poll (seed 003's cached-read path).
+///
+/// A task whose reads all hit never returns `Pending` on its own, so this
+/// is also a yield point. On tokio a hit spends one unit of the task's
+/// cooperative budget, like any tokio resource that is ready; with the
+/// budget spent the read goes to the ring, whose first poll reschedules
+/// the task. Other executors have no budget: for them the
+/// [`LONGEST`](streak::LONGEST)-th first-poll read in a row on a thread yields (a
+/// self-wake). The streak counts under tokio too (per thread, across
+/// tasks), where it only adds a yield now and then.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn try_page_cache(
+    first: &FirstPoll,
+    file: &File,
+    buf: &mut Buf,
+    offset: u64,
+    len: usize,
+    yielded: bool,
+    cache: &mut Cache,
+    cx: &mut Context<'_>,
+) -> FirstPollOutcome {
+    if first.mode == NowaitMode::Off {
+        return FirstPollOutcome::ToRing;
+    }
+    // A spent budget: the ring's first poll reschedules the task the way
+    // that also works for an executor nested inside a tokio task (tokio's
+    // own `Pending` here would defer the wake-up to a worker that is
+    // blocked in that executor).
+    let Some(budget) = coop::proceed(cx) else {
+        streak::end();
+        return FirstPollOutcome::ToRing;
+    };
+    if !streak::extend(yielded) {
+        return FirstPollOutcome::YieldFirst;
+    }
+    // Decided once, here, for the try and for the ring's read after it
+    // (the adaptive policy follows each read once).
+    let uncached = cache.decide(first.cache, file, offset, len) == Uncached::Yes;
+    // The buffer may be a caller's memory not yet written: the kernel gets
+    // a raw pointer, and a hit marks what it filled.
+    let tried = file.read_cached_into(buf, len, offset, first.mode, ENGINE_THRESHOLD, uncached);
+    first.counts.count(tried);
+    match tried {
+        CacheTry::Hit(n) => {
+            budget.made_progress();
+            FirstPollOutcome::Hit(n)
+        }
+        _ => {
+            // The ring's first poll yields.
+            streak::end();
+            FirstPollOutcome::ToRing
+        }
+    }
+}
+
+/// tokio's cooperative budget, or an unlimited one on builds without tokio.
+mod coop {
+    use std::task::Context;
+
+    /// Spend one unit of the task's budget (given back when the returned
+    /// value drops, unless `made_progress` is called first); `None` if it
+    /// is spent (nothing is registered: the caller arranges the yield).
+    #[cfg(feature = "tokio")]
+    #[inline]
+    pub(super) fn proceed(cx: &mut Context<'_>) -> Option<tokio::task::coop::RestoreOnPending> {
+        if !tokio::task::coop::has_budget_remaining() {
+            return None;
+        }
+        match tokio::task::coop::poll_proceed(cx) {
+            std::task::Poll::Ready(b) => Some(b),
+            // Not reached: the budget was checked just above on this thread.
+            std::task::Poll::Pending => None,
+        }
+    }
+
+    /// Without tokio: always granted.
+    #[cfg(not(feature = "tokio"))]
+    pub(super) struct Budget;
+
+    #[cfg(not(feature = "tokio"))]
+    impl Budget {
+        pub(super) fn made_progress(&self) {}
+    }
+
+    #[cfg(not(feature = "tokio"))]
+    #[inline]
+    pub(super) fn proceed(_cx: &mut Context<'_>) -> Option<Budget> {
+        Some(Budget)
+    }
+}
