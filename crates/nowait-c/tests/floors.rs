@@ -1,20 +1,33 @@
-//! The C crate's floors (src/lib.rs lists them): no two files of `src/`
-//! import each other, directly or around a circle. (Which files may hold
-//! unsafe code is the workspace's one fence: docs/ARCHITECTURE.md's
-//! ```unsafe block, checked by crates/nowait/tests/unsafe_fence.rs.)
+//! The floors of the workspace's flat crates — the C crate (src/lib.rs
+//! lists its floors), the Python extension (python/src) and
+//! nowait-object-store: no two files of a crate's `src/` import each
+//! other, directly or around a circle. (The library and the CLI have
+//! layer lists of their own, checked by their tests/layering.rs; which
+//! files may hold unsafe code is the workspace's one fence:
+//! docs/ARCHITECTURE.md's ```unsafe block, checked by
+//! crates/nowait/tests/unsafe_fence.rs.)
 //!
 //! An import is a `crate::name` path outside comments (a `use` line, or a
-//! path in an expression or a type; `crate::{a, b}` names both), as
-//! `../shared/tools/circles.py` reads them. The crate is flat: each file
-//! of `src/` is a module named after it.
+//! path in an expression or a type; `crate::{a, b}` names both). These
+//! crates are flat: each file of `src/` is a module named after it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::PathBuf;
 
-/// Every `.rs` file of src/ and its text without comments.
-fn sources() -> BTreeMap<String, String> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The flat crates' `src/` directories, from the workspace's root.
+const FLAT: [&str; 3] = [
+    "crates/nowait-c/src",
+    "python/src",
+    "crates/nowait-object-store/src",
+];
+
+/// Every `.rs` file of `dir` (from the workspace's root) and its text
+/// without comments.
+fn sources(dir: &str) -> BTreeMap<String, String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(dir);
     let mut out = BTreeMap::new();
     for e in fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
@@ -141,18 +154,22 @@ fn graph(src: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
 
 #[test]
 fn no_two_files_import_each_other() {
-    let found = circles(&graph(&sources()));
-    assert!(
-        found.is_empty(),
-        "import circles among crates/nowait-c/src files: {found:?}; move what both use \
-         into a file below them"
-    );
+    for dir in FLAT {
+        let src = sources(dir);
+        assert!(src.len() > 1, "{dir}: no sources found");
+        let found = circles(&graph(&src));
+        assert!(
+            found.is_empty(),
+            "import circles among {dir} files: {found:?}; move what both use into a file \
+             below them"
+        );
+    }
 }
 
 /// The test above can fail: a circle planted in a copy of the sources is found.
 #[test]
 fn a_planted_circle_is_found() {
-    let mut src = sources();
+    let mut src = sources(FLAT[0]);
     src.get_mut("words.rs")
         .unwrap()
         .push_str("\nuse crate::boundary::Fail;\n");
