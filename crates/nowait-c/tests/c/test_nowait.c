@@ -634,9 +634,8 @@ static void test_destroy_in_flight(void)
 }
 
 /* Destroying a queue drops the reads pushed and never submitted: nothing
- * writes their memory once destroy starts (it used to run them, 64 of 64
- * buffers written). Reads submitted before are waited for, as before, and
- * hold the file's bytes when destroy returns. Every backend, buffered and
+ * writes their memory once destroy starts. Reads submitted before are
+ * waited for, and hold the file's bytes when destroy returns. Every backend, buffered and
  * NOWAIT_DIRECT_AUTO, on the test directory and on tmpfs (where fewer reads
  * than the queue's inline window are pushed: past it, a push reads a
  * memory-backed file itself and hands the queued reads to the kernel). */
