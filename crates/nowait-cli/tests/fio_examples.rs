@@ -350,10 +350,12 @@ fn fio_examples_nowait_refuses_name_the_option() {
     }
 }
 
-/// Our own rate-limited job files (`tests/data/rates/`): per file, each
-/// job and the reads a second its options ask for, and whether arrivals
-/// are Poisson (`rate_process=poisson`).
-const RATES: [(&str, &[(&str, f64, bool)]); 4] = [
+/// A job of a rate-limited file: its name, the reads a second its options
+/// ask for, and whether arrivals are Poisson (`rate_process=poisson`).
+type Paced = (&'static str, f64, bool);
+
+/// Our own rate-limited job files (`tests/data/rates/`) and their jobs.
+const RATES: [(&str, &[Paced]); 4] = [
     ("rate-iops.fio", &[("iops500", 500.0, false)]),
     // rate=2m of 8 KiB reads: 2 MiB / 8 KiB a second.
     ("rate-bytes.fio", &[("bytes2m", 256.0, false)]),
