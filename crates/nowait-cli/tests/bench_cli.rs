@@ -246,6 +246,88 @@ fn compare_fio_reads_fios_json() {
     assert!(fio["iops_ratio"].as_f64().unwrap() > 0.0);
 }
 
+/// A fio that never ends (fio 3.33 on its own examples/1mbs_clients.fio)
+/// is ended at --fio-timeout: nowait's results are printed all the same,
+/// and the error names fio's version, the limit and the option. The fake
+/// fio on PATH says it is 3.33 and then sleeps; a watchdog bounds the test.
+#[test]
+fn a_fio_that_never_ends_is_ended_and_nowaits_results_stay() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let pid_file = dir.path().join("fio.pid");
+    let fake = bin.join("fio");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo fio-3.33; exit 0; fi\n\
+             echo $$ > {}\necho 'starting 1 thread' >&2\nexec sleep 1000\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nowait"))
+        .args([
+            "bench",
+            &path_arg(&dir.path().join("data")),
+            "--size=1m",
+            "--ioengine=sync",
+            "--invalidate=0",
+            "--compare-fio",
+            "--fio-timeout=1",
+            "--output-format=json",
+        ])
+        .env("PATH", path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let hung = child.try_wait().unwrap().is_none();
+    if hung {
+        let _ = child.kill();
+    }
+    // The fake fio too, if nowait left it running.
+    if let Some(pid) = std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok())
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        !hung,
+        "nowait still waited for fio after 30 s: {}",
+        stderr(&o)
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o);
+    for want in [
+        "fio-3.33 did not end within 1.0 s",
+        "SIGTERM",
+        "--fio-timeout",
+    ] {
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    let j = &json(&o)["jobs"][0];
+    assert!(j["read"]["io_bytes"].as_u64().unwrap_or(0) > 0, "{j}");
+    let err = j["nowait"]["fio"]["error"].as_str().unwrap_or_default();
+    assert!(err.contains("did not end"), "{j}");
+}
+
 /// `--abba=2`: fio, nowait, nowait, fio twice; every run listed in order,
 /// the medians and the ratio of medians in the JSON and the text.
 #[test]

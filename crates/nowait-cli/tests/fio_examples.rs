@@ -7,6 +7,9 @@
 //! reporting groups fio reports for the same file and command line.
 //! Those that need what nowait refuses fail with an error naming the
 //! option. `crates/nowait-cli/tests/data/fio-examples.md` is the catalogue.
+//! The project's own rate-limited job files (`tests/data/rates/`) run
+//! through both tools too, each job's IOPS checked against its rate and
+//! fio's.
 
 mod common;
 
@@ -39,15 +42,21 @@ const RUN: [&str; 14] = [
 /// run through nowait only.
 const OFFLOAD: [&str; 2] = ["fixed-rate-submission.fio", "poisson-rate-submission.fio"];
 
-/// fio's run with `args` in `dir`; `None` (said on standard error) when it
+/// fio's run with `args` in `dir` (and `env`); `None` (said on standard error) when it
 /// has not ended after 20 s (each run takes about a second; fio 3.33 now
 /// and then does not end 1mbs_clients.fio's rate-limited processes), and
 /// it is killed.
-fn fio_output(args: &[String], dir: &Path, name: &str) -> Option<std::process::Output> {
+fn fio_output(
+    args: &[String],
+    dir: &Path,
+    name: &str,
+    env: &[(&str, &Path)],
+) -> Option<std::process::Output> {
     use std::process::Stdio;
     use std::time::{Duration, Instant};
     let mut child = Command::new("fio")
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -301,7 +310,7 @@ fn fio_examples_run_unchanged_and_make_fios_workload() {
                 "--output-format=json".into(),
                 file.display().to_string(),
             ];
-            let Some(f) = fio_output(&fargs, &fios_dir, name) else {
+            let Some(f) = fio_output(&fargs, &fios_dir, name, &[]) else {
                 ran += 1;
                 continue;
             };
@@ -339,4 +348,132 @@ fn fio_examples_nowait_refuses_name_the_option() {
         let e = stderr(&o);
         assert!(e.contains(option) && e.contains(name), "{name}: {e}");
     }
+}
+
+/// A job of a rate-limited file: its name, the reads a second its options
+/// ask for, and whether arrivals are Poisson (`rate_process=poisson`).
+type Paced = (&'static str, f64, bool);
+
+/// Our own rate-limited job files (`tests/data/rates/`) and their jobs.
+const RATES: [(&str, &[Paced]); 4] = [
+    ("rate-iops.fio", &[("iops500", 500.0, false)]),
+    // rate=2m of 8 KiB reads: 2 MiB / 8 KiB a second.
+    ("rate-bytes.fio", &[("bytes2m", 256.0, false)]),
+    ("rate-poisson.fio", &[("poisson400", 400.0, true)]),
+    (
+        "rate-mix.fio",
+        &[
+            ("slow100", 100.0, false),
+            // rate=1m of 16 KiB reads.
+            ("bytes1m", 64.0, false),
+            ("poisson300", 300.0, true),
+            ("aio200", 200.0, false),
+        ],
+    ),
+];
+
+/// How far a job's IOPS over `secs` may be from the `rate` it asks for.
+/// Paced evenly, its count is rate x runtime give or take a read at
+/// either end, plus 5% for late wake-ups on a loaded machine (both tools
+/// pace against the job's start, so lateness does not add up). Poisson
+/// arrivals add the spread of a Poisson count (its variance is its mean):
+/// four standard deviations, sqrt(rate x runtime) reads each.
+fn rate_band(rate: f64, secs: f64, poisson: bool) -> f64 {
+    let even = 0.05 * rate + 2.0 / secs;
+    match poisson {
+        true => even + 4.0 * (rate * secs).sqrt() / secs,
+        false => even,
+    }
+}
+
+/// Each job's (name, IOPS) of a fio-shaped JSON report.
+fn iops_by_job(v: &Value) -> Vec<(String, f64)> {
+    v["jobs"]
+        .as_array()
+        .expect("jobs[]")
+        .iter()
+        .map(|j| {
+            let name = j["jobname"].as_str().expect("jobname").to_string();
+            (name, j["read"]["iops"].as_f64().expect("read.iops"))
+        })
+        .collect()
+}
+
+/// Rate-limited jobs read at their rate in nowait (cached file in
+/// /dev/shm, at most 500 reads a second: the file is never what limits
+/// them), and at fio's per-job IOPS where fio is installed, each within
+/// [`rate_band`] (of fio's: the two bands together). The files, and both
+/// tools on each, run side by side (2 s each).
+#[test]
+fn rate_limited_jobs_read_at_their_rate_like_fio() {
+    let data = tempfile::tempdir_in("/dev/shm").expect("/dev/shm is a tmpfs");
+    let file = data.path().join("data");
+    std::fs::write(&file, vec![0x5a; 4 << 20]).unwrap();
+    let fio = Command::new("fio").arg("--version").output().is_ok();
+    if !fio {
+        common::skip(
+            "rate_limited_jobs_against_fio",
+            "fio is not installed (apt-get install fio): nowait's rates are checked alone",
+        );
+    }
+    let jobs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/rates");
+    let secs = 2.0;
+    std::thread::scope(|s| {
+        for (name, want) in RATES {
+            let (jobs, file, data) = (&jobs, &file, data.path());
+            s.spawn(move || {
+                let job = jobs.join(name);
+                let theirs = fio
+                    .then(|| {
+                        let dir = data.join(format!("fio-{name}"));
+                        std::fs::create_dir(&dir).unwrap();
+                        let args = [
+                            "--thread".to_string(),
+                            "--output-format=json".into(),
+                            job.display().to_string(),
+                        ];
+                        fio_output(&args, &dir, name, &[("NOWAIT_RATE_FILE", file)])
+                    })
+                    .flatten();
+                let o = Command::new(env!("CARGO_BIN_EXE_nowait"))
+                    .args([
+                        "bench".as_ref(),
+                        "--output-format=json".as_ref(),
+                        job.as_os_str(),
+                    ])
+                    .env("NOWAIT_RATE_FILE", file)
+                    .output()
+                    .unwrap();
+                assert!(o.status.success(), "{name}: {}", stderr(&o));
+                let ours = iops_by_job(&json(&o));
+                let names: Vec<&str> = ours.iter().map(|(n, _)| n.as_str()).collect();
+                let wanted: Vec<&str> = want.iter().map(|w| w.0).collect();
+                assert_eq!(names, wanted, "{name}: jobs");
+                for ((job, got), &(_, rate, poisson)) in ours.iter().zip(want) {
+                    let band = rate_band(rate, secs, poisson);
+                    assert!(
+                        (got - rate).abs() <= band,
+                        "{name} {job}: nowait read {got:.1} IOPS, the job asks for {rate} \
+                         (within {band:.1})"
+                    );
+                }
+                let Some(f) = theirs else { return };
+                assert!(
+                    f.status.success(),
+                    "fio on {name}: {}",
+                    String::from_utf8_lossy(&f.stderr)
+                );
+                let fv: Value = serde_json::from_slice(&f.stdout).unwrap();
+                for ((job, got), (fjob, fgot)) in ours.iter().zip(iops_by_job(&fv)) {
+                    assert_eq!(job, &fjob, "{name}: jobs, nowait vs fio");
+                    let &(_, rate, poisson) = want.iter().find(|w| w.0 == job).unwrap();
+                    let band = 2.0 * rate_band(rate, secs, poisson);
+                    assert!(
+                        (got - fgot).abs() <= band,
+                        "{name} {job}: nowait read {got:.1} IOPS, fio {fgot:.1} (within {band:.1})"
+                    );
+                }
+            });
+        }
+    });
 }

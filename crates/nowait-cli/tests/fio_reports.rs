@@ -501,3 +501,76 @@ fn steady_state_stops_the_job_and_reports_fios_block() {
         assert_eq!(fs["ss"], "iops:100000.000000%");
     }
 }
+
+/// Steady state with group_reporting watches the reporting group's jobs
+/// together (fio's `steadystate_check` sums every thread of the group):
+/// two jobs paced at 100 and 200 reads/s have a window of 300 reads/s a
+/// slot, and both stop when it is met. A job of the group without the
+/// same steady state is refused, as fio refuses it.
+#[test]
+fn steady_state_of_a_reporting_group_is_its_jobs_together() {
+    let shm = Shm::new();
+    let dir = tempfile::tempdir().unwrap();
+    let data = shm.0.path().join("data");
+    let file = |name: &str, b_ss: bool| {
+        let text = format!(
+            "[global]\nfilename={}\nsize=4m\nrw=randread\nioengine=psync\ninvalidate=0\n\
+             time_based\nruntime=20\nthread\ngroup_reporting\n\
+             [a]\nss=iops:20%\nss_dur=2\nrate_iops=100\n\
+             [b]\nrate_iops=200\n{}",
+            data.display(),
+            if b_ss { "ss=iops:20%\nss_dur=2\n" } else { "" }
+        );
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let (group, mixed) = (file("group.fio", true), file("mixed.fio", false));
+    let nw = Path::new(env!("CARGO_BIN_EXE_nowait"));
+    let o = run(nw, dir.path(), &["bench", "--output-format=json", &group]);
+    let ours = json(&o);
+    let check = |who: &str, v: &Value| -> f64 {
+        let jobs = v["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 1, "{who}: one entry for the group: {v}");
+        let (ss, read) = (&jobs[0]["steadystate"], &jobs[0]["read"]);
+        assert_eq!(ss["attained"].as_u64(), Some(1), "{who}: {ss}");
+        // Met at the second check, far before the runtime of 20 s.
+        assert!(read["runtime"].as_u64().unwrap() < 8000, "{who}: {read}");
+        // Each slot holds both jobs' reads: 300 a second, paced.
+        let mean = ss["data"]["iops_mean"].as_f64().unwrap();
+        assert!((255.0..=345.0).contains(&mean), "{who}: {ss}");
+        mean
+    };
+    let mean = check("nowait", &ours);
+    for slot in ours["jobs"][0]["steadystate"]["data"]["iops"]
+        .as_array()
+        .unwrap()
+    {
+        let n = slot.as_u64().unwrap();
+        assert!((270..=330).contains(&n), "a slot of {n} reads/s: {ours}");
+    }
+    let refused = Command::new(nw)
+        .args(["bench", &mixed])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    let e = stderr(&refused);
+    assert!(
+        e.contains("job b:") && e.contains("job a") && e.contains("consistent within reporting"),
+        "{e}"
+    );
+    for bin in fios("steady_state_of_a_reporting_group_is_its_jobs_together") {
+        let f = json(&run(&bin, dir.path(), &["--output-format=json", &group]));
+        // fio's first slot may hold a part interval (fio 3.42: 239, 300, 298).
+        let theirs = check(&bin.display().to_string(), &f);
+        assert!(
+            (mean - theirs).abs() <= 0.15 * theirs,
+            "iops_mean nowait {mean}, {} {theirs}",
+            bin.display()
+        );
+        let o = Command::new(&bin).arg(&mixed).output().unwrap();
+        let e = String::from_utf8_lossy(&o.stderr).into_owned() + &text(&o);
+        assert!(e.contains("consistent within reporting groups"), "{e}");
+    }
+}

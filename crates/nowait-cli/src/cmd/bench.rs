@@ -112,7 +112,8 @@ fn bench(mut runs: Vec<Run>, settings: &Settings, reported: &mut bool) -> Result
                 Err(e) => return Err(e),
             }
         } else {
-            match compare(run, settings)? {
+            let version = fio_version.as_deref().unwrap_or("fio");
+            match compare(run, settings, version)? {
                 Some(r) => r,
                 None => break,
             }

@@ -10,17 +10,20 @@ use crate::base::compare::Compare;
 use crate::base::failure::{interrupted, Failure};
 use crate::base::json::FioResult;
 use crate::driver::schedule::{entries, run as run_threads};
+use crate::fio::limit::limit;
 use crate::fio::run::run_jobs;
 use crate::measure::outcome::Outcome;
 use crate::measure::row::Row;
 use crate::model::job::Settings;
 use crate::model::resolve::Run;
 
-/// Run `run` with nowait and with fio in the order `settings` asks
-/// (`--abba`, `--compare-rounds`); no run starts after SIGINT. `None`:
+/// Run `run` with nowait and with fio (`version`) in the order `settings`
+/// asks (`--abba`, `--compare-rounds`); no run starts after SIGINT. Each
+/// fio run is bounded by `--fio-timeout` ([`limit`]): one that overruns it
+/// is ended and reported as failed, nowait's runs still are. `None`:
 /// SIGINT came during fio's first run, before any nowait run (said on
 /// standard error): nothing to report.
-pub fn compare(run: &Run, settings: &Settings) -> Result<Option<Vec<Row>>, Failure> {
+pub fn compare(run: &Run, settings: &Settings, version: &str) -> Result<Option<Vec<Row>>, Failure> {
     // fio, nowait, nowait, fio per ABBA set; else nowait, fio per round.
     let (name, order) = if settings.abba > 0 {
         ("abba", [true, false, false, true].repeat(settings.abba))
@@ -32,13 +35,17 @@ pub fn compare(run: &Run, settings: &Settings) -> Result<Option<Vec<Row>>, Failu
     let mut theirs: Vec<Result<Vec<FioResult>, String>> = Vec::new();
     let mut runs: Vec<(&str, usize)> = Vec::new();
     let mut cut = Vec::new();
+    // nowait's latest run of the jobs, end to end (bounds fio's run of
+    // size-bound jobs).
+    let mut ours_took: Option<std::time::Duration> = None;
     for fio_turn in order {
         // After Ctrl-C no run starts (it would stop at once).
         if interrupted() {
             break;
         }
         if fio_turn {
-            let mut f = run_jobs(run);
+            let bound = limit(&run.threads, ours_took, settings.fio_timeout);
+            let mut f = run_jobs(run, &bound, version);
             if f.is_err() && interrupted() {
                 // fio had the SIGINT too: it stops and exits 128.
                 cut.push(runs.len());
@@ -49,7 +56,9 @@ pub fn compare(run: &Run, settings: &Settings) -> Result<Option<Vec<Row>>, Failu
             runs.push(("fio", theirs.len()));
             theirs.push(f);
         } else {
+            let t = std::time::Instant::now();
             let o = entries(run_threads(&run.threads)?);
+            ours_took = Some(t.elapsed());
             if o.iter().any(|e| e.interrupted) {
                 cut.push(runs.len());
             }

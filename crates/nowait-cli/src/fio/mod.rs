@@ -5,4 +5,5 @@
 
 pub mod args;
 pub mod compare;
+pub mod limit;
 pub mod run;

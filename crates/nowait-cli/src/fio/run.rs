@@ -6,6 +6,7 @@ use std::process::Command;
 
 use crate::base::json::{Doc, FioResult};
 use crate::fio::args::{args, run_command};
+use crate::fio::limit::{run_bounded, Ended, Limit, GRACE};
 use crate::model::job::Job;
 use crate::model::resolve::Run;
 
@@ -47,8 +48,10 @@ pub fn run(job: &Job, region: u64) -> Result<FioResult, String> {
 }
 
 /// Run fio with the jobs of `run` (the same job file) and read each entry
-/// it reports, in order.
-pub fn run_jobs(run: &Run) -> Result<Vec<FioResult>, String> {
+/// it reports, in order; a run past `limit` is ended (SIGTERM, then
+/// SIGKILL) and is an error naming `version`, what was expected and what
+/// to do.
+pub fn run_jobs(run: &Run, limit: &Limit, version: &str) -> Result<Vec<FioResult>, String> {
     let cmd = run_command(run)?;
     let mut command = format!("fio {}", cmd.args.join(" "));
     if let Some(t) = &cmd.text {
@@ -56,10 +59,28 @@ pub fn run_jobs(run: &Run) -> Result<Vec<FioResult>, String> {
         let body: Vec<&str> = t.lines().filter(|l| !l.starts_with(';')).collect();
         command.push_str(&format!(" (job file: {})", body.join(" ")));
     }
-    let out = Command::new("fio")
-        .args(&cmd.args)
-        .output()
+    let ended = run_bounded(Command::new("fio").args(&cmd.args), limit.wait, GRACE)
         .map_err(|e| format!("cannot run fio: {e}"))?;
+    let out = match ended {
+        Ended::Exited(o) => o,
+        Ended::TimedOut(o) => {
+            let wait = limit.wait.unwrap_or_default().as_secs_f64();
+            let printed = String::from_utf8_lossy(&o.stderr);
+            return Err(format!(
+                "{version} did not end within {wait:.1} s ({}): sent SIGTERM, then SIGKILL \
+                 after {} s if still running ({}); fio's side is not compared. `{command}`{}. \
+                 fio 3.33 (Debian 12's) does not always end rate-limited jobs: try a newer \
+                 fio, or give --fio-timeout=SECS to wait longer (--fio-timeout=0: no limit)",
+                limit.why,
+                GRACE.as_secs(),
+                o.status,
+                match printed.trim() {
+                    "" => String::new(),
+                    e => format!("; it printed: {e}"),
+                }
+            ));
+        }
+    };
     let stdout = String::from_utf8_lossy(&out.stdout);
     if !out.status.success() {
         return Err(format!(

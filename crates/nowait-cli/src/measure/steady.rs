@@ -1,12 +1,19 @@
 //! fio's steady state (`ss`, `ss_dur`, `ss_ramp`, `ss_interval`;
 //! `steadystate.c`): each check interval the IOPS, bandwidth and mean
-//! completion latency of the threads watched (one job's, or a reporting
-//! group's) go into a ring of `ss_dur / ss_interval` slots; once the ring
-//! is full, each check computes the criterion over it (the slope of a
-//! least-squares line, or the largest deviation from the mean, in the
-//! unit or in percent of the mean) and the threads stop when it is below
-//! the limit. The arithmetic is fio's, integer divisions and all, so the
-//! same series reaches the same verdict at the same check.
+//! completion latency of the threads watched (one thread's, or with
+//! `group_reporting` every thread of every job of the reporting group)
+//! go into a ring of `ss_dur / ss_interval` slots; once the ring is full,
+//! each check computes the criterion over it (the slope of a least-squares
+//! line, or the largest deviation from the mean, in the unit or in percent
+//! of the mean) and the threads stop when it is below the limit. The
+//! arithmetic is fio's, integer divisions and all, so the same series
+//! reaches the same verdict at the same check.
+//!
+//! As in fio's `steadystate_check`, a group's sum at a check holds the
+//! threads running then (started, not ended), each from one interval after
+//! its own `ss_ramp`; the group is checked only while its last thread (the
+//! one fio keeps the data in, and reports it with) runs and once any
+//! thread's ramp is over.
 
 use crate::model::measuring::{Measuring, SteadyMetric, SteadySpec};
 
@@ -23,6 +30,16 @@ pub struct SoFar {
     pub lat_n: u64,
 }
 
+/// One watched thread at a check.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Watch {
+    /// Time since the thread's measuring started, µs (`None`: it has not
+    /// started or has ended; it counts for nothing at this check).
+    pub t_us: Option<u64>,
+    /// What it has done so far.
+    pub so_far: SoFar,
+}
+
 /// The steady state of a set of threads.
 #[derive(Debug, Clone)]
 pub struct Steady {
@@ -30,7 +47,8 @@ pub struct Steady {
     intervals: usize,
     interval_ms: u64,
     ramp_us: u64,
-    ramp_over: bool,
+    /// Per thread: its ramp is over (it counts from then on).
+    ramp_over: Vec<bool>,
     full: bool,
     attained: bool,
     head: usize,
@@ -46,7 +64,9 @@ pub struct Steady {
     sum_x: u64,
     sum_x_sq: u64,
     oldest_y: u64,
-    prev_ms: u64,
+    /// Per thread: the time of its last check, ms since its start.
+    prev_ms: Vec<u64>,
+    /// Per thread: what it had done at its last check.
     prev: Vec<SoFar>,
 }
 
@@ -93,7 +113,7 @@ impl Steady {
             intervals: n,
             interval_ms: m.ss_interval * 1000,
             ramp_us: m.ss_ramp * 1_000_000,
-            ramp_over: m.ss_ramp == 0,
+            ramp_over: vec![m.ss_ramp == 0; threads],
             full: false,
             attained: false,
             head: 0,
@@ -109,7 +129,7 @@ impl Steady {
             sum_x: n64 * (n64 - 1) / 2,
             sum_x_sq: (n64 - 1) * n64 * (2 * n64 - 1) / 6,
             oldest_y: 0,
-            prev_ms: 0,
+            prev_ms: vec![0; threads],
             prev: vec![SoFar::default(); threads],
         })
     }
@@ -124,31 +144,37 @@ impl Steady {
         self.attained
     }
 
-    /// fio's `steadystate_check` at `t_us` since measuring started, with
-    /// each thread's progress so far: true once steady state is reached
-    /// (the threads are to stop).
-    pub fn check(&mut self, t_us: u64, now: &[SoFar]) -> bool {
+    /// fio's `steadystate_check` with each thread as it is now (in thread
+    /// order, the last the one fio keeps the data in): true once steady
+    /// state is reached (the threads are to stop).
+    pub fn check(&mut self, now: &[Watch]) -> bool {
         if self.attained {
             return true;
         }
-        let t_ms = t_us / 1000;
-        if !self.ramp_over && t_us >= self.ramp_us + self.interval_ms * 1000 {
-            self.ramp_over = true;
-        }
-        let rate_time = t_ms.saturating_sub(self.prev_ms);
-        self.prev_ms = t_ms;
         let per = self.interval_ms * self.interval_ms / 1000;
         let (mut bw, mut iops, mut lat_sum, mut lat_n) = (0u64, 0u64, 0.0f64, 0u64);
-        for (p, cur) in self.prev.iter_mut().zip(now) {
-            if self.ramp_over {
+        let mut ramped = 0;
+        for (i, w) in now.iter().enumerate() {
+            let Some(t_us) = w.t_us else { continue };
+            let cur = w.so_far;
+            if !self.ramp_over[i] && t_us >= self.ramp_us + self.interval_ms * 1000 {
+                self.ramp_over[i] = true;
+            }
+            let t_ms = t_us / 1000;
+            let rate_time = t_ms.saturating_sub(self.prev_ms[i]);
+            self.prev_ms[i] = t_ms;
+            let p = self.prev[i];
+            if self.ramp_over[i] {
                 bw += rate_time.wrapping_mul(cur.bytes.wrapping_sub(p.bytes)) / per;
                 iops += rate_time.wrapping_mul(cur.ios.wrapping_sub(p.ios)) / per;
                 lat_sum += cur.lat_sum - p.lat_sum;
                 lat_n += cur.lat_n.wrapping_sub(p.lat_n);
+                ramped += 1;
             }
-            *p = *cur;
+            self.prev[i] = cur;
         }
-        if !self.ramp_over {
+        // Checked at the last thread only, once a thread's ramp is over.
+        if now.last().is_none_or(|w| w.t_us.is_none()) || ramped == 0 {
             return false;
         }
         let lat = if lat_n > 0 {
@@ -313,7 +339,11 @@ mod tests {
             p.bytes += iops * 4096;
             p.lat_sum += *iops as f64 * 100_000.0;
             p.lat_n += iops;
-            if s.check((i as u64 + 1) * 1_000_000, &[p]) {
+            let w = Watch {
+                t_us: Some((i as u64 + 1) * 1_000_000),
+                so_far: p,
+            };
+            if s.check(&[w]) {
                 return Some(i + 1);
             }
         }
@@ -371,6 +401,53 @@ mod tests {
             (r.lat.clone().unwrap(), r.lat_mean),
             (vec![100_000, 100_000], 100_000)
         );
+    }
+
+    /// A group's threads are summed: two threads whose IOPS alternate
+    /// against each other are flat together. A thread counts only while
+    /// it runs, and the group is checked only while its last thread runs
+    /// (fio keeps the data there).
+    #[test]
+    fn a_group_is_its_threads_together_checked_while_the_last_runs() {
+        let m = Measuring {
+            ss: parse_steady("iops:1%").unwrap(),
+            ss_dur: 3,
+            ..Measuring::default()
+        };
+        let mut s = Steady::new(&m, 2).unwrap();
+        let (mut a, mut b) = (SoFar::default(), SoFar::default());
+        let at = |sec: u64, p: SoFar| Watch {
+            t_us: Some(sec * 1_000_000),
+            so_far: p,
+        };
+        let mut met = None;
+        for sec in 1..=6u64 {
+            let (x, y) = if sec % 2 == 0 {
+                (1000, 2000)
+            } else {
+                (2000, 1000)
+            };
+            a.ios += x;
+            b.ios += y;
+            if s.check(&[at(sec, a), at(sec, b)]) {
+                met = Some(sec);
+                break;
+            }
+        }
+        assert_eq!(met, Some(3));
+        assert_eq!(s.report(3).iops, [3000, 3000, 3000]);
+        // The last thread not running: no check, however flat the first.
+        let mut s = Steady::new(&m, 2).unwrap();
+        let mut a = SoFar::default();
+        for sec in 1..=5u64 {
+            a.ios += 1000;
+            let idle = Watch {
+                t_us: None,
+                so_far: SoFar::default(),
+            };
+            assert!(!s.check(&[at(sec, a), idle]), "checked at {sec}");
+        }
+        assert!(!s.report(3).attained);
     }
 
     #[test]

@@ -61,12 +61,11 @@ use crate::base::sys::Rusage;
 use crate::base::units::{ratio, short_num};
 use crate::driver::flow;
 use crate::measure::metrics::Measured;
-use crate::measure::steady::SoFar;
 use crate::model::job::Job;
 use crate::workload::reads::Reads;
 
 use self::logs::log_failure;
-use self::shared::{Counters, Unit, ABORT, RUN, STEADY};
+use self::shared::{Counters, SteadyGroup, Unit, ABORT, RUN, STEADY};
 use self::worker::run_thread;
 
 /// How the loop hands reads to the kernel and what it times.
@@ -146,6 +145,10 @@ pub fn drive<R: Reads>(
     let halts: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(RUN)).collect();
     let barrier = Barrier::new(n + 1);
     let mut units = Unit::of(&threads, mode != Mode::Peak)?;
+    let mut steady = match mode {
+        Mode::Peak => Vec::new(),
+        _ => SteadyGroup::of(&threads),
+    };
     let first = threads[0].job;
     let longest = threads
         .iter()
@@ -218,9 +221,7 @@ pub fn drive<R: Reads>(
             for u in &mut units {
                 if !u.started && now >= start + u.offset {
                     u.started = true;
-                    u.epoch = now;
                     u.next_sample = now;
-                    u.next_ss = now + u.ss_every();
                     let t = totals(u);
                     if let Some(sm) = u.sampler.as_mut() {
                         sm.start(now, &t);
@@ -241,23 +242,22 @@ pub fn drive<R: Reads>(
                         }
                     }
                 }
-                if now >= u.next_ss && !u.steady.is_empty() {
-                    let t_us = (now - u.epoch).as_micros() as u64;
-                    for (st, members) in &mut u.steady {
-                        let so_far: Vec<SoFar> =
-                            members.iter().map(|&t| counters[t].so_far()).collect();
-                        if !st.attained() && st.check(t_us, &so_far) {
-                            for &t in members.iter() {
-                                let _ = halts[t].compare_exchange(
-                                    RUN,
-                                    STEADY,
-                                    Ordering::Relaxed,
-                                    Ordering::Relaxed,
-                                );
-                            }
-                        }
+            }
+            for g in &mut steady {
+                if now < start + g.next {
+                    continue;
+                }
+                let since = now - start;
+                let so_far = |t: usize| counters[t].so_far();
+                if !g.steady.attained() && g.check(since, so_far, |t| handles[t].is_finished()) {
+                    for &t in &g.members {
+                        let _ = halts[t].compare_exchange(
+                            RUN,
+                            STEADY,
+                            Ordering::Relaxed,
+                            Ordering::Relaxed,
+                        );
                     }
-                    u.next_ss += u.ss_every();
                 }
             }
             if bar.is_on() && now - bar_at >= Duration::from_millis(250) {
@@ -297,11 +297,13 @@ pub fn drive<R: Reads>(
             for u in &units {
                 let due = match u.started {
                     false => start + u.offset,
-                    true if u.sampler.is_some() && u.steady.is_empty() => u.next_sample,
-                    true if u.sampler.is_some() => u.next_sample.min(u.next_ss),
-                    true => u.next_ss,
+                    true if u.sampler.is_some() => u.next_sample,
+                    true => continue,
                 };
                 nap = nap.min(due.saturating_duration_since(now));
+            }
+            for g in steady.iter().filter(|g| !g.steady.attained()) {
+                nap = nap.min((start + g.next).saturating_duration_since(now));
             }
             std::thread::sleep(nap.clamp(Duration::from_millis(1), Duration::from_millis(50)));
         }
@@ -331,9 +333,12 @@ pub fn drive<R: Reads>(
                 stats[u.first + k] = v;
             }
         }
-        for (st, members) in &u.steady {
-            reports.push((st.report(u.ss_dur), *members.last().expect("a member")));
-        }
+    }
+    // A group's steady state is reported with its last thread, as fio
+    // keeps it there (the group's entry takes it when folded).
+    for g in &steady {
+        let last = *g.members.last().expect("a member");
+        reports.push((g.steady.report(g.ss_dur), last));
     }
 
     let mut measured = Measured::default();

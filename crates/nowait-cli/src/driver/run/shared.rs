@@ -1,6 +1,6 @@
 //! What the threads of one run share while it runs: the counters each
 //! publishes after every reap, whether they run on, and the jobs' sampling
-//! and steady-state units the monitoring loop keeps.
+//! units and the steady-state groups the monitoring loop keeps.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -10,8 +10,7 @@ use super::Thread;
 use crate::base::failure::Failure;
 use crate::measure::metrics::Measured;
 use crate::measure::samples::{Sampler, Totals};
-use crate::measure::steady::{SoFar, Steady};
-use crate::model::job::Job;
+use crate::measure::steady::{SoFar, Steady, Watch};
 
 /// Counters each thread publishes after every reap, for the live lines,
 /// the bandwidth and IOPS samples and steady state: reads completed, reads
@@ -68,7 +67,7 @@ pub(super) const STEADY: u8 = 2;
 /// The threads of one job (the job and its numjobs clones, side by side in
 /// thread order): sampled together (`write_bw_log`, `write_iops_log` with
 /// `log_avg_msec`, bandwidth and IOPS statistics) from the end of their
-/// `startdelay` and `ramp_time`, with their steady state.
+/// `startdelay` and `ramp_time`.
 pub(super) struct Unit {
     /// Index of the job's first thread.
     pub(super) first: usize,
@@ -76,16 +75,9 @@ pub(super) struct Unit {
     pub(super) n: usize,
     /// Sampling starts this long after the run's start.
     pub(super) offset: Duration,
-    /// `steadystate_duration`, seconds.
-    pub(super) ss_dur: u64,
     pub(super) sampler: Option<Sampler>,
-    /// Steady state of each thread, or of all of them together
-    /// (`group_reporting`), with the threads (indexes into the run) each watches.
-    pub(super) steady: Vec<(Steady, Vec<usize>)>,
     pub(super) started: bool,
-    pub(super) epoch: Instant,
     pub(super) next_sample: Instant,
-    pub(super) next_ss: Instant,
 }
 
 impl Unit {
@@ -101,13 +93,9 @@ impl Unit {
                     first: i,
                     n: 1,
                     offset: t.delay + t.job.ramp_time,
-                    ss_dur: t.job.measuring.ss_dur,
                     sampler: None,
-                    steady: Vec::new(),
                     started: false,
-                    epoch: Instant::now(),
                     next_sample: Instant::now(),
-                    next_ss: Instant::now(),
                 }),
             }
         }
@@ -116,25 +104,91 @@ impl Unit {
                 let job = threads[u.first].job;
                 u.sampler =
                     Some(Sampler::new(job, u.n).map_err(|e| log_failure("write_bw_log", e))?);
-                u.steady = steady_units(job, u.first, u.n);
             }
         }
         Ok(units)
     }
-
-    pub(super) fn ss_every(&self) -> Duration {
-        Duration::from_millis(self.steady.first().map_or(1000, |(s, _)| s.interval_ms()))
-    }
 }
 
-/// Steady state of each of a job's `n` threads from `first`, or of all of
-/// them together (`group_reporting`), and which threads each watches.
-fn steady_units(job: &Job, first: usize, n: usize) -> Vec<(Steady, Vec<usize>)> {
-    match (Steady::new(&job.measuring, n), job.member.group_reporting) {
-        (None, _) => Vec::new(),
-        (Some(s), true) => vec![(s, (first..first + n).collect())],
-        (Some(_), false) => (first..first + n)
-            .filter_map(|t| Steady::new(&job.measuring, 1).map(|s| (s, vec![t])))
-            .collect(),
+/// The threads one steady state watches (fio's `steadystate_check`): one
+/// thread, or with `group_reporting` every thread of the reporting group
+/// (all its jobs and their clones, which fio requires to have the same
+/// steady-state options), each measured from the end of its own
+/// `startdelay` and `ramp_time`; checked every `ss_interval` from the
+/// first thread's start.
+pub(super) struct SteadyGroup {
+    pub(super) steady: Steady,
+    /// `steadystate_duration`, seconds.
+    pub(super) ss_dur: u64,
+    /// The threads (indexes into the run), in thread order.
+    pub(super) members: Vec<usize>,
+    /// When each starts, after the run's start.
+    pub(super) offsets: Vec<Duration>,
+    pub(super) every: Duration,
+    pub(super) next: Duration,
+}
+
+impl SteadyGroup {
+    /// The steady-state groups of `threads`.
+    pub(super) fn of<R>(threads: &[Thread<'_, R>]) -> Vec<SteadyGroup> {
+        let mut groups: Vec<SteadyGroup> = Vec::new();
+        for (i, t) in threads.iter().enumerate() {
+            let m = &t.job.measuring;
+            let Some(steady) = Steady::new(m, 1) else {
+                continue;
+            };
+            let offset = t.delay + t.job.ramp_time;
+            let joins = |g: &SteadyGroup| {
+                let last = threads[*g.members.last().expect("a member")].job;
+                t.job.member.group_reporting
+                    && last.member.group_reporting
+                    && last.member.group == t.job.member.group
+            };
+            match groups.last_mut() {
+                Some(g) if joins(g) => {
+                    g.members.push(i);
+                    g.offsets.push(offset);
+                    g.next = g.next.min(offset + g.every);
+                }
+                _ => {
+                    let every = Duration::from_millis(steady.interval_ms());
+                    groups.push(SteadyGroup {
+                        steady,
+                        ss_dur: m.ss_dur,
+                        members: vec![i],
+                        offsets: vec![offset],
+                        every,
+                        next: offset + every,
+                    })
+                }
+            }
+        }
+        for g in &mut groups {
+            let first = threads[g.members[0]].job;
+            g.steady = Steady::new(&first.measuring, g.members.len()).expect("ss_dur set");
+        }
+        groups
+    }
+
+    /// Check at `since` after the run's start, each member's progress
+    /// read by `so_far` and whether it has ended by `ended`: true once
+    /// steady state is reached.
+    pub(super) fn check(
+        &mut self,
+        since: Duration,
+        so_far: impl Fn(usize) -> SoFar,
+        ended: impl Fn(usize) -> bool,
+    ) -> bool {
+        let now: Vec<Watch> = self
+            .members
+            .iter()
+            .zip(&self.offsets)
+            .map(|(&t, &off)| Watch {
+                t_us: (since >= off && !ended(t)).then(|| (since - off).as_micros() as u64),
+                so_far: so_far(t),
+            })
+            .collect();
+        self.next += self.every;
+        self.steady.check(&now)
     }
 }

@@ -311,13 +311,16 @@ pub static OPTIONS: &[Opt] = &[
         "steadystate" | "ss",
         "CRITERION:LIMIT",
         "iops_slope:0.01%",
-        "fio's steady state, with steadystate_duration: each second the job's (or its \
-               reporting group's) IOPS, bandwidth or mean clat is noted; once a whole \
-               window is noted, the job stops when the criterion is below LIMIT: iops, bw, \
-               lat (the largest deviation from the window's mean) or iops_slope, bw_slope, \
-               lat_slope (the slope of a least-squares line), LIMIT in % of the mean \
-               (10%) or in the unit (IOPS; bytes/s with suffixes; lat a time, read as fio \
-               reads it). Reported as fio's `steadystate` line and JSON block.",
+        "fio's steady state, with steadystate_duration: each second each thread's IOPS, \
+               bandwidth or mean clat is noted (with group_reporting, the sum over every \
+               thread of every job of the reporting group running then, and the whole \
+               group stops together); once a whole window is noted, the job stops when the \
+               criterion is below LIMIT: iops, bw, lat (the largest deviation from the \
+               window's mean) or iops_slope, bw_slope, lat_slope (the slope of a \
+               least-squares line), LIMIT in % of the mean (10%) or in the unit (IOPS; \
+               bytes/s with suffixes; lat a time, read as fio reads it). As in fio, every \
+               job of a reporting group must have the same steady state. Reported as fio's \
+               `steadystate` line and JSON block.",
         |j, v| j.measuring.ss = parse_steady(v)?,
         example: "bw:5%" => |j| j.measuring.ss.metric == SteadyMetric::Bw && j.measuring.ss.pct
     ),

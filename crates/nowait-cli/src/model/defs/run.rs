@@ -47,6 +47,26 @@ pub static OPTIONS: &[Opt] = &[
         example: "3" => |s| s.compare_rounds == 3
     ),
     run!(
+        "fio-timeout" | "fio_timeout",
+        "SECS|auto",
+        "auto",
+        "With --compare-fio: end a fio run that has not ended after this long \
+               (SIGTERM, then SIGKILL 5 s later), report it as failed with fio's version and \
+               print nowait's results all the same; 0 waits without limit. auto: for jobs \
+               bounded by runtime, twice the sum over stonewalled groups of the longest \
+               startdelay + ramp_time + runtime, plus 60 s; for jobs that end when their size \
+               is read, 10 times nowait's own run of the same jobs (fio within 10x of nowait \
+               on one workload) plus 60 s, and 10 minutes before nowait has run them (--abba \
+               starts with fio).",
+        |s, v| {
+            s.fio_timeout = match v.trim() {
+                "auto" => None,
+                t => Some(crate::model::values::parse_time(t)?),
+            }
+        },
+        example: "90" => |s| s.fio_timeout == Some(std::time::Duration::from_secs(90))
+    ),
+    run!(
         "abba",
         "SETS",
         "0",

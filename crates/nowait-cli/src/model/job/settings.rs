@@ -19,6 +19,9 @@ pub struct Settings {
     pub compare_fio: bool,
     /// `--compare-rounds`: ours/fio alternations per job.
     pub compare_rounds: usize,
+    /// `--fio-timeout`: how long a fio run may take (`None`: worked out
+    /// from the jobs, `crate::fio::limit`; zero: no limit).
+    pub fio_timeout: Option<std::time::Duration>,
     /// `--abba`: sets of fio, nowait, nowait, fio per job (0: off).
     pub abba: usize,
     /// `--peak`: the lean peak-IOPS loop (like fio's t/io_uring).
@@ -39,6 +42,7 @@ impl Default for Settings {
             plot: None,
             compare_fio: false,
             compare_rounds: 1,
+            fio_timeout: None,
             abba: 0,
             peak: false,
             sections: Vec::new(),

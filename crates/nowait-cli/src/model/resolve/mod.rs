@@ -378,11 +378,53 @@ pub fn applicable(runs: Vec<Run>) -> Result<(Vec<Run>, Vec<String>), String> {
             }
             *j = j.normalized();
         }
+        steady_alike(&run.threads)?;
         if !out.iter().any(|r| r.threads == run.threads) {
             out.push(run);
         }
     }
     Ok((out, notes))
+}
+
+/// fio requires every job of a reporting group to have the same steady
+/// state (`td_steadystate_init`: "steadystate options must be consistent
+/// within reporting groups"), with or without it, since a group's steady
+/// state is watched and ended as one.
+fn steady_alike(threads: &[Job]) -> Result<(), String> {
+    let of = |j: &Job| {
+        let m = &j.measuring;
+        (m.ss_dur > 0).then_some((m.ss, m.ss_dur, m.ss_ramp, m.ss_interval))
+    };
+    let words = |j: &Job| match of(j) {
+        None => "no steady state (ss_dur=0)".to_string(),
+        Some((ss, dur, ramp, every)) => format!(
+            "ss={}:{}{} ss_dur={dur} ss_ramp={ramp} ss_interval={every}",
+            ss.name(),
+            ss.limit,
+            if ss.pct { "%" } else { "" }
+        ),
+    };
+    for (i, b) in threads.iter().enumerate() {
+        let other = threads[..i]
+            .iter()
+            .find(|a| a.member.group == b.member.group && of(a) != of(b));
+        if let Some(a) = other {
+            return Err(format!(
+                "job {}: steady state differs from job {}'s in the same reporting group \
+                 (job {} has {}, job {} has {}); fio rejects the job (\"steadystate options \
+                 must be consistent within reporting groups\"): give both the same ss, \
+                 ss_dur, ss_ramp and ss_interval, or start a new group with new_group or \
+                 stonewall",
+                b.name,
+                a.name,
+                a.name,
+                words(a),
+                b.name,
+                words(b)
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// fio's `nowait` as the job's engine reads it: RWF_NOWAIT on every read
