@@ -29,10 +29,16 @@
 //! Prefetch: once the reader knows the row groups and columns the stream
 //! will read ([`NowaitParquetReader::with_prefetch`], the same ones given to
 //! the builder), a request for one row group's column chunks also starts
-//! the reads of the next one's. The reads are handed to the kernel at once
-//! (polled until submitted), so the device and the page cache work while
-//! the current row group decodes on this thread; the next request takes
-//! what is already there. At most one row group is read ahead.
+//! the reads of the next one's, on a thread of the reader's own (started
+//! with the first read-ahead, ended when the reader is dropped; its reads
+//! go through that thread's ring of the same engine). The decoding thread
+//! then does no I/O work for it at all: a cached row group's copy out of
+//! the page cache, which is most of a cached read's cost and which a
+//! read on the decoding thread's own ring makes there at once (the page
+//! cache answers it in its first poll), runs on another core, and an
+//! uncached one's reads wait for the device in parallel, all in flight at
+//! once. The next request takes what is already there. At most one row
+//! group is read ahead: one thread hop per row group, not per read.
 
 use std::io;
 use std::ops::Range;
@@ -42,7 +48,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use futures_util::future::{BoxFuture, FutureExt};
+use futures_util::future::{BoxFuture, FutureExt, RemoteHandle};
 use nowait::fs::RangeOptions;
 use nowait::{Direct, Engine, EngineFile};
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
@@ -68,6 +74,8 @@ pub struct NowaitParquetReader {
     plan_ranges: Vec<Vec<Range<u64>>>,
     /// The row group read ahead: its position in the plan and its reads.
     ahead: Option<Ahead>,
+    /// The read-ahead thread, once started.
+    ahead_queue: Option<AheadQueue>,
     stats: Arc<PrefetchStats>,
 }
 
@@ -84,6 +92,25 @@ struct Ahead {
     at: usize,
     ranges: Vec<Range<u64>>,
     reads: BoxFuture<'static, io::Result<Vec<Bytes>>>,
+}
+
+/// The read-ahead thread's queue: each future is one row group's reads,
+/// run to completion in turn; dropping the sender ends the thread once its
+/// current future is done (a future whose handle was dropped is cancelled
+/// at its next poll).
+type AheadQueue = std::sync::mpsc::Sender<BoxFuture<'static, ()>>;
+
+/// Start a read-ahead thread.
+fn ahead_thread() -> io::Result<AheadQueue> {
+    let (tx, rx) = std::sync::mpsc::channel::<BoxFuture<'static, ()>>();
+    std::thread::Builder::new()
+        .name("nowait-pq-ahead".into())
+        .spawn(move || {
+            for reads in rx {
+                nowait::block_on(reads);
+            }
+        })?;
+    Ok(tx)
 }
 
 fn io_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ParquetError {
@@ -117,6 +144,7 @@ impl NowaitParquetReader {
             plan: None,
             plan_ranges: Vec::new(),
             ahead: None,
+            ahead_queue: None,
             stats: Arc::default(),
         })
     }
@@ -188,20 +216,52 @@ impl NowaitParquetReader {
         };
         let (file, opts) = (self.file.clone(), self.ranges.clone());
         let r = ranges.clone();
-        let mut reads = async move { nowait::fs::read_ranges_with(&file, &r, &opts).await }.boxed();
-        // Poll until the reads are submitted (a read's first poll queues
-        // it, the next submits the ring's queue): the kernel then reads
-        // while this thread decodes. The result is collected by the
-        // request that wants it, with its own waker.
+        let reads = async move { nowait::fs::read_ranges_with(&file, &r, &opts).await };
+        if self.ahead_queue.is_none() {
+            self.ahead_queue = ahead_thread().ok();
+        }
+        let (remote, handle) = reads.remote_handle();
+        let remote = remote.boxed();
+        let reads = match &self.ahead_queue {
+            Some(q) => match q.send(remote) {
+                Ok(()) => handle.boxed(),
+                Err(back) => Self::here(back.0, handle),
+            },
+            None => Self::here(remote, handle),
+        };
+        self.stats.started.fetch_add(1, Ordering::Relaxed);
+        self.ahead = Some(Ahead { at, ranges, reads });
+    }
+
+    /// The read-ahead on this thread's ring, where no thread could be
+    /// started for it.
+    fn here(
+        remote: BoxFuture<'static, ()>,
+        handle: RemoteHandle<io::Result<Vec<Bytes>>>,
+    ) -> BoxFuture<'static, io::Result<Vec<Bytes>>> {
+        Self::submitted(
+            async move {
+                let ((), out) = futures_util::join!(remote, handle);
+                out
+            }
+            .boxed(),
+        )
+    }
+
+    /// `reads` polled until submitted (a read's first poll queues it, the
+    /// next submits the ring's queue): the kernel then reads while this
+    /// thread decodes. The result is collected by the request that wants
+    /// it, with its own waker.
+    fn submitted(
+        mut reads: BoxFuture<'static, io::Result<Vec<Bytes>>>,
+    ) -> BoxFuture<'static, io::Result<Vec<Bytes>>> {
         let mut cx = Context::from_waker(Waker::noop());
         for _ in 0..2 {
             if let Poll::Ready(r) = reads.poll_unpin(&mut cx) {
-                reads = std::future::ready(r).boxed();
-                break;
+                return std::future::ready(r).boxed();
             }
         }
-        self.stats.started.fetch_add(1, Ordering::Relaxed);
-        self.ahead = Some(Ahead { at, ranges, reads });
+        reads
     }
 
     /// Each of `ranges` cut from `have` (the bytes of `held`), if every one
