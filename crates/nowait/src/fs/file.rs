@@ -140,6 +140,20 @@ impl OpenOptions {
 /// until the kernel is done with them). Reads happen on the ring of the
 /// thread that polls them, wherever the task moves.
 ///
+/// A buffered file's large reads (`poll_read` with room for 128 KiB or
+/// more) skip the window while the page cache holds the data: with nothing
+/// of the window at the cursor, the read is tried straight into the
+/// caller's buffer with `preadv2(RWF_NOWAIT)` (at most 2 MiB a call), so
+/// the kernel's copy is the only one. The first miss starts the window
+/// there, at the size it had; once a whole window's reads are answered by
+/// the page cache at once, large reads go straight to it again after the
+/// window is drained. Small reads, [`File::poll_fill`] (`AsyncBufRead`),
+/// `O_DIRECT` files and filesystems without `RWF_NOWAIT` reads (tmpfs)
+/// always use the window. `AsyncBufRead` (`fill_buf`/`consume`,
+/// `tokio::io::copy_buf`) lends the window's buffers in place: on an
+/// `O_DIRECT` file, where the device writes into them, nothing is copied
+/// at all.
+///
 /// Which buffer shape each method takes, and why:
 ///
 /// * The stream traits and [`File::read_at`] / [`File::read_exact_at`]
