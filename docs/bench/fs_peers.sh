@@ -45,7 +45,7 @@ rand_one() { # peer cache
     *) $b rand "$randf" "$1" "$2" 3 ;;
   esac
 }
-seq_peers=(nowait tokio tokio-io-uring fio nowait-direct fio-direct)
+seq_peers=(nowait tokio tokio-io-uring fio nowait-direct nowait-direct-bufread fio-direct)
 rand_peers=(nowait-file nowait-engine tokio tokio-io-uring tokio-uring monoio)
 for s in $(seq "$sets"); do
   for cache in uncached cached; do

@@ -802,6 +802,18 @@ impl File {
         )
     }
 
+    /// How far the kernel reads ahead of a sequential buffered reader of
+    /// this file, in bytes: its block device's `queue/read_ahead_kb` (the
+    /// whole disk's for a partition). `None` where sysfs does not say (no
+    /// block device under the file: tmpfs, FUSE, NFS).
+    pub fn kernel_readahead(&self) -> Option<u64> {
+        let meta = self.inner.file.metadata().ok()?;
+        let kb: u64 = sysfs::queue_attr(sysfs::device_of(&meta), "read_ahead_kb")?
+            .parse()
+            .ok()?;
+        Some(kb << 10)
+    }
+
     pub(crate) fn raw_fd(&self) -> RawFd {
         self.inner.file.as_raw_fd()
     }

@@ -167,6 +167,61 @@ fn large_reads_of_a_cached_file_skip_the_window() {
     });
 }
 
+/// Unset, a buffered file's window limit follows the kernel's readahead on
+/// its device (what sysfs says, read here on its own), an `O_DIRECT`
+/// file's is the default; a limit given at open wins. Reads of 64 KiB go
+/// through the window, which grows to its limit.
+#[test]
+fn the_default_window_follows_the_kernels_readahead() {
+    use nowait::fs::{BUFFERED_READAHEAD, DEFAULT_READAHEAD, KERNEL_READS_AHEAD};
+    use std::os::unix::fs::MetadataExt;
+    common::watchdog("window limit", STALL, |p| {
+        let engine = Engine::new().unwrap();
+        for (dir, direct) in dirs() {
+            let size: u64 = 24 << 20;
+            let path = common::pattern_file(dir.path(), "f", size);
+            let dev = std::fs::metadata(&path).unwrap().dev();
+            let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+            let kernel = ["queue/read_ahead_kb", "../queue/read_ahead_kb"]
+                .iter()
+                .find_map(|a| {
+                    std::fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/{a}")).ok()
+                })
+                .map(|kb| kb.trim().parse::<u64>().unwrap() << 10);
+            for given in [None, Some(2 << 20)] {
+                p.step(|| format!("{direct:?}, kernel {kernel:?}, given {given:?}"));
+                let mut o = File::options();
+                o.engine(&engine).direct(direct);
+                if let Some(g) = given {
+                    o.readahead(g);
+                }
+                let mut f = o.open_now(&path).unwrap();
+                assert_eq!(f.engine_file().file().kernel_readahead(), kernel);
+                let want = match (given, kernel) {
+                    (Some(g), _) => g,
+                    (None, Some(k)) if direct == Direct::Off && k >= KERNEL_READS_AHEAD => {
+                        BUFFERED_READAHEAD
+                    }
+                    _ => DEFAULT_READAHEAD,
+                };
+                rt_current().block_on(async {
+                    let mut b = vec![0u8; 64 << 10];
+                    for i in 0..(size / (64 << 10)) {
+                        f.read_exact(&mut b).await.unwrap();
+                        nowait::pattern::check(i * (64 << 10), &b).unwrap();
+                    }
+                });
+                assert_eq!(
+                    f.readahead_now(),
+                    want,
+                    "{direct:?} kernel {kernel:?} given {given:?}"
+                );
+            }
+        }
+        settle(&engine);
+    });
+}
+
 /// tokio's `BufReader` over the file with odd buffer and read sizes, and
 /// `tokio::io::copy` into a sink, see the same bytes as the file.
 #[test]
