@@ -63,7 +63,10 @@ fn batches_match_the_sync_reader() {
                 };
                 b.build().unwrap().collect::<Result<Vec<_>, _>>().unwrap()
             };
-            for prefetch in [false, true] {
+            // No read-ahead; one row group ahead at a time (a budget of one
+            // byte); every row group ahead at once.
+            for budget in [None, Some(1), Some(u64::MAX)] {
+                let prefetch = budget.is_some();
                 let (got, stats) = rt.block_on(async {
                     tokio::time::timeout(std::time::Duration::from_secs(60), async {
                         let meta = ParquetRecordBatchStreamBuilder::new(
@@ -73,8 +76,10 @@ fn batches_match_the_sync_reader() {
                         .unwrap();
                         let mask = ProjectionMask::leaves(meta.parquet_schema(), leaves.clone());
                         let mut reader = NowaitParquetReader::open(&path).unwrap();
-                        if prefetch {
-                            reader = reader.with_prefetch(groups.clone(), mask.clone());
+                        if let Some(b) = budget {
+                            reader = reader
+                                .with_prefetch(groups.clone(), mask.clone())
+                                .with_prefetch_budget(b);
                         }
                         let stats = reader.prefetch_stats();
                         let b = ParquetRecordBatchStreamBuilder::new(reader)
@@ -99,13 +104,15 @@ fn batches_match_the_sync_reader() {
                 });
                 // The same rows (the two readers cut batches differently:
                 // the async one at row-group ends).
-                let what = format!("groups {groups:?} leaves {leaves:?} prefetch {prefetch}");
+                let what = format!("groups {groups:?} leaves {leaves:?} budget {budget:?}");
                 assert!(same_rows(&got, &sync), "{what}");
                 let n = if groups.is_empty() { 9 } else { groups.len() } as u64;
                 let (stats, threads) = stats;
                 let used = stats.used.load(Ordering::Relaxed);
                 if prefetch {
                     assert_eq!(used, n - 1, "every row group but the first was read ahead");
+                    let started = stats.started.load(Ordering::Relaxed);
+                    assert_eq!(started, n - 1, "{what}: each read ahead once");
                     assert_eq!(threads, 1, "{what}: one read-ahead thread while it reads");
                 } else {
                     assert_eq!(used, 0);
