@@ -5,6 +5,7 @@
 #
 #   docs/bench/fs_peers.sh DIR SETS OUT
 #
+# TESTS=seq or TESTS=rand in the environment runs only those.
 # Builds first (by hand, outside the workspace):
 #   (cd docs/bench/fs-peers && CARGO_TARGET_DIR=../../../target/fs-peers cargo build --release)
 #   (cd docs/bench/fs-peers && RUSTFLAGS="--cfg tokio_unstable" CARGO_TARGET_DIR=../../../target/fs-peers-uring \
@@ -45,13 +46,17 @@ rand_one() { # peer cache
     *) $b rand "$randf" "$1" "$2" 3 ;;
   esac
 }
-seq_peers=(nowait tokio tokio-io-uring fio nowait-direct fio-direct)
+seq_peers=(nowait tokio tokio-io-uring fio nowait-direct nowait-direct-bufread fio-direct)
 rand_peers=(nowait-file nowait-engine tokio tokio-io-uring tokio-uring monoio)
 for s in $(seq "$sets"); do
   for cache in uncached cached; do
     order=("${seq_peers[@]}"); rev=(); for ((i=${#order[@]}-1; i>=0; i--)); do rev+=("${order[$i]}"); done
-    for p in "${order[@]}" "${rev[@]}"; do seq_one "$p" "$cache" >> "$out"; done
+    if [ "${TESTS:-seq rand}" != rand ]; then
+      for p in "${order[@]}" "${rev[@]}"; do seq_one "$p" "$cache" >> "$out"; done
+    fi
     order=("${rand_peers[@]}"); rev=(); for ((i=${#order[@]}-1; i>=0; i--)); do rev+=("${order[$i]}"); done
-    for p in "${order[@]}" "${rev[@]}"; do rand_one "$p" "$cache" >> "$out"; done
+    if [ "${TESTS:-seq rand}" != seq ]; then
+      for p in "${order[@]}" "${rev[@]}"; do rand_one "$p" "$cache" >> "$out"; done
+    fi
   done
 done

@@ -29,11 +29,22 @@
 //! Prefetch: once the reader knows the row groups and columns the stream
 //! will read ([`NowaitParquetReader::with_prefetch`], the same ones given to
 //! the builder), a request for one row group's column chunks also starts
-//! the reads of the next one's. The reads are handed to the kernel at once
-//! (polled until submitted), so the device and the page cache work while
-//! the current row group decodes on this thread; the next request takes
-//! what is already there. At most one row group is read ahead.
+//! the reads of the next ones', up to a byte budget
+//! ([`NowaitParquetReader::with_prefetch_budget`], default
+//! [`DEFAULT_PREFETCH_BUDGET`]; always at least the next row group). They
+//! run on a thread of the reader's own (started with the first read-ahead,
+//! ended when the reader is dropped; its reads go through that thread's
+//! ring of the same engine, every row group's at once). The decoding
+//! thread then does no I/O work for them: a cached row group's copy out of
+//! the page cache, most of a cached read's cost, which a read on the
+//! decoding thread's own ring makes there at once (the page cache answers
+//! it in its first poll), runs on another core; an uncached one's reads
+//! wait for the device while earlier row groups decode. The next request
+//! takes what is already there. One thread hop per row group, not per
+//! read; memory: at most the budget in row groups read ahead (or one row
+//! group, if it is larger).
 
+use std::collections::VecDeque;
 use std::io;
 use std::ops::Range;
 use std::path::Path as FsPath;
@@ -42,7 +53,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use futures_util::future::{BoxFuture, FutureExt};
+use futures_util::future::{BoxFuture, FutureExt, RemoteHandle};
+use futures_util::stream::{FuturesUnordered, StreamExt};
 use nowait::fs::RangeOptions;
 use nowait::{Direct, Engine, EngineFile};
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
@@ -66,8 +78,13 @@ pub struct NowaitParquetReader {
     plan: Option<(Vec<usize>, ProjectionMask)>,
     /// Column chunk ranges per row group of the plan (from the metadata).
     plan_ranges: Vec<Vec<Range<u64>>>,
-    /// The row group read ahead: its position in the plan and its reads.
-    ahead: Option<Ahead>,
+    /// The row groups read ahead, in plan order: position in the plan and
+    /// reads.
+    ahead: VecDeque<Ahead>,
+    /// The most bytes of row groups read ahead at once.
+    budget: u64,
+    /// The read-ahead thread, once started.
+    ahead_queue: Option<AheadQueue>,
     stats: Arc<PrefetchStats>,
 }
 
@@ -84,6 +101,39 @@ struct Ahead {
     at: usize,
     ranges: Vec<Range<u64>>,
     reads: BoxFuture<'static, io::Result<Vec<Bytes>>>,
+}
+
+/// The default read-ahead budget of a reader given `with_prefetch`:
+/// enough row groups of a projection to cover a decode's worth of device
+/// waits, a few of a full scan's (an arrow-rs row group is often 8–128 MiB
+/// whole; a projection's chunks of it far less).
+pub const DEFAULT_PREFETCH_BUDGET: u64 = 64 << 20;
+
+/// The read-ahead thread's queue: each future is one row group's reads;
+/// the thread runs every one it is given at once. Dropping the sender ends
+/// the thread (a future whose handle was dropped ends at its next poll).
+type AheadQueue = futures_channel::mpsc::UnboundedSender<BoxFuture<'static, ()>>;
+
+/// Start a read-ahead thread.
+fn ahead_thread() -> io::Result<AheadQueue> {
+    let (tx, mut rx) = futures_channel::mpsc::unbounded::<BoxFuture<'static, ()>>();
+    std::thread::Builder::new()
+        .name("nowait-pq-ahead".into())
+        .spawn(move || {
+            nowait::block_on(async move {
+                let mut running = FuturesUnordered::new();
+                loop {
+                    futures_util::select! {
+                        reads = rx.next() => match reads {
+                            Some(r) => running.push(r),
+                            None => break,
+                        },
+                        () = running.select_next_some() => {}
+                    }
+                }
+            })
+        })?;
+    Ok(tx)
 }
 
 fn io_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ParquetError {
@@ -116,7 +166,9 @@ impl NowaitParquetReader {
             metadata: None,
             plan: None,
             plan_ranges: Vec::new(),
-            ahead: None,
+            ahead: VecDeque::new(),
+            budget: DEFAULT_PREFETCH_BUDGET,
+            ahead_queue: None,
             stats: Arc::default(),
         })
     }
@@ -127,14 +179,23 @@ impl NowaitParquetReader {
         self
     }
 
-    /// Read the next row group ahead while the current one decodes: give
+    /// Read the next row groups ahead while the current one decodes: give
     /// the row groups the stream reads, in its order (all of them when the
     /// builder is given none), and its projection — the same as the
-    /// builder's `with_row_groups` and `with_projection`. Costs at most one
-    /// row group's projected column chunks of memory more.
+    /// builder's `with_row_groups` and `with_projection`. Costs at most the
+    /// budget ([`NowaitParquetReader::with_prefetch_budget`]) of memory
+    /// more, or one row group's projected column chunks if they are larger.
     pub fn with_prefetch(mut self, row_groups: Vec<usize>, projection: ProjectionMask) -> Self {
         self.plan = Some((row_groups, projection));
         self.plan_ranges.clear();
+        self
+    }
+
+    /// The most bytes of row groups (their projected column chunks) read
+    /// ahead at once, with [`NowaitParquetReader::with_prefetch`]; the next
+    /// row group is read ahead whatever its size.
+    pub fn with_prefetch_budget(mut self, bytes: u64) -> Self {
+        self.budget = bytes;
         self
     }
 
@@ -188,20 +249,69 @@ impl NowaitParquetReader {
         };
         let (file, opts) = (self.file.clone(), self.ranges.clone());
         let r = ranges.clone();
-        let mut reads = async move { nowait::fs::read_ranges_with(&file, &r, &opts).await }.boxed();
-        // Poll until the reads are submitted (a read's first poll queues
-        // it, the next submits the ring's queue): the kernel then reads
-        // while this thread decodes. The result is collected by the
-        // request that wants it, with its own waker.
+        let reads = async move { nowait::fs::read_ranges_with(&file, &r, &opts).await };
+        if self.ahead_queue.is_none() {
+            self.ahead_queue = ahead_thread().ok();
+        }
+        let (remote, handle) = reads.remote_handle();
+        let remote = remote.boxed();
+        let reads = match &self.ahead_queue {
+            Some(q) => match q.unbounded_send(remote) {
+                Ok(()) => handle.boxed(),
+                Err(back) => Self::here(back.into_inner(), handle),
+            },
+            None => Self::here(remote, handle),
+        };
+        self.stats.started.fetch_add(1, Ordering::Relaxed);
+        self.ahead.push_back(Ahead { at, ranges, reads });
+    }
+
+    /// Read ahead the row groups after plan entry `at`, as many as the
+    /// budget holds (the next one always).
+    fn top_up(&mut self, at: usize) {
+        let bytes = |g: &[Range<u64>]| g.iter().map(|r| r.end - r.start).sum::<u64>();
+        let mut held: u64 = self.ahead.iter().map(|a| bytes(&a.ranges)).sum();
+        let mut next = self.ahead.back().map_or(at + 1, |a| a.at + 1);
+        while let Some(g) = self.planned().get(next) {
+            let b = bytes(g);
+            if !self.ahead.is_empty() && held + b > self.budget {
+                break;
+            }
+            self.read_ahead(next);
+            held += b;
+            next += 1;
+        }
+    }
+
+    /// The read-ahead on this thread's ring, where no thread could be
+    /// started for it.
+    fn here(
+        remote: BoxFuture<'static, ()>,
+        handle: RemoteHandle<io::Result<Vec<Bytes>>>,
+    ) -> BoxFuture<'static, io::Result<Vec<Bytes>>> {
+        Self::submitted(
+            async move {
+                let ((), out) = futures_util::join!(remote, handle);
+                out
+            }
+            .boxed(),
+        )
+    }
+
+    /// `reads` polled until submitted (a read's first poll queues it, the
+    /// next submits the ring's queue): the kernel then reads while this
+    /// thread decodes. The result is collected by the request that wants
+    /// it, with its own waker.
+    fn submitted(
+        mut reads: BoxFuture<'static, io::Result<Vec<Bytes>>>,
+    ) -> BoxFuture<'static, io::Result<Vec<Bytes>>> {
         let mut cx = Context::from_waker(Waker::noop());
         for _ in 0..2 {
             if let Poll::Ready(r) = reads.poll_unpin(&mut cx) {
-                reads = std::future::ready(r).boxed();
-                break;
+                return std::future::ready(r).boxed();
             }
         }
-        self.stats.started.fetch_add(1, Ordering::Relaxed);
-        self.ahead = Some(Ahead { at, ranges, reads });
+        reads
     }
 
     /// Each of `ranges` cut from `have` (the bytes of `held`), if every one
@@ -222,19 +332,23 @@ impl NowaitParquetReader {
 
     async fn fetch(&mut self, ranges: Vec<Range<u64>>) -> Result<Vec<Bytes>> {
         let at = self.plan_index(&ranges);
-        // Read ahead already? Take it.
+        // Read ahead already? Take it (and drop what the stream skipped).
         let mut out = None;
-        if let Some(ahead) = self.ahead.take() {
-            if Some(ahead.at) == at {
+        if let Some(at) = at {
+            while self.ahead.front().is_some_and(|a| a.at < at) {
+                self.ahead.pop_front();
+            }
+            if self.ahead.front().is_some_and(|a| a.at == at) {
+                let ahead = self.ahead.pop_front().expect("checked");
                 let have = ahead.reads.await.map_err(io_err)?;
                 out = Self::cut(&ranges, &ahead.ranges, &have);
                 if out.is_some() {
                     self.stats.used.fetch_add(1, Ordering::Relaxed);
                 }
             }
-        }
-        if let Some(at) = at {
-            self.read_ahead(at + 1);
+            self.top_up(at);
+        } else {
+            self.ahead.clear();
         }
         let got = match out {
             Some(v) => v,

@@ -63,7 +63,10 @@ fn batches_match_the_sync_reader() {
                 };
                 b.build().unwrap().collect::<Result<Vec<_>, _>>().unwrap()
             };
-            for prefetch in [false, true] {
+            // No read-ahead; one row group ahead at a time (a budget of one
+            // byte); every row group ahead at once.
+            for budget in [None, Some(1), Some(u64::MAX)] {
+                let prefetch = budget.is_some();
                 let (got, stats) = rt.block_on(async {
                     tokio::time::timeout(std::time::Duration::from_secs(60), async {
                         let meta = ParquetRecordBatchStreamBuilder::new(
@@ -73,8 +76,10 @@ fn batches_match_the_sync_reader() {
                         .unwrap();
                         let mask = ProjectionMask::leaves(meta.parquet_schema(), leaves.clone());
                         let mut reader = NowaitParquetReader::open(&path).unwrap();
-                        if prefetch {
-                            reader = reader.with_prefetch(groups.clone(), mask.clone());
+                        if let Some(b) = budget {
+                            reader = reader
+                                .with_prefetch(groups.clone(), mask.clone())
+                                .with_prefetch_budget(b);
                         }
                         let stats = reader.prefetch_stats();
                         let b = ParquetRecordBatchStreamBuilder::new(reader)
@@ -86,24 +91,52 @@ fn batches_match_the_sync_reader() {
                         } else {
                             b.with_row_groups(groups.clone())
                         };
-                        let got: Vec<_> = b.build().unwrap().try_collect().await.unwrap();
-                        (got, stats)
+                        let mut stream = b.build().unwrap();
+                        let (mut got, mut threads) = (Vec::new(), 0);
+                        while let Some(batch) = stream.try_next().await.unwrap() {
+                            got.push(batch);
+                            threads = threads.max(ahead_threads());
+                        }
+                        (got, (stats, threads))
                     })
                     .await
                     .expect("the scan hung")
                 });
                 // The same rows (the two readers cut batches differently:
                 // the async one at row-group ends).
-                let what = format!("groups {groups:?} leaves {leaves:?} prefetch {prefetch}");
+                let what = format!("groups {groups:?} leaves {leaves:?} budget {budget:?}");
                 assert!(same_rows(&got, &sync), "{what}");
                 let n = if groups.is_empty() { 9 } else { groups.len() } as u64;
+                let (stats, threads) = stats;
                 let used = stats.used.load(Ordering::Relaxed);
                 if prefetch {
                     assert_eq!(used, n - 1, "every row group but the first was read ahead");
+                    let started = stats.started.load(Ordering::Relaxed);
+                    assert_eq!(started, n - 1, "{what}: each read ahead once");
+                    assert_eq!(threads, 1, "{what}: one read-ahead thread while it reads");
                 } else {
                     assert_eq!(used, 0);
+                    assert_eq!(threads, 0, "{what}");
+                }
+                // The read-ahead thread ends with its reader.
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while ahead_threads() > 0 {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "{what}: the read-ahead thread outlived its reader"
+                    );
+                    std::thread::sleep(std::time::Duration::from_millis(5));
                 }
             }
         }
     }
+}
+
+/// Threads of this process reading row groups ahead (named by the reader).
+fn ahead_threads() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|c| c.trim() == "nowait-pq-ahead")
+        .count()
 }

@@ -614,6 +614,7 @@ impl File {
         self.read_cached_with(len, offset, mode, threshold, dontcache, |fd, flags| {
             sys::preadv2_uninit(fd, buf, offset, flags)
         })
+        .0
     }
 
     /// [`File::read_cached`] into the first `len` bytes of `buf`, which are
@@ -632,12 +633,15 @@ impl File {
         self.read_cached_with(len, offset, mode, threshold, dontcache, |fd, flags| {
             buf.preadv2_into(fd, len, offset, flags)
         })
+        .0
     }
 
     /// The policy and bookkeeping of a page-cache try of `len` bytes at
     /// `offset`; `read` makes the `preadv2` call with the flags it is given
     /// (`RWF_NOWAIT`, and `RWF_DONTCACHE` for an uncached read of a file
-    /// known to take it).
+    /// known to take it). Also says how many leading bytes of the buffer
+    /// hold the file's bytes: all of a hit, the resident prefix of a
+    /// [`CacheTry::Partial`], else 0.
     #[inline]
     fn read_cached_with(
         &self,
@@ -647,17 +651,17 @@ impl File {
         threshold: u32,
         dontcache: bool,
         read: impl FnOnce(BorrowedFd<'_>, u32) -> std::result::Result<usize, i32>,
-    ) -> CacheTry {
+    ) -> (CacheTry, usize) {
         let f = &*self.inner;
         if f.direct || len == 0 || len > RW_MAX || !offset_fits(offset, len) {
-            return CacheTry::Off;
+            return (CacheTry::Off, 0);
         }
         let regular = f.kind == FileKind::Regular;
         let reprobe = match f.nowait.attempt(mode, threshold, f.fs_magic, regular) {
             Attempt::Try => false,
             Attempt::Reprobe => true,
-            Attempt::Skip => return CacheTry::Skipped,
-            Attempt::Off => return CacheTry::Off,
+            Attempt::Skip => return (CacheTry::Skipped, 0),
+            Attempt::Off => return (CacheTry::Off, 0),
         };
         let flags = if dontcache && f.cache.accepted() {
             sys::RWF_NOWAIT | sys::RWF_DONTCACHE
@@ -672,21 +676,21 @@ impl File {
             // so the size is asked (one `fstat`, only for a read that was
             // short: a file's tail) rather than trusted.
             Answer::Whole(n) if n < len && !self.ends_at_eof(offset + n as u64) => {
-                (Outcome::Miss, CacheTry::Partial)
+                (Outcome::Miss, (CacheTry::Partial, n))
             }
-            Answer::Whole(n) => (Outcome::Hit, CacheTry::Hit(n)),
+            Answer::Whole(n) => (Outcome::Hit, (CacheTry::Hit(n), n)),
             // The prefix is read again with the rest (a second copy of a
             // few cached pages, against bookkeeping for a split read), so
             // the try saved nothing: it counts as a miss. (The `pool` keeps
             // the prefix, and counts half.) A read across a page-aligned
             // end of file lands here too.
-            Answer::Prefix(_) => (Outcome::Miss, CacheTry::Partial),
-            Answer::Miss => (Outcome::Miss, CacheTry::Miss),
+            Answer::Prefix(n) => (Outcome::Miss, (CacheTry::Partial, n)),
+            Answer::Miss => (Outcome::Miss, (CacheTry::Miss, 0)),
             Answer::Refused(e) => {
                 f.nowait.refuse(e, f.fs_magic, regular);
-                return CacheTry::Refused;
+                return (CacheTry::Refused, 0);
             }
-            Answer::Failed => return CacheTry::Miss,
+            Answer::Failed => return (CacheTry::Miss, 0),
         };
         f.nowait.record(outcome, reprobe.then_some(threshold));
         out
@@ -723,6 +727,56 @@ impl File {
             dontcache,
             |fd, flags| sys::preadv2(fd, buf, offset, flags),
         )
+        .0
+    }
+
+    /// A sequential reader's page-cache try straight into the caller's
+    /// memory (`nowait::fs::File`'s reads): `preadv2(RWF_NOWAIT)` of up to
+    /// `buf.len()` bytes at `offset`, whatever the file's hit ratio (the
+    /// reader decides when to try; the outcome is still folded into the
+    /// ratio). A resident prefix counts: a stream may return fewer bytes
+    /// than asked. The answer: how many leading bytes of `buf` now hold the
+    /// file's bytes (0: nothing resident, or not tried), and whether the
+    /// try can ever succeed on this file (false for O_DIRECT files and
+    /// filesystems that refuse `RWF_NOWAIT`). Only those bytes are
+    /// written; `buf` may be uninitialised.
+    pub(crate) fn read_cached_prefix(
+        &self,
+        buf: &mut [MaybeUninit<u8>],
+        offset: u64,
+    ) -> (usize, bool) {
+        let len = buf.len().min(RW_MAX);
+        let buf = &mut buf[..len];
+        self.stream_try(len, offset, |fd, flags| {
+            sys::preadv2_uninit(fd, buf, offset, flags)
+        })
+    }
+
+    /// [`File::read_cached_prefix`] into initialised memory.
+    pub(crate) fn read_cached_prefix_init(&self, buf: &mut [u8], offset: u64) -> (usize, bool) {
+        let len = buf.len().min(RW_MAX);
+        let buf = &mut buf[..len];
+        self.stream_try(len, offset, |fd, flags| {
+            sys::preadv2(fd, buf, offset, flags)
+        })
+    }
+
+    fn stream_try(
+        &self,
+        len: usize,
+        offset: u64,
+        read: impl FnOnce(BorrowedFd<'_>, u32) -> std::result::Result<usize, i32>,
+    ) -> (usize, bool) {
+        let dontcache = self.inner.cache.drops_now();
+        let (t, n) = self.read_cached_with(
+            len,
+            offset,
+            NowaitMode::Always,
+            crate::rwf_nowait::ADAPTIVE_THRESHOLD,
+            dontcache,
+            read,
+        );
+        (n, !matches!(t, CacheTry::Off | CacheTry::Refused))
     }
 
     /// [`File::try_read_cached`] into memory that may not be initialised
@@ -746,6 +800,18 @@ impl File {
             crate::rwf_nowait::ADAPTIVE_THRESHOLD,
             dontcache,
         )
+    }
+
+    /// How far the kernel reads ahead of a sequential buffered reader of
+    /// this file, in bytes: its block device's `queue/read_ahead_kb` (the
+    /// whole disk's for a partition). `None` where sysfs does not say (no
+    /// block device under the file: tmpfs, FUSE, NFS).
+    pub fn kernel_readahead(&self) -> Option<u64> {
+        let meta = self.inner.file.metadata().ok()?;
+        let kb: u64 = sysfs::queue_attr(sysfs::device_of(&meta), "read_ahead_kb")?
+            .parse()
+            .ok()?;
+        Some(kb << 10)
     }
 
     pub(crate) fn raw_fd(&self) -> RawFd {

@@ -78,7 +78,9 @@ fn open(engine: &Engine, path: &Path, direct: Direct, readahead: usize) -> File 
 
 /// `read_to_end` returns the whole file, on both tokio runtimes, buffered
 /// and O_DIRECT, for sizes around the chunk and alignment boundaries; the
-/// window grows while the reader stays sequential and never past its limit.
+/// window never grows past its limit, and on an O_DIRECT file (where every
+/// large read goes through it) grows to it while the reader stays
+/// sequential.
 #[test]
 fn read_to_end_returns_every_byte() {
     common::watchdog("read_to_end", STALL, |p| {
@@ -97,10 +99,123 @@ fn read_to_end_returns_every_byte() {
                     assert_eq!(all.len() as u64, size, "{direct:?}");
                     nowait::pattern::check(0, &all).unwrap();
                     assert!(f.readahead_now() <= 4 << 20);
-                    if size >= 20 << 20 {
+                    if size >= 20 << 20 && direct != Direct::Off {
                         assert_eq!(f.readahead_now(), 4 << 20, "the window grew to its limit");
                     }
                 }
+            }
+        }
+        settle(&engine);
+    });
+}
+
+/// Large reads of a cached buffered file come straight from the page cache
+/// into the caller's buffer (one copy, by the kernel): after the first
+/// window's reads find everything cached, the engine reads almost nothing
+/// more. A file whose cache was dropped reads through the window, and
+/// every byte still matches, through tokio's and futures-io's traits.
+#[test]
+fn large_reads_of_a_cached_file_skip_the_window() {
+    common::watchdog("cache first", STALL, |p| {
+        let dir = tempfile::tempdir().unwrap();
+        let size: u64 = (24 << 20) + 4097;
+        let path = common::pattern_file(dir.path(), "f", size);
+        let engine = Engine::new().unwrap();
+        let reads = |e: &Engine| {
+            let s = e.stats();
+            s.delivered + s.nowait.hits
+        };
+        for uncached in [false, true, false] {
+            for futures in [false, true] {
+                p.step(|| format!("uncached {uncached}, futures-io {futures}"));
+                let mut f = open(&engine, &path, Direct::Off, 8 << 20);
+                if uncached {
+                    f.engine_file().file().drop_cache().unwrap();
+                }
+                let before = reads(&engine);
+                let mut all = vec![0u8; size as usize + 10];
+                let mut at = 0;
+                rt_current().block_on(async {
+                    loop {
+                        let end = (at + (1 << 20)).min(all.len());
+                        let n = if futures {
+                            smol::io::AsyncReadExt::read(&mut f, &mut all[at..end]).await
+                        } else {
+                            f.read(&mut all[at..end]).await
+                        }
+                        .unwrap();
+                        if n == 0 {
+                            break;
+                        }
+                        at += n;
+                    }
+                });
+                assert_eq!(at as u64, size);
+                nowait::pattern::check(0, &all[..at]).unwrap();
+                let engine_reads = reads(&engine) - before;
+                if !uncached {
+                    // 24 MiB through the window takes ~30 reads of up to
+                    // 1 MiB; straight from the cache, only the first
+                    // window's (256 KiB in 128 KiB reads) and none after.
+                    assert!(engine_reads <= 4, "{engine_reads} engine reads");
+                } else {
+                    assert!(engine_reads >= 1, "a dropped cache is read by the engine");
+                }
+            }
+        }
+        settle(&engine);
+    });
+}
+
+/// Unset, a buffered file's window limit follows the kernel's readahead on
+/// its device (what sysfs says, read here on its own), an `O_DIRECT`
+/// file's is the default; a limit given at open wins. Reads of 64 KiB go
+/// through the window, which grows to its limit.
+#[test]
+fn the_default_window_follows_the_kernels_readahead() {
+    use nowait::fs::{BUFFERED_READAHEAD, DEFAULT_READAHEAD, KERNEL_READS_AHEAD};
+    use std::os::unix::fs::MetadataExt;
+    common::watchdog("window limit", STALL, |p| {
+        let engine = Engine::new().unwrap();
+        for (dir, direct) in dirs() {
+            let size: u64 = 24 << 20;
+            let path = common::pattern_file(dir.path(), "f", size);
+            let dev = std::fs::metadata(&path).unwrap().dev();
+            let (maj, min) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+            let kernel = ["queue/read_ahead_kb", "../queue/read_ahead_kb"]
+                .iter()
+                .find_map(|a| {
+                    std::fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/{a}")).ok()
+                })
+                .map(|kb| kb.trim().parse::<u64>().unwrap() << 10);
+            for given in [None, Some(2 << 20)] {
+                p.step(|| format!("{direct:?}, kernel {kernel:?}, given {given:?}"));
+                let mut o = File::options();
+                o.engine(&engine).direct(direct);
+                if let Some(g) = given {
+                    o.readahead(g);
+                }
+                let mut f = o.open_now(&path).unwrap();
+                assert_eq!(f.engine_file().file().kernel_readahead(), kernel);
+                let want = match (given, kernel) {
+                    (Some(g), _) => g,
+                    (None, Some(k)) if direct == Direct::Off && k >= KERNEL_READS_AHEAD => {
+                        BUFFERED_READAHEAD
+                    }
+                    _ => DEFAULT_READAHEAD,
+                };
+                rt_current().block_on(async {
+                    let mut b = vec![0u8; 64 << 10];
+                    for i in 0..(size / (64 << 10)) {
+                        f.read_exact(&mut b).await.unwrap();
+                        nowait::pattern::check(i * (64 << 10), &b).unwrap();
+                    }
+                });
+                assert_eq!(
+                    f.readahead_now(),
+                    want,
+                    "{direct:?} kernel {kernel:?} given {given:?}"
+                );
             }
         }
         settle(&engine);
@@ -209,10 +324,14 @@ fn seeks_and_reads_match_pread() {
                     pos += got as u64;
                 }
                 // A grown window survives `stream_position` (a seek to
-                // where the cursor is).
+                // where the cursor is). Reads of 64 KiB go through the
+                // window on every file (larger ones may come straight from
+                // the page cache).
                 f.seek(SeekFrom::Start(0)).await.unwrap();
-                let mut b = vec![0u8; 3 << 20];
-                f.read_exact(&mut b).await.unwrap();
+                let mut b = vec![0u8; 64 << 10];
+                for _ in 0..48 {
+                    f.read_exact(&mut b).await.unwrap();
+                }
                 let grown = f.readahead_now();
                 assert!(grown > nowait::fs::readahead::INITIAL_BYTES, "{grown}");
                 assert_eq!(f.stream_position().await.unwrap(), 3 << 20);

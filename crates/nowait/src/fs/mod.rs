@@ -44,6 +44,8 @@ pub mod ranges;
 pub mod readahead;
 mod shared;
 
-pub use file::{File, OpenOptions, OwnedBuf, DEFAULT_READAHEAD};
+pub use file::{
+    File, OpenOptions, OwnedBuf, BUFFERED_READAHEAD, DEFAULT_READAHEAD, KERNEL_READS_AHEAD,
+};
 pub use ranges::{read_ranges, read_ranges_with, RangeOptions};
 pub use shared::engine;

@@ -84,6 +84,10 @@ pub struct Window {
     end: Option<u64>,
     /// Idle buffers of the current chunk size.
     idle: Vec<Buf>,
+    /// Bytes of the reads started in a row that were done at their first
+    /// poll (the page cache had them): reading ahead into the window's
+    /// buffers gains nothing for such a file.
+    inline: usize,
 }
 
 impl Window {
@@ -103,6 +107,7 @@ impl Window {
             mem_align: mem_align.max(crate::PAGE),
             end: None,
             idle: Vec::new(),
+            inline: 0,
         }
     }
 
@@ -133,6 +138,22 @@ impl Window {
         self.target = INITIAL_BYTES.min(self.limit);
         self.consumed = 0;
         self.end = None;
+        self.inline = 0;
+    }
+
+    /// Start again at `pos`, keeping the window's size: the reader went on
+    /// sequentially past the window without it (straight from the page
+    /// cache, see `File`'s reads).
+    pub fn resume(&mut self, pos: u64) {
+        let target = self.target;
+        self.reset(pos);
+        self.target = target;
+    }
+
+    /// Bytes of the reads started in a row that the page cache answered at
+    /// once.
+    pub fn inline_run(&self) -> usize {
+        self.inline
     }
 
     /// Start again at `pos` after the window ran out: a reader that went
@@ -200,8 +221,14 @@ impl Window {
             let offset = self.next;
             let mut fut = file.read_at(buf, offset);
             let st = match Pin::new(&mut fut).poll(cx) {
-                Poll::Ready((r, b)) => SlotState::Done(r, b),
-                Poll::Pending => SlotState::Reading(fut, 1),
+                Poll::Ready((r, b)) => {
+                    self.inline += len;
+                    SlotState::Done(r, b)
+                }
+                Poll::Pending => {
+                    self.inline = 0;
+                    SlotState::Reading(fut, 1)
+                }
             };
             self.slots.push_back(Slot { offset, len, st });
             self.next += len as u64;

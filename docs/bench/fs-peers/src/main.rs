@@ -122,6 +122,25 @@ fn seq(path: &str, peer: &str, cache: &str) {
                 .await
                 .unwrap()),
             "tokio" => drain!(tokio::fs::File::open(path).await.unwrap()),
+            // `AsyncBufRead`: the window's buffers lent in place, no copy.
+            "nowait-direct-bufread" => {
+                use tokio::io::AsyncBufReadExt;
+                let mut f = nowait::fs::File::options()
+                    .direct(nowait::Direct::Auto)
+                    .open(path)
+                    .await
+                    .unwrap();
+                loop {
+                    let d = f.fill_buf().await.unwrap();
+                    if d.is_empty() {
+                        break;
+                    }
+                    let n = d.len();
+                    check(total, d);
+                    total += n as u64;
+                    f.consume(n);
+                }
+            }
             _ => panic!("seq peer {peer}?"),
         }
         total
