@@ -604,30 +604,6 @@ impl BufPool {
     }
 }
 
-/// A sequential reader's page-cache try straight into the unfilled part of
-/// tokio's `ReadBuf`, at most `max` bytes (see `File::read_cached_prefix`):
-/// the bytes read become filled. Here because it hands a caller's
-/// uninitialised memory to the kernel.
-#[cfg(feature = "tokio")]
-pub(crate) fn read_cached_into_read_buf(
-    file: &crate::File,
-    dst: &mut tokio::io::ReadBuf<'_>,
-    offset: u64,
-    max: usize,
-) -> (usize, bool) {
-    // SAFETY: the unfilled part goes to `preadv2` (through
-    // `read_cached_prefix`), which writes only the file's bytes into it:
-    // no initialised byte is made uninitialised.
-    let room = unsafe { dst.unfilled_mut() };
-    let max = max.min(room.len());
-    let (n, ok) = file.read_cached_prefix(&mut room[..max], offset);
-    // SAFETY: `read_cached_prefix` says its first `n` bytes hold the file's
-    // bytes.
-    unsafe { dst.assume_init(n) };
-    dst.advance(n);
-    (n, ok)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -735,20 +735,22 @@ impl File {
     /// `buf.len()` bytes at `offset`, whatever the file's hit ratio (the
     /// reader decides when to try; the outcome is still folded into the
     /// ratio). A resident prefix counts: a stream may return fewer bytes
-    /// than asked. The answer: how many leading bytes of `buf` now hold the
-    /// file's bytes (0: nothing resident, or not tried), and whether the
-    /// try can ever succeed on this file (false for O_DIRECT files and
-    /// filesystems that refuse `RWF_NOWAIT`). Only those bytes are
-    /// written; `buf` may be uninitialised.
+    /// than asked. Into the unfilled part of tokio's `ReadBuf` (which may
+    /// be uninitialised), at most `max` bytes, the bytes read becoming
+    /// filled. The answer: how many bytes were read (0: nothing resident,
+    /// or not tried), and whether the try can ever succeed on this file
+    /// (false for O_DIRECT files and filesystems that refuse
+    /// `RWF_NOWAIT`).
+    #[cfg(feature = "tokio")]
     pub(crate) fn read_cached_prefix(
         &self,
-        buf: &mut [MaybeUninit<u8>],
+        dst: &mut tokio::io::ReadBuf<'_>,
         offset: u64,
+        max: usize,
     ) -> (usize, bool) {
-        let len = buf.len().min(RW_MAX);
-        let buf = &mut buf[..len];
+        let len = max.min(dst.remaining()).min(RW_MAX);
         self.stream_try(len, offset, |fd, flags| {
-            sys::preadv2_uninit(fd, buf, offset, flags)
+            sys::preadv2_read_buf(fd, dst, len, offset, flags)
         })
     }
 

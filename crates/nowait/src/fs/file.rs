@@ -613,7 +613,7 @@ mod tokio_io {
     use std::task::{Context, Poll};
     use tokio::io::{AsyncBufRead, AsyncRead, AsyncSeek, ReadBuf};
 
-    use crate::fs::file::File;
+    use crate::fs::file::{File, Sink};
 
     impl AsyncRead for File {
         fn poll_read(
@@ -625,7 +625,7 @@ mod tokio_io {
         }
     }
 
-    impl super::Sink for ReadBuf<'_> {
+    impl Sink for ReadBuf<'_> {
         fn room(&self) -> usize {
             self.remaining()
         }
@@ -633,7 +633,7 @@ mod tokio_io {
             self.put_slice(d)
         }
         fn try_cached(&mut self, file: &crate::File, offset: u64, max: usize) -> (usize, bool) {
-            crate::buf::read_cached_into_read_buf(file, self, offset, max)
+            file.read_cached_prefix(self, offset, max)
         }
     }
 

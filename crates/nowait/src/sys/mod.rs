@@ -147,6 +147,31 @@ pub(crate) fn preadv2_uninit(
     }
 }
 
+/// `preadv2(2)` with the `RWF_*` bits `flags` into the unfilled part of
+/// tokio's `ReadBuf`, at most `max` bytes; the bytes the kernel returns
+/// become filled (a stream read straight into its caller's memory, which
+/// may be uninitialised).
+#[cfg(feature = "tokio")]
+pub(crate) fn preadv2_read_buf(
+    fd: BorrowedFd<'_>,
+    dst: &mut tokio::io::ReadBuf<'_>,
+    max: usize,
+    offset: u64,
+    flags: u32,
+) -> Result<usize, i32> {
+    // SAFETY: the unfilled part is only handed to `preadv2`, which writes
+    // the file's bytes into it: no initialised byte is made uninitialised.
+    let room = unsafe { dst.unfilled_mut() };
+    let max = max.min(room.len());
+    let r = preadv2_uninit(fd, &mut room[..max], offset, flags);
+    if let Ok(n) = r {
+        // SAFETY: the kernel wrote the first `n` bytes of the unfilled part.
+        unsafe { dst.assume_init(n) };
+        dst.advance(n);
+    }
+    r
+}
+
 /// `preadv2(2)` into a slice with the `RWF_*` bits `flags`.
 pub(crate) fn preadv2(
     fd: BorrowedFd<'_>,
