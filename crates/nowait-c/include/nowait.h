@@ -327,6 +327,19 @@ void nowait_file_close(struct nowait_file *file);
 int nowait_file_is_direct(const struct nowait_file *file);
 
 /**
+ * The file's descriptor, for calls nowait does not make on the caller's
+ * behalf (`posix_fadvise(2)` read-ahead hints, `fstat(2)`, a block
+ * device's ioctls). It belongs to the file: valid until the file is
+ * closed and its reads are done; do not close it, read from it, or
+ * change its flags (`O_DIRECT` included). Returns the fd (>= 0) or a
+ * negative errno (bad handle).
+ *
+ * # Safety
+ * `file` must be NULL or a live file.
+ */
+int nowait_file_fd(const struct nowait_file *file);
+
+/**
  * The file's O_DIRECT alignment: `*mem_align` for buffer addresses,
  * `*offset_align` for offsets and lengths (both 1 for a buffered file).
  * Either pointer may be NULL. Returns 0 or a negative errno.
@@ -609,6 +622,24 @@ int nowait_reap(struct nowait_queue *q,
                 uint32_t max,
                 uint32_t min,
                 int timeout_ms);
+
+/**
+ * The queue's counters so far, as `nowait` reports them: the backend and
+ * why it was chosen, reads pushed, completed and failed, the pool
+ * backend's nowait path (`RWF_NOWAIT` tries, hits, partial hits, misses,
+ * reads handed to a worker), reads issued again (short reads finished,
+ * EINTR/EAGAIN retries), bounced, inline and small-direct reads, uncached
+ * reads, system calls. As text (one `name: value` line each), or with
+ * `flags = NOWAIT_PROBE_JSON` as one JSON object with the same names.
+ * Stores an owned string in `*out` (free it with `nowait_string_free`).
+ * Returns 0, or a negative errno and `*out` is not written (-EINVAL for a
+ * NULL `q` or `out`, or unknown `flags`).
+ *
+ * # Safety
+ * `q` must be NULL or a live queue used by this thread only; `out` NULL
+ * or writable.
+ */
+int nowait_queue_stats(const struct nowait_queue *q, unsigned int flags, char **out);
 
 #ifdef __cplusplus
 }  /* extern "C" */

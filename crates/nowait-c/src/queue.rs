@@ -589,6 +589,88 @@ pub unsafe extern "C" fn nowait_reap(
     })
 }
 
+/// The queue's counters so far, as `nowait` reports them: the backend and
+/// why it was chosen, reads pushed, completed and failed, the pool
+/// backend's nowait path (`RWF_NOWAIT` tries, hits, partial hits, misses,
+/// reads handed to a worker), reads issued again (short reads finished,
+/// EINTR/EAGAIN retries), bounced, inline and small-direct reads, uncached
+/// reads, system calls. As text (one `name: value` line each), or with
+/// `flags = NOWAIT_PROBE_JSON` as one JSON object with the same names.
+/// Stores an owned string in `*out` (free it with `nowait_string_free`).
+/// Returns 0, or a negative errno and `*out` is not written (-EINVAL for a
+/// NULL `q` or `out`, or unknown `flags`).
+///
+/// # Safety
+/// `q` must be NULL or a live queue used by this thread only; `out` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_queue_stats(
+    q: *const NowaitQueue,
+    flags: std::ffi::c_uint,
+    out: *mut *mut c_char,
+) -> c_int {
+    guard_int("nowait_queue_stats", || {
+        // SAFETY: caller's contract.
+        let h = unsafe { handle(q, "q") }?;
+        if flags & !crate::probe::NOWAIT_PROBE_JSON != 0 {
+            return Err(Fail::new(
+                libc::EINVAL,
+                format!("flags = {flags:#x} has unknown bits; pass 0 (text) or NOWAIT_PROBE_JSON"),
+            ));
+        }
+        let s = stats_report(h, flags & crate::probe::NOWAIT_PROBE_JSON != 0);
+        // SAFETY: caller's contract (NULL is refused by write_out).
+        unsafe { crate::boundary::write_out(out, crate::mem::owned_string(s), "out") }?;
+        Ok(0)
+    })
+}
+
+/// `nowait_queue_stats`' report of queue `h`.
+fn stats_report(h: &NowaitQueue, json: bool) -> String {
+    let s = h.queue.stats();
+    let nw = s.backend.nowait;
+    let counts: [(&str, u64); 21] = [
+        ("pushed", s.pushed),
+        ("completed", s.completed),
+        ("errors", s.errors),
+        ("nowait_tries", nw.tries),
+        ("nowait_hits", nw.hits),
+        ("nowait_partial_hits", nw.partial_hits),
+        ("nowait_misses", nw.misses),
+        ("nowait_refused", nw.refused),
+        ("nowait_skipped", nw.skipped),
+        ("punts", nw.offloads),
+        ("worker_reads", nw.worker_reads),
+        ("short_retries", s.short_retries),
+        ("interrupted_retries", s.interrupted_retries),
+        ("orphaned_retries", s.orphaned_retries),
+        ("bounced", s.bounced),
+        ("inline", s.inline),
+        ("small_direct", s.small_direct),
+        ("uncached", s.cache.uncached),
+        ("fixed_reads", s.backend.fixed_reads),
+        ("aio_reads", s.backend.aio_reads),
+        ("syscalls", s.backend.syscalls),
+    ];
+    let backend = backend_name(h.backend).to_string_lossy();
+    let reason = h.reason.to_string_lossy();
+    if json {
+        let mut m = serde_json::Map::new();
+        m.insert("backend".into(), backend.as_ref().into());
+        m.insert("reason".into(), reason.as_ref().into());
+        for (k, v) in counts {
+            m.insert(k.into(), v.into());
+        }
+        serde_json::Value::Object(m).to_string()
+    } else {
+        let mut out = format!("backend: {backend}\nreason: {reason}\n");
+        for (k, v) in counts {
+            out.push_str(&format!("{k}: {v}\n"));
+        }
+        out
+    }
+}
+
 /// A completion's `res`: the bytes read, or the negation of the engine's
 /// errno for the error (with its words kept as the last error: a cqe
 /// carries only the number).
