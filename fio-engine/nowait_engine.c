@@ -215,10 +215,6 @@ static int nowait_check_job(struct thread_data *td)
 			td_trim(td) ? "trims" : "writes");
 		return 1;
 	}
-	if (o->io_submit_mode == IO_MODE_OFFLOAD) {
-		log_err("fio: ioengine=nowait: io_submit_mode=offload submits from fio's worker threads, and a nowait queue is used by one thread at a time; use io_submit_mode=inline (the default)\n");
-		return 1;
-	}
 	if (o->end_fsync) {
 		log_err("fio: ioengine=nowait reads only: end_fsync=1 asks it for an fsync; drop end_fsync (a read job has nothing to sync)\n");
 		return 1;
