@@ -465,6 +465,7 @@ pub unsafe extern "C" fn nowait_push(
             len,
             buf: b,
             user_data,
+            ioprio: 0,
         })?;
         Ok(0)
     })

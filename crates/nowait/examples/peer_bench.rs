@@ -133,6 +133,7 @@ fn queue_run(
             len: BS,
             buf,
             user_data: off,
+            ioprio: 0,
         })
         .unwrap();
         *issued += 1;

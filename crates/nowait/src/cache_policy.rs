@@ -659,6 +659,7 @@ mod tests {
                     len: bs,
                     buf,
                     user_data: i,
+                    ioprio: 0,
                 };
                 q.push(req).unwrap();
             }

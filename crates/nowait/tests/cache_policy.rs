@@ -48,6 +48,7 @@ fn read_all(q: &mut Queue, file: &File, per_read: Option<CachePolicy>) -> u64 {
                 len: BS,
                 buf: Buf::new(BS),
                 user_data: next,
+                ioprio: 0,
             };
             match per_read {
                 Some(p) => q.push_with_cache(req, p),
@@ -424,6 +425,7 @@ fn scan_child() {
                 len: bs,
                 buf: Buf::new(bs),
                 user_data: next,
+                ioprio: 0,
             };
             q.push(req).unwrap();
             next += 1;

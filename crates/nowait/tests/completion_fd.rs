@@ -77,6 +77,7 @@ fn event_loop(q: &mut Queue, file: &File, size: u64, n: usize, rng: &mut Rng, la
                 len,
                 buf: Buf::new(len.max(1)),
                 user_data: pushed as u64,
+                ioprio: 0,
             })
             .unwrap_or_else(|r| panic!("{label}: push: {}", r.error));
             pushed += 1;
@@ -177,6 +178,7 @@ fn completion_fd_is_refused_with_reads_in_flight() {
         len: 4096,
         buf: Buf::new(4096),
         user_data: 0,
+        ioprio: 0,
     })
     .map_err(|r| r.error)
     .expect("push");
@@ -235,6 +237,7 @@ fn completion_fd_direct_reads_never_lose_a_wake_up() {
                 len: 4096,
                 buf: Buf::new(4096),
                 user_data: *pushed as u64,
+                ioprio: 0,
             })
             .unwrap_or_else(|r| panic!("push: {}", r.error));
             *pushed += 1;
@@ -362,6 +365,7 @@ fn no_finished_read_waits_for_its_wake_up() {
                             len,
                             buf: Buf::new(len),
                             user_data: *pushed as u64,
+                            ioprio: 0,
                         })
                         .unwrap_or_else(|r| panic!("push: {}", r.error));
                         *pushed += 1;

@@ -356,6 +356,7 @@ fn differential_queue() {
                     len: r.len,
                     buf: Buf::new(r.len + spare),
                     user_data: next as u64,
+                    ioprio: 0,
                 });
                 match pushed {
                     Ok(()) => {
@@ -467,6 +468,7 @@ fn differential_queue() {
                     len: r.len,
                     buf: Buf::new(r.len),
                     user_data: i as u64,
+                    ioprio: 0,
                 };
                 match q.push(req) {
                     Ok(()) => {
@@ -953,6 +955,7 @@ fn resizing_case(
             len: r.len,
             buf: Buf::new(r.len),
             user_data: i as u64,
+            ioprio: 0,
         }) {
             Ok(()) => {
                 flight.insert(i as u64, r);

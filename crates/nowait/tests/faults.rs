@@ -109,6 +109,7 @@ fn drive(
                 len,
                 buf: Buf::new(len),
                 user_data: next as u64,
+                ioprio: 0,
             };
             if let Err(r) = q.push(req) {
                 panic!("push of {len} at {offset} refused: {r}");
@@ -250,6 +251,7 @@ fn small_direct_path_finishes_short_reads() {
                         len: 4096,
                         buf,
                         user_data: i,
+                        ioprio: 0,
                     };
                     q.push(req).unwrap_or_else(|r| panic!("{what}: {r}"));
                 }
@@ -421,6 +423,7 @@ fn push_slow(
         len,
         buf: Buf::new(len),
         user_data: reads.len() as u64,
+        ioprio: 0,
     };
     reads.push((off, len));
     q.push(req)
@@ -513,6 +516,7 @@ fn reap_submits_reissued_remainder_before_returning() {
                     len: 8192,
                     buf: Buf::new(8192),
                     user_data,
+                    ioprio: 0,
                 };
                 q.push(req).unwrap();
             }

@@ -36,6 +36,7 @@ fn rounds(mut q: Queue, path: &Path, direct: Direct, rounds: u64, p: &common::Pr
                 len: 4096,
                 buf: bufs.pop().unwrap(),
                 user_data: i,
+                ioprio: 0,
             })
             .map_err(|r| r.error)
             .unwrap();

@@ -87,6 +87,7 @@ impl Engine for Lib<'_> {
             len: r.len,
             buf: r.buf,
             user_data: r.user_data,
+            ioprio: 0,
         })
     }
     #[inline]

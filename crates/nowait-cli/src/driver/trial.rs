@@ -38,6 +38,7 @@ pub fn submission_trial(path: &Path, direct: bool) -> Option<String> {
                 len: 4096,
                 buf: bufs.pop()?,
                 user_data: i as u64,
+                ioprio: 0,
             };
             if let Err(r) = q.push(read) {
                 return Some(format!("not measured ({})", r.error));

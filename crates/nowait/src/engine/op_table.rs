@@ -388,6 +388,7 @@ impl State {
             len,
             buf,
             user_data: idx as u64,
+            ioprio: 0,
         };
         match self.queue.push_cache(read, cache) {
             Ok(()) => {

@@ -30,6 +30,7 @@ impl Queue {
             len,
             buf,
             user_data: tag,
+            ioprio: 0,
         }) {
             return (Err(r.error), r.buf);
         }

@@ -50,6 +50,8 @@ pub(super) struct Slot {
     /// Read with `RWF_DONTCACHE` (decided at push; cleared if the kernel
     /// refuses it).
     pub(super) dontcache: bool,
+    /// The read's I/O priority ([`Read::ioprio`]), for each raw read of it.
+    pub(super) ioprio: u16,
 }
 
 impl Queue {
@@ -127,26 +129,30 @@ impl Queue {
     }
 
     fn push_one(&mut self, req: Read<'_>, cache: ReadCache) -> std::result::Result<(), Rejected> {
+        if !crate::file::offset_fits(req.offset, req.len) {
+            return Err(Rejected {
+                error: Error::OffsetTooLarge {
+                    offset: req.offset,
+                    len: req.len,
+                },
+                buf: req.buf,
+            });
+        }
+        self.harvest_if_due();
+        if let Some(index) = self.small_direct_index(req.file, req.offset, req.len, &req.buf) {
+            if let Some(idx) = self.free.pop() {
+                self.push_small(idx, req, index);
+                return Ok(());
+            }
+        }
         let Read {
             file,
             offset,
             len,
             buf,
             user_data,
+            ioprio,
         } = req;
-        if !crate::file::offset_fits(offset, len) {
-            return Err(Rejected {
-                error: Error::OffsetTooLarge { offset, len },
-                buf,
-            });
-        }
-        self.harvest_if_due();
-        if let Some(index) = self.small_direct_index(file, offset, len, &buf) {
-            if let Some(idx) = self.free.pop() {
-                self.push_small(idx, file, offset, len, buf, user_data, index);
-                return Ok(());
-            }
-        }
         if len > buf.capacity() {
             return Err(Rejected {
                 error: Error::BufferTooSmall {
@@ -191,6 +197,7 @@ impl Queue {
         s.result = None;
         s.small_direct = false;
         s.dontcache = false;
+        s.ioprio = ioprio;
         match bounce {
             Some(b) => {
                 self.stats.bounced += 1;
@@ -267,6 +274,7 @@ impl Queue {
             },
             first: s.done == 0 && s.retries == 0,
             dontcache: s.dontcache,
+            ioprio: s.ioprio,
         }
     }
 
