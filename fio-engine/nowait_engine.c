@@ -302,6 +302,7 @@ static enum fio_q_status fio_nowait_queue(struct thread_data *td,
 {
 	struct nowait_data *nd = td->io_ops_data;
 	struct nowait_file *f = FILE_ENG_DATA(io_u->file);
+	struct nowait_read read;
 	int r;
 
 	fio_ro_check(td, io_u);
@@ -313,8 +314,14 @@ static enum fio_q_status fio_nowait_queue(struct thread_data *td,
 	if (nd->cmdprio.mode != CMDPRIO_MODE_NONE)
 		fio_cmdprio_set_ioprio(td, &nd->cmdprio, io_u);
 
-	r = nowait_push(nd->q, f, io_u->xfer_buf, io_u->xfer_buflen,
-			io_u->offset, (uint64_t)(uintptr_t)io_u);
+	/* fio's prio/prioclass, or cmdprio_* per read: io_u->ioprio. */
+	read.file = f;
+	read.buf = io_u->xfer_buf;
+	read.len = io_u->xfer_buflen;
+	read.offset = io_u->offset;
+	read.user_data = (uint64_t)(uintptr_t)io_u;
+	read.ioprio = io_u->ioprio;
+	r = nowait_push_read(nd->q, &read);
 	if (r == -EBUSY)
 		return FIO_Q_BUSY;
 	if (r < 0) {

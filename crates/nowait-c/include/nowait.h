@@ -207,6 +207,21 @@ struct nowait_queue;
 #define NOWAIT_MAX_DEPTH 16384
 
 /**
+ * `NowaitRead.ioprio`'s class "real time" (needs `CAP_SYS_ADMIN`).
+ */
+#define NOWAIT_IOPRIO_CLASS_RT 1
+
+/**
+ * `NowaitRead.ioprio`'s class "best effort", every thread's default.
+ */
+#define NOWAIT_IOPRIO_CLASS_BE 2
+
+/**
+ * `NowaitRead.ioprio`'s class "idle": served when nothing else waits.
+ */
+#define NOWAIT_IOPRIO_CLASS_IDLE 3
+
+/**
  * Options for `nowait_queue_create`. Set it up with
  * `nowait_queue_options_init`, then change the fields you need. The
  * struct may grow at its end in later versions: `size` tells the library
@@ -245,6 +260,43 @@ struct nowait_queue_options {
    * queue's buffered reads leave in the page cache. Direct reads ignore it.
    */
   uint32_t cache;
+};
+
+/**
+ * One read for `nowait_push_read`: `nowait_push`'s arguments and the
+ * read's I/O priority.
+ */
+struct nowait_read {
+  /**
+   * The file to read.
+   */
+  const struct nowait_file *file;
+  /**
+   * Where the bytes go (the rules of `nowait_push`'s `buf`).
+   */
+  void *buf;
+  /**
+   * Bytes to read.
+   */
+  size_t len;
+  /**
+   * Byte offset in the file.
+   */
+  uint64_t offset;
+  /**
+   * Returned unchanged in the read's `nowait_cqe`.
+   */
+  uint64_t user_data;
+  /**
+   * The read's I/O priority as `ioprio_set(2)` spells it (class << 13 |
+   * level: `NOWAIT_IOPRIO_CLASS_IDLE << 13` for class idle), or 0 for none
+   * of its own (the submitting thread's applies). io_uring's
+   * `sqe->ioprio`, native AIO's `aio_reqprio`, `ioprio_set(2)` on the
+   * pool's worker and around the sync backend's `pread`. A priority the
+   * kernel refuses fails the read: its `res` is -EINVAL (unknown class)
+   * or -EPERM (real-time class without `CAP_SYS_ADMIN`).
+   */
+  uint16_t ioprio;
 };
 
 /**
@@ -583,6 +635,17 @@ int nowait_push(struct nowait_queue *q,
                 size_t len,
                 uint64_t offset,
                 uint64_t user_data);
+
+/**
+ * Queue one read described by `*read` (`nowait_push` with the read's I/O
+ * priority): the same rules, returns and errors as `nowait_push`.
+ *
+ * # Safety
+ * `q` must be NULL (refused) or a live queue used by this thread only;
+ * `read` NULL (refused) or a valid `struct nowait_read` whose `file` and
+ * `buf` meet `nowait_push`'s rules.
+ */
+int nowait_push_read(struct nowait_queue *q, const struct nowait_read *read);
 
 /**
  * Hand every queued read to the kernel (one system call for the batch
