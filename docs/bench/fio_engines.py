@@ -51,12 +51,21 @@ def job_metrics(j):
     }
 
 
-def abba(name, a, b, common, sets, pick=lambda d: job_metrics(d["jobs"][0])):
-    """Runs arm a and b (lists of fio args) A B B A per set; medians."""
+def warm(path):
+    """Reads `path` whole, so its pages are cached for the next run (the
+    host's other users may have pushed them out since the last one)."""
+    subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)
+
+
+def abba(name, a, b, common, sets, pick=lambda d: job_metrics(d["jobs"][0]), before=None):
+    """Runs arm a and b (lists of fio args) A B B A per set; medians.
+    `before` runs before every run (warming a cached file)."""
     res = {"A": [], "B": []}
     for _ in range(sets):
         for arm in ("A", "B", "B", "A"):
             args = (a if arm == "A" else b) + common
+            if before:
+                before()
             res[arm].append(pick(fio(args)))
     return name, res
 
@@ -113,19 +122,20 @@ def main():
     ensure_files()
     rt = [f"--runtime={o.runtime}", "--time_based"]
     keys = [("iops", "k"), ("cpu_us_per_read", ""), ("p99_us", "")]
+    sys.stdout.reconfigure(line_buffering=True)
     print(f"fio {subprocess.run(['fio', '--version'], capture_output=True, text=True).stdout.strip()}, "
           f"{o.sets} ABBA sets, {o.runtime} s runs, load before {' '.join(load())}")
 
     if "cached" in only:
-        subprocess.run(["cat", F1G], stdout=subprocess.DEVNULL)
         common = ["--name=c", "--filename=" + F1G, "--rw=randread", "--bs=4k", "--iodepth=32",
                   "--invalidate=0", "--iodepth_batch_submit=8",
                   "--iodepth_batch_complete_min=8"] + rt
-        t = abba("cached", NOWAIT, URING_BEST, common, o.sets)
+        t = abba("cached", NOWAIT, URING_BEST, common, o.sets, before=lambda: warm(F1G))
         table("Cached 4 KiB random reads, QD 32: nowait vs io_uring (fixedbufs, registerfiles, batch 8)",
               "nowait", "io_uring", t[1], keys)
         common = ["--name=c", "--filename=" + F1G, "--rw=randread", "--bs=4k", "--invalidate=0"] + rt
-        t = abba("cached-psync", NOWAIT + ["--iodepth=32"], ["--ioengine=psync"], common, o.sets)
+        t = abba("cached-psync", NOWAIT + ["--iodepth=32"], ["--ioengine=psync"], common, o.sets,
+                 before=lambda: warm(F1G))
         table("Cached 4 KiB random reads: nowait QD 32 vs psync", "nowait", "psync", t[1], keys)
 
     if "disk" in only:
@@ -138,7 +148,6 @@ def main():
                       "nowait", peer[0][11:], t[1], keys)
 
     if "seed003" in only:
-        subprocess.run(["cat", F1G], stdout=subprocess.DEVNULL)
         # Two jobs in one process: a hot reader of a cached file beside a
         # cold reader of an uncached one, 16 KiB reads, QD 8 each.
         def two(engine):
@@ -155,6 +164,7 @@ def main():
         for _ in range(o.sets):
             for arm in ("A", "B", "B", "A"):
                 eng = NOWAIT + ["--backend=pool"] if arm == "A" else ["--ioengine=posixaio"]
+                warm(F1G)
                 res[arm].append(pick(fio(two(eng))))
         table("Seed 003: hot cached reader beside a cold uncached one, one process (thread)",
               "nowait pool", "posixaio", res, [("hot_p99_us", ""), ("hot_iops", "k"), ("cold_iops", "k")])

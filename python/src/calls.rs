@@ -513,6 +513,7 @@ impl Core {
                 buf,
                 user_data: (p.op << 24) | u64::from(p.idx),
                 ioprio: 0,
+                cache: None,
             };
             match self.queue.push(req) {
                 Ok(()) => pushed += 1,

@@ -485,6 +485,7 @@ unsafe fn push_one(q: *mut NowaitQueue, r: &NowaitRead) -> Result<c_int, Fail> {
         buf: b,
         user_data: r.user_data,
         ioprio: r.ioprio,
+        cache: None,
     })?;
     Ok(0)
 }

@@ -134,6 +134,7 @@ fn queue_run(
             buf,
             user_data: off,
             ioprio: 0,
+            cache: None,
         })
         .unwrap();
         *issued += 1;

@@ -660,6 +660,7 @@ mod tests {
                     buf,
                     user_data: i,
                     ioprio: 0,
+                    cache: None,
                 };
                 q.push(req).unwrap();
             }

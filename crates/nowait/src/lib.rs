@@ -40,7 +40,7 @@
 //!
 //! // Push a batch of reads, submit them with one system call, reap them.
 //! for i in 0..16u64 {
-//!     let req = Read { file: &file, offset: i * 4096, len: 4096, buf: Buf::new(4096), user_data: i, ioprio: 0 };
+//!     let req = Read::new(&file, i * 4096, 4096, Buf::new(4096), i);
 //!     queue.push(req)?;
 //! }
 //! queue.submit()?;

@@ -222,6 +222,7 @@ fn request_larger_than_buffer_is_refused_and_buffer_returned() {
             buf: Buf::new(4096),
             user_data: 7,
             ioprio: 0,
+            cache: None,
         });
         let rej = r.unwrap_err();
         assert!(
@@ -256,6 +257,7 @@ fn full_queue_refuses_and_hands_buffer_back() {
                 buf: Buf::new(10),
                 user_data: i,
                 ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }
@@ -267,6 +269,7 @@ fn full_queue_refuses_and_hands_buffer_back() {
                 buf: Buf::new(10),
                 user_data: 2,
                 ioprio: 0,
+                cache: None,
             })
             .unwrap_err();
         assert!(matches!(rej.error, Error::QueueFull { depth: 2 }), "{kind}");
@@ -281,6 +284,7 @@ fn full_queue_refuses_and_hands_buffer_back() {
             buf: rej.buf,
             user_data: 3,
             ioprio: 0,
+            cache: None,
         })
         .unwrap();
     }
@@ -316,6 +320,7 @@ fn dropping_a_queue_with_reads_in_flight_waits_for_them() {
                 buf: unsafe { mem.lend(i) },
                 user_data: i as u64,
                 ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }
@@ -368,6 +373,7 @@ fn file_outlives_its_handle_while_reads_are_in_flight() {
                 buf: Buf::new(4096),
                 user_data: i,
                 ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }

@@ -357,6 +357,7 @@ fn differential_queue() {
                     buf: Buf::new(r.len + spare),
                     user_data: next as u64,
                     ioprio: 0,
+                    cache: None,
                 });
                 match pushed {
                     Ok(()) => {
@@ -469,6 +470,7 @@ fn differential_queue() {
                     buf: Buf::new(r.len),
                     user_data: i as u64,
                     ioprio: 0,
+                    cache: None,
                 };
                 match q.push(req) {
                     Ok(()) => {
@@ -956,6 +958,7 @@ fn resizing_case(
             buf: Buf::new(r.len),
             user_data: i as u64,
             ioprio: 0,
+            cache: None,
         }) {
             Ok(()) => {
                 flight.insert(i as u64, r);

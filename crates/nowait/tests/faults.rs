@@ -110,6 +110,7 @@ fn drive(
                 buf: Buf::new(len),
                 user_data: next as u64,
                 ioprio: 0,
+                cache: None,
             };
             if let Err(r) = q.push(req) {
                 panic!("push of {len} at {offset} refused: {r}");
@@ -252,6 +253,7 @@ fn small_direct_path_finishes_short_reads() {
                         buf,
                         user_data: i,
                         ioprio: 0,
+                        cache: None,
                     };
                     q.push(req).unwrap_or_else(|r| panic!("{what}: {r}"));
                 }
@@ -424,6 +426,7 @@ fn push_slow(
         buf: Buf::new(len),
         user_data: reads.len() as u64,
         ioprio: 0,
+        cache: None,
     };
     reads.push((off, len));
     q.push(req)
@@ -517,6 +520,7 @@ fn reap_submits_reissued_remainder_before_returning() {
                     buf: Buf::new(8192),
                     user_data,
                     ioprio: 0,
+                    cache: None,
                 };
                 q.push(req).unwrap();
             }

@@ -35,6 +35,7 @@ fn read_and_check(q: &mut Queue, file: &File, size: u64, reads: &[(u64, usize)])
             buf: Buf::new(len.max(1)),
             user_data: i as u64,
             ioprio: 0,
+            cache: None,
         })
         .unwrap_or_else(|r| panic!("{kind}: push {i} (offset {off}, {len} bytes): {}", r.error));
     }
@@ -217,6 +218,7 @@ fn a_full_queue_keeps_both_halves_busy() {
                 buf: Buf::with_align(4096, 4096),
                 user_data: id,
                 ioprio: 0,
+                cache: None,
             })
             .unwrap();
             issued += 1;
@@ -429,6 +431,7 @@ fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
             buf: Buf::new(4096),
             user_data: i,
             ioprio: 0,
+            cache: None,
         })
         .unwrap();
     }
@@ -444,6 +447,7 @@ fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
         buf: Buf::new(4096),
         user_data: 3,
         ioprio: 0,
+        cache: None,
     })
     .unwrap();
     let before = q.stats().backend.syscalls;
@@ -503,6 +507,7 @@ fn a_lone_read_is_inline_at_any_depth() {
                 buf: Buf::new(1000),
                 user_data: i,
                 ioprio: 0,
+                cache: None,
             })
             .unwrap();
             q.reap(1, None, &mut done).unwrap();

@@ -29,6 +29,7 @@ fn read_one(q: &mut Queue, file: &File, offset: u64, prio: u16) -> Result<Vec<u8
         buf,
         user_data: offset,
         ioprio: prio,
+        cache: None,
     })
     .map_err(|r| r.error)?;
     q.submit()?;

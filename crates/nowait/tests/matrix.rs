@@ -120,6 +120,7 @@ fn deep_queues(dir: &Path, label: &str) {
                         buf: Buf::new(len),
                         user_data: i as u64,
                         ioprio: 0,
+                        cache: None,
                     })
                     .unwrap_or_else(|r| panic!("{label} {kind} qd={qd}: push: {}", r.error));
                 }
@@ -297,6 +298,7 @@ fn reap_min_zero_collects_finished_reads() {
                 buf: Buf::new(4096),
                 user_data: i,
                 ioprio: 0,
+                cache: None,
             };
             q.push(r).map_err(|r| r.error).unwrap();
         }

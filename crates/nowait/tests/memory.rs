@@ -140,6 +140,7 @@ fn a_huge_read_at_end_of_file_costs_what_it_returns() {
                         buf,
                         user_data: 1,
                         ioprio: 0,
+                        cache: None,
                     })
                     .map_err(|r| r.error)
                     .unwrap();
@@ -210,6 +211,7 @@ fn resident_memory_returns_after_a_burst_of_large_reads() {
                 buf: Buf::new(LEN),
                 user_data: offset,
                 ioprio: 0,
+                cache: None,
             })
             .map_err(|r| r.error)
             .unwrap();

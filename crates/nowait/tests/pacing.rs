@@ -37,6 +37,7 @@ fn rounds(mut q: Queue, path: &Path, direct: Direct, rounds: u64, p: &common::Pr
                 buf: bufs.pop().unwrap(),
                 user_data: i,
                 ioprio: 0,
+                cache: None,
             })
             .map_err(|r| r.error)
             .unwrap();

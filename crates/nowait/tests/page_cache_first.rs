@@ -525,6 +525,7 @@ fn offsets_past_the_largest_file_position_are_refused() {
                     buf: Buf::new(4096),
                     user_data: 0,
                     ioprio: 0,
+                    cache: None,
                 })
                 .expect_err("refused at push");
             assert!(

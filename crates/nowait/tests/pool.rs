@@ -159,6 +159,7 @@ fn data_scenarios(dir: &Path, label: &str) {
                             buf: Buf::new(len),
                             user_data: i as u64,
                             ioprio: 0,
+                            cache: None,
                         })
                         .unwrap_or_else(|r| panic!("{ctx}: push: {}", r.error));
                     }
@@ -284,6 +285,7 @@ fn nowait_hit_completes_inline() {
                 buf: Buf::new(4096),
                 user_data: i,
                 ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }
@@ -636,6 +638,7 @@ fn one_worker_serves_a_deep_queue() {
             buf: Buf::new(3000),
             user_data: i,
             ioprio: 0,
+            cache: None,
         })
         .unwrap();
     }
@@ -687,6 +690,7 @@ fn drop_with_reads_in_flight() {
                 buf: unsafe { mem.lend(i) },
                 user_data: i as u64,
                 ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }

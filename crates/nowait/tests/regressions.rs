@@ -37,6 +37,7 @@ fn read_at_with_reads_in_flight_returns() {
                         buf: Buf::new(8192),
                         user_data: i,
                         ioprio: 0,
+                        cache: None,
                     })
                     .map_err(|r| r.error)
                     .unwrap();
@@ -217,6 +218,7 @@ fn dropping_a_queue_leaves_unsubmitted_reads_unread() {
                         buf,
                         user_data: i as u64,
                         ioprio: 0,
+                        cache: None,
                     })
                     .map_err(|r| r.error)
                     .unwrap();

@@ -44,6 +44,7 @@ fn read_and_verify(
             buf: b,
             user_data: i,
             ioprio: 0,
+            cache: None,
         })
         .map_err(|r| r.error)
         .unwrap();
@@ -285,6 +286,7 @@ fn spinning_reaper_spins_for_reads_left_to_the_reap() {
             buf: Buf::new(4096),
             user_data: i,
             ioprio: 0,
+            cache: None,
         })
         .unwrap();
         q.reap(1, None, &mut done).unwrap();
@@ -351,6 +353,7 @@ fn read_one(q: &mut Queue, f: &File, offset: u64, len: usize, buf: Buf) -> (usiz
         buf,
         user_data: offset,
         ioprio: 0,
+        cache: None,
     })
     .map_err(|r| r.error)
     .unwrap();
@@ -511,6 +514,7 @@ fn a_queue_moved_to_another_thread_never_enters_that_threads_ring() {
             buf: Buf::new(4096),
             user_data: 2,
             ioprio: 0,
+            cache: None,
         })
         .unwrap();
         q1.push(nowait::Read {
@@ -520,6 +524,7 @@ fn a_queue_moved_to_another_thread_never_enters_that_threads_ring() {
             buf: Buf::new(4096),
             user_data: 1,
             ioprio: 0,
+            cache: None,
         })
         .unwrap();
         let mut done = Vec::new();

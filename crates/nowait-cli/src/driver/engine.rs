@@ -88,6 +88,7 @@ impl Engine for Lib<'_> {
             buf: r.buf,
             user_data: r.user_data,
             ioprio: 0,
+            cache: None,
         })
     }
     #[inline]

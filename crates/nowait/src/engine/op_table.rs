@@ -389,6 +389,7 @@ impl State {
             buf,
             user_data: idx as u64,
             ioprio: 0,
+            cache: None,
         };
         match self.queue.push_cache(read, cache) {
             Ok(()) => {

@@ -31,6 +31,7 @@ impl Queue {
             buf,
             user_data: tag,
             ioprio: 0,
+            cache: None,
         }) {
             return (Err(r.error), r.buf);
         }

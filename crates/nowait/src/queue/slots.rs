@@ -58,26 +58,18 @@ impl Queue {
     /// Queue one read. It reaches the kernel at the next [`Queue::submit`]
     /// or [`Queue::reap`]. On refusal the buffer comes back in [`Rejected`].
     pub fn push(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+        let cache = match req.cache {
+            None => ReadCache::Default,
+            Some(p) => ReadCache::Policy(p),
+        };
         if self.notify.is_none() {
             // A tail call: the result is written where the caller wants it,
             // not moved through this frame (it carries a buffer and an error).
-            return self.push_one(req, ReadCache::Default);
+            return self.push_one(req, cache);
         }
-        let r = self.push_one(req, ReadCache::Default);
+        let r = self.push_one(req, cache);
         self.signal_if_ready();
         r
-    }
-
-    /// [`Queue::push`] with the read's own cache policy, whatever its
-    /// file's ([`File::set_cache_policy`]) and the queue's
-    /// ([`QueueBuilder::cache`](super::QueueBuilder::cache)): e.g. one
-    /// uncached read of a file whose other reads keep their pages.
-    pub fn push_with_cache(
-        &mut self,
-        req: Read<'_>,
-        policy: CachePolicy,
-    ) -> std::result::Result<(), Rejected> {
-        self.push_cache(req, ReadCache::Policy(policy))
     }
 
     /// [`Queue::push`] with the read's cache policy as given.
@@ -152,6 +144,7 @@ impl Queue {
             buf,
             user_data,
             ioprio,
+            cache: _,
         } = req;
         if len > buf.capacity() {
             return Err(Rejected {

@@ -55,6 +55,7 @@ impl Queue {
             buf,
             user_data,
             ioprio,
+            cache: _,
         } = req;
         self.stats.pushed += 1;
         let inline = self.inline_now(file);
