@@ -21,7 +21,7 @@
 //!   the queue, the read loop;
 //! * [`fio`]: fio's command line for a job, running it, and comparing the
 //!   two tools run by run;
-//! * [`report`]: text, table, JSON and plot;
+//! * [`report`]: text, table and JSON;
 //! * [`cmd`]: the commands.
 #![deny(unsafe_code)] // the one exception: `base::sys` (one getrusage call)
 

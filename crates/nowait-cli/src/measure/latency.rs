@@ -150,32 +150,6 @@ impl Latency {
         self.n
     }
 
-    /// Sum of the samples, nanoseconds.
-    pub fn sum_ns(&self) -> u128 {
-        self.sum
-    }
-
-    /// The non-empty buckets as (value the bucket stands for, samples):
-    /// json+'s `bins`.
-    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.plat
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c > 0)
-            .map(|(i, c)| (bucket_value(i), *c))
-    }
-
-    /// A histogram from json+ `bins` (value, samples), as fio wrote them:
-    /// the buckets only (no exact extremes or sums: those come from the
-    /// bucket values).
-    pub fn from_bins(bins: impl IntoIterator<Item = (u64, u64)>) -> Latency {
-        let mut l = Latency::new();
-        for (v, c) in bins {
-            l.record_n(Duration::from_nanos(v), c);
-        }
-        l
-    }
-
     /// Share of samples at or below `ns` to the histogram's resolution, in
     /// percent: a bucket counts when it ends at or below `ns` (exact where
     /// `ns` starts a bucket, as 2000 does: fio's `lat (usec) : 2=` counts
@@ -436,9 +410,7 @@ mod tests {
         a.merge(&b);
         let s = a.summary();
         assert_eq!((s.n, s.min_ns, s.max_ns), (4, 100, 200));
-        assert_eq!(
-            a.bins().collect::<Vec<_>>(),
-            [(100, 3), (bucket_value(bucket_of(200)), 1)]
-        );
+        assert_eq!(a.buckets()[bucket_of(100)], 3);
+        assert_eq!(a.buckets()[bucket_of(200)], 1);
     }
 }

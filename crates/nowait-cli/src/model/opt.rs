@@ -21,11 +21,6 @@ pub enum Apply {
 }
 
 impl Apply {
-    /// An invocation setting rather than a job option.
-    pub fn is_run(self) -> bool {
-        matches!(self, Apply::Run(_) | Apply::RunPath(_))
-    }
-
     /// Apply `v` to the job or the settings.
     pub fn to(self, job: &mut Job, run: &mut Settings, v: &OsStr) -> Result<(), String> {
         let text = || {

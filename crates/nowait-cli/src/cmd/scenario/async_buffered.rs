@@ -31,7 +31,6 @@ use crate::driver::job::run_prepared;
 use crate::driver::layout;
 use crate::driver::scratch::scratch;
 use crate::measure::outcome::Outcome;
-use crate::model::fio_ini::value::Size;
 use crate::model::job::{Job, Rw};
 use crate::model::values::{parse_count, parse_depth, parse_json_format, parse_size};
 use crate::report::json::summary;
@@ -186,14 +185,13 @@ fn run(a: &Args) -> Result<(), Failure> {
     let base = Job {
         name: "async-buffered".into(),
         filename: Some(path.clone()),
-        size: size.map(Size::Bytes),
+        size,
         rw: Rw::RandRead,
         bs: 4096,
         iodepth: a.iodepth,
         direct: false,
         invalidate: true,
         randseed: 89, // the seed's fio job uses randseed=89
-        randseed_set: true,
         ..Job::default()
     };
     let data = layout::prepare(&base)?;
@@ -209,7 +207,6 @@ fn run(a: &Args) -> Result<(), Failure> {
                 time_based: true,
                 runtime: Some(Duration::from_secs(2)),
                 randseed: 7,
-                randseed_set: true,
                 ..base.clone()
             };
             let p = run_prepared(&probe, &data)?;

@@ -31,6 +31,7 @@ use crate::driver::layout;
 use crate::driver::scan::{hot_beside_scan, warm_random, HotBesideScan, HOT_BS};
 use crate::driver::scratch::scratch;
 use crate::fio;
+use crate::fio::args::Side;
 use crate::model::job::Job;
 use crate::model::values::{parse_bool, parse_in, parse_json_format, parse_runtime, parse_size};
 use crate::report::scan::{line, medians, table, Run, Sample};
@@ -202,9 +203,10 @@ struct Spec {
 }
 
 fn label(run: &str) -> String {
-    match run.strip_prefix("fio:") {
-        Some(u) => format!("fio uncached={u}"),
-        None => format!("nowait {run}"),
+    match (run.strip_prefix("fio:"), run.strip_prefix("fionw:")) {
+        (Some(u), _) => format!("fio uncached={u}"),
+        (_, Some(p)) => format!("fio+nowait {p}"),
+        _ => format!("nowait {run}"),
     }
 }
 
@@ -224,8 +226,17 @@ fn run(a: &Args) -> Result<(), Failure> {
         .map_err(|f| Failure::Runtime(format!("--scan: {}", f.message())))?;
     let mut runs: Vec<String> = a.policies.iter().map(|p| p.as_str().to_string()).collect();
     if a.fio {
-        match fio::run::version() {
-            Ok(_) => runs.extend(["fio:0".to_string(), "fio:1".to_string()]),
+        match fio::find::fio_version() {
+            Ok(_) => {
+                runs.extend(["fio:0".to_string(), "fio:1".to_string()]);
+                // The same scan in fio on nowait's engine, for each policy.
+                match fio::find::engine(None) {
+                    Ok(_) => {
+                        runs.extend(a.policies.iter().map(|p| format!("fionw:{}", p.as_str())))
+                    }
+                    Err(e) => eprintln!("SKIP fio with nowait's engine: {e}"),
+                }
+            }
             Err(e) => eprintln!("SKIP fio: {e}"),
         }
     }
@@ -386,24 +397,36 @@ fn measure(s: &Spec) -> Result<Result<Sample, String>, Failure> {
         Ok(r as f64 / t.max(1) as f64)
     };
     let resident_share = || share(&s.hot);
-    if let Some(uncached) = s.run.strip_prefix("fio:") {
+    let in_fio = match (s.run.strip_prefix("fio:"), s.run.strip_prefix("fionw:")) {
+        (Some(u), _) => Some((
+            Side::Fio,
+            if u == "1" {
+                CachePolicy::Drop
+            } else {
+                CachePolicy::Keep
+            },
+        )),
+        (_, Some(p)) => Some((
+            Side::Nowait(fio::find::engine(None).map_err(Failure::Unavailable)?),
+            p.parse()
+                .map_err(|_| Failure::Usage(format!("{CHILD_ENV}: no policy {p}")))?,
+        )),
+        _ => None,
+    };
+    if let Some((side, cache)) = in_fio {
         let job = Job {
             name: "scan".into(),
             filename: Some(s.scan.clone()),
             bs: s.scan_bs,
             iodepth: s.scan_qd,
             invalidate: false,
-            cache: if uncached == "1" {
-                CachePolicy::Drop
-            } else {
-                CachePolicy::Keep
-            },
+            cache,
             ..Job::default()
         };
         let len = std::fs::metadata(&s.scan)
             .map_err(|e| Failure::Runtime(format!("{}: {e}", s.scan.display())))?
             .len();
-        return match fio::run::run(&job, len) {
+        return match fio::run::run(&job, len, &side) {
             Ok(r) => Ok(Ok(Sample {
                 after_resident: resident_share()?,
                 scan_resident: share(&s.scan)?,
