@@ -26,10 +26,17 @@ pub fn run(job: &Job, region: u64, side: &Side) -> Result<FioResult, String> {
     let (status, stdout, stderr) =
         run_bounded(Command::new(&fio).args(&a), limit).map_err(|e| format!("`{command}`: {e}"))?;
     if !status.success() {
+        // fio's own words: its first lines on stderr (else stdout's), not a
+        // JSON document.
+        let said = if stderr.trim().is_empty() {
+            &stdout
+        } else {
+            &stderr
+        };
+        let lines: Vec<&str> = said.trim().lines().take(3).collect();
         return Err(format!(
-            "`{command}` failed ({status}): {}{}",
-            stderr.trim(),
-            stdout.trim()
+            "`{command}` failed ({status}): {}",
+            lines.join("; ")
         ));
     }
     let mut r = parse(&stdout).map_err(|e| format!("`{command}`: {e}"))?;

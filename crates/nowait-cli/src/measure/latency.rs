@@ -8,8 +8,8 @@
 //! the histograms of each file of a multi-file workload.
 //!
 //! The bucket scheme is fio's (`stat.h`: `FIO_IO_U_PLAT_BITS` 6,
-//! `FIO_IO_U_PLAT_GROUP_NR` 29), so json+'s `bins` name the same values
-//! fio's do and a histogram of fio's can be read back ([`Latency::from_bins`]).
+//! `FIO_IO_U_PLAT_GROUP_NR` 29), so a percentile here and in fio's JSON
+//! come from the same buckets.
 
 use std::time::Duration;
 

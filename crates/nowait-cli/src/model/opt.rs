@@ -10,7 +10,7 @@ use crate::model::job::{Job, Settings};
 /// What an option sets.
 #[derive(Clone, Copy)]
 pub enum Apply {
-    /// A job option (also valid in job files).
+    /// A job option.
     Job(fn(&mut Job, &str) -> Result<(), String>),
     /// A job option that is a path (any bytes, UTF-8 or not).
     JobPath(fn(&mut Job, PathBuf) -> Result<(), String>),

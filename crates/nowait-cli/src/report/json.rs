@@ -119,7 +119,7 @@ pub fn nowait(row: &Row, peak: bool) -> Nowait {
         })
         .collect();
     let mode = uses_pool(j.ioengine).then(|| j.nowait.unwrap_or_default());
-    let nowait = Nowait {
+    Nowait {
         backend: o.backend.kind.as_str().into(),
         backend_reason: o.backend.reason.to_string(),
         backend_detail: o.backend.detail.clone(),
@@ -187,8 +187,7 @@ pub fn nowait(row: &Row, peak: bool) -> Nowait {
             memory_inline: j.memory_inline,
             per_second: o.seconds.clone(),
         }),
-    };
-    nowait
+    }
 }
 
 /// A scenario's figures of a finished run.

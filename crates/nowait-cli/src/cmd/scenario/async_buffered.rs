@@ -90,10 +90,12 @@ SCENARIOS:
     mixed            seed 003: cached reads queued behind uncached ones, with and
                      without the RWF_NOWAIT nowait path (nowait scenario mixed --help)
     qd-sweep         seed 001: 4 KiB direct randread QD sweep, aio / uring / uring
-                     polled on ext4 and xfs, fio beside (nowait scenario qd-sweep --help)
+                     polled on ext4 and xfs; fio on its own engine and on nowait's
+                     beside (nowait scenario qd-sweep --help)
     scan             a scan larger than memory against a hot set, in a memory cgroup,
-                     per cache policy (keep, drop = RWF_DONTCACHE, adaptive), fio's
-                     uncached=0/1 beside (nowait scenario scan --help)
+                     per cache policy (keep, drop = RWF_DONTCACHE, adaptive); fio's
+                     uncached=0/1 and fio on nowait's engine beside (nowait scenario
+                     scan --help)
 
 USAGE:
     nowait scenario async-buffered [OPTIONS]
