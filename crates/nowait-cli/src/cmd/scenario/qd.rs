@@ -2,15 +2,12 @@
 //!
 //! 4 KiB direct random reads at queue depths 1, 64, 128, 256 with the
 //! engines `aio`, `uring` and `uring` polled (`hipri=1`: IOPOLL), on ext4
-//! and on xfs, each point measured by nowait and by fio with the same job in
-//! the same run (fio's `libaio`, `io_uring`, `io_uring` with `hipri=1`).
-//!
-//! A filesystem the scratch directory is not on is made on a loop device
-//! (`losetup --direct-io=on` over a sparse image, `mkfs`, `mount`) when the
-//! process is root and the `mkfs` tool exists, and unmounted and detached
-//! afterwards (also on failure); otherwise it is skipped with the reason.
-//! Polled reads on a device that cannot poll are refused (EOPNOTSUPP) and
-//! fall back to interrupts: the row says `unsupported: <reason>`.
+//! and on xfs, each point measured by nowait, and by fio in the same run on
+//! its own engine (`libaio`, `io_uring`, `io_uring` with `hipri=1`) and on
+//! nowait's. A filesystem the scratch directory is not on is made on a loop
+//! device when root (removed afterwards, also on failure), else skipped
+//! with the reason. Polled reads on a device that cannot poll fall back to
+//! interrupts: the row says `unsupported: <reason>`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -404,16 +401,11 @@ fn sweep_fs(
                     p.ours
                         .as_ref()
                         .map_or("-".into(), |o| short_num(o.measured.iops())),
-                    match (&p.fio, &p.fio_nowait) {
-                        (Some(Ok(f)), Some(Ok(n))) => format!(
-                            ", fio {} {}, fio nowait {}",
-                            Side::Fio.label(&job),
-                            short_num(f.iops),
-                            short_num(n.iops)
-                        ),
-                        (Some(Ok(f)), _) => format!(", fio {}", short_num(f.iops)),
-                        _ => String::new(),
-                    }
+                    [(&p.fio, "fio"), (&p.fio_nowait, "fio+nw")]
+                        .iter()
+                        .filter_map(|(f, n)| f.as_ref()?.as_ref().ok().map(|f| (f, n)))
+                        .map(|(f, n)| format!(", {n} {}", short_num(f.iops)))
+                        .collect::<String>()
                 );
             }
             points.push(p);
@@ -423,12 +415,9 @@ fn sweep_fs(
 }
 
 fn first_line(s: &str) -> String {
-    let l = s
-        .lines()
-        .rev()
-        .find(|l| l.contains("error") || l.contains("Operation"))
-        .unwrap_or(s);
-    l.chars().take(200).collect()
+    let is_error = |l: &&str| l.contains("error") || l.contains("Operation");
+    let l = s.rsplit(['\n', ';']).find(is_error).unwrap_or(s);
+    l.trim().chars().take(200).collect()
 }
 
 fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
