@@ -54,8 +54,10 @@ cache policy:
   adaptive  every read of the process is adaptive (QueueBuilder::cache, the
             engine's through EngineBuilder::queue): the scan, once seen,
             is read uncached
-and fio scans the same file after the same warm-up (io_uring, uncached=0
-and uncached=1; fio 3.40 or later has uncached). Before each run the pages
+and fio scans the same file after the same warm-up, on its io_uring engine
+(uncached=0 and uncached=1, which fio before 3.40 refuses: that run says
+so) and on nowait's engine with each policy (when the engine is built:
+make -C fio-engine). Before each run the pages
 of both files are dropped and the hot set is warmed (every 64 KiB block once,
 in random order). Prints, per run, the share of the hot set resident after
 the scan and the share of the scan file the scan left cached (mincore),
@@ -78,7 +80,7 @@ OPTIONS:
   --baseline=TIME       the hot job alone before the scan (default 1s)
   --rounds=INT          rounds of every run, in ABBA order (default 2)
   --policies=LIST       nowait's runs (default keep,drop,adaptive)
-  --no-fio              leave out fio's runs
+  --no-fio              leave out fio's runs (both engines)
   --output-format=normal|json
   --output=FILE
   -h, --help
@@ -192,7 +194,8 @@ pub fn run_cmd(args: &[OsString]) -> i32 {
 /// What a child is asked to run.
 #[derive(Debug, Serialize, Deserialize)]
 struct Spec {
-    /// `keep`, `drop`, `adaptive`, or `fio:0` / `fio:1` (fio's `uncached`).
+    /// `keep`, `drop`, `adaptive`, `fio:0` / `fio:1` (fio's `uncached`), or
+    /// `fionw:POLICY` (fio on nowait's engine).
     run: String,
     procs: PathBuf,
     hot: PathBuf,
