@@ -98,11 +98,11 @@ pub const YIELD_BYTES: usize = 2 << 20;
 pub(crate) mod streak {
     use std::cell::Cell;
 
-    /// Reads in a row on one thread ([`crate::YIELD_READS`]).
-    pub(crate) const LONGEST: u32 = crate::YIELD_READS;
+    /// Reads in a row on one thread ([`super::YIELD_READS`]).
+    pub(crate) const LONGEST: u32 = super::YIELD_READS;
 
-    /// Bytes copied in a row on one thread ([`crate::YIELD_BYTES`]).
-    pub(crate) const TURN_BYTES: usize = crate::YIELD_BYTES;
+    /// Bytes copied in a row on one thread ([`super::YIELD_BYTES`]).
+    pub(crate) const TURN_BYTES: usize = super::YIELD_BYTES;
 
     /// Reads and bytes of the thread's current turn.
     #[derive(Clone, Copy)]
@@ -215,7 +215,7 @@ impl StreamTurn {
     /// turn.
     #[inline]
     pub(crate) fn begin(&mut self, cx: &mut Context<'_>) -> Option<Grant> {
-        if self.reads >= crate::YIELD_READS || self.bytes >= crate::YIELD_BYTES {
+        if self.reads >= YIELD_READS || self.bytes >= YIELD_BYTES {
             return self.give_back(cx);
         }
         let Some(budget) = coop::proceed(cx) else {
@@ -234,7 +234,7 @@ impl StreamTurn {
     /// Bytes this poll may hand out (what the turn has left, at least 1).
     #[inline]
     pub(crate) fn room(&self) -> usize {
-        crate::YIELD_BYTES.saturating_sub(self.bytes).max(1)
+        YIELD_BYTES.saturating_sub(self.bytes).max(1)
     }
 
     /// The poll is done: `n` bytes were handed out, or (`None`) it
