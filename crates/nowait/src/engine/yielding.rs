@@ -75,13 +75,13 @@ pub(crate) fn with_plain_wakes<R>(poll: impl FnOnce() -> R) -> R {
 /// page-cache hits, items of a batch), by one `nowait::fs::File` for its
 /// stream reads. tokio's own budget is 128 operations per task turn; on
 /// tokio each answer also spends a unit of it.
-pub const YIELD_READS: u32 = 128;
+pub const YIELD_READS: u32 = streak::LONGEST;
 
 /// The most bytes read and handed out at once in a row (counted as
 /// [`YIELD_READS`] is) before the next read gives the executor back: about
 /// a millisecond of copying on a slow, busy host (docs/ASYNC.md). One
 /// engine read is never split: the read that crosses the limit finishes.
-pub const YIELD_BYTES: usize = 2 << 20;
+pub const YIELD_BYTES: usize = streak::TURN_BYTES;
 
 /// A thread's turn for the engine's reads: at most
 /// [`LONGEST`](streak::LONGEST) reads (first-poll page-cache hits, items
@@ -98,11 +98,11 @@ pub const YIELD_BYTES: usize = 2 << 20;
 pub(crate) mod streak {
     use std::cell::Cell;
 
-    /// Reads in a row on one thread ([`super::YIELD_READS`]).
-    pub(crate) const LONGEST: u32 = super::YIELD_READS;
+    /// Reads in a row on one thread (`YIELD_READS`).
+    pub(crate) const LONGEST: u32 = 128;
 
-    /// Bytes copied in a row on one thread ([`super::YIELD_BYTES`]).
-    pub(crate) const TURN_BYTES: usize = super::YIELD_BYTES;
+    /// Bytes read in a row on one thread (`YIELD_BYTES`).
+    pub(crate) const TURN_BYTES: usize = 2 << 20;
 
     /// Reads and bytes of the thread's current turn.
     #[derive(Clone, Copy)]
