@@ -136,7 +136,7 @@ fn try_page_cache(
         streak::end();
         return FirstPollOutcome::ToRing;
     };
-    if !streak::extend(yielded) {
+    if !streak::extend(yielded, len) {
         return FirstPollOutcome::YieldFirst;
     }
     // Decided once, here, for the try and for the ring's read after it
@@ -149,7 +149,6 @@ fn try_page_cache(
     match tried {
         CacheTry::Hit(n) => {
             budget.made_progress();
-            streak::spent(n);
             FirstPollOutcome::Hit(n)
         }
         _ => {

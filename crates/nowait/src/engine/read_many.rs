@@ -178,7 +178,7 @@ impl ReadMany {
         // (`streak`: reads and bytes), then a yield (a self-wake: not
         // tokio's budget, whose deferred wake-up never comes inside a
         // nested executor).
-        if !streak::extend(std::mem::take(&mut self.yielded)) {
+        if !streak::extend(std::mem::take(&mut self.yielded), 0) {
             self.yielded = true;
             cx.waker().wake_by_ref();
             return Poll::Pending;

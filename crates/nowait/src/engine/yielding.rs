@@ -104,59 +104,59 @@ pub(crate) mod streak {
     /// Bytes read in a row on one thread (`YIELD_BYTES`).
     pub(crate) const TURN_BYTES: usize = 2 << 20;
 
-    /// Reads and bytes of the thread's current turn.
-    #[derive(Clone, Copy)]
-    struct Turn {
-        reads: u32,
-        bytes: usize,
-    }
-
     thread_local! {
-        static STREAK: Cell<Turn> = const { Cell::new(Turn { reads: 0, bytes: 0 }) };
+        /// The thread's current turn in one word: reads in the high half,
+        /// bytes in the low half (one load and one store per read).
+        static STREAK: Cell<u64> = const { Cell::new(0) };
     }
 
-    /// Count one more read; `false` (and a new turn) when the turn is
-    /// spent and this read must yield first. `yielded`: the caller yielded
-    /// for the turn in its previous poll, and goes on now whatever the
-    /// count (other tasks on the thread may have spent it meanwhile:
-    /// without this, a task could yield on every poll and never run).
+    const READ: u64 = 1 << 32;
+
+    /// A read's bytes as the low half counts them (never carrying into
+    /// the reads: the low half stays under `TURN_BYTES` before an add).
     #[inline]
-    pub(crate) fn extend(yielded: bool) -> bool {
+    fn low(bytes: usize) -> u64 {
+        bytes.min(u32::MAX as usize / 2) as u64
+    }
+
+    /// Count one more read of `bytes`; `false` (and a new turn) when the
+    /// turn is spent and this read must yield first. `yielded`: the caller
+    /// yielded for the turn in its previous poll, and goes on now whatever
+    /// the count (other tasks on the thread may have spent it meanwhile:
+    /// without this, a task could yield on every poll and never run). The
+    /// bytes are counted before the read (the most it can copy), so one
+    /// thread-local access does for both.
+    #[inline]
+    pub(crate) fn extend(yielded: bool, bytes: usize) -> bool {
         STREAK
             .try_with(|s| {
-                let t = s.get();
-                let (reads, bytes) = if yielded {
-                    (1, 0)
-                } else {
-                    (t.reads + 1, t.bytes)
-                };
-                if reads > LONGEST || bytes >= TURN_BYTES {
-                    s.set(Turn { reads: 0, bytes: 0 });
+                let t = if yielded { 0 } else { s.get() };
+                if t >> 32 >= u64::from(LONGEST) || t as u32 as usize >= TURN_BYTES {
+                    s.set(0);
                     false
                 } else {
-                    s.set(Turn { reads, bytes });
+                    s.set(t + READ + low(bytes));
                     true
                 }
             })
             .unwrap_or(true)
     }
 
-    /// `n` bytes were copied in this turn.
+    /// `n` more bytes were read in this turn.
     #[inline]
     pub(crate) fn spent(n: usize) {
         let _ = STREAK.try_with(|s| {
             let t = s.get();
-            s.set(Turn {
-                reads: t.reads,
-                bytes: t.bytes.saturating_add(n),
-            });
+            // Saturate the low half at `TURN_BYTES` (spent either way).
+            let bytes = (t as u32 as u64 + low(n)).min(TURN_BYTES as u64);
+            s.set((t & !(READ - 1)) | bytes);
         });
     }
 
     /// The task yields (or its read went to the ring, which yields).
     #[inline]
     pub(crate) fn end() {
-        let _ = STREAK.try_with(|s| s.set(Turn { reads: 0, bytes: 0 }));
+        let _ = STREAK.try_with(|s| s.set(0));
     }
 }
 
