@@ -329,6 +329,7 @@ fn edges_match_local_file_system() {
                     GetOptions::new().with_if_match(Some("\"nope\"")),
                     GetOptions::new().with_if_none_match(tag.clone()),
                     GetOptions::new().with_if_none_match(Some("\"nope\"")),
+                    GetOptions::new().with_version(Some("1")),
                 ];
                 if let Some(t) = when {
                     for at in [t - second, t, t + second] {
