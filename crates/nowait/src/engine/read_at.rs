@@ -22,8 +22,8 @@ use super::handle::EngineFile;
 use super::ring::Ring;
 use super::ring_poll::{poll_on_ring, release, Polled, Reads, Submit};
 use crate::buf::Buf;
-use crate::cache_policy::CachePolicy;
 use crate::error::Error;
+use crate::page_cache::policy::CachePolicy;
 use crate::queue::ReadCache;
 
 impl EngineFile {

@@ -30,8 +30,8 @@ use crate::backend::ladder::BackendReport;
 use crate::backend::BackendKind;
 use crate::error::Result as NwResult;
 use crate::error::{Error, Result};
+use crate::page_cache::nowait::{CacheTryCounts, NowaitMode};
 use crate::queue::QueueBuilder;
-use crate::rwf_nowait::{CacheTryCounts, NowaitMode};
 use crate::sys::eventfd::EventFd;
 
 /// What every ring of an engine is built from.
@@ -51,7 +51,7 @@ pub(crate) struct RingConfig {
 pub(crate) struct FirstPoll {
     pub(crate) mode: NowaitMode,
     /// The ring's cache policy (`QueueBuilder::cache`), for the try's flags.
-    pub(crate) cache: crate::cache_policy::CachePolicy,
+    pub(crate) cache: crate::page_cache::policy::CachePolicy,
     pub(crate) counts: CacheTryCounts,
     /// The ring is closed (`Ring::retire`): its counts are no longer
     /// summed, and reads must take the thread's new ring.
