@@ -300,7 +300,7 @@ fn tmpfs_child() {
         .unwrap();
     let ef = engine.open(&second, Direct::Off).unwrap();
     let reads = engine_read_all(&ef, None);
-    let st = engine.stats().queue.cache;
+    let st = engine.stats().queue.dontcache;
     assert_eq!(
         (st.uncached, st.kept, st.refused),
         (0, reads, 0),

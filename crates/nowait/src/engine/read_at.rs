@@ -264,7 +264,7 @@ impl ReadAt {
         else {
             unreachable!("a hit is only tried for a read not started")
         };
-        // The kernel wrote the first `n` bytes (`Buf::preadv2_into` marked
+        // The kernel wrote the first `n` bytes (`sys::read_into` marked
         // them written): nothing to zero.
         buf.set_len(n);
         (Ok(n), buf)

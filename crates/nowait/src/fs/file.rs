@@ -580,7 +580,7 @@ trait Sink {
     /// Append `d` (at most [`Sink::room`] bytes).
     fn put(&mut self, d: &[u8]);
     /// Append up to `max` bytes at `offset` of `file` straight from the page
-    /// cache: see `crate::File::read_cached_prefix` for the answer.
+    /// cache: see `page_cache::try_read::stream` for the answer.
     fn try_cached(&mut self, file: &crate::File, offset: u64, max: usize) -> (usize, bool);
 }
 
