@@ -72,7 +72,7 @@ pub(crate) fn try_cached<T: ReadTarget + ?Sized>(
     } else {
         sys::RWF_NOWAIT
     };
-    let r = sys::read_into(f.file.as_fd(), dst, 0, len, offset, flags);
+    let r = sys::preadv2_into(f.file.as_fd(), dst, 0, len, offset, flags);
     let (outcome, out) = match Answer::of(r, offset, len) {
         // Short: end of file, which `Answer::of` infers from a stop
         // inside a page. That holds for the page cache's own reads

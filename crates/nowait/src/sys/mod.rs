@@ -201,9 +201,9 @@ unsafe impl ReadTarget for tokio::io::ReadBuf<'_> {
 
 /// Read up to `len` bytes at file `offset` into bytes `at..at + len` of
 /// `dst` (which may be uninitialised): `pread(2)` when `flags` is 0, else
-/// `preadv2(2)` with those `RWF_*` bits (`RWF_NOWAIT`: the page cache's
-/// bytes or EAGAIN; `RWF_DONTCACHE`: uncached). The bytes read are recorded
-/// as written in `dst`. Returns the bytes read or the errno.
+/// `preadv2(2)` with those `RWF_*` bits (`RWF_DONTCACHE`: uncached). The
+/// bytes read are recorded as written in `dst`. Returns the bytes read or
+/// the errno.
 ///
 /// # Panics
 /// If `at + len` is past the end of `dst`.
@@ -216,20 +216,59 @@ pub(crate) fn read_into<T: ReadTarget + ?Sized>(
     offset: u64,
     flags: u32,
 ) -> Result<usize, i32> {
+    if flags == 0 {
+        // SAFETY: `pread` writes at most `len` bytes at the pointer it is
+        // given (writable, `read_with` checked) and returns how many.
+        unsafe { read_with(fd, dst, at, len, |fd, ptr| pread(fd, ptr, len, offset)) }
+    } else {
+        preadv2_into(fd, dst, at, len, offset, flags)
+    }
+}
+
+/// [`read_into`] with `preadv2(2)` and the `RWF_*` bits `flags` always
+/// (`RWF_NOWAIT`: the page cache's bytes or EAGAIN), for the page-cache
+/// try, whose flags are never 0.
+#[inline]
+pub(crate) fn preadv2_into<T: ReadTarget + ?Sized>(
+    fd: BorrowedFd<'_>,
+    dst: &mut T,
+    at: usize,
+    len: usize,
+    offset: u64,
+    flags: u32,
+) -> Result<usize, i32> {
+    // SAFETY: `preadv2` writes at most `len` bytes at the pointer it is
+    // given (writable, `read_with` checked) and returns how many.
+    unsafe {
+        read_with(fd, dst, at, len, |fd, ptr| {
+            preadv2_raw(fd, ptr, len, offset, flags)
+        })
+    }
+}
+
+/// The read of [`read_into`]: `read(fd, ptr)` with `ptr` valid for writes
+/// of `len` bytes of `dst`, the count it returns recorded as written.
+///
+/// # Safety
+/// `read` writes at most `len` bytes at `ptr`, and every one of the first
+/// `n` when it returns `Ok(n)`.
+#[inline]
+unsafe fn read_with<T: ReadTarget + ?Sized>(
+    fd: BorrowedFd<'_>,
+    dst: &mut T,
+    at: usize,
+    len: usize,
+    read: impl FnOnce(RawFd, *mut u8) -> Result<usize, i32>,
+) -> Result<usize, i32> {
     use std::os::fd::AsRawFd;
-    let ptr = dst.room(at, len);
-    // SAFETY: `fd` is borrowed, so open for the call; `room` gave a pointer
+    // `fd` is borrowed, so open for the call; `room` gives a pointer
     // writable for `len` bytes while `dst` is borrowed (`ReadTarget`'s
-    // contract), and the kernel only writes the bytes it returns.
-    let r = unsafe {
-        if flags == 0 {
-            pread(fd.as_raw_fd(), ptr, len, offset)
-        } else {
-            preadv2_raw(fd.as_raw_fd(), ptr, len, offset, flags)
-        }
-    };
+    // contract).
+    let ptr = dst.room(at, len);
+    let r = read(fd.as_raw_fd(), ptr);
     if let Ok(n) = r {
-        // SAFETY: the kernel wrote the first `n <= len` bytes at `ptr`.
+        // SAFETY: the read wrote the first `n <= len` bytes at `ptr`
+        // (this function's contract).
         unsafe { dst.written(at, n) };
     }
     r
