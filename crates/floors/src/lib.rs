@@ -50,10 +50,8 @@ pub fn read(src: &Path, tests: UnitTests) -> Edges {
 
 /// What each of `sources` (file → its text) imports.
 pub fn edges(sources: &BTreeMap<String, String>, tests: UnitTests) -> Edges {
-    let modules: BTreeMap<Vec<String>, String> = sources
-        .keys()
-        .map(|f| (module_of(f), f.clone()))
-        .collect();
+    let modules: BTreeMap<Vec<String>, String> =
+        sources.keys().map(|f| (module_of(f), f.clone())).collect();
     // `pub use a::b::{X, Y};` at the root: X and Y come from module a::b
     // (or a, when b is an item: the longest module prefix wins below).
     let mut root_exports: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -344,9 +342,18 @@ mod tests {
     fn edges_resolve_re_exports_and_skip_a_parent_naming_its_child() {
         let src: BTreeMap<String, String> = [
             ("lib.rs", "mod a;\nmod b;\npub use b::Thing;\n"),
-            ("a/mod.rs", "mod c;\npub use self::c::X;\nuse crate::a::c::Y;\n"),
-            ("a/c.rs", "use crate::Thing; // crate::b is named here only in a comment\n"),
-            ("b.rs", "pub struct Thing;\n#[cfg(test)]\nmod tests {\n    use crate::a::X;\n}\n"),
+            (
+                "a/mod.rs",
+                "mod c;\npub use self::c::X;\nuse crate::a::c::Y;\n",
+            ),
+            (
+                "a/c.rs",
+                "use crate::Thing; // crate::b is named here only in a comment\n",
+            ),
+            (
+                "b.rs",
+                "pub struct Thing;\n#[cfg(test)]\nmod tests {\n    use crate::a::X;\n}\n",
+            ),
         ]
         .into_iter()
         .map(|(f, t)| (f.to_string(), t.to_string()))
@@ -362,10 +369,15 @@ mod tests {
 
     #[test]
     fn a_circle_is_found() {
-        let e: Edges = [("a", &["b"][..]), ("b", &["c"]), ("c", &["a"]), ("d", &["a"])]
-            .into_iter()
-            .map(|(f, to)| (f.to_string(), to.iter().map(|t| t.to_string()).collect()))
-            .collect();
+        let e: Edges = [
+            ("a", &["b"][..]),
+            ("b", &["c"]),
+            ("c", &["a"]),
+            ("d", &["a"]),
+        ]
+        .into_iter()
+        .map(|(f, to)| (f.to_string(), to.iter().map(|t| t.to_string()).collect()))
+        .collect();
         assert_eq!(circles(&e), [vec!["a", "b", "c"]]);
     }
 }

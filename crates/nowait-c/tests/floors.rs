@@ -23,7 +23,9 @@ const FLAT: [&str; 3] = [
 ];
 
 fn src(dir: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(dir)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(dir)
 }
 
 /// Every `.rs` file of `dir` (from the workspace's root) and its text.

@@ -19,7 +19,10 @@ use nowait_floors::{circles, doc_block, Edges, UnitTests};
 /// Each file of `src`, and the files it imports (the workspace's one
 /// reader, `crates/floors`), unit tests included.
 fn graph() -> Edges {
-    nowait_floors::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), UnitTests::Count)
+    nowait_floors::read(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        UnitTests::Count,
+    )
 }
 
 /// The floors, bottom first, from docs/ARCHITECTURE.md's ```cli-layers

@@ -95,6 +95,7 @@ mod message;
 pub mod page_cache;
 pub mod pattern;
 pub mod probe;
+pub mod probe_doc;
 mod queue;
 mod setting;
 mod sys;
@@ -116,6 +117,7 @@ pub use message::{errno_text, Message, PlainWords, Vocabulary};
 pub use page_cache::nowait::{CacheTry, CacheTryCounts, NowaitMode, NowaitState, NowaitStats};
 pub use page_cache::policy::{CachePolicy, CacheState, DontcacheStats, DontcacheSupport};
 pub use page_cache::refusal::{ReadFlag, Refusal};
+pub use probe_doc::ProbeDoc;
 pub use queue::{
     Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH, SMALL_READ_MAX,
 };

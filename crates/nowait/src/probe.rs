@@ -570,6 +570,13 @@ impl DontcacheKernel {
     }
 }
 
+impl FileReport {
+    /// The `RWF_NOWAIT` answer in words, as `nowait probe` prints it.
+    pub fn nowait_words(&self) -> String {
+        nowait_words(self.rwf_nowait, self.fs)
+    }
+}
+
 impl DontcacheProbe {
     /// In words, as reports print it (`fs`: the file's filesystem).
     pub fn words(&self, fs: &'static str) -> String {

@@ -18,7 +18,10 @@ fn root() -> PathBuf {
 }
 
 fn graph() -> Edges {
-    nowait_floors::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"), UnitTests::Skip)
+    nowait_floors::read(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+        UnitTests::Skip,
+    )
 }
 
 /// The layers, bottom first, from docs/ARCHITECTURE.md's ```layers block.
@@ -89,5 +92,9 @@ fn an_import_that_points_up_is_found() {
     let buf = sources.get_mut("buf.rs").unwrap();
     buf.insert_str(0, "use crate::queue::Queue;\n");
     let edges = nowait_floors::edges(&sources, UnitTests::Skip);
-    assert!(edges["buf.rs"].contains("queue/mod.rs"), "{:?}", edges["buf.rs"]);
+    assert!(
+        edges["buf.rs"].contains("queue/mod.rs"),
+        "{:?}",
+        edges["buf.rs"]
+    );
 }

@@ -4,12 +4,12 @@
 //! and the one memory of which filesystems refuse which flag. Each answer
 //! comes from the kernel (a probe read, a refusal), never a version string.
 //!
-//! - [`refusal`]: [`Refusal`] (a read flag a filesystem refused, and why)
+//! - [`refusal`] — [`Refusal`] (a read flag a filesystem refused, and why)
 //!   and the process-wide memory of refusals ([`refused_filesystems`]).
-//! - [`nowait`]: the `RWF_NOWAIT` policy ([`NowaitMode`], its thresholds),
+//! - [`nowait`] — the `RWF_NOWAIT` policy ([`NowaitMode`], its thresholds),
 //!   the per-file hit ratio, how a try ended ([`CacheTry`]) and the
 //!   counters ([`NowaitStats`]).
-//! - [`policy`]: what a buffered read leaves in the page cache
+//! - [`policy`] — what a buffered read leaves in the page cache
 //!   ([`CachePolicy`]), the per-file state ([`CacheState`]) and the
 //!   `RWF_DONTCACHE` counters ([`DontcacheStats`]).
 //! - `try_read.rs`: the try itself ([`File::try_read_cached`](crate::File::try_read_cached)).
