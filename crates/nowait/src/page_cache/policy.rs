@@ -157,7 +157,7 @@ pub const SCAN_RECHECK: u64 = 64 << 20;
 /// Fixed-point scale of the stored residency: 1024 = all resident.
 const SCALE: u32 = 1024;
 
-/// Counters of a queue's cache policy ([`crate::QueueStats::cache`]).
+/// Counters of a queue's cache policy ([`crate::QueueStats::dontcache`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DontcacheStats {
     /// Reads sent with `RWF_DONTCACHE` (their pages are dropped once read).

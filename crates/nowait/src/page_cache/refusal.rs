@@ -6,7 +6,7 @@
 //! reads and no uncached ones) is remembered for the file's filesystem, so
 //! the next file on it never asks, and a refusal of `preadv2(2)` itself
 //! (ENOSYS: the kernel lacks it; EPERM: a seccomp filter blocks it) for the
-//! process. Each file keeps its own answer in one word ([`FlagState`]),
+//! process. Each file keeps its own answer in one word (`FlagState`),
 //! read with a relaxed load on the hot path.
 
 use std::fmt;

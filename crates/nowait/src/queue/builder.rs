@@ -165,7 +165,7 @@ impl QueueBuilder {
     /// [`crate::page_cache::policy`]). On every backend and on inline reads;
     /// `O_DIRECT` reads ignore it, and a filesystem without uncached reads
     /// (tmpfs, FUSE) reads as usual. Counted in
-    /// [`QueueStats::cache`](crate::QueueStats::cache).
+    /// [`QueueStats::dontcache`](crate::QueueStats::dontcache).
     pub fn cache(mut self, policy: CachePolicy) -> Self {
         self.cache = policy;
         self
