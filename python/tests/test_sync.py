@@ -215,13 +215,13 @@ def test_backend_and_probe(data: DataFile) -> None:
     assert "Auto backend" in p["text"]
     pf = nowait.probe(path)
     assert nowait.probe()["file"] is None
-    f = pf["file"]
-    assert f is not None
+    fp = pf["file"]
+    assert fp is not None
     # The library's one shape: the C library's JSON has the same keys.
-    assert f["kind"] == "regular" and f["size_bytes"] == os.path.getsize(path)
-    assert f["path"] == path
-    assert f["rwf_nowait"]["works"] is (f["rwf_nowait"]["refused"] is None)
-    assert f["rwf_nowait"]["words"] in pf["text"]
+    assert fp["kind"] == "regular" and fp["size_bytes"] == os.path.getsize(path)
+    assert fp["path"] == path
+    assert fp["rwf_nowait"]["works"] is (fp["rwf_nowait"]["refused"] is None)
+    assert fp["rwf_nowait"]["words"] in pf["text"]
     assert path in pf["text"]
     with pytest.raises(FileNotFoundError):
         nowait.probe(path + ".missing")
