@@ -331,6 +331,7 @@ impl CacheFile {
 
     /// Follow one adaptive read of `len` bytes at `offset`: is it a scan
     /// read, and what is the file's verdict?
+    #[inline(never)]
     pub(crate) fn scan(&self, offset: u64, len: usize) -> Scan {
         let next = self.next.load(Relaxed);
         let end = offset.saturating_add(len as u64);
