@@ -189,17 +189,17 @@ struct nowait_queue;
  * `nowait_mode` (pool backend): try `RWF_NOWAIT` inline while the
  * file's hit ratio stays high (the default).
  */
-#define NOWAIT_FASTPATH_ADAPTIVE 0
+#define NOWAIT_MODE_ADAPTIVE 0
 
 /**
  * `nowait_mode`: always try `RWF_NOWAIT` inline first.
  */
-#define NOWAIT_FASTPATH_ALWAYS 1
+#define NOWAIT_MODE_ALWAYS 1
 
 /**
  * `nowait_mode`: never; every read goes to a worker thread.
  */
-#define NOWAIT_FASTPATH_OFF 2
+#define NOWAIT_MODE_OFF 2
 
 /**
  * The deepest queue (`depth` at most this).
@@ -248,7 +248,7 @@ struct nowait_queue_options {
    */
   uint32_t backend;
   /**
-   * One of `NOWAIT_FASTPATH_*` (the pool backend's `RWF_NOWAIT` policy).
+   * One of `NOWAIT_MODE_*` (the pool backend's `RWF_NOWAIT` policy).
    */
   uint32_t nowait_mode;
   /**

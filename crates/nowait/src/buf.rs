@@ -26,7 +26,6 @@
 
 use std::alloc::{self, Layout};
 use std::fmt;
-use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -350,74 +349,6 @@ impl Buf {
         self.len = src.len();
     }
 
-    /// `pread(2)` of up to `len` bytes at file `offset` into bytes
-    /// `at..at + len`, without zeroing them first (`preadv2(2)` with the
-    /// `RWF_*` bits `flags` when they are not 0). Returns the bytes read or
-    /// `-errno`.
-    ///
-    /// # Panics
-    /// If `at + len` is past the capacity.
-    pub(crate) fn pread_at(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        at: usize,
-        len: usize,
-        offset: u64,
-        flags: u32,
-    ) -> i32 {
-        assert!(
-            at.checked_add(len).is_some_and(|end| end <= self.cap),
-            "read beyond capacity"
-        );
-        // SAFETY: `at..at + len` lies inside our allocation (checked above),
-        // which `&mut self` holds exclusively, and `fd` is open for the
-        // call; pread writes bytes, it never reads them.
-        let r = unsafe {
-            let ptr = self.ptr.as_ptr().add(at);
-            if flags == 0 {
-                crate::sys::pread(fd.as_raw_fd(), ptr, len, offset)
-            } else {
-                crate::sys::preadv2_raw(fd.as_raw_fd(), ptr, len, offset, flags)
-            }
-        };
-        match r {
-            // n <= len <= MAX_READ < i32::MAX (callers read at most that).
-            Ok(n) => {
-                if at <= self.init {
-                    self.init = self.init.max(at + n);
-                }
-                n as i32
-            }
-            Err(e) => -e,
-        }
-    }
-
-    /// `preadv2(2)` with the `RWF_*` bits `flags` (`RWF_NOWAIT`: the page
-    /// cache's bytes or nothing) of up to `len` bytes at file `offset` into
-    /// the start of the buffer, without zeroing it first.
-    ///
-    /// # Panics
-    /// If `len` is past the capacity.
-    pub(crate) fn preadv2_into(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        len: usize,
-        offset: u64,
-        flags: u32,
-    ) -> Result<usize, i32> {
-        assert!(len <= self.cap, "read beyond capacity");
-        // SAFETY: `0..len` lies inside our allocation, which `&mut self`
-        // holds exclusively, and `fd` is open for the call; the kernel only
-        // writes the bytes it returns, from the start.
-        let r = unsafe {
-            crate::sys::preadv2_raw(fd.as_raw_fd(), self.ptr.as_ptr(), len, offset, flags)
-        };
-        if let Ok(n) = r {
-            self.init = self.init.max(n);
-        }
-        r
-    }
-
     /// The filled bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: `ptr` is valid and initialised for `cap >= len` bytes and we hold `&self`.
@@ -454,6 +385,28 @@ impl Buf {
     /// Address of the buffer, for alignment checks.
     pub(crate) fn addr(&self) -> usize {
         self.ptr.as_ptr() as usize
+    }
+}
+
+// SAFETY: `room` points into our allocation, bounds checked, which
+// `&mut self` holds exclusively; `written` raises the written mark only
+// over bytes the kernel wrote (contiguous with those written before).
+unsafe impl crate::sys::ReadTarget for Buf {
+    #[inline]
+    fn room(&mut self, at: usize, len: usize) -> *mut u8 {
+        assert!(
+            at.checked_add(len).is_some_and(|end| end <= self.cap),
+            "read beyond capacity"
+        );
+        // SAFETY: `at <= cap`, inside (or one past) the allocation.
+        unsafe { self.ptr.as_ptr().add(at) }
+    }
+
+    #[inline]
+    unsafe fn written(&mut self, at: usize, n: usize) {
+        if at <= self.init {
+            self.init = self.init.max(at + n);
+        }
     }
 }
 

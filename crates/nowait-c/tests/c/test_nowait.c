@@ -928,8 +928,14 @@ static void test_probe(void)
     CHECK(strstr(s, "machine:") && strstr(s, "O_DIRECT"), "text report: %s", s);
     nowait_string_free(s);
     REQUIRE(nowait_probe(NULL, NOWAIT_PROBE_JSON, &s) == 0, "probe json");
-    CHECK(s[0] == '{' && strstr(s, "\"auto_backend\"") && strstr(s, "\"file\": null"),
+    CHECK(s[0] == '{' && strstr(s, "\"backend\"") && strstr(s, "\"file\": null"),
           "json report: %s", s);
+    nowait_string_free(s);
+    /* The file's part, in the library's one shape (Python's probe() too). */
+    REQUIRE(nowait_probe(path, NOWAIT_PROBE_JSON, &s) == 0, "probe json of a file");
+    CHECK(strstr(s, "\"kind\": \"regular\"") && strstr(s, "\"size_bytes\"")
+              && strstr(s, "\"rwf_nowait\""),
+          "json report of a file: %s", s);
     nowait_string_free(s);
     CHECK(nowait_probe(dirpath, 0, &s) == -EISDIR, "probe of a directory");
     CHECK(nowait_probe(NULL, 8, &s) == -EINVAL, "probe bad flags");

@@ -62,7 +62,7 @@ impl EngineBuilder {
     ///   polling thread and, when the page cache holds it, is ready at once
     ///   (no ring, no second poll); a miss goes to the ring as usual.
     ///   `Adaptive` stops trying a file that hits less than half the time
-    ///   ([`ENGINE_THRESHOLD`](crate::rwf_nowait::ENGINE_THRESHOLD)) and
+    ///   ([`ENGINE_THRESHOLD`](crate::page_cache::nowait::ENGINE_THRESHOLD)) and
     ///   re-probes now and then; `Off` sends every read through the ring.
     ///   Only rings on `uring` and `aio` try in the first poll: on `pool`
     ///   and `aio+pool` the queue makes this try itself at push, and `sync`

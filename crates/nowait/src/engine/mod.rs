@@ -63,8 +63,9 @@
 //! `notifier.rs` (who wakes a parked task: [`Notifier`], [`PollerMode`],
 //! the tick constants, the poller's kick), `tokio_reactor.rs` (completions
 //! through tokio's reactor, feature `tokio`), `engine_stats.rs`
-//! ([`EngineStats`], [`RingReport`]), `op_table.rs` (one ring's op table and
-//! line for a free op: start, reap, collect, abandon), `ring.rs` (one
+//! ([`EngineStats`], [`RingReport`]), `ring_state.rs` (one ring's state
+//! behind its two locks: its queue, and its op table with the line for a
+//! free op: start, reap, collect, abandon), `ring.rs` (one
 //! thread's ring: its queue, notifier and locks), `registry.rs` (an engine's
 //! rings: the thread-local lookup, the cap, thread exit), `poller_thread.rs`
 //! (the engine's poller thread), `handle.rs` ([`Engine`], [`EngineFile`] and
@@ -81,13 +82,13 @@ mod engine_stats;
 mod first_poll;
 mod handle;
 mod notifier;
-mod op_table;
 mod poller_thread;
 mod read_at;
 mod read_many;
 mod registry;
 mod ring;
 mod ring_poll;
+mod ring_state;
 #[cfg(feature = "tokio")]
 mod tokio_reactor;
 pub(crate) mod yielding;
