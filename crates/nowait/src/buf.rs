@@ -257,6 +257,18 @@ impl Buf {
         }
     }
 
+    /// The filled bytes as [`bytes::Bytes`], without a copy: a buffer made
+    /// by [`Buf::from_vec`] gives its vector ([`Buf::into_vec`], then
+    /// `Bytes::from`), any other becomes the owner of the `Bytes`
+    /// (`Bytes::from_owner`), which frees (or, for a pool's buffer, keeps
+    /// its region alive) when the last slice of it goes.
+    pub fn into_bytes(self) -> bytes::Bytes {
+        match self.into_vec() {
+            Ok(v) => bytes::Bytes::from(v),
+            Err(buf) => bytes::Bytes::from_owner(Filled(buf)),
+        }
+    }
+
     /// True for a buffer over the caller's memory ([`Buf::from_raw_parts`]).
     pub fn is_foreign(&self) -> bool {
         self.foreign
@@ -457,6 +469,22 @@ impl Buf {
     }
 }
 
+/// A buffer lent to `Bytes`: its filled bytes.
+struct Filled(Buf);
+
+impl AsRef<[u8]> for Filled {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+impl From<Buf> for bytes::Bytes {
+    /// [`Buf::into_bytes`].
+    fn from(buf: Buf) -> bytes::Bytes {
+        buf.into_bytes()
+    }
+}
+
 impl Drop for Buf {
     fn drop(&mut self) {
         if self.cap == 0 || self.foreign || self.region.is_some() {
@@ -607,6 +635,33 @@ impl BufPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `into_bytes` hands over the memory a read landed in: a vector's own
+    /// (the `Bytes` starts where the vector did), or the engine buffer's.
+    #[test]
+    fn into_bytes_keeps_the_memory() {
+        let mut v = Vec::with_capacity(8192);
+        v.extend_from_slice(b"head");
+        let at = v.as_ptr() as usize;
+        let mut b = Buf::from_vec(v);
+        b.spare_mut()[..3].copy_from_slice(b"abc");
+        b.set_len(3);
+        let bytes = b.into_bytes();
+        assert_eq!(&bytes[..], b"headabc");
+        assert_eq!(bytes.as_ptr() as usize, at);
+
+        let mut b = Buf::with_align(10_000, 4096);
+        b.spare_mut()[..5].copy_from_slice(b"12345");
+        b.set_len(5);
+        let at = b.addr();
+        let bytes = bytes::Bytes::from(b);
+        assert_eq!(&bytes[..], b"12345");
+        assert_eq!(bytes.as_ptr() as usize, at);
+        // Slices share it; the buffer is freed with the last one.
+        let tail = bytes.slice(2..);
+        drop(bytes);
+        assert_eq!(&tail[..], b"345");
+    }
 
     #[test]
     fn buffers_are_aligned_and_zeroed() {
