@@ -11,7 +11,7 @@
 //! through nowait with it.
 //!
 //! ```
-//! use object_store::{path::Path, ObjectStore, ObjectStoreExt};
+//! use nowait_object_store::object_store::{path::Path, ObjectStore, ObjectStoreExt};
 //! use nowait_object_store::NowaitStore;
 //! # let dir = tempfile::tempdir()?;
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -24,7 +24,7 @@
 //!     let parts = store.get_ranges(&at, &[0..10, 4096..8192]).await?; // both in flight at once
 //!     assert_eq!(parts[1].len(), 4096);
 //!     assert_eq!(store.head(&at).await?.size, 1 << 20);
-//!     Ok::<_, object_store::Error>(())
+//!     Ok::<_, nowait_object_store::object_store::Error>(())
 //! })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -35,6 +35,24 @@
 //! fetched while the current one decodes.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+
+/// The `object_store` the store implements: 0.14 (feature
+/// `object_store_014`, the default) or 0.13 (feature `object_store_013`:
+/// DataFusion 55). Name its types through this path to be sure they are
+/// the ones [`NowaitStore`] speaks.
+#[cfg(feature = "object_store_014")]
+pub extern crate object_store_014 as object_store;
+/// The `object_store` the store implements: 0.14 (feature
+/// `object_store_014`, the default) or 0.13 (feature `object_store_013`:
+/// DataFusion 55). Name its types through this path to be sure they are
+/// the ones [`NowaitStore`] speaks.
+#[cfg(all(feature = "object_store_013", not(feature = "object_store_014")))]
+pub extern crate object_store_013 as object_store;
+#[cfg(not(any(feature = "object_store_013", feature = "object_store_014")))]
+compile_error!(
+    "nowait-object-store needs one object_store version: enable the feature \
+     `object_store_014` (the default) or `object_store_013` (DataFusion 55)"
+);
 
 #[cfg(feature = "parquet")]
 pub mod parquet;

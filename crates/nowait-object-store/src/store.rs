@@ -314,6 +314,8 @@ impl ObjectStore for NowaitStore {
             attributes: Default::default(),
             range,
             meta,
+            // 0.14 only (0.13's `GetResult` has no extensions).
+            #[cfg(feature = "object_store_014")]
             extensions: Default::default(),
         })
     }

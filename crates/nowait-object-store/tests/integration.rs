@@ -6,6 +6,10 @@
 #![allow(clippy::single_range_in_vec_init)]
 // Inverted ranges are among the edges tested.
 #![allow(clippy::reversed_empty_ranges)]
+// The suite is object_store 0.14's (the default feature).
+#![cfg(feature = "object_store_014")]
+
+extern crate object_store_014 as object_store;
 
 use std::ops::Range;
 

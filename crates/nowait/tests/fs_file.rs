@@ -709,6 +709,7 @@ fn a_dropped_read_ranges_gives_its_share_back() {
         let o = RangeOptions::default().piece(LIMIT);
         let waker = std::task::Waker::from(std::sync::Arc::new(Nothing));
         let mut cx = Context::from_waker(&waker);
+        #[allow(clippy::single_range_in_vec_init)]
         let ranges = [0..4 * LIMIT as u64];
         let mut a = Box::pin(nowait::fs::read_ranges_with(&f, &ranges, &o));
         let mut b = Box::pin(nowait::fs::read_ranges_with(&f, &ranges, &o));
