@@ -29,6 +29,22 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # DataFusion, and the object_store version
+//!
+//! The store implements one `object_store`: 0.14 with the default feature
+//! `object_store_014` (arrow-rs 60), or 0.13 with
+//! `default-features = false, features = ["object_store_013"]` (DataFusion
+//! 55, arrow-rs 59), so it is the same trait the engine takes. Registering
+//! it in a DataFusion 55 `SessionContext` for every `file://` URL:
+//!
+//! ```ignore
+//! ctx.register_object_store(&url::Url::parse("file://")?, Arc::new(NowaitStore::new()?));
+//! ```
+//!
+//! Concurrent `get_ranges` calls share the engine's one limit of reads and
+//! bytes in flight ([`nowait::EngineBuilder::range_budget`]; a store on its
+//! own engine: [`NowaitStore::with_engine`]).
+//!
 //! With the feature `parquet`, [`parquet::NowaitParquetReader`] is an
 //! arrow-rs `AsyncFileReader` over a nowait file: a row group's column
 //! chunks are fetched in one batch, and the next row group's can be

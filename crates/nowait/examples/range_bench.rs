@@ -11,7 +11,7 @@
 //!
 //! ```text
 //! cargo run --release -p nowait --example range_bench -- \
-//!     --file /var/tmp/ranges-4g.bin --size-mib 4096 --sets 3 [--cold]
+//!     --file /var/tmp/ranges-4g.bin --size-mib 4096 --sets 3 [--cold] [--limit MIB,READS]
 //! ```
 //!
 //! Columns: wall seconds, CPU seconds (user + system), peak RSS growth
@@ -35,6 +35,7 @@ struct Args {
     per_call: usize,
     sets: usize,
     cold: bool,
+    limit: Option<(usize, usize)>,
     run: Option<String>,
 }
 
@@ -48,6 +49,7 @@ fn args() -> Args {
         per_call: 64,
         sets: 3,
         cold: false,
+        limit: None,
         run: None,
     };
     let mut it = std::env::args().skip(1);
@@ -62,6 +64,12 @@ fn args() -> Args {
             "--per-call" => a.per_call = v().parse().expect("--per-call N"),
             "--sets" => a.sets = v().parse().expect("--sets N"),
             "--cold" => a.cold = true,
+            "--limit" => {
+                // MiB,reads: the engine's limit of range reads in flight.
+                let v = v();
+                let (b, r) = v.split_once(',').expect("--limit MIB,READS");
+                a.limit = Some((b.parse::<usize>().expect("MiB") << 20, r.parse().expect("reads")));
+            }
             "--run" => a.run = Some(v()),
             other => panic!("unknown argument {other}"),
         }
@@ -122,7 +130,11 @@ fn run(a: &Args, mode: &str) {
                 .worker_threads(2)
                 .build()
                 .expect("runtime");
-            let engine = rt.block_on(async { nowait::Engine::new() }).expect("engine");
+            let mut b = nowait::Engine::builder();
+            if let Some((bytes, reads)) = a.limit {
+                b = b.range_budget(bytes, reads);
+            }
+            let engine = rt.block_on(async { b.build() }).expect("engine");
             let file = engine
                 .open(&a.file, nowait::Direct::Off)
                 .expect("open the file");
