@@ -56,14 +56,14 @@
 /// `object_store_014`, the default) or 0.13 (feature `object_store_013`:
 /// DataFusion 55). Name its types through this path to be sure they are
 /// the ones [`NowaitStore`] speaks.
-#[cfg(feature = "object_store_014")]
-pub extern crate object_store_014 as object_store;
+#[cfg(all(feature = "object_store_013", not(feature = "object_store_014")))]
+pub extern crate object_store_013 as object_store;
 /// The `object_store` the store implements: 0.14 (feature
 /// `object_store_014`, the default) or 0.13 (feature `object_store_013`:
 /// DataFusion 55). Name its types through this path to be sure they are
 /// the ones [`NowaitStore`] speaks.
-#[cfg(all(feature = "object_store_013", not(feature = "object_store_014")))]
-pub extern crate object_store_013 as object_store;
+#[cfg(feature = "object_store_014")]
+pub extern crate object_store_014 as object_store;
 #[cfg(not(any(feature = "object_store_013", feature = "object_store_014")))]
 compile_error!(
     "nowait-object-store needs one object_store version: enable the feature \

@@ -68,7 +68,10 @@ fn args() -> Args {
                 // MiB,reads: the engine's limit of range reads in flight.
                 let v = v();
                 let (b, r) = v.split_once(',').expect("--limit MIB,READS");
-                a.limit = Some((b.parse::<usize>().expect("MiB") << 20, r.parse().expect("reads")));
+                a.limit = Some((
+                    b.parse::<usize>().expect("MiB") << 20,
+                    r.parse().expect("reads"),
+                ));
             }
             "--run" => a.run = Some(v()),
             other => panic!("unknown argument {other}"),
@@ -237,7 +240,11 @@ fn main() {
                 .args(["--run", mode])
                 .output()
                 .expect("run a child");
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let line = String::from_utf8_lossy(&out.stdout).trim().to_string();
             println!("set {set}: {line}");
             let v: Vec<f64> = line

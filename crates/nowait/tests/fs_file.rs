@@ -673,8 +673,14 @@ fn concurrent_read_ranges_share_one_budget() {
         let b = engine.range_budget();
         assert!(b.peak_bytes <= LIMIT, "{b:?}");
         assert!(b.peak_reads <= READS, "{b:?}");
-        assert!(most_in_ring <= READS, "{most_in_ring} reads in the rings: {b:?}");
-        assert!(b.waits > 0, "the callers never waited for one another: {b:?}");
+        assert!(
+            most_in_ring <= READS,
+            "{most_in_ring} reads in the rings: {b:?}"
+        );
+        assert!(
+            b.waits > 0,
+            "the callers never waited for one another: {b:?}"
+        );
         assert_eq!((b.bytes, b.reads, b.waiting), (0, 0, 0), "{b:?}");
         assert!(ticks > 32, "the ticker ran {ticks} times");
         settle(&engine);

@@ -279,13 +279,16 @@ mod tests {
         // Granted but never polled again: dropped.
         assert_eq!(l.stats().bytes, 50);
         l.cancel(t.unwrap());
-        assert_eq!(l.stats(), BudgetStats {
-            limit_bytes: 100,
-            limit_reads: 8,
-            peak_bytes: 100,
-            peak_reads: 1,
-            waits: 1,
-            ..BudgetStats::default()
-        });
+        assert_eq!(
+            l.stats(),
+            BudgetStats {
+                limit_bytes: 100,
+                limit_reads: 8,
+                peak_bytes: 100,
+                peak_reads: 1,
+                waits: 1,
+                ..BudgetStats::default()
+            }
+        );
     }
 }
