@@ -262,6 +262,26 @@ impl Buf {
     /// `Bytes::from`), any other becomes the owner of the `Bytes`
     /// (`Bytes::from_owner`), which frees (or, for a pool's buffer, keeps
     /// its region alive) when the last slice of it goes.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("f");
+    /// # nowait::pattern::write_file(&path, 1 << 20, |_| {})?;
+    /// use nowait::{block_on, Buf, Direct, Engine};
+    /// let engine = Engine::new()?;
+    /// let file = engine.open(&path, Direct::Off)?;
+    /// // Into a vector's spare capacity, and the vector back: no copy.
+    /// let (n, buf) = block_on(file.read_at(Buf::from_vec(Vec::with_capacity(8192)), 4096));
+    /// let v: Vec<u8> = buf.into_vec().expect("made from a vector");
+    /// assert_eq!((n?, v.len()), (8192, 8192));
+    /// // An engine buffer as `Bytes`: no copy either.
+    /// let (n, buf) = block_on(file.read_at(Buf::new(4096), 0));
+    /// let b: bytes::Bytes = buf.into_bytes();
+    /// assert_eq!((n?, b.len()), (4096, 4096));
+    /// nowait::pattern::check(4096, &v).unwrap();
+    /// nowait::pattern::check(0, &b).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_bytes(self) -> bytes::Bytes {
         match self.into_vec() {
             Ok(v) => bytes::Bytes::from(v),
