@@ -41,6 +41,11 @@
 //! ctx.register_object_store(&url::Url::parse("file://")?, Arc::new(NowaitStore::new()?));
 //! ```
 //!
+//! `docs/bench/datafusion-count` is a whole program that does this and
+//! counts a Parquet file's rows (built by hand: DataFusion is not built in
+//! CI); it type-checks against DataFusion 55.2 with `object_store_013`,
+//! and fails with E0277 (two `object_store` versions) with the default.
+//!
 //! Concurrent `get_ranges` calls share the engine's one limit of reads and
 //! bytes in flight ([`nowait::EngineBuilder::range_budget`]; a store on its
 //! own engine: [`NowaitStore::with_engine`]).
