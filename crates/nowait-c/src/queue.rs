@@ -722,7 +722,7 @@ fn stats_report(h: &NowaitQueue, json: bool) -> String {
         ("bounced", s.bounced),
         ("inline", s.inline),
         ("small_direct", s.small_direct),
-        ("uncached", s.cache.uncached),
+        ("uncached", s.dontcache.uncached),
         ("fixed_reads", s.backend.fixed_reads),
         ("aio_reads", s.backend.aio_reads),
         ("syscalls", s.backend.syscalls),

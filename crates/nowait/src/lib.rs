@@ -105,6 +105,7 @@ pub use backend::uring::{IoPoll, UringSetupFlags};
 pub use backend::{BackendStats, SubmitPolicy, MAX_READ};
 pub use buf::{Buf, BufPool, PAGE};
 pub use engine::{block_on, BlockingFile, BlockingMany};
+pub use engine::{BudgetStats, InFlightLimit, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_READS};
 pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
 };

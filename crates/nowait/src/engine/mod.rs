@@ -74,9 +74,12 @@
 //! page-cache try of a read's first poll), `ring_poll.rs` (the three phases
 //! every read future's poll on a ring goes through), `read_at.rs`
 //! ([`ReadAt`], [`ReadExactAt`]), `read_many.rs` ([`ReadMany`]),
-//! `blocking_file.rs` ([`block_on`], [`BlockingFile`]).
+//! `blocking_file.rs` ([`block_on`], [`BlockingFile`]). Beside them,
+//! `budget.rs` ([`InFlightLimit`]: the engine's one limit of range reads
+//! and bytes in flight, shared by every concurrent range read).
 
 mod blocking_file;
+pub(crate) mod budget;
 mod builder;
 mod engine_stats;
 mod first_poll;
@@ -94,6 +97,7 @@ mod tokio_reactor;
 pub(crate) mod yielding;
 
 pub use blocking_file::{block_on, BlockingFile, BlockingMany};
+pub use budget::{BudgetStats, InFlightLimit, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_READS};
 pub use builder::{EngineBuilder, DEFAULT_MAX_RINGS};
 pub use engine_stats::{EngineStats, RingReport};
 pub use handle::{Engine, EngineFile};

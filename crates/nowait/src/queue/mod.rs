@@ -43,7 +43,7 @@ use crate::backend::ladder::BackendReport;
 use crate::backend::uring::UringSetupFlags;
 use crate::backend::{Backend, BackendStats, Cqe};
 use crate::buf::{Buf, BufPool};
-use crate::cache_policy::CachePolicy;
+use crate::page_cache::policy::CachePolicy;
 use crate::error::{Error, Result};
 use crate::file::File;
 
