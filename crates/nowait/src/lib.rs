@@ -93,6 +93,7 @@ mod error;
 mod file;
 pub mod fs;
 mod message;
+pub mod paths;
 pub mod pattern;
 pub mod probe;
 mod queue;
