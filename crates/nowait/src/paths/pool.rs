@@ -13,7 +13,7 @@ use std::thread::JoinHandle;
 
 use super::budget::Budget;
 use super::stats::Counters;
-use super::whole::{failure, read_blocking, Held, Step};
+use super::whole::{failure, finish, read_blocking, Held, Sink, Step};
 use crate::error::Error;
 use crate::sys::open::{c_path, open_cached, read_spare};
 use crate::sys::RWF_NOWAIT;
@@ -221,9 +221,8 @@ pub(crate) fn read_batch<P: AsRef<Path>>(
     paths: &[P],
     budget: &Arc<Budget>,
     counters: &Arc<Counters>,
-    sink: &mut super::uring::Sink<'_>,
+    sink: &mut Sink<'_>,
 ) {
-    use super::uring::finish;
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Held, Result<(), Error>)>();
     let cap = budget.limits().files_in_flight();
     let mut next = 0;

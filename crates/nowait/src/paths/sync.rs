@@ -7,8 +7,7 @@ use std::path::Path;
 
 use super::budget::Budget;
 use super::stats::Counters;
-use super::uring::{finish, Sink};
-use super::whole::{failure, read_blocking, Held, Step};
+use super::whole::{failure, finish, read_blocking, Held, Sink, Step};
 use crate::sys::open::c_path;
 
 /// Read every path in order on this thread, results to `sink`.

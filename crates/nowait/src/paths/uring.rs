@@ -21,7 +21,7 @@ use io_uring::{opcode, squeue, types, IoUring, Probe};
 
 use super::budget::{Budget, Grant};
 use super::stats::Counters;
-use super::whole::{failure, growth, next_after, too_large, Held, Next, Step};
+use super::whole::{failure, finish, growth, next_after, too_large, Held, Next, Sink, Step};
 use crate::error::Error;
 use crate::sys::open::{c_path, read_flags_bits};
 
@@ -210,10 +210,6 @@ struct Flight<'p> {
     /// Waiting for the budget's growth turn or room.
     waiting: bool,
 }
-
-/// Where results go: `(index, result, buffer)`; the budget is released
-/// before.
-pub(crate) type Sink<'s> = dyn FnMut(usize, Result<Vec<u8>, Error>) + 's;
 
 /// Read every path on `ring`, results to `sink` as files finish.
 pub(crate) fn read_batch<P: AsRef<Path>>(
@@ -425,28 +421,6 @@ fn conclude(
     };
     f.ops += 1;
     push(ring, &[close.build().user_data(user_data(slot, CLOSE))])
-}
-
-/// Hand a finished file to the sink, its budget released first.
-pub(crate) fn finish(
-    budget: &Budget,
-    counters: &Counters,
-    sink: &mut Sink<'_>,
-    index: usize,
-    mut held: Held,
-    r: Result<(), Error>,
-) {
-    held.release(budget);
-    match r {
-        Ok(()) => {
-            Counters::add(&counters.bytes, held.buf.len() as u64);
-            sink(index, Ok(held.buf));
-        }
-        Err(e) => {
-            Counters::add(&counters.failed, 1);
-            sink(index, Err(e));
-        }
-    }
 }
 
 /// Reap every completion waiting; `round` nonzero names the submission

@@ -162,6 +162,31 @@ pub(crate) fn read_blocking(
     // `fd` closes here: a read-only descriptor's close has nothing to lose.
 }
 
+/// Where a batch's results go: the path's index and its result.
+pub(crate) type Sink<'s> = dyn FnMut(usize, Result<Vec<u8>, Error>) + 's;
+
+/// Hand a finished file to the sink, its budget released first.
+pub(crate) fn finish(
+    budget: &Budget,
+    counters: &Counters,
+    sink: &mut Sink<'_>,
+    index: usize,
+    mut held: Held,
+    r: Result<(), Error>,
+) {
+    held.release(budget);
+    match r {
+        Ok(()) => {
+            Counters::add(&counters.bytes, held.buf.len() as u64);
+            sink(index, Ok(held.buf));
+        }
+        Err(e) => {
+            Counters::add(&counters.failed, 1);
+            sink(index, Err(e));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
