@@ -106,7 +106,10 @@ fn check_against_std(what: &str, paths: &[PathBuf], got: &[nowait::Result<Vec<u8
                 );
                 let msg = e.to_string();
                 let shown = p.display().to_string();
-                assert!(msg.contains(&shown), "{what}: message names the path: {msg}");
+                assert!(
+                    msg.contains(&shown),
+                    "{what}: message names the path: {msg}"
+                );
             }
             (want, g) => panic!(
                 "{what}: {}: std says {:?}, nowait says {:?}",
@@ -124,10 +127,19 @@ fn tree_on_every_backend(dir: &Path, fs: &str, big: bool) {
     let nul = PathBuf::from(OsStr::from_bytes(b"/tmp/a\0b"));
     // uring twice: direct descriptors with linked reads, and the ordinary
     // descriptor table.
-    let runs = BACKENDS.iter().map(|&k| (k, true)).chain([(BackendKind::Uring, false)]);
+    let runs = BACKENDS
+        .iter()
+        .map(|&k| (k, true))
+        .chain([(BackendKind::Uring, false)]);
     for (kind, direct) in runs {
-        let Some(b) = reader(kind, &format!("tree_{fs}")) else { continue };
-        let r = b.max_file_size(u64::MAX).direct_descriptors(direct).build().unwrap();
+        let Some(b) = reader(kind, &format!("tree_{fs}")) else {
+            continue;
+        };
+        let r = b
+            .max_file_size(u64::MAX)
+            .direct_descriptors(direct)
+            .build()
+            .unwrap();
         let what = format!("{fs}/{kind}/direct={direct}");
         // Twice: cold-ish (just written) then cached.
         for round in 0..2 {
@@ -196,7 +208,11 @@ fn read_file_matches_std_fs_read() {
     let paths = make_tree(dir.path(), false);
     for p in &paths {
         let got = nowait::paths::read_file(p);
-        check_against_std("read_file", std::slice::from_ref(p), std::slice::from_ref(&got));
+        check_against_std(
+            "read_file",
+            std::slice::from_ref(p),
+            std::slice::from_ref(&got),
+        );
     }
     let got = nowait::paths::read_files(&paths);
     check_against_std("read_files", &paths, &got);
@@ -212,13 +228,22 @@ fn a_file_past_the_limit_fails_alone() {
     write_pattern(&past, 300_001);
     write_pattern(&small, 10);
     for kind in BACKENDS {
-        let Some(b) = reader(kind, "a_file_past_the_limit_fails_alone") else { continue };
-        let r = b.max_file_size(300_000).first_read_bytes(64 << 10).build().unwrap();
+        let Some(b) = reader(kind, "a_file_past_the_limit_fails_alone") else {
+            continue;
+        };
+        let r = b
+            .max_file_size(300_000)
+            .first_read_bytes(64 << 10)
+            .build()
+            .unwrap();
         let got = r.read_files(&[&at, &past, &small]);
         assert_eq!(got[0].as_ref().unwrap().len(), 300_000, "{kind}");
         nowait::pattern::check(0, got[0].as_ref().unwrap()).unwrap();
         let e = got[1].as_ref().unwrap_err();
-        assert!(matches!(e, Error::FileTooLarge { limit: 300_000, .. }), "{kind}: {e:?}");
+        assert!(
+            matches!(e, Error::FileTooLarge { limit: 300_000, .. }),
+            "{kind}: {e:?}"
+        );
         assert_eq!(e.errno(), libc::EFBIG);
         assert!(e.to_string().contains("past"), "{e}");
         assert_eq!(got[2].as_ref().unwrap().len(), 10, "{kind}");
@@ -239,7 +264,9 @@ fn the_budget_holds() {
     }
     let budget = 4 << 20;
     for kind in BACKENDS {
-        let Some(b) = reader(kind, "the_budget_holds") else { continue };
+        let Some(b) = reader(kind, "the_budget_holds") else {
+            continue;
+        };
         let r = b
             .budget_bytes(budget)
             .max_file_size(2 << 20)
@@ -298,7 +325,9 @@ fn files_that_grow_or_shrink_while_read() {
         })
     };
     for kind in BACKENDS {
-        let Some(b) = reader(kind, "files_that_grow_or_shrink_while_read") else { continue };
+        let Some(b) = reader(kind, "files_that_grow_or_shrink_while_read") else {
+            continue;
+        };
         let r = b.first_read_bytes(16 << 10).build().unwrap();
         for _ in 0..30 {
             for got in r.read_files(&paths) {
@@ -311,7 +340,11 @@ fn files_that_grow_or_shrink_while_read() {
                     .iter()
                     .enumerate()
                     .find(|&(i, &b)| b != nowait::pattern::byte_at(i as u64) && b != 0);
-                assert!(bad.is_none(), "{kind}: byte {:?} is neither pattern nor hole", bad);
+                assert!(
+                    bad.is_none(),
+                    "{kind}: byte {:?} is neither pattern nor hole",
+                    bad
+                );
             }
         }
     }
@@ -324,9 +357,15 @@ fn files_that_grow_or_shrink_while_read() {
 #[ignore = "runs as user nobody in a child process started by unreadable_files_fail_alone"]
 fn unreadable_files_fail_alone_child() {
     let dir = PathBuf::from(std::env::var("NOWAIT_PATHS_DIR").expect("started by the parent"));
-    let paths = [dir.join("secret"), dir.join("open"), dir.join("closed/inside")];
+    let paths = [
+        dir.join("secret"),
+        dir.join("open"),
+        dir.join("closed/inside"),
+    ];
     for kind in BACKENDS {
-        let Some(b) = reader(kind, "unreadable_files_fail_alone_child") else { continue };
+        let Some(b) = reader(kind, "unreadable_files_fail_alone_child") else {
+            continue;
+        };
         let r = b.build().unwrap();
         let got = r.read_files(&paths);
         assert_eq!(got[0].as_ref().unwrap_err().errno(), libc::EACCES, "{kind}");
@@ -346,10 +385,16 @@ fn unreadable_files_fail_alone() {
     write_pattern(&dir.path().join("open"), 5000);
     std::fs::create_dir(dir.path().join("closed")).unwrap();
     write_pattern(&dir.path().join("closed/inside"), 5000);
-    std::fs::set_permissions(dir.path().join("secret"), std::fs::Permissions::from_mode(0o000))
-        .unwrap();
-    std::fs::set_permissions(dir.path().join("closed"), std::fs::Permissions::from_mode(0o000))
-        .unwrap();
+    std::fs::set_permissions(
+        dir.path().join("secret"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        dir.path().join("closed"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
     if !is_root() {
         std::env::set_var("NOWAIT_PATHS_DIR", dir.path());
         unreadable_files_fail_alone_child();
@@ -377,7 +422,10 @@ fn unreadable_files_fail_alone() {
                 String::from_utf8_lossy(&o.stderr)
             );
             assert!(o.status.success(), "the check as nobody failed: {text}");
-            assert!(text.contains("1 passed"), "the child check did not run: {text}");
+            assert!(
+                text.contains("1 passed"),
+                "the child check did not run: {text}"
+            );
         }
         Err(e) => common::skip_line(&format!(
             "unreadable_files_fail_alone: cannot run the test binary as nobody: {e}"
@@ -392,7 +440,10 @@ fn features_are_asked_of_the_kernel() {
     let f = nowait::paths::features();
     println!("{f:?}");
     if let Err(e) = f.resolve_cached {
-        common::skip("features_are_asked_of_the_kernel/resolve_cached", &format!("openat2 answered errno {e}"));
+        common::skip(
+            "features_are_asked_of_the_kernel/resolve_cached",
+            &format!("openat2 answered errno {e}"),
+        );
     }
     match &f.uring {
         Ok(u) => {

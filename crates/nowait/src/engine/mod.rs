@@ -90,7 +90,7 @@ mod ring;
 mod ring_poll;
 #[cfg(feature = "tokio")]
 mod tokio_reactor;
-mod yielding;
+pub(crate) mod yielding;
 
 pub use blocking_file::{block_on, BlockingFile, BlockingMany};
 pub use builder::{EngineBuilder, DEFAULT_MAX_RINGS};

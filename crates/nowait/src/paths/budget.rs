@@ -230,7 +230,12 @@ mod tests {
                 Grant::Later => panic!("the growing file found no room: {got}"),
             }
         }
-        assert!(b.peak() <= l.budget_bytes, "{} > {}", b.peak(), l.budget_bytes);
+        assert!(
+            b.peak() <= l.budget_bytes,
+            "{} > {}",
+            b.peak(),
+            l.budget_bytes
+        );
         let mut other = false;
         assert_eq!(b.grow(1, &mut other), Grant::Later);
     }

@@ -171,8 +171,13 @@ impl PathReaderBuilder {
     pub fn build(self) -> Result<PathReader> {
         let f = features();
         let (backend, reason) = match (self.backend, &f.uring) {
-            (BackendChoice::Auto, Ok(_)) => (BackendKind::Uring, "io_uring opens, reads and closes".to_string()),
-            (BackendChoice::Auto, Err(why)) => (BackendKind::Pool, format!("fell back from uring: {why}")),
+            (BackendChoice::Auto, Ok(_)) => (
+                BackendKind::Uring,
+                "io_uring opens, reads and closes".to_string(),
+            ),
+            (BackendChoice::Auto, Err(why)) => {
+                (BackendKind::Pool, format!("fell back from uring: {why}"))
+            }
             (BackendChoice::Exactly(BackendKind::Uring), Err(why)) => {
                 return Err(Error::BackendUnavailable {
                     backend: self.backend,
@@ -351,32 +356,38 @@ impl PathReader {
 }
 
 thread_local! {
-    static READER: OnceLock<PathReader> = const { OnceLock::new() };
+    /// This thread's readers: no size limit (one file), the default limits
+    /// (batches).
+    static ONE: OnceLock<PathReader> = const { OnceLock::new() };
+    static MANY: OnceLock<PathReader> = const { OnceLock::new() };
 }
 
-/// Run `f` with this thread's reader: the best backend, no size limit (as
-/// `std::fs::read`), the default budget.
-fn with_default<R>(f: impl FnOnce(&PathReader) -> R) -> Result<R> {
-    READER.with(|cell| {
+/// Run `f` with this thread's reader for one file (`one`: no size limit,
+/// as `std::fs::read`) or for batches (the default limits, so many files
+/// are in flight under the budget).
+fn with_default<R>(one: bool, f: impl FnOnce(&PathReader) -> R) -> Result<R> {
+    let key = if one { &ONE } else { &MANY };
+    key.with(|cell| {
         if cell.get().is_none() {
-            let r = PathReader::builder().max_file_size(u64::MAX).build()?;
-            let _ = cell.set(r);
+            let b = PathReader::builder();
+            let b = if one { b.max_file_size(u64::MAX) } else { b };
+            let _ = cell.set(b.build()?);
         }
         Ok(f(cell.get().expect("set above")))
     })
 }
 
-/// Read one file whole, as `std::fs::read` does, through this thread's
-/// reader (cached opens and reads answered without a thread).
+/// Read one file whole, as `std::fs::read` does (no size limit), through
+/// this thread's reader: cached opens and reads answered without a thread.
 pub fn read_file(path: impl AsRef<Path>) -> Result<Vec<u8>> {
-    with_default(|r| r.read_file(path))?
+    with_default(true, |r| r.read_file(path))?
 }
 
 /// Read many files whole: results in the order of `paths`, each its own
-/// `Result`, through this thread's reader (no size limit per file, the
-/// default budget for the files in flight).
+/// `Result`, through this thread's reader with the default limits
+/// ([`DEFAULT_MAX_FILE`] per file, [`DEFAULT_BUDGET`] in flight).
 pub fn read_files<P: AsRef<Path>>(paths: &[P]) -> Vec<Result<Vec<u8>>> {
-    match with_default(|r| r.read_files(paths)) {
+    match with_default(false, |r| r.read_files(paths)) {
         Ok(v) => v,
         Err(e) => {
             let errno = e.errno();
@@ -391,4 +402,30 @@ pub fn read_files<P: AsRef<Path>>(paths: &[P]) -> Vec<Result<Vec<u8>>> {
                 .collect()
         }
     }
+}
+
+/// What the async front end (`nowait::fs::read`, `nowait::fs::read_files`)
+/// shares across the process: worker threads for what would wait, the
+/// counters, whether cached opens work here.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) workers: pool::Workers,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) resolve_cached: bool,
+}
+
+/// The process's [`Shared`], made on first use.
+pub(crate) fn shared() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| Shared {
+        workers: pool::Workers::new(64),
+        counters: Arc::default(),
+        resolve_cached: features().resolve_cached.is_ok(),
+    })
+}
+
+/// The counters of the async front end's whole-file reads
+/// (`nowait::fs::read`, `nowait::fs::read_files`) since the process began.
+pub fn async_stats() -> PathStats {
+    shared().counters.snapshot()
 }

@@ -176,7 +176,14 @@ pub(crate) fn try_cached(
             Tried::Done(Ok(()))
         }
         // A directory: final.
-        Err(libc::EISDIR) => Tried::Done(Err(failure(path, Step::Read { offset: 0, len: asked }, libc::EISDIR))),
+        Err(libc::EISDIR) => Tried::Done(Err(failure(
+            path,
+            Step::Read {
+                offset: 0,
+                len: asked,
+            },
+            libc::EISDIR,
+        ))),
         // A full buffer or a prefix ending on a page (more may follow), 0
         // (an empty file, or a miss on some filesystems), EAGAIN (not
         // resident), EOPNOTSUPP (tmpfs: no RWF_NOWAIT reads), anything

@@ -20,12 +20,12 @@ pub(crate) fn read_batch<P: AsRef<Path>>(
     for (index, path) in paths.iter().enumerate() {
         let path = path.as_ref();
         Counters::add(&counters.files, 1);
-        let first = budget.try_start(1).expect("one file at a time fits any budget");
+        let first = budget
+            .try_start(1)
+            .expect("one file at a time fits any budget");
         let mut held = Held::new(first);
         let r = match c_path(path) {
-            Ok(cpath) => {
-                read_blocking(path, &cpath, None, &mut held, budget, counters)
-            }
+            Ok(cpath) => read_blocking(path, &cpath, None, &mut held, budget, counters),
             Err(e) => Err(failure(path, Step::Open, e)),
         };
         finish(budget, counters, sink, index, held, r);

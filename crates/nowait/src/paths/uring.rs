@@ -82,7 +82,9 @@ fn direct_open_works(ring: &mut IoUring) -> bool {
     if slot < 0 {
         return false;
     }
-    let close = opcode::Close::new(types::Fixed(slot as u32)).build().user_data(1);
+    let close = opcode::Close::new(types::Fixed(slot as u32))
+        .build()
+        .user_data(1);
     matches!(run(ring, &[close]), Some([0]))
 }
 
@@ -229,7 +231,9 @@ pub(crate) fn read_batch<P: AsRef<Path>>(
         loop {
             // New files, while a slot and the budget allow.
             while next < paths.len() && !free.is_empty() {
-                let Some(first) = budget.try_start(cap) else { break };
+                let Some(first) = budget.try_start(cap) else {
+                    break;
+                };
                 let slot = free.pop().expect("checked non-empty");
                 let path = paths[next].as_ref();
                 let index = next;
@@ -239,7 +243,14 @@ pub(crate) fn read_batch<P: AsRef<Path>>(
                 let cpath = match c_path(path) {
                     Ok(c) => c,
                     Err(e) => {
-                        finish(budget, counters, sink, index, held, Err(failure(path, Step::Open, e)));
+                        finish(
+                            budget,
+                            counters,
+                            sink,
+                            index,
+                            held,
+                            Err(failure(path, Step::Open, e)),
+                        );
                         free.push(slot);
                         continue;
                     }
@@ -263,10 +274,9 @@ pub(crate) fn read_batch<P: AsRef<Path>>(
                 start(ring, &mut flights[slot], slot)?;
             }
             // Files waiting to grow.
-            for slot in 0..cap {
-                let waiting = matches!(&flights[slot], Some(f) if f.waiting);
-                if waiting {
-                    continue_read(ring, &mut flights[slot], slot, budget, counters, sink)?;
+            for (slot, flight) in flights.iter_mut().enumerate() {
+                if matches!(flight, Some(f) if f.waiting) {
+                    continue_read(ring, flight, slot, budget, counters, sink)?;
                 }
             }
             if busy == 0 && next >= paths.len() {
@@ -279,14 +289,31 @@ pub(crate) fn read_batch<P: AsRef<Path>>(
             if queued > 0 {
                 enter(ring, 0)?;
             }
-            let mut got = drain(ring, &mut flights, &mut free, &mut busy, round, budget, counters, sink)?;
-            if got == 0 && busy > 0 {
-                let any_flying = flights.iter().flatten().any(|f| f.ops > 0);
-                if any_flying {
-                    enter(ring, 1)?;
-                    got = drain(ring, &mut flights, &mut free, &mut busy, 0, budget, counters, sink)?;
-                }
-                let _ = got;
+            let got = drain(
+                ring,
+                &mut flights,
+                &mut free,
+                &mut busy,
+                round,
+                budget,
+                counters,
+                sink,
+            )?;
+            // Nothing answered yet: wait for one. (Files waiting to grow
+            // wait on those with requests in the ring: the budget's
+            // arithmetic leaves room for one to grow beside the others.)
+            if got == 0 && flights.iter().flatten().any(|f| f.ops > 0) {
+                enter(ring, 1)?;
+                drain(
+                    ring,
+                    &mut flights,
+                    &mut free,
+                    &mut busy,
+                    0,
+                    budget,
+                    counters,
+                    sink,
+                )?;
             }
         }
     })();
@@ -438,12 +465,16 @@ fn drain(
 ) -> Result<usize, Error> {
     let mut n = 0;
     loop {
-        let Some(cqe) = ring.ring.completion().next() else { break };
+        let Some(cqe) = ring.ring.completion().next() else {
+            break;
+        };
         n += 1;
         let slot = (cqe.user_data() >> 2) as usize;
         let op = cqe.user_data() & 3;
         let res = cqe.result();
-        let f = flights[slot].as_mut().expect("a completion for a live flight");
+        let f = flights[slot]
+            .as_mut()
+            .expect("a completion for a live flight");
         f.ops -= 1;
         match op {
             OPEN => {

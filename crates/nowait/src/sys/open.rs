@@ -82,7 +82,8 @@ pub(crate) fn read_spare(
     // SAFETY: `fd` is borrowed, so open for the call; `room` is the Vec's
     // spare capacity, writable for `len <= room.len()` bytes and not
     // aliased while the exclusive borrow of `vec` lasts.
-    let r = unsafe { super::preadv2_raw(fd.as_raw_fd(), room.as_mut_ptr().cast(), len, offset, flags) };
+    let r =
+        unsafe { super::preadv2_raw(fd.as_raw_fd(), room.as_mut_ptr().cast(), len, offset, flags) };
     if let Ok(n) = r {
         debug_assert!(n <= len);
         // SAFETY: the kernel wrote the first `n` bytes of the spare
