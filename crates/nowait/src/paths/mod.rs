@@ -170,7 +170,12 @@ impl PathReaderBuilder {
     /// The reader, or why the backend asked for cannot be used.
     pub fn build(self) -> Result<PathReader> {
         let f = features();
-        let (backend, reason) = match (self.backend, &f.uring) {
+        let uring = if crate::backend::ladder::uring_disabled_by_env() {
+            Err("disabled by NOWAIT_DISABLE_URING".to_string())
+        } else {
+            f.uring.clone()
+        };
+        let (backend, reason) = match (self.backend, &uring) {
             (BackendChoice::Auto, Ok(_)) => (
                 BackendKind::Uring,
                 "io_uring opens, reads and closes".to_string(),

@@ -65,14 +65,15 @@ fn probe_now() -> Result<UringPaths, String> {
     Ok(UringPaths { direct, linked })
 }
 
+/// The probes' `open_how`: `/`, read only, as a directory, into a direct
+/// descriptor (so without `O_CLOEXEC`). A static: the kernel may still
+/// read it after a failed wait.
+static PROBE_HOW: types::OpenHow =
+    types::OpenHow::new().flags((libc::O_RDONLY | libc::O_NOCTTY | libc::O_DIRECTORY) as u64);
+
 /// `OPENAT2` of `/` into a slot the kernel allocates, then its close.
 fn direct_open_works(ring: &mut IoUring) -> bool {
-    // Leaked (once per process, a few bytes): the kernel may still hold a
-    // pointer to it if a wait fails below.
-    let how: &'static types::OpenHow = Box::leak(Box::new(
-        types::OpenHow::new().flags(read_flags_bits(true) | libc::O_DIRECTORY as u64),
-    ));
-    let open = opcode::OpenAt2::new(types::Fd(libc::AT_FDCWD), c"/".as_ptr(), how)
+    let open = opcode::OpenAt2::new(types::Fd(libc::AT_FDCWD), c"/".as_ptr(), &PROBE_HOW)
         .file_index(Some(types::DestinationSlot::auto_target()))
         .build()
         .user_data(1);
@@ -92,18 +93,16 @@ fn direct_open_works(ring: &mut IoUring) -> bool {
 /// submission (a directory's read answers EISDIR: the slot was there; EBADF
 /// would say the read ran before the open filled it), then closed.
 fn linked_open_read_works(ring: &mut IoUring) -> bool {
-    // Leaked, as above: memory the kernel may write into must outlive a
-    // failed wait.
-    let how: &'static types::OpenHow = Box::leak(Box::new(
-        types::OpenHow::new().flags(read_flags_bits(true) | libc::O_DIRECTORY as u64),
-    ));
-    let byte: &'static mut [u8; 16] = Box::leak(Box::new([0u8; 16]));
-    let open = opcode::OpenAt2::new(types::Fd(libc::AT_FDCWD), c"/".as_ptr(), how)
+    // A static: memory the kernel may write into outlives a failed wait.
+    // Rust code never reads or references it (only this raw pointer).
+    static mut PROBE_BYTES: [u8; 16] = [0; 16];
+    let bytes = (&raw mut PROBE_BYTES).cast::<u8>();
+    let open = opcode::OpenAt2::new(types::Fd(libc::AT_FDCWD), c"/".as_ptr(), &PROBE_HOW)
         .file_index(types::DestinationSlot::try_from_slot_target(1).ok())
         .build()
         .flags(squeue::Flags::IO_HARDLINK)
         .user_data(1);
-    let read = opcode::Read::new(types::Fixed(1), byte.as_mut_ptr(), byte.len() as u32)
+    let read = opcode::Read::new(types::Fixed(1), bytes, 16)
         .build()
         .flags(squeue::Flags::IO_HARDLINK)
         .user_data(2);
@@ -114,8 +113,9 @@ fn linked_open_read_works(ring: &mut IoUring) -> bool {
 /// Submit `entries`, wait for all of them; their results in user data
 /// order (1, 2, …). `None` if the kernel refuses the submission or a wait.
 fn run<const N: usize>(ring: &mut IoUring, entries: &[squeue::Entry; N]) -> Option<[i32; N]> {
-    // SAFETY: every pointer the entries carry (a path literal, a leaked
-    // `open_how` and buffer) is 'static, so valid whenever the kernel uses it.
+    // SAFETY: every pointer the entries carry (a path literal, the static
+    // `open_how` and probe buffer) is 'static, so valid whenever the kernel
+    // uses it.
     unsafe { ring.submission().push_multiple(entries).ok()? };
     let mut out = [i32::MIN; N];
     let mut seen = 0;
