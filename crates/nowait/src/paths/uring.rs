@@ -169,6 +169,12 @@ impl Ring {
                 source,
             })?;
         let direct = features.direct && ring.submitter().register_files_sparse(slots).is_ok();
+        // io-wq starts at most 4 bounded workers a CPU for the requests that
+        // must wait (an open whose lookup needs I/O, an uncached read): fewer
+        // than the files in flight on a small machine, so cold files would
+        // queue behind each other. Let it run one per slot (a limit, not
+        // threads started; refused before 5.15, when the default stays).
+        let _ = ring.submitter().register_iowq_max_workers(&mut [slots, 0]);
         Ok(Ring {
             ring,
             slots,
