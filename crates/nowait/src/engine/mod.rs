@@ -99,3 +99,4 @@ pub use handle::{Engine, EngineFile};
 pub use notifier::{Notifier, PollerMode, TICK, WATCHDOG_TICK};
 pub use read_at::{ReadAt, ReadExactAt};
 pub use read_many::{ManyItem, Next, ReadMany};
+pub use yielding::{YIELD_BYTES, YIELD_READS};

@@ -8,9 +8,9 @@
 //! a worker thread, which wakes the task when the file is whole: a cached
 //! file costs no thread hop, where `tokio::fs::read` hands every file to
 //! its blocking pool. A poll does a bounded amount of work: each file tried
-//! takes one unit of tokio's cooperative budget (on tokio) and of the
-//! engine's streak of first-poll reads (anywhere), and the future yields
-//! when either runs out.
+//! takes one unit of tokio's cooperative budget (on tokio) and counts in
+//! the thread's turn of reads and bytes (`YIELD_READS`, `YIELD_BYTES`:
+//! anywhere), and the future yields when either runs out.
 
 use std::future::Future;
 use std::io;
@@ -19,7 +19,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 
-use crate::engine::yielding::{reschedule, streak};
+use crate::engine::yielding::{coop, reschedule, streak};
 use crate::error::Error;
 use crate::paths::budget::Budget;
 use crate::paths::pool::{punt, try_cached, Tried};
@@ -166,7 +166,7 @@ impl Future for ReadFiles {
             if this.next < this.paths.len() {
                 if let Some(first) = this.budget.try_start(cap) {
                     // Bounded work per poll: one unit per file tried.
-                    if !streak::extend(yielded && first_try) || !coop_proceed(cx) {
+                    if !streak::extend(yielded && first_try, first) || !coop_proceed(cx) {
                         this.budget.finish(first, false);
                         this.yielded = true;
                         reschedule(cx);
@@ -218,19 +218,14 @@ impl Future for ReadFiles {
     }
 }
 
-/// One unit of tokio's cooperative budget, where the task runs on tokio.
-#[cfg(feature = "tokio")]
+/// One unit of the task's cooperative budget (tokio's, on tokio), spent:
+/// each file tried is progress whatever its outcome.
 fn coop_proceed(cx: &mut Context<'_>) -> bool {
-    match tokio::task::coop::poll_proceed(cx) {
-        Poll::Ready(restore) => {
-            restore.made_progress();
+    match coop::proceed(cx) {
+        Some(unit) => {
+            unit.made_progress();
             true
         }
-        Poll::Pending => false,
+        None => false,
     }
-}
-
-#[cfg(not(feature = "tokio"))]
-fn coop_proceed(_cx: &mut Context<'_>) -> bool {
-    true
 }
