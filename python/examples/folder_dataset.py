@@ -16,6 +16,7 @@ DataLoader's fetcher calls with the sampler's indices in one go).
 
 from __future__ import annotations
 
+import importlib
 import os
 import pickle
 import random
@@ -74,12 +75,13 @@ def main() -> int:
                 assert data == _content(n), ds.paths[i]
                 checked += 1
         try:
-            import torch.utils.data as tud
+            tud: Any = importlib.import_module("torch.utils.data")
         except ImportError:
             print(f"{checked} files checked (PyTorch not installed: DataLoader not run)")
             return 0
         loader = tud.DataLoader(ds, batch_size=16, collate_fn=lambda x: x)
-        print(f"{checked} files checked; {sum(len(b) for b in loader)} through DataLoader")
+        through = sum(len(b) for b in loader)
+        print(f"{checked} files checked; {through} through DataLoader")
         return 0
 
 

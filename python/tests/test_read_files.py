@@ -9,6 +9,7 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, List, Sequence, Union
 
 import pytest
 
@@ -18,8 +19,8 @@ from nowait.fsspec import NowaitFileSystem
 HERE = Path(__file__).resolve().parent
 
 
-def _tree(tmp_path: Path) -> list:
-    paths = []
+def _tree(tmp_path: Path) -> List[Any]:
+    paths: List[Any] = []
     for i, size in enumerate([0, 1, 4095, 4096, 70_000, 300_001, 3 << 20]):
         p = tmp_path / f"f{i}"
         p.write_bytes(os.urandom(size))
@@ -34,7 +35,7 @@ def _tree(tmp_path: Path) -> list:
     return paths
 
 
-def _check(paths: list, got: list) -> None:
+def _check(paths: Sequence[Any], got: Sequence[Union[bytes, OSError]]) -> None:
     assert len(got) == len(paths)
     for p, g in zip(paths, got):
         try:
@@ -64,13 +65,13 @@ def test_on_error_raise_and_the_size_limit(tmp_path: Path) -> None:
     assert isinstance(got[5], OSError) and got[5].errno == errno.EFBIG
     assert got[4] == Path(paths[4]).read_bytes()
     with pytest.raises(ValueError, match="on_error"):
-        nowait.read_files(paths, on_error="ignore")
+        nowait.read_files(paths, on_error="ignore")  # type: ignore[arg-type]
 
 
 def test_aread_files_on_asyncio(tmp_path: Path) -> None:
     paths = _tree(tmp_path)
 
-    async def main() -> list:
+    async def main() -> List[Union[bytes, OSError]]:
         ticks = 0
 
         async def tick() -> None:
