@@ -61,7 +61,9 @@
 //!
 //! The modules, one concept each: [`engine`] (the async and blocking front
 //! ends: a ring per thread, futures, the poller), [`fs`] (an `AsyncRead`
-//! file and `read_ranges` over the engine), [`probe`] (what the machine and
+//! file and `read_ranges` over the engine; `read`, the drop-in for
+//! `tokio::fs::read`), [`paths`] (whole files by path: cached opens and
+//! reads without a thread, many files under a byte budget), [`probe`] (what the machine and
 //! a file can do), [`File`] (an open file and what was learned about it),
 //! [`Buf`] and [`BufPool`] (owned aligned buffers), [`Queue`] (slots, submit
 //! and reap, short-read completion, errno mapping), [`backend`] (the written
@@ -93,6 +95,7 @@ mod file;
 pub mod fs;
 mod message;
 pub mod page_cache;
+pub mod paths;
 pub mod pattern;
 pub mod probe;
 pub mod probe_doc;

@@ -43,9 +43,9 @@ use crate::backend::ladder::BackendReport;
 use crate::backend::uring::UringSetupFlags;
 use crate::backend::{Backend, BackendStats, Cqe};
 use crate::buf::{Buf, BufPool};
-use crate::page_cache::policy::CachePolicy;
 use crate::error::{Error, Result};
 use crate::file::File;
+use crate::page_cache::policy::CachePolicy;
 
 mod blocking;
 mod bounce;

@@ -23,6 +23,7 @@ use rustix::io::{IoSliceMut, ReadWriteFlags};
 pub(crate) mod cgroup;
 pub(crate) mod eventfd;
 pub(crate) mod names;
+pub(crate) mod open;
 pub(crate) mod sysfs;
 pub(crate) mod uring;
 pub(crate) mod valgrind;
