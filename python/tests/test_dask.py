@@ -1,0 +1,94 @@
+"""Dask reads Parquet through nowait://: ``dask.dataframe.read_parquet``
+over a folder of Parquet files gives what the plain path gives (whole
+frames, a column projection with a row filter, an aggregate), on the
+threaded scheduler and on worker processes, with no option to work around
+anything, and the reads go through nowait."""
+
+# pandas and Dask ship partial types.
+# pyright: reportUnknownMemberType=false, reportUnknownVariableType=false
+# pyright: reportUnknownArgumentType=false, reportMissingTypeStubs=false
+# pyright: reportUnknownLambdaType=false
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Iterator, List
+
+import pytest
+
+from conftest import DataDir
+
+REASON = ("SKIP test_dask_read_parquet: dask[dataframe] and pyarrow are not installed "
+          "(pip install 'dask[dataframe]' pyarrow)")
+dd: Any = pytest.importorskip("dask.dataframe", reason=REASON)
+pytest.importorskip("pyarrow", reason=REASON)
+pd: Any = pytest.importorskip("pandas", reason=REASON)
+np: Any = pytest.importorskip("numpy", reason=REASON)
+fsspec: Any = pytest.importorskip("fsspec", reason=REASON)
+
+from nowait.fsspec import NowaitFileSystem  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def folder(datadir: DataDir) -> Iterator[str]:
+    """Four Parquet files of 3 row groups each: ints, floats, strings, a
+    timestamp and a category, different in every file."""
+    d = tempfile.mkdtemp(prefix="dask-", dir=datadir[0])
+    rng = np.random.default_rng(30)
+    for part in range(4):
+        n = 30_000 + 1_000 * part
+        frame = pd.DataFrame({
+            "id": np.arange(n, dtype=np.int64) + part * 100_000,
+            "x": rng.random(n),
+            "s": [f"row {part}-{i}" for i in range(n)],
+            "t": pd.date_range("2026-01-01", periods=n, freq="s") + pd.Timedelta(days=part),
+            "c": pd.Categorical(rng.choice(["a", "b", "c"], n)),
+        })
+        frame.to_parquet(os.path.join(d, f"part-{part}.parquet"), row_group_size=12_000)
+    yield d
+    for name in os.listdir(d):
+        os.unlink(os.path.join(d, name))
+    os.rmdir(d)
+
+
+@pytest.fixture
+def opened(monkeypatch: pytest.MonkeyPatch) -> List[str]:
+    """The paths nowait:// opened in this process."""
+    paths: List[str] = []
+    real = getattr(NowaitFileSystem, "_open")
+
+    def counting(self: NowaitFileSystem, path: str, *args: Any, **kwargs: Any) -> Any:
+        paths.append(path)
+        return real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(NowaitFileSystem, "_open", counting)
+    return paths
+
+
+def test_dask_read_parquet_gives_what_the_plain_path_gives(folder: str,
+                                                           opened: List[str]) -> None:
+    ours = dd.read_parquet(f"nowait://{folder}")
+    plain = dd.read_parquet(folder)
+    assert ours.npartitions == plain.npartitions >= 4
+    pd.testing.assert_frame_equal(ours.compute(), plain.compute())
+    assert {os.path.basename(p) for p in opened} == {f"part-{i}.parquet" for i in range(4)}
+
+    def projected(path: str) -> Any:
+        return dd.read_parquet(path, columns=["id", "s"], filters=[("x", ">", 0.5)])
+    pd.testing.assert_frame_equal(projected(f"nowait://{folder}").compute(),
+                                  projected(folder).compute())
+
+    def summary(path: str) -> Any:
+        frame = dd.read_parquet(path, columns=["x", "c"])
+        return frame.groupby("c", observed=True).x.agg(["sum", "count"]).compute()
+    pd.testing.assert_frame_equal(summary(f"nowait://{folder}"), summary(folder))
+
+
+def test_dask_read_parquet_on_worker_processes(folder: str) -> None:
+    """The processes scheduler pickles the tasks, nowait:// filesystem
+    included, into worker processes that read with their own engine."""
+    ours = dd.read_parquet(f"nowait://{folder}", columns=["id", "t"])
+    plain = dd.read_parquet(folder, columns=["id", "t"])
+    got = ours.compute(scheduler="processes", num_workers=2)
+    pd.testing.assert_frame_equal(got, plain.compute(scheduler="sync"))
