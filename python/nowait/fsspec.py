@@ -12,13 +12,18 @@ reads with nowait inside them:
   at once (one ``read_many`` per file, the files' batches concurrently),
   after merging ranges of a file that lie within ``max_gap`` bytes of each
   other into one read;
-- :meth:`NowaitFileSystem.open` returns a file object that, once reads
-  look sequential, keeps the next window of the file in flight in the
-  background while the caller consumes the current one.
+- :meth:`NowaitFileSystem.open` returns a file object that takes every
+  argument fsspec passes (``cache_type``, ``cache_options``,
+  ``block_size``, ``autocommit``...) and, once reads look sequential,
+  keeps the next window of the file in flight in the background while the
+  caller consumes the current one;
+- :meth:`NowaitFileSystem.get_file` (and so ``get``, ``simplecache::``,
+  ``filecache::``) copies out to local paths through those files.
 
-Everything else (``ls``, ``info``, ``find``, ``glob``, ``get``…) is fsspec's
+Everything else (``ls``, ``info``, ``find``, ``glob``…) is fsspec's
 ``LocalFileSystem``; what would write (``pipe``, ``put``, ``rm``, ``mv``,
-``mkdir``, opening for writing…) raises ``OSError(EROFS)``.
+``mkdir``, opening for writing…) raises ``OSError(EROFS)``. The answers
+are ``LocalFileSystem``'s, with the differences python/README.md lists.
 
 The protocol is registered through the ``fsspec.specs`` entry point (no
 import needed); importing this module registers it as well.
