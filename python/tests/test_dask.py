@@ -92,3 +92,58 @@ def test_dask_read_parquet_on_worker_processes(folder: str) -> None:
     plain = dd.read_parquet(folder, columns=["id", "t"])
     got = ours.compute(scheduler="processes", num_workers=2)
     pd.testing.assert_frame_equal(got, plain.compute(scheduler="sync"))
+
+
+def test_a_projection_reads_only_the_bytes_it_needs(folder: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyarrow's read_table(columns=...) and Dask's read_parquet through
+    nowait:// read the projected column chunks and the footer, not windows
+    around them: nowait's own byte count is within 5% of what the
+    projection needs, the footer counted as pyarrow reads it (the last
+    64 KiB of the file, in one read)."""
+    pq: Any = pytest.importorskip("pyarrow.parquet", reason=REASON)
+    opened: List[Any] = []
+    real = getattr(NowaitFileSystem, "_nowait_open")
+
+    def counting(self: NowaitFileSystem, path: str) -> Any:
+        f = real(self, path)
+        opened.append(f)
+        return f
+
+    monkeypatch.setattr(NowaitFileSystem, "_nowait_open", counting)
+    columns = ["id", "s"]
+    paths = sorted(os.path.join(folder, n) for n in os.listdir(folder))
+    need = 0
+    for p in paths:
+        md = pq.ParquetFile(p).metadata
+        # the footer (its metadata, length and magic), read with the bytes
+        # before it up to 64 KiB
+        need += min(os.path.getsize(p), max(64 << 10, md.serialized_size + 8))
+        for rg in range(md.num_row_groups):
+            for c in range(md.num_columns):
+                chunk = md.row_group(rg).column(c)
+                if chunk.path_in_schema in columns:
+                    need += chunk.total_compressed_size
+    fs = NowaitFileSystem()
+    got = [pq.read_table(p, columns=columns, filesystem=fs) for p in paths]
+    want = [pq.read_table(p, columns=columns) for p in paths]
+    assert all(g.equals(w) for g, w in zip(got, want))
+    read = sum(f.stats()["bytes"] for f in opened)
+    assert need <= read <= need * 1.05, (read, need)
+
+    # Dask reads some footers once more while it plans: against what it
+    # reads through fsspec's LocalFileSystem (the process's rchar).
+    before = rchar()
+    plain = dd.read_parquet(folder, columns=columns).compute(scheduler="sync")
+    plain_read = rchar() - before
+    opened.clear()
+    frame = dd.read_parquet(f"nowait://{folder}", columns=columns).compute(scheduler="sync")
+    pd.testing.assert_frame_equal(frame, plain)
+    read = sum(f.stats()["bytes"] for f in opened)
+    assert need <= read <= plain_read * 1.05, (read, plain_read, need)
+
+
+def rchar() -> int:
+    """The bytes this process has passed to read system calls."""
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
