@@ -40,8 +40,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 try:
     import fsspec
-    from fsspec.implementations.local import LocalFileSystem
     from fsspec.caching import KnownPartsOfAFile, caches
+    from fsspec.implementations.local import LocalFileSystem
     from fsspec.spec import AbstractBufferedFile
     from fsspec.utils import isfilelike
 except ModuleNotFoundError as _missing:  # pragma: no cover - exercised in a subprocess
