@@ -499,17 +499,22 @@ class NowaitFile(AbstractBufferedFile):  # type: ignore[misc]
         return self._buf[lo:end - self._buf_start]
 
     def close(self) -> None:
-        if getattr(self, "_ahead", None) is not None:
-            try:
-                self._ahead.result()  # type: ignore[union-attr]
-            except Exception:
-                pass
-            self._ahead = None
-        if getattr(self, "_pool", None) is not None:
-            self._pool.shutdown(wait=True)  # type: ignore[union-attr]
-            self._pool = None
-        super().close()
-        if getattr(self, "_nw", None) is not None:
+        lock = getattr(self, "_lock", None)
+        if lock is None:  # __init__ failed before the file was opened
+            return
+        # Under the fetch lock: a fetch of fsspec's background cache
+        # finishes first, and one that starts later finds the file closed.
+        with lock:
+            if self._ahead is not None:
+                try:
+                    self._ahead.result()
+                except Exception:
+                    pass
+                self._ahead = None
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+            super().close()
             self._nw.close()
 
 
