@@ -1,8 +1,9 @@
-"""Dask reads Parquet through nowait://: ``dask.dataframe.read_parquet``
-over a folder of Parquet files gives what the plain path gives (whole
-frames, a column projection with a row filter, an aggregate), on the
-threaded scheduler and on worker processes, with no option to work around
-anything, and the reads go through nowait."""
+"""Dask and PyArrow read Parquet through nowait://:
+``dask.dataframe.read_parquet`` over a folder of Parquet files gives what
+the plain path gives (whole frames, a column projection with a row
+filter, an aggregate), on the threaded scheduler and on worker processes,
+with no option to work around anything, and the reads go through nowait;
+``pyarrow.dataset`` likewise; a projection reads the bytes it needs."""
 
 # pandas and Dask ship partial types.
 # pyright: reportUnknownMemberType=false, reportUnknownVariableType=false
@@ -92,6 +93,18 @@ def test_dask_read_parquet_on_worker_processes(folder: str) -> None:
     plain = dd.read_parquet(folder, columns=["id", "t"])
     got = ours.compute(scheduler="processes", num_workers=2)
     pd.testing.assert_frame_equal(got, plain.compute(scheduler="sync"))
+
+
+def test_pyarrow_dataset_reads_the_folder_through_it(folder: str) -> None:
+    """pyarrow.dataset over the folder with filesystem=NowaitFileSystem():
+    the same table as pyarrow's own filesystem gives, filter and
+    projection included."""
+    pads: Any = pytest.importorskip("pyarrow.dataset", reason=REASON)
+    for columns, flt in ((None, None), (["id", "c"], pads.field("x") < 0.25)):
+        ours = pads.dataset(folder, filesystem=NowaitFileSystem(), format="parquet")
+        plain = pads.dataset(folder, format="parquet")
+        got = ours.to_table(columns=columns, filter=flt)
+        assert got.num_rows > 0 and got.equals(plain.to_table(columns=columns, filter=flt))
 
 
 def test_a_projection_reads_only_the_bytes_it_needs(folder: str,
