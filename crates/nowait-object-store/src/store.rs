@@ -16,8 +16,9 @@ use nowait::{Buf, Engine, EngineFile};
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta,
-    ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions, Result,
+    CopyOptions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult, MultipartUpload,
+    ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, RenameOptions,
+    Result,
 };
 
 /// The store's name in errors (`object_store::Error::Generic::store`).
@@ -40,6 +41,19 @@ pub const GET_PIECE: usize = 8 << 20;
 ///
 /// Reads open the file on the calling thread (`open(2)` and `fstat(2)`;
 /// `LocalFileSystem` sends them to tokio's blocking pool with the read).
+///
+/// Every read answers as `LocalFileSystem` does (checked side by side in
+/// the crate's tests over every `GetRange` form, `head`, the `if_*`
+/// conditions, empty and zero-length ranges, ranges past the end,
+/// directories, symlinks and missing paths): the same bytes, range and
+/// metadata, or an error of the same kind. `get_opts` with `head: true`
+/// returns the range's payload, as `LocalFileSystem` does, and reads
+/// nothing until it is polled. `get` of a directory is `NotFound`;
+/// `get_ranges` of one is `Ok` for `[]` or only empty ranges and `Generic`
+/// (`EISDIR`) otherwise. Two differences, on purpose: error messages are
+/// this store's own (they name the range as asked and what to do), and a
+/// `get_ranges` range whose start is after its end is a `Generic` error
+/// naming it (`LocalFileSystem` computes its length with an overflow).
 #[derive(Clone)]
 pub struct NowaitStore {
     local: LocalFileSystem,
@@ -122,8 +136,18 @@ impl NowaitStore {
     }
 
     /// Open `location` for reading: the descriptor and its metadata (what
-    /// `LocalFileSystem` reads them from), and the engine's file over it.
+    /// `LocalFileSystem` reads them from), and the engine's file over it; a
+    /// directory is `NotFound`, as `LocalFileSystem::get_opts` has it.
     fn open(&self, location: &Path, path: &FsPath) -> Result<(EngineFile, std::fs::Metadata)> {
+        match self.open_any(location, path)? {
+            Opened::File(file, meta) => Ok((file, meta)),
+            Opened::Directory => Err(not_found(location, "is a directory")),
+        }
+    }
+
+    /// [`NowaitStore::open`], telling a directory apart (`open(2)` takes
+    /// one; only reading it fails, with `EISDIR`).
+    fn open_any(&self, location: &Path, path: &FsPath) -> Result<Opened> {
         let mut o = std::fs::OpenOptions::new();
         o.read(true);
         let file = if self.direct {
@@ -139,13 +163,32 @@ impl NowaitStore {
         .map_err(|e| open_error(e, location, path))?;
         let meta = file.metadata().map_err(|e| open_error(e, location, path))?;
         if meta.is_dir() {
-            return Err(not_found(location, "is a directory"));
+            return Ok(Opened::Directory);
         }
         let file = nowait::File::from_std(file).map_err(|e| match e {
             nowait::Error::IsDirectory { .. } => not_found(location, "is a directory"),
             e => generic(e),
         })?;
-        Ok((self.engine.file(file), meta))
+        Ok(Opened::File(self.engine.file(file), meta))
+    }
+}
+
+/// What a location opened as.
+enum Opened {
+    /// A file: the engine's file and its metadata.
+    File(EngineFile, std::fs::Metadata),
+    /// A directory (nothing to read).
+    Directory,
+}
+
+/// A `GetRange` in words, for an error (object_store's `Display` for it
+/// writes an HTTP range, `bytes=start-(end-1)`, which has no form for an
+/// empty or inverted range).
+fn describe(r: &GetRange) -> String {
+    match r {
+        GetRange::Bounded(b) => format!("{}..{}", b.start, b.end),
+        GetRange::Offset(o) => format!("from byte {o} to the end"),
+        GetRange::Suffix(n) => format!("the last {n} bytes"),
     }
 }
 
@@ -256,20 +299,21 @@ impl ObjectStore for NowaitStore {
         let range = match &options.range {
             Some(r) => r.as_range(meta.size).map_err(|e| {
                 generic(format!(
-                    "range {r} of {location} ({} bytes): {e}",
+                    "requested range {} of {location} ({} bytes) is invalid: {e}; ask for a \
+                     non-empty range that starts inside the object",
+                    describe(r),
                     meta.size
                 ))
             })?,
             None => 0..meta.size,
         };
-        let pieces: Vec<Range<u64>> = if options.head {
-            Vec::new()
-        } else {
-            (range.start..range.end)
-                .step_by(GET_PIECE)
-                .map(|s| s..(s + GET_PIECE as u64).min(range.end))
-                .collect()
-        };
+        // `head` changes nothing, as with `LocalFileSystem`: the payload
+        // is the range's, and reads nothing until it is polled (`head()`
+        // takes the metadata and drops it unread).
+        let pieces: Vec<Range<u64>> = (range.start..range.end)
+            .step_by(GET_PIECE)
+            .map(|s| s..(s + GET_PIECE as u64).min(range.end))
+            .collect();
         let payload = stream::iter(pieces)
             .map(move |r| read_piece(file.clone(), path.clone(), r))
             .buffered(2)
@@ -285,7 +329,22 @@ impl ObjectStore for NowaitStore {
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         let path = self.local.path_to_filesystem(location)?;
-        let (file, meta) = self.open(location, &path)?;
+        let (file, meta) = match self.open_any(location, &path)? {
+            Opened::File(file, meta) => (file, meta),
+            // As `LocalFileSystem`: nothing to read is nothing read (`[]`,
+            // or empty ranges); anything else fails as reading a directory
+            // does.
+            Opened::Directory if ranges.iter().all(|r| r.start == r.end) => {
+                return Ok(vec![Bytes::new(); ranges.len()]);
+            }
+            Opened::Directory => {
+                return Err(generic(format!(
+                    "cannot read ranges of {}: {}; name a file, not a directory",
+                    path.display(),
+                    io::Error::from_raw_os_error(libc::EISDIR)
+                )));
+            }
+        };
         let got = nowait::fs::read_ranges_with(&file, ranges, &self.ranges)
             .await
             .map_err(|e| generic(format!("cannot read ranges of {}: {e}", path.display())))?;

@@ -4,6 +4,8 @@
 //! byte for byte: seeded ranges, `get_opts` with every range form and
 //! condition, errors of the same kind.
 #![allow(clippy::single_range_in_vec_init)]
+// Inverted ranges are among the edges tested.
+#![allow(clippy::reversed_empty_ranges)]
 
 use std::ops::Range;
 
@@ -36,6 +38,11 @@ fn suite(store: &NowaitStore) {
             copy_rename_nonexistent_object(store).await;
             stream_get(store).await;
             put_opts(store, false).await;
+            let missing = get_nonexistent_object(store, None).await.unwrap_err();
+            assert!(
+                matches!(missing, object_store::Error::NotFound { .. }),
+                "{missing}"
+            );
         })
         .await
         .expect("the integration suite hung");
@@ -169,16 +176,233 @@ fn reads_match_local_file_system() {
                     ),
                 }
             }
-            // Missing files and directories are NotFound, as with LocalFileSystem.
+            // Missing files and directories are NotFound for `get`, as with
+            // LocalFileSystem; `get_ranges` of a directory fails reading it
+            // (EISDIR: Generic), of a missing file opening it (NotFound).
             for p in ["missing", "dir"] {
                 let e = ours.get(&Path::from(p)).await.unwrap_err();
                 assert!(matches!(e, object_store::Error::NotFound { .. }), "{e}");
-                let e = ours.get_ranges(&Path::from(p), &[0..1]).await.unwrap_err();
-                assert!(matches!(e, object_store::Error::NotFound { .. }), "{e}");
             }
+            let e = ours
+                .get_ranges(&Path::from("missing"), &[0..1])
+                .await
+                .unwrap_err();
+            assert!(matches!(e, object_store::Error::NotFound { .. }), "{e}");
+            let e = ours
+                .get_ranges(&Path::from("dir"), &[0..1])
+                .await
+                .unwrap_err();
+            assert!(matches!(e, object_store::Error::Generic { .. }), "{e}");
             // A range past the end is an error, as with LocalFileSystem.
             assert!(ours.get_ranges(&at, &[size..size + 1]).await.is_err());
             assert!(ours.get_ranges(&at, &[size - 1..size + 1]).await.is_err());
         });
     }
+}
+
+/// One read's answer, reduced to what both stores must agree on: the
+/// bytes, the range and the metadata, or the error's kind.
+#[derive(Debug, PartialEq)]
+enum Answer {
+    Got(Bytes, Option<(Range<u64>, object_store::ObjectMeta)>),
+    Many(Vec<Bytes>),
+    Failed(&'static str),
+}
+
+fn kind(e: &object_store::Error) -> &'static str {
+    use object_store::Error as E;
+    match e {
+        E::NotFound { .. } => "NotFound",
+        E::Precondition { .. } => "Precondition",
+        E::NotModified { .. } => "NotModified",
+        E::Generic { .. } => "Generic",
+        E::InvalidPath { .. } => "InvalidPath",
+        _ => "other",
+    }
+}
+
+async fn get_answer(store: &dyn ObjectStore, at: &Path, o: GetOptions) -> Answer {
+    match store.get_opts(at, o).await {
+        Ok(r) => {
+            let (range, meta) = (r.range.clone(), r.meta.clone());
+            match r.bytes().await {
+                Ok(b) => Answer::Got(b, Some((range, meta))),
+                Err(e) => Answer::Failed(kind(&e)),
+            }
+        }
+        Err(e) => Answer::Failed(kind(&e)),
+    }
+}
+
+/// The edges, side by side with `LocalFileSystem`: `get`, `get_opts` with
+/// every `GetRange` form (empty, inverted, zero-length, at and past the
+/// end), `head`, the `if_*` conditions, `get_range` and `get_ranges`
+/// (empty lists, zero-length ranges, past the end, overlapping), on a
+/// file, an empty file, a directory, symlinks to each, a dangling symlink
+/// and a missing path: the same bytes, range and metadata, or an error of
+/// the same kind. (The messages are NowaitStore's own; an inverted range
+/// in `get_ranges` is an error here, where `LocalFileSystem` overflows
+/// computing its length: checked on its own below.)
+#[test]
+fn edges_match_local_file_system() {
+    let root = tempfile::tempdir_in("/var/tmp").unwrap();
+    let n: u64 = 10_000;
+    let data: Vec<u8> = (0..n).map(|i| (i * 13 + i / 251) as u8).collect();
+    let r = root.path();
+    std::fs::write(r.join("obj"), &data).unwrap();
+    std::fs::write(r.join("empty"), b"").unwrap();
+    std::fs::create_dir(r.join("dir")).unwrap();
+    std::fs::write(r.join("dir/inner"), b"x").unwrap();
+    std::os::unix::fs::symlink(r.join("obj"), r.join("link")).unwrap();
+    std::os::unix::fs::symlink(r.join("dir"), r.join("dirlink")).unwrap();
+    std::os::unix::fs::symlink(r.join("gone"), r.join("dangling")).unwrap();
+    let local = LocalFileSystem::new_with_prefix(r).unwrap();
+    let paths = [
+        "obj", "empty", "dir", "link", "dirlink", "dangling", "missing",
+    ];
+    let ranges = [
+        None,
+        Some(GetRange::Bounded(0..0)),
+        Some(GetRange::Bounded(5..5)),
+        Some(GetRange::Bounded(7..3)),
+        Some(GetRange::Bounded(0..1)),
+        Some(GetRange::Bounded(n - 1..n)),
+        Some(GetRange::Bounded(n..n + 1)),
+        Some(GetRange::Bounded(n + 5..n + 10)),
+        Some(GetRange::Bounded(0..n + 100)),
+        Some(GetRange::Offset(0)),
+        Some(GetRange::Offset(n - 1)),
+        Some(GetRange::Offset(n)),
+        Some(GetRange::Offset(n + 1)),
+        Some(GetRange::Suffix(0)),
+        Some(GetRange::Suffix(1)),
+        Some(GetRange::Suffix(n)),
+        Some(GetRange::Suffix(n + 10)),
+    ];
+    let bounded = [
+        0..0,
+        5..5,
+        7..3,
+        0..1,
+        n - 1..n,
+        n..n + 1,
+        n + 5..n + 10,
+        0..n + 100,
+    ];
+    let lists: Vec<Vec<Range<u64>>> = vec![
+        vec![],
+        vec![0..0],
+        vec![5..5],
+        vec![n..n],
+        vec![n + 10..n + 10],
+        vec![0..10, 100..200],
+        vec![0..10, 5..15],
+        vec![0..n + 100],
+        vec![n..n + 1],
+        vec![n - 1..n + 1],
+        vec![0..n],
+    ];
+    for direct in [false, true] {
+        let ours = NowaitStore::new_with_prefix(r).unwrap().with_direct(direct);
+        rt().block_on(async {
+            let mut checked = 0;
+            for p in paths {
+                let at = Path::from(p);
+                let meta = local.head(&at).await.ok();
+                let a = ours.head(&at).await.map_err(|e| kind(&e));
+                let b = local.head(&at).await.map_err(|e| kind(&e));
+                assert_eq!(a, b, "head {p}");
+                for range in &ranges {
+                    for head in [false, true] {
+                        let o = GetOptions::new().with_range(range.clone()).with_head(head);
+                        let a = get_answer(&ours, &at, o.clone()).await;
+                        let b = get_answer(&local, &at, o.clone()).await;
+                        assert_eq!(a, b, "{p} direct {direct}: get_opts {o:?}");
+                        checked += 1;
+                    }
+                }
+                let tag = meta.as_ref().and_then(|m| m.e_tag.clone());
+                let when = meta.as_ref().map(|m| m.last_modified);
+                let second = std::time::Duration::from_secs(1);
+                let mut conds = vec![
+                    GetOptions::new().with_if_match(tag.clone()),
+                    GetOptions::new().with_if_match(Some("\"nope\"")),
+                    GetOptions::new().with_if_none_match(tag.clone()),
+                    GetOptions::new().with_if_none_match(Some("\"nope\"")),
+                    GetOptions::new().with_version(Some("1")),
+                ];
+                if let Some(t) = when {
+                    for at in [t - second, t, t + second] {
+                        let mut o = GetOptions::new();
+                        o.if_modified_since = Some(at);
+                        conds.push(o);
+                        let mut o = GetOptions::new();
+                        o.if_unmodified_since = Some(at);
+                        conds.push(o);
+                    }
+                }
+                for o in conds {
+                    let a = get_answer(&ours, &at, o.clone()).await;
+                    let b = get_answer(&local, &at, o.clone()).await;
+                    assert_eq!(a, b, "{p} direct {direct}: get_opts {o:?}");
+                    checked += 1;
+                }
+                for range in &bounded {
+                    let a = ours.get_range(&at, range.clone()).await;
+                    let b = local.get_range(&at, range.clone()).await;
+                    let a = a
+                        .map(|b| Answer::Got(b, None))
+                        .unwrap_or_else(|e| Answer::Failed(kind(&e)));
+                    let b = b
+                        .map(|b| Answer::Got(b, None))
+                        .unwrap_or_else(|e| Answer::Failed(kind(&e)));
+                    assert_eq!(a, b, "{p} direct {direct}: get_range {range:?}");
+                    checked += 1;
+                }
+                for list in &lists {
+                    let a = ours.get_ranges(&at, list).await;
+                    let b = local.get_ranges(&at, list).await;
+                    let a = a
+                        .map(Answer::Many)
+                        .unwrap_or_else(|e| Answer::Failed(kind(&e)));
+                    let b = b
+                        .map(Answer::Many)
+                        .unwrap_or_else(|e| Answer::Failed(kind(&e)));
+                    assert_eq!(a, b, "{p} direct {direct}: get_ranges {list:?}");
+                    checked += 1;
+                }
+            }
+            eprintln!("direct {direct}: {checked} calls agree with LocalFileSystem");
+            // An inverted range in `get_ranges` is an error that names it.
+            let e = ours
+                .get_ranges(&Path::from("obj"), &[7..3])
+                .await
+                .unwrap_err();
+            assert!(matches!(e, object_store::Error::Generic { .. }), "{e}");
+        });
+    }
+}
+
+/// `get_range` with an empty range is an error, not a panic (object_store's
+/// `Display` of such a range subtracts 1 from its end), and its message
+/// names the range as asked.
+#[test]
+fn empty_get_range_is_an_error_that_names_it() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("obj"), b"0123456789").unwrap();
+    let ours = NowaitStore::new_with_prefix(root.path()).unwrap();
+    rt().block_on(async {
+        for r in [0..0, 5..5, 7..3] {
+            let e = ours
+                .get_range(&Path::from("obj"), r.clone())
+                .await
+                .unwrap_err();
+            assert!(matches!(e, object_store::Error::Generic { .. }), "{e}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("{}..{}", r.start, r.end)),
+                "the error names the range: {text}"
+            );
+        }
+    });
 }

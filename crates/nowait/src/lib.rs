@@ -109,7 +109,7 @@ pub use engine::{block_on, BlockingFile, BlockingMany};
 pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
 };
-pub use engine::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany};
+pub use engine::{ManyItem, Next, ReadAt, ReadExactAt, ReadMany, YIELD_BYTES, YIELD_READS};
 #[doc(hidden)]
 pub use error::samples as error_samples;
 pub use error::{ConfigError, Error, Result};

@@ -11,7 +11,7 @@ use std::task::Context;
 use super::handle::BoundFile;
 use super::registry::with_first_poll;
 use super::ring::{FirstPoll, Ring};
-use super::yielding::streak;
+use super::yielding::{coop, streak};
 use crate::buf::Buf;
 use crate::cache_policy::{CachePolicy, Uncached};
 use crate::error::Result;
@@ -108,10 +108,11 @@ pub(crate) fn first_poll(
 /// is also a yield point. On tokio a hit spends one unit of the task's
 /// cooperative budget, like any tokio resource that is ready; with the
 /// budget spent the read goes to the ring, whose first poll reschedules
-/// the task. Other executors have no budget: for them the
-/// [`LONGEST`](streak::LONGEST)-th first-poll read in a row on a thread yields (a
-/// self-wake). The streak counts under tokio too (per thread, across
-/// tasks), where it only adds a yield now and then.
+/// the task. Other executors have no budget: for them a read after the
+/// thread's turn is spent ([`streak`]: [`LONGEST`](streak::LONGEST) reads
+/// or [`TURN_BYTES`](streak::TURN_BYTES) bytes in a row) yields first (a
+/// self-wake). The turn counts under tokio too (per thread, across tasks),
+/// where it bounds the bytes a task copies between yields.
 #[inline]
 #[allow(clippy::too_many_arguments)]
 fn try_page_cache(
@@ -135,7 +136,7 @@ fn try_page_cache(
         streak::end();
         return FirstPollOutcome::ToRing;
     };
-    if !streak::extend(yielded) {
+    if !streak::extend(yielded, len) {
         return FirstPollOutcome::YieldFirst;
     }
     // Decided once, here, for the try and for the ring's read after it
@@ -155,41 +156,5 @@ fn try_page_cache(
             streak::end();
             FirstPollOutcome::ToRing
         }
-    }
-}
-
-/// tokio's cooperative budget, or an unlimited one on builds without tokio.
-mod coop {
-    use std::task::Context;
-
-    /// Spend one unit of the task's budget (given back when the returned
-    /// value drops, unless `made_progress` is called first); `None` if it
-    /// is spent (nothing is registered: the caller arranges the yield).
-    #[cfg(feature = "tokio")]
-    #[inline]
-    pub(super) fn proceed(cx: &mut Context<'_>) -> Option<tokio::task::coop::RestoreOnPending> {
-        if !tokio::task::coop::has_budget_remaining() {
-            return None;
-        }
-        match tokio::task::coop::poll_proceed(cx) {
-            std::task::Poll::Ready(b) => Some(b),
-            // Not reached: the budget was checked just above on this thread.
-            std::task::Poll::Pending => None,
-        }
-    }
-
-    /// Without tokio: always granted.
-    #[cfg(not(feature = "tokio"))]
-    pub(super) struct Budget;
-
-    #[cfg(not(feature = "tokio"))]
-    impl Budget {
-        pub(super) fn made_progress(&self) {}
-    }
-
-    #[cfg(not(feature = "tokio"))]
-    #[inline]
-    pub(super) fn proceed(_cx: &mut Context<'_>) -> Option<Budget> {
-        Some(Budget)
     }
 }

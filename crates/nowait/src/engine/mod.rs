@@ -90,7 +90,7 @@ mod ring;
 mod ring_poll;
 #[cfg(feature = "tokio")]
 mod tokio_reactor;
-mod yielding;
+pub(crate) mod yielding;
 
 pub use blocking_file::{block_on, BlockingFile, BlockingMany};
 pub use builder::{EngineBuilder, DEFAULT_MAX_RINGS};
@@ -99,3 +99,4 @@ pub use handle::{Engine, EngineFile};
 pub use notifier::{Notifier, PollerMode, TICK, WATCHDOG_TICK};
 pub use read_at::{ReadAt, ReadExactAt};
 pub use read_many::{ManyItem, Next, ReadMany};
+pub use yielding::{YIELD_BYTES, YIELD_READS};

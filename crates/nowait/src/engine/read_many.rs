@@ -174,16 +174,17 @@ impl ReadMany {
     pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<ManyItem>> {
         // A batch of cached reads completes inside its submit, so a task
         // draining it would never return `Pending` by itself: like
-        // first-poll reads, at most `streak::LONGEST` items in a row on a
-        // thread, then a yield (a self-wake: not tokio's budget, whose
-        // deferred wake-up never comes inside a nested executor).
-        if !streak::extend(std::mem::take(&mut self.yielded)) {
+        // first-poll reads, items count against the thread's turn
+        // (`streak`: reads and bytes), then a yield (a self-wake: not
+        // tokio's budget, whose deferred wake-up never comes inside a
+        // nested executor).
+        if !streak::extend(std::mem::take(&mut self.yielded), 0) {
             self.yielded = true;
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
         if let Some(item) = self.batch.ready.pop_front() {
-            return Poll::Ready(Some(item));
+            return Poll::Ready(Some(spent(item)));
         }
         if self.batch.pending.is_empty() && self.batch.ops.is_empty() {
             return Poll::Ready(None);
@@ -205,7 +206,7 @@ impl ReadMany {
             Polled::Rescheduled | Polled::Collected => {}
         }
         match self.batch.ready.pop_front() {
-            Some(item) => Poll::Ready(Some(item)),
+            Some(item) => Poll::Ready(Some(spent(item))),
             None => {
                 streak::end();
                 Poll::Pending
@@ -223,6 +224,15 @@ impl ReadMany {
             buf,
         })
     }
+}
+
+/// Count an item's bytes against the thread's turn.
+#[inline]
+fn spent(item: ManyItem) -> ManyItem {
+    if let Ok(n) = item.result {
+        streak::spent(n);
+    }
+    item
 }
 
 impl Drop for ReadMany {

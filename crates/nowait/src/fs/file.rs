@@ -8,6 +8,7 @@ use std::io::{self, SeekFrom};
 use std::path::Path;
 use std::task::{Context, Poll};
 
+use crate::engine::yielding::StreamTurn;
 use crate::fs::readahead::{Front, Window};
 use crate::{Buf, Direct, Engine, EngineFile, Error};
 
@@ -31,8 +32,10 @@ pub const BUFFERED_READAHEAD: usize = 512 << 10;
 pub const KERNEL_READS_AHEAD: u64 = 2 << 20;
 
 /// The largest piece one positional read into a caller's slice asks the
-/// engine for at once (bigger reads are done piece after piece).
-const PIECE: usize = 64 << 20;
+/// engine for at once (bigger reads are done piece after piece): a piece
+/// the page cache holds is copied in one poll, so this bounds that poll's
+/// work (a few milliseconds), and the thread's turn yields between pieces.
+const PIECE: usize = 8 << 20;
 
 /// The smallest stream read tried straight from the page cache into the
 /// caller's memory: below it a system call per read costs more than the
@@ -205,6 +208,10 @@ pub struct File {
     /// A tokio `start_seek` whose answer `poll_complete` has not given yet.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     seeked: Option<io::Result<u64>>,
+    /// What the stream reads answered since they last returned `Pending`
+    /// (they yield when it reaches [`YIELD_READS`](crate::YIELD_READS) or
+    /// [`YIELD_BYTES`](crate::YIELD_BYTES)).
+    turn: StreamTurn,
 }
 
 impl fmt::Debug for File {
@@ -255,6 +262,7 @@ impl File {
                 Stream::CacheFirst
             },
             seeked: None,
+            turn: StreamTurn::default(),
         }
     }
 
@@ -334,8 +342,23 @@ impl File {
     }
 
     /// The bytes at the cursor (empty at end of file), reading ahead.
+    ///
+    /// Like every stream read, a bounded piece of work: it hands out at most
+    /// what the stream's turn has left ([`YIELD_BYTES`](crate::YIELD_BYTES)), and yields first
+    /// when the turn ([`YIELD_READS`](crate::YIELD_READS) answers) or tokio's cooperative budget is spent.
     pub fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        self.poll_window(cx, true)
+        let Some(grant) = self.turn.begin(cx) else {
+            return Poll::Pending;
+        };
+        let max = self.turn.room();
+        let r = self.poll_window(cx, true).map_ok(|d| d.len().min(max));
+        self.turn.done(grant, ready_bytes(&r));
+        match r {
+            // Borrowed again: the window's data at the cursor.
+            Poll::Ready(Ok(n)) => Poll::Ready(Ok(&self.window.data(self.pos)[..n])),
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => Poll::Pending,
+        }
     }
 
     /// The bytes at the cursor from the window; `ahead`: keep the window's
@@ -379,7 +402,9 @@ impl File {
     }
 
     /// Copy what is ready at the cursor into `dst`, waiting only if nothing
-    /// is: a read of many chunks takes every chunk already finished.
+    /// is: a read of many chunks takes every chunk already finished, up to
+    /// what the stream's turn has left ([`YIELD_BYTES`](crate::YIELD_BYTES)); a call after the
+    /// turn or tokio's cooperative budget is spent yields first.
     pub fn poll_read_into(
         &mut self,
         cx: &mut Context<'_>,
@@ -391,7 +416,7 @@ impl File {
     /// A large read with nothing of the window at the cursor, tried straight
     /// from the page cache into `sink` ([`Stream::CacheFirst`]): `Some(n)`
     /// bytes read (0 at end of file), or `None`: the window reads from here.
-    fn try_cache_first(&mut self, sink: &mut dyn Sink) -> io::Result<Option<usize>> {
+    fn try_cache_first(&mut self, sink: &mut dyn Sink, max: usize) -> io::Result<Option<usize>> {
         if self.pos >= self.size {
             // At the end as last seen: has the file grown?
             self.size = self.len()?;
@@ -399,7 +424,7 @@ impl File {
                 return Ok(Some(0));
             }
         }
-        let want = sink.room().min(CACHE_FIRST_MAX);
+        let want = max.min(CACHE_FIRST_MAX);
         let (n, can) = sink.try_cached(self.file.file(), self.pos, want);
         if n > 0 {
             self.pos += n as u64;
@@ -415,17 +440,37 @@ impl File {
         Ok(None)
     }
 
-    /// Hand `sink` what is ready at the cursor, as much as it has room for,
-    /// waiting only if nothing is; an error after some bytes is left for
-    /// the next call (the window re-reads the failed chunk then).
+    /// Hand `sink` what is ready at the cursor, as much as it has room for
+    /// and the stream's turn allows, waiting only if nothing is; an error
+    /// after some bytes is left for the next call (the window re-reads the
+    /// failed chunk then).
     fn poll_copy(&mut self, cx: &mut Context<'_>, sink: &mut dyn Sink) -> Poll<io::Result<usize>> {
-        let room = sink.room();
+        if sink.room() == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        let Some(grant) = self.turn.begin(cx) else {
+            return Poll::Pending;
+        };
+        // A large read gets at least one page-cache try's worth.
+        let r = self.poll_copy_some(cx, sink, self.turn.room().max(CACHE_FIRST_MIN));
+        self.turn.done(grant, ready_bytes(&r));
+        r
+    }
+
+    /// [`File::poll_copy`]'s work: at most `max` bytes.
+    fn poll_copy_some(
+        &mut self,
+        cx: &mut Context<'_>,
+        sink: &mut dyn Sink,
+        max: usize,
+    ) -> Poll<io::Result<usize>> {
+        let room = sink.room().min(max);
         let mut done = 0;
         while done < room {
             let large = room - done >= CACHE_FIRST_MIN;
             let cache_first = self.stream == Stream::CacheFirst && large;
             if cache_first && !self.window.covers().contains(&self.pos) {
-                match self.try_cache_first(sink) {
+                match self.try_cache_first(sink, room - done) {
                     Ok(Some(n)) => {
                         done += n;
                         // One try per call: it is a copy on this thread.
@@ -531,6 +576,16 @@ impl File {
         let want = buf.spare();
         let (r, b) = self.read_owned_at(buf, offset).await;
         (r.and_then(|got| self.exact(offset, want, got)), b)
+    }
+}
+
+/// The bytes a stream poll handed out, 0 for an error, `None` if it
+/// returned `Pending` (see [`StreamTurn::done`]).
+fn ready_bytes(r: &Poll<io::Result<usize>>) -> Option<usize> {
+    match r {
+        Poll::Ready(Ok(n)) => Some(*n),
+        Poll::Ready(Err(_)) => Some(0),
+        Poll::Pending => None,
     }
 }
 
