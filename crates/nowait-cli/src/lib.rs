@@ -1,7 +1,8 @@
 //! The `nowait` command as a library (the binary, `src/main.rs`, only
-//! hands it the command line to [`dispatch`]): `bench` (fio-compatible
-//! benchmark), `scenario` (the seeds' experiments on this machine) and
-//! `probe` (what this machine and a file can do). Integration tests read
+//! hands it the command line to [`dispatch`]): `bench` (nowait's own read
+//! loop, with fio's option names and JSON shape), `fio` (fio job files run
+//! in fio with nowait's engine), `scenario` (the seeds' experiments on this
+//! machine) and `probe` (what this machine and a file can do). Integration tests read
 //! its reports back with its own types ([`base::json::Doc`]).
 //!
 //! Floors, bottom to top; a file imports only from its own floor or below,
@@ -12,16 +13,16 @@
 //!   output goes, fio's JSON as types, comparison statistics, the host, and
 //!   the crate's one kernel-facing module (`base::sys`);
 //! * [`model`]: the workload model: the option table, value parsers, help,
-//!   sweeps, job files, and the `Job`s they resolve to;
+//!   sweeps, and the `Job`s they resolve to;
 //! * [`workload`]: where reads go (the seeded offsets, the scenarios'
 //!   streams and distributions);
 //! * [`measure`]: latency histograms, percentiles, CPU time, a run's
 //!   outcome and its result row;
 //! * [`driver`]: runs jobs on the engine: the data file, the page cache,
 //!   the queue, the read loop;
-//! * [`fio`]: fio's command line for a job, running it, and comparing the
-//!   two tools run by run;
-//! * [`report`]: text, table, JSON and plot;
+//! * [`fio`]: where fio and nowait's engine are, fio's command line for a
+//!   job, running it, and the same job on both engines in turn;
+//! * [`report`]: text, table and JSON;
 //! * [`cmd`]: the commands.
 #![deny(unsafe_code)] // the one exception: `base::sys` (one getrusage call)
 

@@ -1,18 +1,19 @@
-//! A comparison with fio: the runs of each side in the order they ran
-//! (`--abba`: fio, nowait, nowait, fio per set; `--compare-rounds`:
-//! alternating), each side's median and spread, and the ratio of the
-//! medians, which is the headline ratio.
+//! A comparison of nowait's fio engine with fio's own: the runs of each
+//! side in the order they ran (`--abba`: fio, nowait, nowait, fio per
+//! set), each side's median and spread, and the ratio of the medians,
+//! which is the headline ratio.
 
-/// The runs of a comparison with fio, in the order they ran, with each
-/// side's median and spread.
+/// The runs of a comparison, in the order they ran, with each side's
+/// median and spread (`nowait`: fio with `ioengine=nowait`; `fio`: fio
+/// with its own engine).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Compare {
-    /// `abba` (fio, nowait, nowait, fio per set) or `alternate` (nowait, fio).
+    /// `abba` (fio, nowait, nowait, fio per set) or `once` (fio, nowait).
     pub order: String,
-    /// Each run: `nowait` or `fio`, and its IOPS (`null`: the fio run failed).
+    /// Each run: `nowait` or `fio`, and its IOPS (`null`: the run failed).
     pub runs: Vec<(String, Option<f64>)>,
-    /// Indices into `runs` of the runs SIGINT cut short (nowait's: IOPS of
-    /// the reads until then; fio's: failed), left out of the medians.
+    /// Indices into `runs` of the runs SIGINT cut short, left out of the
+    /// medians.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interrupted: Vec<usize>,
     /// nowait's IOPS over its runs that were not interrupted (`null`: none).

@@ -5,8 +5,6 @@
 pub mod args;
 pub mod compare;
 pub mod failure;
-#[cfg(test)]
-pub(crate) mod fio_check;
 pub mod flags;
 pub mod host;
 pub mod json;

@@ -16,7 +16,7 @@ pub fn emit(text: &str, output: Option<&std::path::Path>) -> Result<(), Failure>
     }
 }
 
-/// Files the run will write (`--output`, `--plot`), opened before anything
+/// Files the run will write (`--output`), opened before anything
 /// runs, as fio opens its output at start: an unwritable destination is an
 /// error before the benchmark, not after it. Files this check created are
 /// removed again if the run fails ([`Dests::discard`]).

@@ -1,16 +1,14 @@
 //! The system calls only the command makes, apart from the engine's: CPU
 //! time, context switches and page faults (`getrusage(2)`, of the process
 //! or of one thread), free space (`statvfs(2)`), access advice
-//! (`posix_fadvise(2)`), a file mapped for reading (`mmap(2)`, fio's mmap
-//! engine) and how much of a file is in the page cache (`mincore(2)`).
+//! (`posix_fadvise(2)`) and how much of a file is in the page cache
+//! (`mincore(2)`).
 //!
 //! The crate's one kernel-facing module, and the only place it allows
-//! unsafe code: one `getrusage` call and one `localtime_r` call (fio's
-//! job lines print the local time), written by hand because rustix 1.x
-//! has neither and the engine's system layer is private to it; the
-//! mapping (`mmap` hands out memory the kernel fills from the file, which
-//! no safe call can); and `mincore` over a mapping (rustix 1.x has no
-//! `mincore`). Everything else here goes through rustix's safe calls.
+//! unsafe code: one `getrusage` call, written by hand because rustix 1.x
+//! has none and the engine's system layer is private to it, and `mincore`
+//! over a mapping (rustix 1.x has no `mincore`). Everything else here goes
+//! through rustix's safe calls.
 
 use std::os::fd::AsFd;
 use std::path::Path;
@@ -92,36 +90,6 @@ impl Rusage {
     }
 }
 
-/// `ctime(3)` of `secs` since the epoch in local time, without the
-/// newline: `Thu Nov 26 08:06:21 2026` (fio's job lines carry it).
-#[allow(unsafe_code)] // rustix has no localtime: libc's localtime_r, one call (module docs).
-pub fn ctime(secs: i64) -> String {
-    let t: libc::time_t = secs as libc::time_t;
-    let mut tm = std::mem::MaybeUninit::<libc::tm>::zeroed();
-    // SAFETY: `t` and `tm` are valid for the call; localtime_r writes only
-    // `tm` and returns NULL on failure (then `tm` is not read).
-    let r = unsafe { libc::localtime_r(&t, tm.as_mut_ptr()) };
-    if r.is_null() {
-        return format!("{secs}");
-    }
-    // SAFETY: zero-initialised, and filled by localtime_r on success.
-    let tm = unsafe { tm.assume_init() };
-    const DAYS: [&str; 7] = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    format!(
-        "{} {}{:3} {:02}:{:02}:{:02} {}",
-        DAYS[tm.tm_wday.rem_euclid(7) as usize],
-        MONTHS[tm.tm_mon.rem_euclid(12) as usize],
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        tm.tm_year + 1900
-    )
-}
-
 /// Bytes free for an unprivileged writer on the filesystem holding `dir`.
 pub fn free_space(dir: &Path) -> Option<u64> {
     let st = rustix::fs::statvfs(dir).ok()?;
@@ -137,96 +105,6 @@ pub fn fadvise(
 ) -> std::io::Result<()> {
     let len = std::num::NonZeroU64::new(len);
     rustix::fs::fadvise(file, offset, len, advice).map_err(std::io::Error::from)
-}
-
-/// A file's region mapped read-only and shared (fio's mmap engine:
-/// `mmap(2)` with `PROT_READ`, `MAP_SHARED`); reads copy out of it.
-/// Unmapped when dropped.
-#[derive(Debug)]
-pub struct Mapping {
-    ptr: *mut std::ffi::c_void,
-    len: usize,
-    /// The file offset of the mapping's first byte.
-    start: u64,
-}
-
-// SAFETY: the mapping is read-only memory owned by this value; any thread
-// may copy out of it.
-#[allow(unsafe_code)]
-unsafe impl Send for Mapping {}
-// SAFETY: as above: `copy_to` only reads.
-#[allow(unsafe_code)]
-unsafe impl Sync for Mapping {}
-
-impl Mapping {
-    /// Map `len` bytes of `file` from `offset` (rounded down to a page),
-    /// and advise the kernel of the access pattern (`random`:
-    /// `MADV_RANDOM`, else `MADV_SEQUENTIAL`), as fio's engine does.
-    #[allow(unsafe_code)] // mmap: the one call that maps (module docs).
-    pub fn new(file: &impl AsFd, offset: u64, len: u64, random: bool) -> std::io::Result<Mapping> {
-        use rustix::mm::{madvise, mmap, Advice, MapFlags, ProtFlags};
-        let page = rustix::param::page_size() as u64;
-        let start = offset / page * page;
-        let len = usize::try_from(len + (offset - start))
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?
-            .max(1);
-        // SAFETY: a new mapping chosen by the kernel (no address given), so
-        // it overlaps no memory of ours; it is read only through `copy_to`,
-        // which stays within `len`, and unmapped once, in `drop`.
-        let ptr = unsafe {
-            mmap(
-                std::ptr::null_mut(),
-                len,
-                ProtFlags::READ,
-                MapFlags::SHARED,
-                file,
-                start,
-            )
-        }
-        .map_err(std::io::Error::from)?;
-        let advice = if random {
-            Advice::Random
-        } else {
-            Advice::Sequential
-        };
-        // SAFETY: the range is the mapping just made; advice only.
-        let _ = unsafe { madvise(ptr, len, advice) };
-        Ok(Mapping { ptr, len, start })
-    }
-
-    /// Copy `dst.len()` bytes at file offset `offset` out of the mapping;
-    /// `false` when they are not all inside it.
-    #[allow(unsafe_code)] // reads the mapping (module docs).
-    pub fn copy_to(&self, offset: u64, dst: &mut [u8]) -> bool {
-        let Some(at) = offset.checked_sub(self.start) else {
-            return false;
-        };
-        let at = at as usize;
-        if at.checked_add(dst.len()).is_none_or(|end| end > self.len) {
-            return false;
-        }
-        // SAFETY: `at..at + dst.len()` is inside the mapping (checked
-        // above), which lives as long as `self`; `dst` is a distinct
-        // buffer of ours. Bytes are copied without forming a reference to
-        // the mapping (the file's pages may change under it). A file
-        // truncated during the run raises SIGBUS here, as in fio.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (self.ptr as *const u8).add(at),
-                dst.as_mut_ptr(),
-                dst.len(),
-            );
-        }
-        true
-    }
-}
-
-impl Drop for Mapping {
-    #[allow(unsafe_code)] // munmap of our own mapping (module docs).
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` are the mapping `new` made, unmapped only here.
-        let _ = unsafe { rustix::mm::munmap(self.ptr, self.len) };
-    }
 }
 
 /// Pages of `path` resident in the page cache, and its size in pages, by
@@ -286,32 +164,6 @@ mod tests {
             d = Rusage::now().since(&a);
         }
         assert!(d.user_us + d.sys_us > 0, "{d:?}");
-    }
-
-    #[test]
-    fn a_mapping_copies_the_files_bytes() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("f");
-        let data: Vec<u8> = (0..20_000u32).map(|i| (i % 251) as u8).collect();
-        std::fs::write(&p, &data).unwrap();
-        let f = std::fs::File::open(&p).unwrap();
-        let m = Mapping::new(&f, 5000, 15_000, true).unwrap();
-        let mut b = [0u8; 100];
-        assert!(m.copy_to(9000, &mut b));
-        assert_eq!(&b[..], &data[9000..9100]);
-        assert!(!m.copy_to(19_950, &mut b), "past the mapping");
-        assert!(
-            m.copy_to(4096, &mut b),
-            "the page before the offset is mapped too"
-        );
-    }
-
-    #[test]
-    fn ctime_shape() {
-        let c = ctime(0);
-        let w: Vec<&str> = c.split_whitespace().collect();
-        assert_eq!(w.len(), 5, "{c}");
-        assert!(w[3].len() == 8 && (w[4] == "1970" || w[4] == "1969"), "{c}");
     }
 
     #[test]

@@ -1,18 +1,20 @@
-//! `nowait bench`: parse options and job files, run every job (and fio's
-//! equivalent, alternating, with `--compare-fio`), print the report, the
-//! table, the JSON and the plot.
+//! `nowait bench`: parse the options, run every job with nowait's own
+//! loop (or, with `--compare-fio`, in fio on nowait's engine and on fio's
+//! own, alternating), print the report, the table or the JSON.
 
 use std::ffi::OsString;
 
 use crate::base::failure::{interrupted, stop_on_sigint, Failure};
 use crate::base::output::{emit, Dests};
-use crate::driver::schedule::{entries, run as run_threads};
-use crate::fio::compare::compare;
+use crate::driver::job::run_prepared;
+use crate::driver::layout;
+use crate::fio::compare::duel;
+use crate::fio::find::{engine, fio_version};
 use crate::measure::row::Row;
 use crate::model::help;
-use crate::model::job::{FioVersion, Settings};
+use crate::model::job::{Format, Job, Rw, Settings};
 use crate::model::parse::parse_args;
-use crate::model::resolve::{applicable, runs, Run};
+use crate::model::sweep::expand;
 use crate::report;
 
 /// Run `nowait bench` with the arguments after `bench`; returns the exit code.
@@ -30,27 +32,67 @@ pub fn run(args: &[OsString]) -> i32 {
     }
 }
 
+/// The defaults of `--peak` (fio's t/io_uring): what the command line
+/// does not set.
+pub fn peak_base() -> Job {
+    Job {
+        rw: Rw::RandRead,
+        iodepth: 128,
+        iodepth_batch_submit: 32,
+        iodepth_batch_complete_min: 1,
+        direct: true,
+        fixedbufs: true,
+        registerfiles: true,
+        submit: nowait::SubmitPolicy::Batch,
+        norandommap: true,
+        time_based: true,
+        runtime: Some(std::time::Duration::from_secs(10)),
+        invalidate: false,
+        ..Job::default()
+    }
+}
+
 /// Ok(true): help was asked for.
 fn main(args: &[OsString]) -> Result<bool, Failure> {
-    let (cli, files, help) = parse_args(args).map_err(Failure::Usage)?;
+    let (set, help) = parse_args(args).map_err(Failure::Usage)?;
     if help {
         return Ok(true);
     }
-    let (runs, settings) = runs(&cli, &files)?;
-    if runs.is_empty() {
-        return Err(Failure::Usage("no job to run".into()));
+    let (_, settings) = expand(&set, &Job::default()).map_err(Failure::Usage)?;
+    let base = if settings.peak {
+        peak_base()
+    } else {
+        Job::default()
+    };
+    let (jobs, settings) = expand(&set, &base).map_err(Failure::Usage)?;
+    // A sweep over an option that does not apply to an engine runs it once.
+    let mut seen: Vec<Job> = Vec::new();
+    for j in &jobs {
+        for flag in j.inapplicable() {
+            eprintln!(
+                "nowait bench: {flag} does not apply to --ioengine={}: left at its default",
+                j.ioengine.as_str()
+            );
+        }
     }
-    let (runs, notes) = applicable(runs).map_err(Failure::Usage)?;
-    for note in notes {
-        eprintln!("nowait bench: {note}");
-    }
+    let jobs: Vec<Job> = jobs
+        .into_iter()
+        .filter_map(|j| {
+            let n = j.normalized();
+            (!seen.contains(&n)).then(|| {
+                seen.push(n.clone());
+                n
+            })
+        })
+        .collect();
     stop_on_sigint()?;
-    let dests = Dests::open(&[
-        ("--output", settings.output.as_deref()),
-        ("--plot", settings.plot.as_deref()),
-    ])?;
+    let dests = Dests::open(&[("--output", settings.output.as_deref())])?;
     let mut reported = false;
-    let r = bench(runs, &settings, &mut reported);
+    let r = if settings.compare_fio {
+        compare(&jobs, &settings, &mut reported)
+    } else {
+        bench(&jobs, &settings, &mut reported)
+    };
     // A failure, or Ctrl-C before any result, leaves no empty file behind.
     if r.is_err() && !reported {
         dests.discard();
@@ -58,85 +100,84 @@ fn main(args: &[OsString]) -> Result<bool, Failure> {
     r.map(|()| false)
 }
 
-/// Run every run (with fio alternating when compared) and write the report
-/// (`reported`: it was written).
-fn bench(mut runs: Vec<Run>, settings: &Settings, reported: &mut bool) -> Result<(), Failure> {
-    let total: usize = runs.iter().map(|r| r.threads.len()).sum();
-    if settings.peak {
-        let jobs: Vec<_> = runs
-            .iter()
-            .flat_map(|r| r.threads.iter().filter(|t| t.member.clone == 0).cloned())
-            .collect();
-        let rows = crate::cmd::peak::run_all(&jobs, settings)?;
-        output(&rows, settings, None)?;
-        *reported = true;
-        return sigint_status(rows.len(), jobs.len());
-    }
-    let fio_version = if settings.compare_fio {
-        Some(crate::fio::run::version().map_err(Failure::Runtime)?)
+/// Run every job with nowait's own loop and write the report (`reported`:
+/// it was written).
+fn bench(jobs: &[Job], settings: &Settings, reported: &mut bool) -> Result<(), Failure> {
+    let rows = if settings.peak {
+        crate::cmd::peak::run_all(jobs, settings)?
     } else {
-        None
-    };
-    // Random offsets follow the rules of the fio they are compared with.
-    let rules = fio_version
-        .as_deref()
-        .and_then(version_numbers)
-        .or(settings.like_fio);
-    if let Some(v) = rules {
-        for t in runs.iter_mut().flat_map(|r| r.threads.iter_mut()) {
-            t.fio_rules = Some(v);
-        }
-    }
-
-    let mut rows: Vec<Row> = Vec::with_capacity(total);
-    let mut done = 0;
-    for run in &runs {
-        if interrupted() {
-            break;
-        }
-        let got = if fio_version.is_none() {
-            match run_threads(&run.threads) {
-                Ok(o) => entries(o)
-                    .into_iter()
-                    .map(|ours| Row {
-                        ours,
-                        fio: None,
-                        compare: None,
-                    })
-                    .collect(),
-                // Ctrl-C while laying out a later run's files: report the runs done.
+        let mut rows = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            if interrupted() {
+                break;
+            }
+            let got = layout::prepare(job).and_then(|data| run_prepared(job, &data));
+            match got {
+                Ok(ours) => rows.push(Row { ours }),
+                // Ctrl-C while laying out a later job's file: report the jobs done.
                 Err(Failure::Interrupted(m)) if !rows.is_empty() => {
                     eprintln!("nowait bench: {m}");
                     break;
                 }
                 Err(e) => return Err(e),
             }
-        } else {
-            let version = fio_version.as_deref().unwrap_or("fio");
-            match compare(run, settings, version)? {
-                Some(r) => r,
-                None => break,
-            }
-        };
-        done += run.threads.len();
-        rows.extend(got);
-    }
+        }
+        rows
+    };
     if rows.is_empty() {
-        return sigint_status(0, total);
+        return sigint_status(0, jobs.len());
     }
-    output(&rows, settings, fio_version.as_deref())?;
+    let text = report::render(&rows, settings.format, settings.peak);
+    emit(&text, settings.output.as_deref())?;
     *reported = true;
-    sigint_status(done, total)
+    sigint_status(rows.len(), jobs.len())
 }
 
-/// `fio-3.33` as numbers.
-fn version_numbers(v: &str) -> Option<FioVersion> {
-    let v = v.trim().strip_prefix("fio-")?;
-    let mut it = v.split(|c: char| !c.is_ascii_digit());
-    Some(FioVersion {
-        major: it.next()?.parse().ok()?,
-        minor: it.next()?.parse().ok()?,
-    })
+/// Run every job in fio on nowait's engine and on fio's own, and write
+/// the comparison.
+fn compare(jobs: &[Job], settings: &Settings, reported: &mut bool) -> Result<(), Failure> {
+    if settings.peak {
+        return Err(Failure::Usage(
+            "--compare-fio: not with --peak (--peak is nowait's own loop; fio's t/io_uring \
+             is its peer)"
+                .into(),
+        ));
+    }
+    let version = fio_version().map_err(|e| Failure::Unavailable(format!("--compare-fio: {e}")))?;
+    let engine = engine(settings.engine.as_deref())
+        .map_err(|e| Failure::Unavailable(format!("--compare-fio: {e}")))?;
+    let mut duels = Vec::new();
+    for job in jobs {
+        // fio reads the file nowait lays out, so both engines read the pattern.
+        let data = layout::prepare(job)?;
+        drop(data.file);
+        match duel(job, data.region, &engine, settings.abba) {
+            Some(d) => duels.push(d),
+            None => break,
+        }
+    }
+    if duels.is_empty() {
+        return sigint_status(0, jobs.len());
+    }
+    let shown = engine.display().to_string();
+    let text = match settings.format {
+        Format::Json => report::duel::json(&duels, &version, &shown),
+        Format::Normal => report::duel::text(&duels, &version, &shown),
+    };
+    emit(&text, settings.output.as_deref())?;
+    *reported = true;
+    let failed: Vec<&str> = duels
+        .iter()
+        .flat_map(|d| d.runs.iter().filter_map(|(_, r)| r.as_ref().err()))
+        .map(String::as_str)
+        .collect();
+    if let Some(first) = failed.first() {
+        return Err(Failure::Runtime(format!(
+            "--compare-fio: {} fio run(s) failed; the first: {first}",
+            failed.len()
+        )));
+    }
+    sigint_status(duels.len(), jobs.len())
 }
 
 /// After the report: SIGINT stopped the runs (exit status 130).
@@ -151,32 +192,6 @@ fn sigint_status(done: usize, jobs: usize) -> Result<(), Failure> {
     }
     Err(Failure::Interrupted(format!(
         "interrupted (SIGINT): the report is of the reads completed until then \
-         ({done} of {jobs} job thread(s) run{}); a run cut short is marked interrupted and \
-         left out of medians and ratios; a second Ctrl-C stops at once",
-        if done < jobs {
-            ", the others not started"
-        } else {
-            ""
-        }
+         ({done} of {jobs} job(s) run); a second Ctrl-C stops at once"
     )))
-}
-
-/// Print (or write to `--output`) the report of `rows`, and draw `--plot`.
-fn output(rows: &[Row], settings: &Settings, fio_version: Option<&str>) -> Result<(), Failure> {
-    let text = report::render(rows, settings.format, settings.peak, fio_version);
-    emit(&text, settings.output.as_deref())?;
-    if let Some(p) = &settings.plot {
-        let title = match rows.first() {
-            Some(r) => format!(
-                "nowait bench: {} bs={} {} — IOPS and p99 vs queue depth",
-                r.ours.job.rw.as_str(),
-                r.ours.job.bs,
-                r.ours.path
-            ),
-            None => "nowait bench".into(),
-        };
-        std::fs::write(p, report::plot::svg(rows, &title))
-            .map_err(|e| Failure::Runtime(format!("--plot={}: cannot write: {e}", p.display())))?;
-    }
-    Ok(())
 }

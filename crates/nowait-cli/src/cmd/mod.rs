@@ -1,10 +1,11 @@
-//! The commands, the top floor: `bench` (with `--peak`), `probe` and
-//! `scenario`, each parsing its arguments, calling the floors below and
-//! printing; [`dispatch`] picks one.
+//! The commands, the top floor: `bench` (with `--peak`), `fio`, `probe`
+//! and `scenario`, each parsing its arguments, calling the floors below
+//! and printing; [`dispatch`] picks one.
 
 use std::ffi::OsString;
 
 pub mod bench;
+pub mod fio;
 pub mod peak;
 pub mod probe;
 pub mod scenario;
@@ -16,8 +17,11 @@ USAGE:
     nowait <COMMAND> [ARGS...]
 
 COMMANDS:
-    bench      measure reads like fio (fio's option names, job files, JSON),
-               sweep queue depths and engines, compare with fio, plot
+    bench      nowait's own read loop with fio's option names and JSON shape:
+               every backend, the cache-first path, --peak; sweep queue
+               depths and engines; --compare-fio runs the job in fio
+               on nowait's engine and on fio's own
+    fio        run fio job files in fio, with nowait's engine (ioengine=nowait)
     scenario   reproduce a seed's experiment on this machine
                (async-buffered: preadv vs thread offload vs io_uring;
                mixed: cached reads behind uncached ones, RWF_NOWAIT nowait path;
@@ -33,7 +37,8 @@ EXAMPLES:
     nowait bench --filename=/tmp/f --size=1g --ioengine pool --nowait off,adaptive --rw=randread
     nowait bench --filename=/tmp/f --size=1g --rw=randread --iodepth=32 --runtime=10
     nowait bench --filename=/tmp/f --size=1g --rw=randread --iodepth 1,2,4,8,16,32 \\
-        --ioengine uring,sync --runtime=3 --plot qd.svg
+        --ioengine uring,sync --runtime=3
+    nowait fio job.fio
     nowait probe /tmp/f
 
 EXIT STATUS:
@@ -50,6 +55,7 @@ pub fn dispatch(args: &[OsString]) -> i32 {
     let rest = &args[1..];
     match cmd.to_str().unwrap_or("") {
         "bench" => bench::run(rest),
+        "fio" => fio::run(rest),
         "scenario" => scenario::run_cmd(rest),
         "probe" => probe::run(rest),
         "-h" | "--help" => {
@@ -69,7 +75,7 @@ pub fn dispatch(args: &[OsString]) -> i32 {
         },
         _ => {
             eprintln!(
-                "nowait: unknown command '{}'; commands: bench, scenario, probe (see nowait --help)",
+                "nowait: unknown command '{}'; commands: bench, fio, scenario, probe (see nowait --help)",
                 cmd.to_string_lossy()
             );
             2

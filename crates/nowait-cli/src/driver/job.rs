@@ -1,20 +1,15 @@
-//! One job on its prepared data (`--peak`, the scenarios): the page cache
-//! as the job asks (`invalidate`, `fadvise_hint`), its `numjobs` threads
-//! (fio's clones: thread numbers, seeds) each reading the one file with
-//! fio's offsets, the drive with the file's block device watched
-//! (`disk_util`), and its [`Outcome`], the threads together.
+//! One job on its prepared data (`bench`, `--peak`, the scenarios): the
+//! page cache as the job asks (`invalidate`, `fadvise_hint`), its `numjobs`
+//! threads each reading the one file with its own offsets, and its
+//! [`Outcome`], the threads together.
 
 use crate::base::failure::Failure;
 use crate::driver::cache::fadvise_access;
 use crate::driver::layout::Data;
 use crate::driver::run::{drive, Mode, Thread};
-use crate::driver::schedule::{entropy, path_words};
-use crate::measure::disk::DiskWatch;
 use crate::measure::outcome::Outcome;
-use crate::model::group::{assign, GroupOptions};
-use crate::model::job::{uses_pool, Job, OwnEngine};
-use crate::workload::fio_job::{self, FioReads, JobFile};
-use crate::workload::fio_offsets::FileGeometry;
+use crate::model::job::{uses_pool, Job};
+use crate::workload::offsets::Offsets;
 
 /// Run one job on prepared data (`--peak`'s loop with `say`).
 pub fn run_job(
@@ -33,67 +28,28 @@ pub fn run_job(
             Failure::Runtime(format!("--fadvise_hint=1: posix_fadvise failed: {e}"))
         })?;
     }
-    let len = file
-        .len()
-        .map_err(|e| Failure::Runtime(format!("--filename={}: {e}", file.path().display())))?;
-    let jf = JobFile {
-        name: file.path().to_path_buf(),
-        geometry: FileGeometry {
-            real_file_size: len,
-            file_offset: 0,
-            io_size: data.region,
-        },
-    };
-    let disks =
-        (job.measuring.disk_util && mode != Mode::Peak).then(|| DiskWatch::start([file.path()]));
-    let clones = assign(&[GroupOptions {
-        numjobs: job.numjobs as u32,
-        ..GroupOptions::default()
-    }]);
-    let jobs: Vec<Job> = clones
-        .into_iter()
-        .map(|(_, member)| Job {
-            member,
-            ..job.clone()
+    let threads = (0..job.numjobs)
+        .map(|t| {
+            let reads = Offsets::new(job, data.region, t).ok_or_else(|| {
+                Failure::Usage(format!(
+                    "--bs={}: the region of {} bytes holds no whole block",
+                    job.bs, data.region
+                ))
+            })?;
+            Ok(Thread {
+                job,
+                files: vec![file],
+                reads,
+            })
         })
-        .collect();
-    // fio's sync engine moves the file position: each thread its own descriptor.
-    let own: Vec<nowait::File> = if job.own_engine == Some(OwnEngine::Sync) {
-        jobs.iter()
-            .map(|j| crate::driver::engine::open_for(j, file.path()))
-            .collect::<Result<_, _>>()
-            .map_err(|e| Failure::Runtime(format!("--filename: {e}")))?
-    } else {
-        Vec::new()
-    };
-    let mut threads = Vec::with_capacity(jobs.len());
-    for (i, j) in jobs.iter().enumerate() {
-        let seeds = fio_job::seeds(j, entropy);
-        let pacing = fio_job::pacing(j, &seeds).map_err(Failure::Usage)?;
-        let reads =
-            FioReads::new(j, std::slice::from_ref(&jf), seeds, pacing).map_err(Failure::Usage)?;
-        let f = own.get(i).unwrap_or(file);
-        threads.push(Thread {
-            job: j,
-            files: if j.own_engine == Some(OwnEngine::Null) {
-                Vec::new()
-            } else {
-                vec![f]
-            },
-            reads,
-            delay: std::time::Duration::ZERO,
-            flow: None,
-        });
-    }
+        .collect::<Result<Vec<_>, Failure>>()?;
     let d = drive(threads, mode, say)?;
-    let disks = disks.map_or_else(Vec::new, DiskWatch::finish);
     Ok(Outcome {
         job: job.clone(),
         measured: d.measured,
         threads: d.threads.into_iter().map(|t| t.measured).collect(),
-        disks,
         backend: d.backend,
-        path: path_words(job, Some(file)),
+        path: path_words(file),
         effective_iodepth: job.effective_iodepth(),
         region: data.region,
         laid_out: data.laid_out,
@@ -107,4 +63,20 @@ pub fn run_job(
 /// Run one job on prepared data, measuring every read.
 pub fn run_prepared(job: &Job, data: &Data) -> Result<Outcome, Failure> {
     run_job(job, data, Mode::Measure, None)
+}
+
+/// How reads reach the file, in words: `direct (O_DIRECT, 512-byte
+/// alignment from statx) on ext4` or `buffered (page cache) on ext4`.
+pub fn path_words(file: &nowait::File) -> String {
+    if file.is_direct() {
+        let a = file.dio_align();
+        format!(
+            "direct (O_DIRECT, {}-byte alignment from {}) on {}",
+            a.offset,
+            a.source,
+            file.fs()
+        )
+    } else {
+        format!("buffered (page cache) on {}", file.fs())
+    }
 }

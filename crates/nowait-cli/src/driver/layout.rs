@@ -11,7 +11,6 @@ use crate::base::flags::say;
 use crate::base::progress::Progress;
 use crate::base::sys::free_space;
 use crate::base::units::human_bytes;
-use crate::model::fio_ini::value::Size;
 use crate::model::job::Job;
 
 /// The opened file and the region the job reads.
@@ -142,14 +141,7 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
     let mut laid_out = false;
     if !path.exists() {
         let size = match job.size {
-            Some(Size::Bytes(b)) => b,
-            Some(Size::Percent(p)) => {
-                return Err(Failure::Usage(format!(
-                    "--size={p}%: a share of {}, which does not exist; give a size to lay it \
-                     out (e.g. --size=1g)",
-                    path.display()
-                )))
-            }
+            Some(b) => b,
             None => {
                 return Err(Failure::Usage(format!(
                     "--filename={}: the file does not exist; give --size to lay it out (e.g. --size=1g)",
@@ -171,8 +163,7 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
         .len()
         .map_err(|e| Failure::Runtime(format!("--filename={}: {}", path.display(), say(&e))))?;
     let size = match job.size {
-        Some(Size::Percent(p)) => len * p / 100,
-        Some(Size::Bytes(s)) if s > len => {
+        Some(s) if s > len => {
             return Err(Failure::Usage(format!(
                 "--size={s}: {} is larger than {} ({}); lower size{}",
                 human_bytes(s),
@@ -181,7 +172,7 @@ pub fn prepare(job: &Job) -> Result<Data, Failure> {
                 relayable(path, &file)
             )))
         }
-        Some(Size::Bytes(s)) => s,
+        Some(s) => s,
         None => len,
     };
     if job.bs > size {
@@ -242,7 +233,7 @@ mod tests {
     fn missing_directory_names_filename() {
         let job = Job {
             filename: Some("/nonexistent-dir-nowait/x".into()),
-            size: Some(Size::Bytes(1 << 20)),
+            size: Some(1 << 20),
             ..Job::default()
         };
         match prepare(&job) {
@@ -256,7 +247,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let job = Job {
             filename: Some(dir.path().join("big")),
-            size: Some(Size::Bytes(1 << 60)),
+            size: Some(1 << 60),
             ..Job::default()
         };
         match prepare(&job) {
@@ -285,7 +276,7 @@ mod tests {
     fn no_advice_to_remove_a_proc_file() {
         let job = Job {
             filename: Some("/proc/self/status".into()),
-            size: Some(Size::Bytes(1 << 30)),
+            size: Some(1 << 30),
             ..Job::default()
         };
         match prepare(&job) {
@@ -305,7 +296,7 @@ mod tests {
         let path = dir.path().join("d");
         let job = Job {
             filename: Some(path.clone()),
-            size: Some(Size::Bytes(100_000)),
+            size: Some(100_000),
             ..Job::default()
         };
         let d = prepare(&job).unwrap();

@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use nowait::{BackendChoice, BackendKind, Buf, File, IoPoll, Queue, PAGE};
 
-use crate::driver::engine::Engine;
-
 use crate::base::failure::Failure;
 use crate::base::flags::say;
 use crate::model::job::Job;
@@ -44,7 +42,7 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
         b = b.sqpoll(Some(n.sqthread_poll_idle.as_millis() as u32));
     }
     if n.fixedbufs {
-        b = b.fixed_buffers(depth, job.bs_max.max(job.bs) as usize);
+        b = b.fixed_buffers(depth, job.bs as usize);
     }
     b
 }
@@ -53,9 +51,9 @@ pub fn builder(job: &Job, depth: usize) -> nowait::QueueBuilder {
 pub fn build_queue(job: &Job, depth: usize) -> Result<Queue, Failure> {
     builder(job, depth).build().map_err(|e| {
         let flag = if job.sqthread_poll && job.ioengine == BackendKind::Uring {
-            "--ioengine=io_uring --sqthread_poll".to_string()
+            "--ioengine=uring --sqthread_poll".to_string()
         } else {
-            format!("--ioengine={}", job.engine_name())
+            format!("--ioengine={}", job.ioengine.as_str())
         };
         // The message names the flag at fault in the command's words.
         match e {
@@ -70,12 +68,7 @@ pub fn build_queue(job: &Job, depth: usize) -> Result<Queue, Failure> {
 
 /// One buffer per slot, as large as the job's largest read and aligned for
 /// every file: the queue's registered ones with `fixedbufs`.
-pub fn slot_buffers(
-    job: &Job,
-    q: &mut impl Engine,
-    files: &[&File],
-    depth: usize,
-) -> Vec<Option<Buf>> {
+pub fn slot_buffers(job: &Job, q: &mut Queue, files: &[&File], depth: usize) -> Vec<Option<Buf>> {
     let align = files
         .iter()
         .map(|f| f.dio_align().mem as usize)
@@ -87,7 +80,7 @@ pub fn slot_buffers(
             } else {
                 None
             };
-            let size = job.bs_max.max(job.bs) as usize;
+            let size = job.bs as usize;
             Some(fixed.unwrap_or_else(|| Buf::with_align(size, align)))
         })
         .collect()

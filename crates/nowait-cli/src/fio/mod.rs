@@ -1,9 +1,10 @@
-//! fio, the peer: its command line for a job (`args.rs`), running it and
-//! reading its JSON (`run.rs`), and one workload run by both tools in turn
-//! (`compare.rs`). Above the driver, which `compare.rs` runs nowait's side
-//! with, and below the reports, which print both sides.
+//! fio, the harness nowait's engine plugs into: where fio and the engine
+//! are (`find.rs`), fio's command line for a job on either engine
+//! (`args.rs`), running fio and reading its JSON (`run.rs`), and one job
+//! run in fio on both engines in turn (`compare.rs`). Below the reports,
+//! which print both sides.
 
 pub mod args;
 pub mod compare;
-pub mod limit;
+pub mod find;
 pub mod run;

@@ -8,8 +8,8 @@
 //! the histograms of each file of a multi-file workload.
 //!
 //! The bucket scheme is fio's (`stat.h`: `FIO_IO_U_PLAT_BITS` 6,
-//! `FIO_IO_U_PLAT_GROUP_NR` 29), so json+'s `bins` name the same values
-//! fio's do and a histogram of fio's can be read back ([`Latency::from_bins`]).
+//! `FIO_IO_U_PLAT_GROUP_NR` 29), so a percentile here and in fio's JSON
+//! come from the same buckets.
 
 use std::time::Duration;
 
@@ -148,32 +148,6 @@ impl Latency {
     /// Samples recorded.
     pub fn count(&self) -> u64 {
         self.n
-    }
-
-    /// Sum of the samples, nanoseconds.
-    pub fn sum_ns(&self) -> u128 {
-        self.sum
-    }
-
-    /// The non-empty buckets as (value the bucket stands for, samples):
-    /// json+'s `bins`.
-    pub fn bins(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.plat
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| **c > 0)
-            .map(|(i, c)| (bucket_value(i), *c))
-    }
-
-    /// A histogram from json+ `bins` (value, samples), as fio wrote them:
-    /// the buckets only (no exact extremes or sums: those come from the
-    /// bucket values).
-    pub fn from_bins(bins: impl IntoIterator<Item = (u64, u64)>) -> Latency {
-        let mut l = Latency::new();
-        for (v, c) in bins {
-            l.record_n(Duration::from_nanos(v), c);
-        }
-        l
     }
 
     /// Share of samples at or below `ns` to the histogram's resolution, in
@@ -436,9 +410,7 @@ mod tests {
         a.merge(&b);
         let s = a.summary();
         assert_eq!((s.n, s.min_ns, s.max_ns), (4, 100, 200));
-        assert_eq!(
-            a.bins().collect::<Vec<_>>(),
-            [(100, 3), (bucket_value(bucket_of(200)), 1)]
-        );
+        assert_eq!(a.buckets()[bucket_of(100)], 3);
+        assert_eq!(a.buckets()[bucket_of(200)], 1);
     }
 }

@@ -1,10 +1,8 @@
 //! What a run measured, one thread's or several added up: reads and
-//! bytes, the latency histograms, fio's distributions (queue depths,
-//! batches, latency buckets) and bandwidth and IOPS samples, CPU time and
-//! context switches (`getrusage(2)` over every thread of the process, and
-//! of the reading thread alone as fio counts a job's), the queues'
-//! counters and the engine's system-call count, steady state, and the
-//! rates and shares reports print from them.
+//! bytes, the latency histograms, CPU time and context switches
+//! (`getrusage(2)` over every thread of the process, and of the reading
+//! threads alone as fio counts a job's), the queues' counters and the
+//! engine's system-call count, and the rates reports print from them.
 
 use std::time::Duration;
 
@@ -12,11 +10,8 @@ use nowait::QueueStats;
 
 use crate::base::sys::Rusage;
 use crate::base::units::ratio;
-use crate::measure::dist::Dist;
-use crate::measure::iostat::IoStat;
 use crate::measure::latency::Latency;
 use crate::measure::sqpoll::SqpollCpu;
-use crate::measure::steady::SteadyReport;
 
 /// Everything one job run measured, all threads together.
 #[derive(Debug, Clone, Default)]
@@ -53,12 +48,6 @@ pub struct Measured {
     pub submitted: u64,
     /// `reap()` calls.
     pub reap_calls: u64,
-    /// Queue depths, batches per call, completion-latency buckets.
-    pub dist: Dist,
-    /// Bandwidth samples, KiB/s (fio's `bw_stat`).
-    pub bw_stat: IoStat,
-    /// IOPS samples (fio's `iops_stat`).
-    pub iops_stat: IoStat,
     /// CPU time and faults of the reading threads alone
     /// (`RUSAGE_THREAD`, fio's per-job `usr_cpu`/`sys_cpu`), added up.
     pub thread_cpu: Rusage,
@@ -67,14 +56,11 @@ pub struct Measured {
     pub run_ms: u64,
     /// Threads added up here (fio's `jobs=`).
     pub members: u32,
-    /// Steady state of the threads, when watched (the last one's).
-    pub steady: Option<SteadyReport>,
 }
 
 impl Measured {
     /// Add another thread's figures, as fio's `sum_thread_stats` adds a
-    /// reporting group's (wall time: the longer; bandwidth and IOPS
-    /// samples of threads side by side: summed; the process's CPU time is
+    /// reporting group's (wall time: the longer; the process's CPU time is
     /// measured apart).
     pub fn add(&mut self, o: &Measured) {
         self.ios += o.ios;
@@ -91,15 +77,9 @@ impl Measured {
         self.submit_calls += o.submit_calls;
         self.submitted += o.submitted;
         self.reap_calls += o.reap_calls;
-        self.dist.add(&o.dist);
-        self.bw_stat.add_side_by_side(&o.bw_stat);
-        self.iops_stat.add_side_by_side(&o.iops_stat);
         self.thread_cpu.add(&o.thread_cpu);
         self.run_ms += o.run_ms;
         self.members += o.members;
-        if o.steady.is_some() {
-            self.steady.clone_from(&o.steady);
-        }
     }
 
     /// User CPU of the reading threads, % of their time (fio's `usr_cpu`).

@@ -5,7 +5,6 @@
 use nowait::{BackendReport, NowaitState};
 
 use crate::base::json::Second;
-use crate::measure::disk::DiskStat;
 use crate::measure::metrics::Measured;
 use crate::model::job::Job;
 
@@ -18,8 +17,6 @@ pub struct Outcome {
     pub measured: Measured,
     /// Each thread's own figures (fio's `numjobs` clones), in order.
     pub threads: Vec<Measured>,
-    /// The block devices the file is on, over the run.
-    pub disks: Vec<DiskStat>,
     /// The backend the queues used and why.
     pub backend: BackendReport,
     /// How reads reached the file (direct or buffered, filesystem).
@@ -51,46 +48,50 @@ impl Outcome {
     }
 }
 
-/// A run of 100 reads of 1 to 100 us in 10 ms over a MiB of `/tmp/x`
-/// through io_uring: the reports' tests read it.
+/// Examples for the reports' unit tests.
 #[cfg(test)]
-pub(crate) fn example() -> Outcome {
-    use crate::measure::latency::Latency;
-    use std::time::Duration;
-    let mut clat = Latency::new();
-    for i in 1..=100 {
-        clat.record(Duration::from_micros(i));
-    }
-    let measured = Measured {
-        ios: 100,
-        bytes: 409_600,
-        elapsed: Duration::from_millis(10),
-        clat,
-        syscalls: 25,
-        run_ms: 10,
-        members: 1,
-        ..Measured::default()
-    };
-    Outcome {
-        job: Job {
-            filename: Some("/tmp/x".into()),
-            ..Job::default()
-        },
-        threads: vec![measured.clone()],
-        disks: Vec::new(),
-        measured,
-        backend: nowait::BackendReport {
-            kind: nowait::BackendKind::Uring,
-            reason: nowait::BackendReason::AskedFor,
-            detail: "test".into(),
-        },
-        path: "buffered".into(),
-        effective_iodepth: 1,
-        region: 1 << 20,
-        laid_out: false,
-        verified_ios: 0,
-        nowait_path: None,
-        seconds: Vec::new(),
-        interrupted: false,
+pub(crate) mod fixture {
+    use super::*;
+
+    /// A run of 100 reads of 1 to 100 us in 10 ms over a MiB of `/tmp/x`
+    /// through io_uring: the reports' tests read it.
+    pub(crate) fn example() -> Outcome {
+        use crate::measure::latency::Latency;
+        use std::time::Duration;
+        let mut clat = Latency::new();
+        for i in 1..=100 {
+            clat.record(Duration::from_micros(i));
+        }
+        let measured = Measured {
+            ios: 100,
+            bytes: 409_600,
+            elapsed: Duration::from_millis(10),
+            clat,
+            syscalls: 25,
+            run_ms: 10,
+            members: 1,
+            ..Measured::default()
+        };
+        Outcome {
+            job: Job {
+                filename: Some("/tmp/x".into()),
+                ..Job::default()
+            },
+            threads: vec![measured.clone()],
+            measured,
+            backend: nowait::BackendReport {
+                kind: nowait::BackendKind::Uring,
+                reason: nowait::BackendReason::AskedFor,
+                detail: "test".into(),
+            },
+            path: "buffered".into(),
+            effective_iodepth: 1,
+            region: 1 << 20,
+            laid_out: false,
+            verified_ios: 0,
+            nowait_path: None,
+            seconds: Vec::new(),
+            interrupted: false,
+        }
     }
 }

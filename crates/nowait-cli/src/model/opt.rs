@@ -10,7 +10,7 @@ use crate::model::job::{Job, Settings};
 /// What an option sets.
 #[derive(Clone, Copy)]
 pub enum Apply {
-    /// A job option (also valid in job files).
+    /// A job option.
     Job(fn(&mut Job, &str) -> Result<(), String>),
     /// A job option that is a path (any bytes, UTF-8 or not).
     JobPath(fn(&mut Job, PathBuf) -> Result<(), String>),
@@ -21,11 +21,6 @@ pub enum Apply {
 }
 
 impl Apply {
-    /// An invocation setting rather than a job option.
-    pub fn is_run(self) -> bool {
-        matches!(self, Apply::Run(_) | Apply::RunPath(_))
-    }
-
     /// Apply `v` to the job or the settings.
     pub fn to(self, job: &mut Job, run: &mut Settings, v: &OsStr) -> Result<(), String> {
         let text = || {

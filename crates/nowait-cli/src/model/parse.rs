@@ -1,14 +1,12 @@
 //! From words to settings: an option looked up by name or alias (an
 //! unknown one is an error with the closest names), each `name=value`
 //! checked against the table as a [`Setting`] that remembers where it came
-//! from (`--bs=4k`, `job.fio:3`), and `bench`'s command line lexed into
-//! settings and job files.
+//! from (`--bs=4k`), and `bench`'s command line lexed into settings.
 
 use std::ffi::{OsStr, OsString};
-use std::path::PathBuf;
 
 use crate::base::args::lex;
-use crate::model::defs::{all, refused};
+use crate::model::defs::all;
 use crate::model::job::{Job, Settings};
 use crate::model::opt::Opt;
 
@@ -19,9 +17,6 @@ pub fn find(name: &str) -> Option<&'static Opt> {
 
 /// An option that does not exist, with the closest names as a hint.
 pub fn unknown(name: &str) -> String {
-    if let Some(why) = refused::reason(name) {
-        return why;
-    }
     let mut near: Vec<&str> = all()
         .map(|o| o.name)
         .filter(|n| n.contains(name) || name.contains(n) || edit_distance(n, name) <= 2)
@@ -56,7 +51,7 @@ pub struct Setting {
     pub name: &'static str,
     /// Raw value (may be a comma list for sweep options; any bytes for paths).
     pub value: OsString,
-    /// `--bs=4k` or `job.fio:3` — shown in errors.
+    /// `--bs=4k` — shown in errors.
     pub origin: String,
 }
 
@@ -92,10 +87,10 @@ pub fn setting(name: &str, value: impl Into<OsString>, origin: String) -> Result
     Ok(s)
 }
 
-/// Parse the command line of `bench` (everything after `bench`): options and
-/// job file paths. Returns the settings, the job files in order, and
-/// whether help was asked for.
-pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool), String> {
+/// Parse the command line of `bench` (everything after `bench`). Returns
+/// the settings and whether help was asked for. Job files are fio's: a
+/// path given here is an error that says to run it with `nowait fio`.
+pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, bool), String> {
     let lexed = lex(args, |name| match find(name) {
         Some(o) => Ok((!o.arg.is_empty()).then_some(o.arg)),
         None => Err(unknown(name)),
@@ -106,6 +101,13 @@ pub fn parse_args(args: &[OsString]) -> Result<(Vec<Setting>, Vec<PathBuf>, bool
         settings.push(setting(&name, value, format!("--{canonical}"))?);
     }
     let help = lexed.help || lexed.positional.iter().any(|p| p == "help");
-    let files = lexed.positional.into_iter().map(PathBuf::from).collect();
-    Ok((settings, files, help))
+    if let Some(p) = lexed.positional.iter().find(|p| *p != "help") {
+        return Err(format!(
+            "'{}': bench takes options only; job files run in fio with nowait's engine: \
+             nowait fio {}",
+            p.to_string_lossy(),
+            p.to_string_lossy()
+        ));
+    }
+    Ok((settings, help))
 }

@@ -1,50 +1,13 @@
 //! The value parsers of the options: sizes with fio's suffixes (powers of
 //! 1024), times (seconds unless a unit says otherwise), counts and ranges,
-//! booleans, engines, fio's `filename` and `bs` lists. Each error says
+//! booleans, engines. Each error says
 //! what the value should look like; the caller adds the option's name.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use nowait::{BackendKind, NowaitMode};
 
 use crate::base::args::bool_word;
-
-/// A `filename` as fio reads it: files separated by `:`, a colon of a name
-/// written `\\:`. Each must be named (an empty one is an error).
-pub fn split_filenames(v: &std::path::Path) -> Result<Vec<PathBuf>, String> {
-    use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    let bytes = v.as_os_str().as_bytes();
-    let mut parts: Vec<Vec<u8>> = vec![Vec::new()];
-    let mut i = 0;
-    while i < bytes.len() {
-        match (bytes[i], bytes.get(i + 1)) {
-            (b'\\', Some(b':')) => {
-                parts.last_mut().expect("one part").push(b':');
-                i += 2;
-                continue;
-            }
-            (b':', _) => parts.push(Vec::new()),
-            (b, _) => parts.last_mut().expect("one part").push(b),
-        }
-        i += 1;
-    }
-    if parts.iter().any(Vec::is_empty) {
-        return Err(if parts.len() == 1 {
-            "needs a value".into()
-        } else {
-            format!(
-                "'{}' names an empty file between colons (fio separates several files \
-                 with ':'; write a colon that is part of a name as '\\:')",
-                v.display()
-            )
-        });
-    }
-    Ok(parts
-        .into_iter()
-        .map(|p| PathBuf::from(std::ffi::OsString::from_vec(p)))
-        .collect())
-}
 
 pub fn nonempty(v: &str) -> Result<&str, String> {
     if v.trim().is_empty() {
@@ -83,28 +46,6 @@ pub fn parse_engine_mode(v: &str) -> Result<(BackendKind, Option<NowaitMode>), S
         (_, None) => None,
     };
     Ok((k, mode))
-}
-
-/// fio's `bs=R[,W[,T]]`: the read size (an empty R is fio's default,
-/// 4k); the write and trim sizes are checked and otherwise ignored, since
-/// nowait only reads.
-pub fn fio_read_bs(v: &str) -> Result<u64, String> {
-    let mut parts = v.split(',').map(str::trim);
-    let read = match parts.next() {
-        Some("") | None => 4096,
-        Some(r) => in_range(parse_size(r)?, 1, nowait::MAX_READ as u64)?,
-    };
-    let rest: Vec<&str> = parts.collect();
-    if rest.len() > 2 {
-        return Err(format!(
-            "{} sizes given; fio's bs takes at most three (read,write,trim)",
-            rest.len() + 1
-        ));
-    }
-    for w in rest.into_iter().filter(|w| !w.is_empty()) {
-        parse_size(w).map_err(|e| format!("write/trim size '{w}': {e}"))?;
-    }
-    Ok(read)
 }
 
 /// A size: bytes with an optional k/m/g/t/p suffix in powers of 1024 (fio's
@@ -253,87 +194,6 @@ pub fn parse_json_format(value: &str) -> Result<bool, String> {
         "json" => Ok(true),
         "normal" => Ok(false),
         _ => Err("use normal or json".into()),
-    }
-}
-
-/// fio's value parsers (`model/fio_ini/value/`) with the job's
-/// `kb_base`, their errors in words.
-pub mod fio {
-    use std::time::Duration;
-
-    use crate::model::fio_ini::value::{
-        self, parse_per_ddir, KbBase, ListSeps, Size, TimeUnit, ValueError,
-    };
-
-    fn words<T>(r: Result<T, ValueError>) -> Result<T, String> {
-        r.map_err(|e| e.0)
-    }
-
-    /// An integer with fio's units (`16`, `4k`, `0x10`), no percentage.
-    pub fn bytes(kb: KbBase, v: &str) -> Result<u64, String> {
-        words(value::parse_bytes(v, kb))
-    }
-
-    /// An integer from `lo` to `hi` (fio's `INT` options take units too).
-    pub fn int(kb: KbBase, v: &str, lo: u64, hi: u64) -> Result<u64, String> {
-        super::in_range(bytes(kb, v)?, lo, hi)
-    }
-
-    /// A size or a percentage of the file.
-    pub fn size(kb: KbBase, v: &str) -> Result<Size, String> {
-        words(value::parse_size(v, kb))
-    }
-
-    /// A signed byte count (`offset_increment` may not be negative; holes may).
-    pub fn signed(kb: KbBase, v: &str) -> Result<i64, String> {
-        words(value::parse_signed_bytes(v, kb))
-    }
-
-    /// A time whose plain numbers are seconds (`runtime`, `startdelay`).
-    pub fn secs(v: &str) -> Result<Duration, String> {
-        words(value::parse_time_us(v, TimeUnit::Seconds)).map(Duration::from_micros)
-    }
-
-    /// A time whose plain numbers are microseconds (`thinktime`).
-    pub fn micros(v: &str) -> Result<u64, String> {
-        words(value::parse_time_us(v, TimeUnit::Micros))
-    }
-
-    /// A boolean: fio's integers (0 false, else true), and nowait's words
-    /// (true/false, yes/no, on/off).
-    pub fn flag(v: &str) -> Result<bool, String> {
-        match crate::base::args::bool_word(v) {
-            Some(b) => Ok(b),
-            None => words(value::parse_bool(v))
-                .map_err(|_| format!("`{}` is not a boolean; use 1 or 0", v.trim())),
-        }
-    }
-
-    /// The read value of a per-direction list (`rate=1m,2m`: 1m): `None`
-    /// when the list gives writes or trims only.
-    pub fn read_of<T: Clone>(
-        v: &str,
-        seps: ListSeps,
-        parse: impl FnMut(&str) -> Result<T, ValueError>,
-    ) -> Result<Option<T>, String> {
-        words(parse_per_ddir(v, seps, parse)).map(|d| d.read)
-    }
-
-    /// The read value of an integer list (`rate=1m,2m`, `blockalign`).
-    pub fn read_bytes(kb: KbBase, v: &str) -> Result<Option<u64>, String> {
-        read_of(v, ListSeps::Any, |x| value::parse_bytes(x, kb))
-    }
-
-    /// A time range `lo-hi` (seconds unless a unit says otherwise), or one time.
-    pub fn secs_range(v: &str) -> Result<(Duration, Duration), String> {
-        let t = v.trim();
-        match t.split_once('-').filter(|(a, _)| !a.is_empty()) {
-            Some((a, b)) => {
-                let (a, b) = (secs(a)?, secs(b)?);
-                Ok(if a <= b { (a, b) } else { (b, a) })
-            }
-            None => secs(t).map(|d| (d, d)),
-        }
     }
 }
 

@@ -138,7 +138,7 @@ mod tests {
     #[test]
     fn clat_from_names_each_backends_submission_at_iodepth_1() {
         use nowait::BackendKind::*;
-        let mut r = crate::measure::row::example();
+        let mut r = crate::measure::row::fixture::example();
         let mut from = |k| {
             r.ours.job.ioengine = k;
             clat_from(&r.ours)

@@ -2,10 +2,11 @@
 //! writes (fio's field names where the two share a meaning: `jobs[].read.iops`,
 //! `.bw`, `.clat_ns.percentile`, `jobs[].usr_cpu`, `.sys_cpu`, `.ctx`, with
 //! nowait's own figures under `jobs[].nowait`), and what nowait reads back
-//! from fio (`--compare-fio`): the same types, every field defaulted, so
-//! fio's extra fields are ignored and a missing one reads as zero. Also
-//! the figures taken from fio's document ([`FioResult`]) and the pieces of
-//! the scenarios' documents ([`Summary`], [`Or`]).
+//! from fio (`--compare-fio`, the scenarios' fio columns): the same types,
+//! every field defaulted, so fio's extra fields are ignored and a missing
+//! one reads as zero. Also the figures taken from fio's document
+//! ([`FioResult`]) and the pieces of the scenarios' documents ([`Summary`],
+//! [`Or`]).
 //!
 //! Types only: `report::json` fills them from a run.
 
@@ -13,11 +14,9 @@ mod job;
 mod nowait_fields;
 mod scenario;
 
-pub use job::{
-    Batches, Depths, Job, Lat, LatBuckets, LatBucketsMs, Read, SteadyData, SteadyState, Sync,
-};
+pub use job::{Job, Lat, Read};
 pub use nowait_fields::{
-    Cache, Fio, Inline, Nowait, NowaitPath, NowaitPathFile, Peak, SqpollCpu, Uring,
+    Cache, Inline, Nowait, NowaitPath, NowaitPathFile, Peak, SqpollCpu, Uring,
 };
 pub use scenario::{Or, Summary};
 
@@ -58,37 +57,6 @@ pub struct FioResult {
     pub runtime_ms: u64,
     /// The command that was run.
     pub command: String,
-}
-
-impl FioResult {
-    /// fio's percentile `p` (50 or 99) that matches nowait's clat: its lat
-    /// where nowait's reads rode on the reap's call (`rode`, iodepth 1:
-    /// clat from before the submission), else its clat. With the column's
-    /// name, `clat` or `lat`. `None`: fio's JSON has no such percentile
-    /// (never read as 0).
-    pub fn like_clat(&self, p: u8, rode: bool) -> (Option<u64>, &'static str) {
-        match (rode, p) {
-            (true, 50) => (self.lat_p50_ns, "lat"),
-            (true, _) => (self.lat_p99_ns, "lat"),
-            (false, 50) => (self.clat_p50_ns, "clat"),
-            (false, _) => (self.clat_p99_ns, "clat"),
-        }
-    }
-
-    /// Why the percentiles nowait's clat is compared with are missing
-    /// from fio's JSON, if they are (shown as "–", never as 0).
-    pub fn missing_percentiles(&self, rode: bool) -> Option<String> {
-        let (p50, what) = self.like_clat(50, rode);
-        if p50.is_some() && self.like_clat(99, rode).0.is_some() {
-            return None;
-        }
-        Some(format!(
-            "fio's JSON has no {what} percentiles (jobs[0].read.{what}_ns.percentile), \
-             so fio's {what} p50/p99 are not compared (\"–\"); fio older than 3.18 prints \
-             percentiles of either clat or lat (lat_percentiles=1 turns clat's off), and \
-             clat_percentiles=0 or disable_{what}=1 in a job file turn them off"
-        ))
-    }
 }
 
 /// One second of a run (printed live with `--peak`).
@@ -162,52 +130,9 @@ pub struct Doc {
     pub timestamp: u64,
     /// Milliseconds since the epoch.
     pub timestamp_ms: u64,
-    /// The local time, as `ctime(3)` prints it.
-    pub time: String,
-    /// The default percentiles (a job's own list is in its `percentile` keys).
-    pub percentile_list: Vec<f64>,
     /// The machine the runs ran on.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
     /// One entry per reported job.
     pub jobs: Vec<Job>,
-    /// The block devices' statistics over the run.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub disk_util: Vec<DiskUtil>,
-}
-
-/// `disk_util[]`: one block device over the run.
-#[derive(Debug, Default, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DiskUtil {
-    pub name: String,
-    pub read_ios: u64,
-    pub write_ios: u64,
-    pub read_sectors: u64,
-    pub write_sectors: u64,
-    pub read_merges: u64,
-    pub write_merges: u64,
-    pub read_ticks: u64,
-    pub write_ticks: u64,
-    pub in_queue: u64,
-    pub util: f64,
-    /// The mean of the devices under it (device-mapper, md), and their
-    /// highest utilisation.
-    #[serde(flatten, skip_serializing_if = "Option::is_none")]
-    pub aggr: Option<DiskAggr>,
-}
-
-/// `disk_util[].aggr_*`.
-#[derive(Debug, Default, Serialize, Deserialize)]
-pub struct DiskAggr {
-    pub aggr_read_ios: u64,
-    pub aggr_write_ios: u64,
-    pub aggr_read_sectors: u64,
-    pub aggr_write_sectors: u64,
-    pub aggr_read_merges: u64,
-    pub aggr_write_merge: u64,
-    pub aggr_read_ticks: u64,
-    pub aggr_write_ticks: u64,
-    pub aggr_in_queue: u64,
-    pub aggr_util: f64,
 }

@@ -1,12 +1,10 @@
 //! nowait's own fields under `jobs[].nowait`, where fio has none: the
 //! engine's paths (the pool's nowait path, inline reads, the page cache,
-//! io_uring, SQPOLL CPU), fio's figures beside ours, and `--peak`'s.
+//! io_uring, SQPOLL CPU), and `--peak`'s.
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::compare::Compare;
-
-use super::{FioResult, Second};
+use super::Second;
 
 /// `jobs[].nowait`: what fio has no field for.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -34,10 +32,6 @@ pub struct Nowait {
     pub randseed: u64,
     pub verify: bool,
     pub verified_ios: u64,
-    /// With several compared runs: the IOPS of the run whose counts,
-    /// latencies and CPU are reported (`read.iops` is the median).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub run_iops: Option<f64>,
     /// SIGINT stopped the run shown before its end: its figures are of the
     /// reads until then, and it is left out of medians and ratios.
     pub interrupted: bool,
@@ -45,18 +39,12 @@ pub struct Nowait {
     /// IOPS and latencies are zeros, not figures).
     pub unmeasured: bool,
     pub clat_from: String,
-    /// The fio quantity nowait's clat is compared with: `lat` (iodepth 1,
-    /// where one call submits and waits) or `clat`.
-    pub clat_compare_with: String,
     pub nowait_path: NowaitPath,
     pub inline: Inline,
     #[serde(default)]
     pub cache: Cache,
     pub uring: Uring,
     pub sqpoll_cpu: Option<SqpollCpu>,
-    /// fio's run of the same job (`--compare-fio`), or why there is none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fio: Option<Fio>,
     /// `--peak`'s own figures.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub peak: Option<Peak>,
@@ -104,30 +92,6 @@ pub struct SqpollCpu {
     pub sys_us: u64,
     pub cpu_pct: f64,
     pub included_in_usr_sys: bool,
-}
-
-/// fio's side of a comparison.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum Fio {
-    /// What fio measured, and the comparison.
-    Ran {
-        /// With several runs, `iops` is fio's median (`run_iops` that of
-        /// the run whose latencies and CPU are shown).
-        #[serde(flatten)]
-        result: Box<FioResult>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        run_iops: Option<f64>,
-        /// `read.iops / iops`: the ratio of the medians with several runs.
-        iops_ratio: Option<f64>,
-        compare: Option<Compare>,
-        /// Why fio's percentiles nowait's clat is compared with are
-        /// missing (their fields are then `null`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        note: Option<String>,
-    },
-    /// Why fio did not run.
-    Failed { error: String },
 }
 
 /// `--peak`'s figures.

@@ -31,7 +31,6 @@ use crate::driver::job::run_prepared;
 use crate::driver::layout;
 use crate::driver::scratch::scratch;
 use crate::measure::outcome::Outcome;
-use crate::model::fio_ini::value::Size;
 use crate::model::job::{Job, Rw};
 use crate::model::values::{parse_count, parse_depth, parse_json_format, parse_size};
 use crate::report::json::summary;
@@ -91,10 +90,12 @@ SCENARIOS:
     mixed            seed 003: cached reads queued behind uncached ones, with and
                      without the RWF_NOWAIT nowait path (nowait scenario mixed --help)
     qd-sweep         seed 001: 4 KiB direct randread QD sweep, aio / uring / uring
-                     polled on ext4 and xfs, fio beside (nowait scenario qd-sweep --help)
+                     polled on ext4 and xfs; fio on its own engine and on nowait's
+                     beside (nowait scenario qd-sweep --help)
     scan             a scan larger than memory against a hot set, in a memory cgroup,
-                     per cache policy (keep, drop = RWF_DONTCACHE, adaptive), fio's
-                     uncached=0/1 beside (nowait scenario scan --help)
+                     per cache policy (keep, drop = RWF_DONTCACHE, adaptive); fio's
+                     uncached=0/1 and fio on nowait's engine beside (nowait scenario
+                     scan --help)
 
 USAGE:
     nowait scenario async-buffered [OPTIONS]
@@ -186,14 +187,13 @@ fn run(a: &Args) -> Result<(), Failure> {
     let base = Job {
         name: "async-buffered".into(),
         filename: Some(path.clone()),
-        size: size.map(Size::Bytes),
+        size,
         rw: Rw::RandRead,
         bs: 4096,
         iodepth: a.iodepth,
         direct: false,
         invalidate: true,
         randseed: 89, // the seed's fio job uses randseed=89
-        randseed_set: true,
         ..Job::default()
     };
     let data = layout::prepare(&base)?;
@@ -209,7 +209,6 @@ fn run(a: &Args) -> Result<(), Failure> {
                 time_based: true,
                 runtime: Some(Duration::from_secs(2)),
                 randseed: 7,
-                randseed_set: true,
                 ..base.clone()
             };
             let p = run_prepared(&probe, &data)?;

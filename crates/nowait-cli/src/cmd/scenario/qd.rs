@@ -2,15 +2,12 @@
 //!
 //! 4 KiB direct random reads at queue depths 1, 64, 128, 256 with the
 //! engines `aio`, `uring` and `uring` polled (`hipri=1`: IOPOLL), on ext4
-//! and on xfs, each point measured by nowait and by fio with the same job in
-//! the same run (fio's `libaio`, `io_uring`, `io_uring` with `hipri=1`).
-//!
-//! A filesystem the scratch directory is not on is made on a loop device
-//! (`losetup --direct-io=on` over a sparse image, `mkfs`, `mount`) when the
-//! process is root and the `mkfs` tool exists, and unmounted and detached
-//! afterwards (also on failure); otherwise it is skipped with the reason.
-//! Polled reads on a device that cannot poll are refused (EOPNOTSUPP) and
-//! fall back to interrupts: the row says `unsupported: <reason>`.
+//! and on xfs, each point measured by nowait, and by fio in the same run on
+//! its own engine (`libaio`, `io_uring`, `io_uring` with `hipri=1`) and on
+//! nowait's. A filesystem the scratch directory is not on is made on a loop
+//! device when root (removed afterwards, also on failure), else skipped
+//! with the reason. Polled reads on a device that cannot poll fall back to
+//! interrupts: the row says `unsupported: <reason>`.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -30,8 +27,8 @@ use crate::driver::job::run_prepared;
 use crate::driver::layout;
 use crate::driver::scratch::{fs_of, make_loop_fs, scratch};
 use crate::fio;
+use crate::fio::args::Side;
 use crate::measure::outcome::Outcome;
-use crate::model::fio_ini::value::Size;
 use crate::model::job::{Job, Rw};
 use crate::model::values::{
     in_range, parse_bool, parse_depth, parse_json_format, parse_runtime, parse_size,
@@ -46,9 +43,10 @@ USAGE:
     nowait scenario qd-sweep [OPTIONS]
 
 4 KiB O_DIRECT random reads at each queue depth, engines aio, uring and
-uring polled (hipri: IOPOLL), on ext4 and xfs; fio runs the same job right
-after ours (libaio, io_uring, io_uring hipri=1) and both are printed with
-their ratio, beside the seed's published IOPS. A filesystem the scratch
+uring polled (hipri: IOPOLL), on ext4 and xfs, beside the seed's published
+IOPS; fio runs the same job right after, twice: on its own engine (libaio,
+io_uring, io_uring hipri=1) and on nowait's (ioengine=nowait, when the
+engine is built: make -C fio-engine), and the ratio of the two is printed. A filesystem the scratch
 directory is not on is made on a loop device when root (mkfs + mount -o
 loop, removed afterwards), and skipped with the reason otherwise. Polled
 reads on a device that cannot poll show \"unsupported: <reason>\".
@@ -63,7 +61,8 @@ OPTIONS:
   --runtime=TIME      per point and side (default 2s)
   --fs=LIST           filesystems (default ext4,xfs)
   --engines=LIST      default aio,uring,uring-poll
-  --fio=0|1           also run fio (default 1; skipped loudly when not installed)
+  --fio=0|1           also run fio on both engines (default 1; skipped loudly
+                      when fio or nowait's engine is not there)
   --verify            check every byte nowait reads against the pattern
   --output-format=normal|json
   --output=FILE
@@ -207,7 +206,10 @@ struct Point {
     engine: Engine,
     qd: usize,
     ours: Result<Outcome, String>,
+    /// fio on its own engine.
     fio: Option<Result<FioResult, String>>,
+    /// fio on nowait's engine.
+    fio_nowait: Option<Result<FioResult, String>>,
 }
 
 impl Point {
@@ -219,9 +221,11 @@ impl Point {
         }
     }
 
+    /// fio's IOPS on nowait's engine over fio's on its own: engine
+    /// against engine, one harness.
     fn ratio(&self) -> Option<f64> {
-        match (&self.ours, &self.fio) {
-            (Ok(o), Some(Ok(f))) if f.iops > 0.0 => Some(o.measured.iops() / f.iops),
+        match (&self.fio_nowait, &self.fio) {
+            (Some(Ok(n)), Some(Ok(f))) if f.iops > 0.0 => Some(n.iops / f.iops),
             _ => None,
         }
     }
@@ -238,7 +242,7 @@ struct FsRun {
 fn run(a: &Args) -> Result<(), Failure> {
     let (_tmp, scratch) = scratch(a.dir.as_deref(), "qd")?;
     let fio_ok = if a.fio {
-        match fio::run::version() {
+        match fio::find::fio_version() {
             Ok(v) => Some(v),
             Err(e) => {
                 eprintln!("SKIP fio: {e}");
@@ -247,6 +251,16 @@ fn run(a: &Args) -> Result<(), Failure> {
         }
     } else {
         None
+    };
+    let engine = match &fio_ok {
+        Some(_) => match fio::find::engine(None) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                eprintln!("SKIP fio with nowait's engine: {e}");
+                None
+            }
+        },
+        None => None,
     };
     let here = fs_of(&scratch);
     let mut fs_runs = Vec::new();
@@ -280,7 +294,14 @@ fn run(a: &Args) -> Result<(), Failure> {
         if !a.json {
             eprintln!("{fs}: {source}");
         }
-        let r = sweep_fs(a, fs, &file, fio_ok.is_some(), &mut points);
+        let r = sweep_fs(
+            a,
+            fs,
+            &file,
+            fio_ok.is_some(),
+            engine.as_deref(),
+            &mut points,
+        );
         fs_runs.push(FsRun {
             fs: fs.clone(),
             source,
@@ -308,12 +329,13 @@ fn sweep_fs(
     fs: &str,
     file: &Path,
     with_fio: bool,
+    engine_so: Option<&Path>,
     points: &mut Vec<Point>,
 ) -> Result<(), Failure> {
     let base = Job {
         name: format!("qd-sweep-{fs}"),
         filename: Some(file.to_path_buf()),
-        size: Some(Size::Bytes(a.size)),
+        size: Some(a.size),
         rw: Rw::RandRead,
         bs: 4096,
         direct: true,
@@ -344,7 +366,7 @@ fn sweep_fs(
                 Err(f) => return Err(f),
             };
             let fio = with_fio.then(|| {
-                fio::run::run(&job, data.region).map_err(|e| {
+                fio::run::run(&job, data.region, &Side::Fio).map_err(|e| {
                     if engine == Engine::UringPoll
                         && (e.contains("\"error\" : 95") || e.contains("not supported"))
                     {
@@ -359,12 +381,17 @@ fn sweep_fs(
                     }
                 })
             });
+            // nowait's engine has no polled mode of its own: no column for uring-poll.
+            let fio_nowait = engine_so
+                .filter(|_| engine != Engine::UringPoll)
+                .map(|so| fio::run::run(&job, data.region, &Side::Nowait(so.to_path_buf())));
             let p = Point {
                 fs: fs.to_string(),
                 engine,
                 qd,
                 ours,
                 fio,
+                fio_nowait,
             };
             if !a.json {
                 eprintln!(
@@ -374,10 +401,11 @@ fn sweep_fs(
                     p.ours
                         .as_ref()
                         .map_or("-".into(), |o| short_num(o.measured.iops())),
-                    match &p.fio {
-                        Some(Ok(f)) => format!(", fio {}", short_num(f.iops)),
-                        _ => String::new(),
-                    }
+                    [(&p.fio, "fio"), (&p.fio_nowait, "fio+nw")]
+                        .iter()
+                        .filter_map(|(f, n)| f.as_ref()?.as_ref().ok().map(|f| (f, n)))
+                        .map(|(f, n)| format!(", {n} {}", short_num(f.iops)))
+                        .collect::<String>()
                 );
             }
             points.push(p);
@@ -387,12 +415,9 @@ fn sweep_fs(
 }
 
 fn first_line(s: &str) -> String {
-    let l = s
-        .lines()
-        .rev()
-        .find(|l| l.contains("error") || l.contains("Operation"))
-        .unwrap_or(s);
-    l.chars().take(200).collect()
+    let is_error = |l: &&str| l.contains("error") || l.contains("Operation");
+    let l = s.rsplit(['\n', ';']).find(is_error).unwrap_or(s);
+    l.trim().chars().take(200).collect()
 }
 
 fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
@@ -411,16 +436,17 @@ fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
     }
     let _ = writeln!(
         s,
-        "\n{:<5} {:<11} {:>4} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6} | {:>10} {:>10} | status",
+        "\n{:<5} {:<11} {:>4} {:>9} {:>9} {:>9} {:>6} | {:>9} {:>9} {:>7} | {:>10} {:>10} | status",
         "fs",
         "engine",
         "qd",
         "IOPS",
         "p50",
         "p99",
-        "fio IOPS",
-        "ratio",
         "sys/io",
+        "fio",
+        "fio+nw",
+        "ratio",
         "seed s=0",
         "seed s=1"
     );
@@ -437,11 +463,12 @@ fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
             }
             Err(_) => ("failed".into(), "-".into(), "-".into(), "-".into()),
         };
-        let fio = match &p.fio {
+        let cell = |f: &Option<Result<FioResult, String>>| match f {
             Some(Ok(f)) => short_num(f.iops),
             Some(Err(_)) => "error".into(),
             None => "-".into(),
         };
+        let (fio, fio_nowait) = (cell(&p.fio), cell(&p.fio_nowait));
         let ratio = p.ratio().map_or("-".into(), |r| format!("{r:.2}x"));
         let (s0, s1) = seed_for(&p.fs, p.engine, p.qd)
             .map_or(("-".into(), "-".into()), |(a, b)| {
@@ -451,25 +478,31 @@ fn table(fs_runs: &[FsRun], points: &[Point]) -> String {
         if let Some(Err(e)) = &p.fio {
             status.push_str(&format!("; fio {}", first_line(e)));
         }
+        if let Some(Err(e)) = &p.fio_nowait {
+            status.push_str(&format!("; fio on nowait's engine {}", first_line(e)));
+        }
         let _ = writeln!(
             s,
-            "{:<5} {:<11} {:>4} {:>9} {:>9} {:>9} {:>9} {:>7} {:>6} | {:>10} {:>10} | {status}",
+            "{:<5} {:<11} {:>4} {:>9} {:>9} {:>9} {:>6} | {:>9} {:>9} {:>7} | {:>10} {:>10} | {status}",
             p.fs,
             p.engine.name(),
             p.qd,
             iops,
             p50,
             p99,
-            fio,
-            ratio,
             spi,
+            fio,
+            fio_nowait,
+            ratio,
             s0,
             s1
         );
     }
     let _ = writeln!(
         s,
-        "\nratio = nowait IOPS / fio IOPS, same job, same run. sys/io = nowait's system calls per read. \
+        "\nIOPS, p50, p99, sys/io: nowait's own loop (sys/io: its system calls per read). fio: fio on \
+         its own engine (libaio, io_uring); fio+nw: fio on nowait's engine; ratio = fio+nw / fio, \
+         the same job in one harness. \
          seed: Gen5 NVMe, 128 GiB file, kernel v7.2-rc1 without (s=0) and with (s=1) the iomap \
          simple direct-read path; here the device and kernel are this machine's."
     );
@@ -490,6 +523,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
         status: String,
         nowait: Or<Summary>,
         fio: Option<Or<FioResult>>,
+        fio_nowait: Option<Or<FioResult>>,
         ratio: Option<f64>,
         seed: Option<Seed>,
     }
@@ -502,6 +536,7 @@ fn json_report(a: &Args, fio_version: Option<&str>, fs_runs: &[FsRun], points: &
             status: p.status(),
             nowait: Or::of(&p.ours, summary),
             fio: p.fio.as_ref().map(|f| Or::of(f, FioResult::clone)),
+            fio_nowait: p.fio_nowait.as_ref().map(|f| Or::of(f, FioResult::clone)),
             ratio: p.ratio(),
             seed: seed_for(&p.fs, p.engine, p.qd).map(|(simple0_iops, simple1_iops)| Seed {
                 simple0_iops,

@@ -31,6 +31,7 @@ use crate::driver::layout;
 use crate::driver::scan::{hot_beside_scan, warm_random, HotBesideScan, HOT_BS};
 use crate::driver::scratch::scratch;
 use crate::fio;
+use crate::fio::args::Side;
 use crate::model::job::Job;
 use crate::model::values::{parse_bool, parse_in, parse_json_format, parse_runtime, parse_size};
 use crate::report::scan::{line, medians, table, Run, Sample};
@@ -53,8 +54,10 @@ cache policy:
   adaptive  every read of the process is adaptive (QueueBuilder::cache, the
             engine's through EngineBuilder::queue): the scan, once seen,
             is read uncached
-and fio scans the same file after the same warm-up (io_uring, uncached=0
-and uncached=1; fio 3.40 or later has uncached). Before each run the pages
+and fio scans the same file after the same warm-up, on its io_uring engine
+(uncached=0 and uncached=1, which fio before 3.40 refuses: that run says
+so) and on nowait's engine with each policy (when the engine is built:
+make -C fio-engine). Before each run the pages
 of both files are dropped and the hot set is warmed (every 64 KiB block once,
 in random order). Prints, per run, the share of the hot set resident after
 the scan and the share of the scan file the scan left cached (mincore),
@@ -77,7 +80,7 @@ OPTIONS:
   --baseline=TIME       the hot job alone before the scan (default 1s)
   --rounds=INT          rounds of every run, in ABBA order (default 2)
   --policies=LIST       nowait's runs (default keep,drop,adaptive)
-  --no-fio              leave out fio's runs
+  --no-fio              leave out fio's runs (both engines)
   --output-format=normal|json
   --output=FILE
   -h, --help
@@ -191,7 +194,8 @@ pub fn run_cmd(args: &[OsString]) -> i32 {
 /// What a child is asked to run.
 #[derive(Debug, Serialize, Deserialize)]
 struct Spec {
-    /// `keep`, `drop`, `adaptive`, or `fio:0` / `fio:1` (fio's `uncached`).
+    /// `keep`, `drop`, `adaptive`, `fio:0` / `fio:1` (fio's `uncached`), or
+    /// `fionw:POLICY` (fio on nowait's engine).
     run: String,
     procs: PathBuf,
     hot: PathBuf,
@@ -202,9 +206,10 @@ struct Spec {
 }
 
 fn label(run: &str) -> String {
-    match run.strip_prefix("fio:") {
-        Some(u) => format!("fio uncached={u}"),
-        None => format!("nowait {run}"),
+    match (run.strip_prefix("fio:"), run.strip_prefix("fionw:")) {
+        (Some(u), _) => format!("fio uncached={u}"),
+        (_, Some(p)) => format!("fio+nowait {p}"),
+        _ => format!("nowait {run}"),
     }
 }
 
@@ -224,8 +229,17 @@ fn run(a: &Args) -> Result<(), Failure> {
         .map_err(|f| Failure::Runtime(format!("--scan: {}", f.message())))?;
     let mut runs: Vec<String> = a.policies.iter().map(|p| p.as_str().to_string()).collect();
     if a.fio {
-        match fio::run::version() {
-            Ok(_) => runs.extend(["fio:0".to_string(), "fio:1".to_string()]),
+        match fio::find::fio_version() {
+            Ok(_) => {
+                runs.extend(["fio:0".to_string(), "fio:1".to_string()]);
+                // The same scan in fio on nowait's engine, for each policy.
+                match fio::find::engine(None) {
+                    Ok(_) => {
+                        runs.extend(a.policies.iter().map(|p| format!("fionw:{}", p.as_str())))
+                    }
+                    Err(e) => eprintln!("SKIP fio with nowait's engine: {e}"),
+                }
+            }
             Err(e) => eprintln!("SKIP fio: {e}"),
         }
     }
@@ -386,24 +400,36 @@ fn measure(s: &Spec) -> Result<Result<Sample, String>, Failure> {
         Ok(r as f64 / t.max(1) as f64)
     };
     let resident_share = || share(&s.hot);
-    if let Some(uncached) = s.run.strip_prefix("fio:") {
+    let in_fio = match (s.run.strip_prefix("fio:"), s.run.strip_prefix("fionw:")) {
+        (Some(u), _) => Some((
+            Side::Fio,
+            if u == "1" {
+                CachePolicy::Drop
+            } else {
+                CachePolicy::Keep
+            },
+        )),
+        (_, Some(p)) => Some((
+            Side::Nowait(fio::find::engine(None).map_err(Failure::Unavailable)?),
+            p.parse()
+                .map_err(|_| Failure::Usage(format!("{CHILD_ENV}: no policy {p}")))?,
+        )),
+        _ => None,
+    };
+    if let Some((side, cache)) = in_fio {
         let job = Job {
             name: "scan".into(),
             filename: Some(s.scan.clone()),
             bs: s.scan_bs,
             iodepth: s.scan_qd,
             invalidate: false,
-            cache: if uncached == "1" {
-                CachePolicy::Drop
-            } else {
-                CachePolicy::Keep
-            },
+            cache,
             ..Job::default()
         };
         let len = std::fs::metadata(&s.scan)
             .map_err(|e| Failure::Runtime(format!("{}: {e}", s.scan.display())))?
             .len();
-        return match fio::run::run(&job, len) {
+        return match fio::run::run(&job, len, &side) {
             Ok(r) => Ok(Ok(Sample {
                 after_resident: resident_share()?,
                 scan_resident: share(&s.scan)?,

@@ -2,8 +2,7 @@
 //! thread per job thread, each with its own queue (or engine), keeping up
 //! to `iodepth` reads in flight. What differs is a [`Mode`] (how reads
 //! reach the kernel, what is timed) and each thread's [`Reads`] hook
-//! (where each read goes and how long it is, what else to record, its
-//! pacing).
+//! (where each read goes and how long it is, what else to record).
 //!
 //! The hot loop allocates nothing: one buffer per slot is made before the
 //! start, reads come from the hook, and reaps take every completion
@@ -33,22 +32,11 @@
 //! At `iodepth=1`, and always in [`Mode::Peak`], the reads are not submitted
 //! on their own: the reap's `io_uring_enter` submits them and waits (one
 //! system call per round, as t/io_uring does; fio's engine makes two).
-//!
-//! A thread's pacing (fio's, from its hook) is carried out here: a read
-//! that is not due yet waits for the reads in flight, then the thread
-//! sleeps (`io_submit_mode=inline`), or it reaps while it waits
-//! (`offload`); a think waits for the reads in flight, spins, sleeps; the
-//! minimum rate is checked after each reap; a flow group holds a thread
-//! back while it is ahead of its share; `iodepth_low` holds refills back
-//! until the queue has drained to it. Every wait ends at the runtime or at
-//! Ctrl-C.
 
-mod logs;
-mod shared;
 mod stamps;
 mod worker;
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -59,14 +47,38 @@ use crate::base::json::Second;
 use crate::base::progress::Progress;
 use crate::base::sys::Rusage;
 use crate::base::units::{ratio, short_num};
-use crate::driver::flow;
 use crate::measure::metrics::Measured;
 use crate::model::job::Job;
 use crate::workload::reads::Reads;
 
-use self::logs::log_failure;
-use self::shared::{Counters, SteadyGroup, Unit, ABORT, RUN, STEADY};
 use self::worker::run_thread;
+
+/// Counters each thread publishes after every reap, for the live lines:
+/// reads completed, reads submitted, submit calls, reap calls, and of the
+/// measured reads: reads, bytes.
+#[derive(Default)]
+struct Counters([AtomicU64; 6]);
+
+impl Counters {
+    #[inline]
+    fn publish(&self, ios: u64, c: &Measured) {
+        let now = [
+            ios,
+            c.submitted,
+            c.submit_calls,
+            c.reap_calls,
+            c.ios,
+            c.bytes,
+        ];
+        for (a, v) in self.0.iter().zip(now) {
+            a.store(v, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A thread runs on (0), or stops because another failed (1).
+pub(super) const RUN: u8 = 0;
+pub(super) const ABORT: u8 = 1;
 
 /// How the loop hands reads to the kernel and what it times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,14 +100,10 @@ pub enum Mode {
 pub struct Thread<'a, R> {
     /// The job (one of its threads).
     pub job: &'a Job,
-    /// The thread's files, opened for it (none for `ioengine=null`).
+    /// The thread's files, opened for it.
     pub files: Vec<&'a File>,
     /// Where its reads go.
     pub reads: R,
-    /// Start this long after the run started (`startdelay`).
-    pub delay: Duration,
-    /// Its place in a flow group (`flow`).
-    pub flow: Option<flow::Member>,
 }
 
 /// What one thread measured.
@@ -144,15 +152,10 @@ pub fn drive<R: Reads>(
     let counters: Vec<Counters> = (0..n).map(|_| Counters::default()).collect();
     let halts: Vec<AtomicU8> = (0..n).map(|_| AtomicU8::new(RUN)).collect();
     let barrier = Barrier::new(n + 1);
-    let mut units = Unit::of(&threads, mode != Mode::Peak)?;
-    let mut steady = match mode {
-        Mode::Peak => Vec::new(),
-        _ => SteadyGroup::of(&threads),
-    };
     let first = threads[0].job;
     let longest = threads
         .iter()
-        .map(|t| t.delay + t.job.ramp_time + t.job.runtime.unwrap_or(Duration::ZERO))
+        .map(|t| t.job.ramp_time + t.job.runtime.unwrap_or(Duration::ZERO))
         .max()
         .unwrap_or(Duration::ZERO);
     let timed_run = threads.iter().all(|t| t.job.runtime.is_some());
@@ -169,7 +172,7 @@ pub fn drive<R: Reads>(
     let mut bar = Progress::new(label);
     let mut seconds = Vec::new();
     let alone = n == 1;
-    let (results, usage, log_err) = std::thread::scope(|s| {
+    let (results, usage) = std::thread::scope(|s| {
         let handles: Vec<_> = threads
             .into_iter()
             .enumerate()
@@ -207,59 +210,8 @@ pub fn drive<R: Reads>(
         let (mut bar_at, mut bar_ios) = (start, 0);
         let mut last = (start, snap());
         let mut next = start + Duration::from_secs(1);
-        let totals = |u: &Unit| {
-            counters[u.first..u.first + u.n]
-                .iter()
-                .map(Counters::totals)
-                .collect::<Vec<_>>()
-        };
-        let mut log_err = None;
         while !handles.iter().all(|h| h.is_finished()) {
             let now = Instant::now();
-            // fio's helper thread: bandwidth and IOPS samples, steady state,
-            // each job's from the end of its startdelay and ramp_time.
-            for u in &mut units {
-                if !u.started && now >= start + u.offset {
-                    u.started = true;
-                    u.next_sample = now;
-                    let t = totals(u);
-                    if let Some(sm) = u.sampler.as_mut() {
-                        sm.start(now, &t);
-                    }
-                }
-                if !u.started {
-                    continue;
-                }
-                if now >= u.next_sample {
-                    let t = totals(u);
-                    if let Some(sm) = u.sampler.as_mut() {
-                        match sm.tick(now, &t) {
-                            Ok(t) => u.next_sample = t,
-                            Err(e) => {
-                                log_err.get_or_insert(e);
-                                u.next_sample = now + Duration::from_secs(3600);
-                            }
-                        }
-                    }
-                }
-            }
-            for g in &mut steady {
-                if now < start + g.next {
-                    continue;
-                }
-                let since = now - start;
-                let so_far = |t: usize| counters[t].so_far();
-                if !g.steady.attained() && g.check(since, so_far, |t| handles[t].is_finished()) {
-                    for &t in &g.members {
-                        let _ = halts[t].compare_exchange(
-                            RUN,
-                            STEADY,
-                            Ordering::Relaxed,
-                            Ordering::Relaxed,
-                        );
-                    }
-                }
-            }
             if bar.is_on() && now - bar_at >= Duration::from_millis(250) {
                 let done = snap()[0];
                 let iops = (done - bar_ios) as f64 / (now - bar_at).as_secs_f64();
@@ -290,73 +242,26 @@ pub fn drive<R: Reads>(
             }
             // Wake for the next second's line, sample or check, or to see
             // whether the threads are done; never spin.
-            let mut nap = match say {
+            let nap = match say {
                 Some(_) => next.saturating_duration_since(now),
                 None => Duration::from_millis(50),
             };
-            for u in &units {
-                let due = match u.started {
-                    false => start + u.offset,
-                    true if u.sampler.is_some() => u.next_sample,
-                    true => continue,
-                };
-                nap = nap.min(due.saturating_duration_since(now));
-            }
-            for g in steady.iter().filter(|g| !g.steady.attained()) {
-                nap = nap.min((start + g.next).saturating_duration_since(now));
-            }
             std::thread::sleep(nap.clamp(Duration::from_millis(1), Duration::from_millis(50)));
         }
         let r1 = Rusage::now();
-        let end = Instant::now();
         let results: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().expect("benchmark threads do not panic"))
             .collect();
-        (results, r1.since(&r0), (log_err, end))
+        (results, r1.since(&r0))
     });
     bar.finish();
-    let (log_err, end) = log_err;
-    if let Some(e) = log_err {
-        return Err(log_failure("write_bw_log/--write_iops_log", e));
-    }
-    // Each thread's bandwidth and IOPS statistics (sampled apart, not per
-    // read in the thread) and steady state report.
-    let mut stats = vec![(None, None); n];
-    let mut reports = Vec::new();
-    for u in units {
-        if let Some(sm) = u.sampler {
-            let (st, _logs) = sm
-                .finish(end)
-                .map_err(|e| log_failure("write_bw_log/--write_iops_log", e))?;
-            for (k, v) in st.into_iter().enumerate() {
-                stats[u.first + k] = v;
-            }
-        }
-    }
-    // A group's steady state is reported with its last thread, as fio
-    // keeps it there (the group's entry takes it when folded).
-    for g in &steady {
-        let last = *g.members.last().expect("a member");
-        reports.push((g.steady.report(g.ss_dur), last));
-    }
-
     let mut measured = Measured::default();
     let (mut verified, mut hooks, mut figures, mut first_err) = (0, Vec::new(), Vec::new(), None);
     let mut interrupted = false;
-    for (tid, r) in results.into_iter().enumerate() {
+    for r in results {
         match r {
-            Ok((mut t, hook)) => {
-                let (bw, iops) = stats[tid];
-                if let Some(bw) = bw {
-                    t.measured.bw_stat = bw;
-                }
-                if let Some(iops) = iops {
-                    t.measured.iops_stat = iops;
-                }
-                if let Some((rep, _)) = reports.iter().find(|(_, last)| *last == tid) {
-                    t.measured.steady = Some(rep.clone());
-                }
+            Ok((t, hook)) => {
                 measured.add(&t.measured);
                 verified += t.verified;
                 interrupted |= t.interrupted;
@@ -387,6 +292,3 @@ pub fn drive<R: Reads>(
         interrupted,
     })
 }
-
-#[cfg(test)]
-mod tests;

@@ -384,8 +384,6 @@ fn run_config(
             Streams::new(a.seed, a.mix, a.zipf, a.sizes, a.bs, &f3_pos),
             3,
         ),
-        delay: Duration::ZERO,
-        flow: None,
     };
     let d = std::thread::scope(|s| {
         // Keep f2 uncached, and f3 uncached behind its reader.
