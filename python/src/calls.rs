@@ -512,6 +512,8 @@ impl Core {
                 len: p.len,
                 buf,
                 user_data: (p.op << 24) | u64::from(p.idx),
+                ioprio: 0,
+                cache: None,
             };
             match self.queue.push(req) {
                 Ok(()) => pushed += 1,

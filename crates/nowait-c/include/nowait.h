@@ -207,6 +207,21 @@ struct nowait_queue;
 #define NOWAIT_MAX_DEPTH 16384
 
 /**
+ * `NowaitRead.ioprio`'s class "real time" (needs `CAP_SYS_ADMIN`).
+ */
+#define NOWAIT_IOPRIO_CLASS_RT 1
+
+/**
+ * `NowaitRead.ioprio`'s class "best effort", every thread's default.
+ */
+#define NOWAIT_IOPRIO_CLASS_BE 2
+
+/**
+ * `NowaitRead.ioprio`'s class "idle": served when nothing else waits.
+ */
+#define NOWAIT_IOPRIO_CLASS_IDLE 3
+
+/**
  * Options for `nowait_queue_create`. Set it up with
  * `nowait_queue_options_init`, then change the fields you need. The
  * struct may grow at its end in later versions: `size` tells the library
@@ -245,6 +260,43 @@ struct nowait_queue_options {
    * queue's buffered reads leave in the page cache. Direct reads ignore it.
    */
   uint32_t cache;
+};
+
+/**
+ * One read for `nowait_push_read`: `nowait_push`'s arguments and the
+ * read's I/O priority.
+ */
+struct nowait_read {
+  /**
+   * The file to read.
+   */
+  const struct nowait_file *file;
+  /**
+   * Where the bytes go (the rules of `nowait_push`'s `buf`).
+   */
+  void *buf;
+  /**
+   * Bytes to read.
+   */
+  size_t len;
+  /**
+   * Byte offset in the file.
+   */
+  uint64_t offset;
+  /**
+   * Returned unchanged in the read's `nowait_cqe`.
+   */
+  uint64_t user_data;
+  /**
+   * The read's I/O priority as `ioprio_set(2)` spells it (class << 13 |
+   * level: `NOWAIT_IOPRIO_CLASS_IDLE << 13` for class idle), or 0 for none
+   * of its own (the submitting thread's applies). io_uring's
+   * `sqe->ioprio`, native AIO's `aio_reqprio`, `ioprio_set(2)` on the
+   * pool's worker and around the sync backend's `pread`. A priority the
+   * kernel refuses fails the read: its `res` is -EINVAL (unknown class)
+   * or -EPERM (real-time class without `CAP_SYS_ADMIN`).
+   */
+  uint16_t ioprio;
 };
 
 /**
@@ -325,6 +377,19 @@ void nowait_file_close(struct nowait_file *file);
  * `file` must be NULL or a live file.
  */
 int nowait_file_is_direct(const struct nowait_file *file);
+
+/**
+ * The file's descriptor, for calls nowait does not make on the caller's
+ * behalf (`posix_fadvise(2)` read-ahead hints, `fstat(2)`, a block
+ * device's ioctls). It belongs to the file: valid until the file is
+ * closed and its reads are done; do not close it, read from it, or
+ * change its flags (`O_DIRECT` included). Returns the fd (>= 0) or a
+ * negative errno (bad handle).
+ *
+ * # Safety
+ * `file` must be NULL or a live file.
+ */
+int nowait_file_fd(const struct nowait_file *file);
 
 /**
  * The file's O_DIRECT alignment: `*mem_align` for buffer addresses,
@@ -572,6 +637,17 @@ int nowait_push(struct nowait_queue *q,
                 uint64_t user_data);
 
 /**
+ * Queue one read described by `*read` (`nowait_push` with the read's I/O
+ * priority): the same rules, returns and errors as `nowait_push`.
+ *
+ * # Safety
+ * `q` must be NULL (refused) or a live queue used by this thread only;
+ * `read` NULL (refused) or a valid `struct nowait_read` whose `file` and
+ * `buf` meet `nowait_push`'s rules.
+ */
+int nowait_push_read(struct nowait_queue *q, const struct nowait_read *read);
+
+/**
  * Hand every queued read to the kernel (one system call for the batch
  * with io_uring). Returns 0 or a negative errno.
  *
@@ -609,6 +685,24 @@ int nowait_reap(struct nowait_queue *q,
                 uint32_t max,
                 uint32_t min,
                 int timeout_ms);
+
+/**
+ * The queue's counters so far, as `nowait` reports them: the backend and
+ * why it was chosen, reads pushed, completed and failed, the pool
+ * backend's nowait path (`RWF_NOWAIT` tries, hits, partial hits, misses,
+ * reads handed to a worker), reads issued again (short reads finished,
+ * EINTR/EAGAIN retries), bounced, inline and small-direct reads, uncached
+ * reads, system calls. As text (one `name: value` line each), or with
+ * `flags = NOWAIT_PROBE_JSON` as one JSON object with the same names.
+ * Stores an owned string in `*out` (free it with `nowait_string_free`).
+ * Returns 0, or a negative errno and `*out` is not written (-EINVAL for a
+ * NULL `q` or `out`, or unknown `flags`).
+ *
+ * # Safety
+ * `q` must be NULL or a live queue used by this thread only; `out` NULL
+ * or writable.
+ */
+int nowait_queue_stats(const struct nowait_queue *q, unsigned int flags, char **out);
 
 #ifdef __cplusplus
 }  /* extern "C" */

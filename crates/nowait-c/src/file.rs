@@ -170,6 +170,26 @@ pub unsafe extern "C" fn nowait_file_is_direct(file: *const NowaitFile) -> c_int
     })
 }
 
+/// The file's descriptor, for calls nowait does not make on the caller's
+/// behalf (`posix_fadvise(2)` read-ahead hints, `fstat(2)`, a block
+/// device's ioctls). It belongs to the file: valid until the file is
+/// closed and its reads are done; do not close it, read from it, or
+/// change its flags (`O_DIRECT` included). Returns the fd (>= 0) or a
+/// negative errno (bad handle).
+///
+/// # Safety
+/// `file` must be NULL or a live file.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_file_fd(file: *const NowaitFile) -> c_int {
+    guard_int("nowait_file_fd", || {
+        // SAFETY: caller's contract.
+        let f = unsafe { handle(file, "file") }?;
+        Ok(std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(
+            &f.file,
+        )))
+    })
+}
+
 /// The file's O_DIRECT alignment: `*mem_align` for buffer addresses,
 /// `*offset_align` for offsets and lengths (both 1 for a buffered file).
 /// Either pointer may be NULL. Returns 0 or a negative errno.

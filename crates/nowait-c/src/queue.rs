@@ -442,31 +442,106 @@ pub unsafe extern "C" fn nowait_push(
     user_data: u64,
 ) -> c_int {
     guard_int("nowait_push", || {
+        let r = NowaitRead {
+            file,
+            buf,
+            len,
+            offset,
+            user_data,
+            ioprio: 0,
+        };
         // SAFETY: caller's contract.
-        let h = unsafe { handle_mut(q, "q") }?;
-        // SAFETY: caller's contract.
-        let f = unsafe { handle(file, "file") }?;
-        if buf.is_null() && len > 0 {
+        unsafe { push_one(q, &r) }
+    })
+}
+
+/// Push `r` to queue `q` (`nowait_push` and `nowait_push_read`).
+///
+/// # Safety
+/// As `nowait_push_read`.
+unsafe fn push_one(q: *mut NowaitQueue, r: &NowaitRead) -> Result<c_int, Fail> {
+    // SAFETY: caller's contract.
+    let h = unsafe { handle_mut(q, "q") }?;
+    // SAFETY: caller's contract.
+    let f = unsafe { handle(r.file, "file") }?;
+    let (buf, len) = (r.buf, r.len);
+    if buf.is_null() && len > 0 {
+        return Err(Fail::new(
+            libc::EINVAL,
+            format!("buf is NULL for a read of {len} bytes; pass memory of at least len bytes"),
+        ));
+    }
+    // SAFETY: the caller keeps `buf` valid for writes of `len` bytes
+    // and leaves it alone until the completion is reaped or the queue
+    // destroyed (the header's rule); the Buf never frees it. The bytes
+    // need not be initialised (memory from `malloc`, as the header
+    // allows): `from_raw_parts` takes such memory and never shows a
+    // byte before a read wrote it.
+    let b = unsafe { Buf::from_raw_parts(buf.cast::<u8>(), len) };
+    h.queue.push(Read {
+        file: &f.file,
+        offset: r.offset,
+        len,
+        buf: b,
+        user_data: r.user_data,
+        ioprio: r.ioprio,
+        cache: None,
+    })?;
+    Ok(0)
+}
+
+/// One read for `nowait_push_read`: `nowait_push`'s arguments and the
+/// read's I/O priority.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct NowaitRead {
+    /// The file to read.
+    pub file: *const NowaitFile,
+    /// Where the bytes go (the rules of `nowait_push`'s `buf`).
+    pub buf: *mut c_void,
+    /// Bytes to read.
+    pub len: usize,
+    /// Byte offset in the file.
+    pub offset: u64,
+    /// Returned unchanged in the read's `nowait_cqe`.
+    pub user_data: u64,
+    /// The read's I/O priority as `ioprio_set(2)` spells it (class << 13 |
+    /// level: `NOWAIT_IOPRIO_CLASS_IDLE << 13` for class idle), or 0 for none
+    /// of its own (the submitting thread's applies). io_uring's
+    /// `sqe->ioprio`, native AIO's `aio_reqprio`, `ioprio_set(2)` on the
+    /// pool's worker and around the sync backend's `pread`. A priority the
+    /// kernel refuses fails the read: its `res` is -EINVAL (unknown class)
+    /// or -EPERM (real-time class without `CAP_SYS_ADMIN`).
+    pub ioprio: u16,
+}
+
+/// `NowaitRead.ioprio`'s class "real time" (needs `CAP_SYS_ADMIN`).
+pub const NOWAIT_IOPRIO_CLASS_RT: u16 = 1;
+/// `NowaitRead.ioprio`'s class "best effort", every thread's default.
+pub const NOWAIT_IOPRIO_CLASS_BE: u16 = 2;
+/// `NowaitRead.ioprio`'s class "idle": served when nothing else waits.
+pub const NOWAIT_IOPRIO_CLASS_IDLE: u16 = 3;
+
+/// Queue one read described by `*read` (`nowait_push` with the read's I/O
+/// priority): the same rules, returns and errors as `nowait_push`.
+///
+/// # Safety
+/// `q` must be NULL (refused) or a live queue used by this thread only;
+/// `read` NULL (refused) or a valid `struct nowait_read` whose `file` and
+/// `buf` meet `nowait_push`'s rules.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_push_read(q: *mut NowaitQueue, read: *const NowaitRead) -> c_int {
+    guard_int("nowait_push_read", || {
+        if read.is_null() {
             return Err(Fail::new(
                 libc::EINVAL,
-                format!("buf is NULL for a read of {len} bytes; pass memory of at least len bytes"),
+                "read is NULL; pass the read to queue",
             ));
         }
-        // SAFETY: the caller keeps `buf` valid for writes of `len` bytes
-        // and leaves it alone until the completion is reaped or the queue
-        // destroyed (the header's rule); the Buf never frees it. The bytes
-        // need not be initialised (memory from `malloc`, as the header
-        // allows): `from_raw_parts` takes such memory and never shows a
-        // byte before a read wrote it.
-        let b = unsafe { Buf::from_raw_parts(buf.cast::<u8>(), len) };
-        h.queue.push(Read {
-            file: &f.file,
-            offset,
-            len,
-            buf: b,
-            user_data,
-        })?;
-        Ok(0)
+        // SAFETY: non-NULL and valid (caller's contract); copied out.
+        let r = unsafe { read.read() };
+        // SAFETY: caller's contract, as nowait_push's.
+        unsafe { push_one(q, &r) }
     })
 }
 
@@ -587,6 +662,88 @@ pub unsafe extern "C" fn nowait_reap(
         }
         Ok(n as c_int)
     })
+}
+
+/// The queue's counters so far, as `nowait` reports them: the backend and
+/// why it was chosen, reads pushed, completed and failed, the pool
+/// backend's nowait path (`RWF_NOWAIT` tries, hits, partial hits, misses,
+/// reads handed to a worker), reads issued again (short reads finished,
+/// EINTR/EAGAIN retries), bounced, inline and small-direct reads, uncached
+/// reads, system calls. As text (one `name: value` line each), or with
+/// `flags = NOWAIT_PROBE_JSON` as one JSON object with the same names.
+/// Stores an owned string in `*out` (free it with `nowait_string_free`).
+/// Returns 0, or a negative errno and `*out` is not written (-EINVAL for a
+/// NULL `q` or `out`, or unknown `flags`).
+///
+/// # Safety
+/// `q` must be NULL or a live queue used by this thread only; `out` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nowait_queue_stats(
+    q: *const NowaitQueue,
+    flags: std::ffi::c_uint,
+    out: *mut *mut c_char,
+) -> c_int {
+    guard_int("nowait_queue_stats", || {
+        // SAFETY: caller's contract.
+        let h = unsafe { handle(q, "q") }?;
+        if flags & !crate::probe::NOWAIT_PROBE_JSON != 0 {
+            return Err(Fail::new(
+                libc::EINVAL,
+                format!("flags = {flags:#x} has unknown bits; pass 0 (text) or NOWAIT_PROBE_JSON"),
+            ));
+        }
+        let s = stats_report(h, flags & crate::probe::NOWAIT_PROBE_JSON != 0);
+        // SAFETY: caller's contract (NULL is refused by write_out).
+        unsafe { crate::boundary::write_out(out, crate::mem::owned_string(s), "out") }?;
+        Ok(0)
+    })
+}
+
+/// `nowait_queue_stats`' report of queue `h`.
+fn stats_report(h: &NowaitQueue, json: bool) -> String {
+    let s = h.queue.stats();
+    let nw = s.backend.nowait;
+    let counts: [(&str, u64); 21] = [
+        ("pushed", s.pushed),
+        ("completed", s.completed),
+        ("errors", s.errors),
+        ("nowait_tries", nw.tries),
+        ("nowait_hits", nw.hits),
+        ("nowait_partial_hits", nw.partial_hits),
+        ("nowait_misses", nw.misses),
+        ("nowait_refused", nw.refused),
+        ("nowait_skipped", nw.skipped),
+        ("punts", nw.offloads),
+        ("worker_reads", nw.worker_reads),
+        ("short_retries", s.short_retries),
+        ("interrupted_retries", s.interrupted_retries),
+        ("orphaned_retries", s.orphaned_retries),
+        ("bounced", s.bounced),
+        ("inline", s.inline),
+        ("small_direct", s.small_direct),
+        ("uncached", s.cache.uncached),
+        ("fixed_reads", s.backend.fixed_reads),
+        ("aio_reads", s.backend.aio_reads),
+        ("syscalls", s.backend.syscalls),
+    ];
+    let backend = backend_name(h.backend).to_string_lossy();
+    let reason = h.reason.to_string_lossy();
+    if json {
+        let mut m = serde_json::Map::new();
+        m.insert("backend".into(), backend.as_ref().into());
+        m.insert("reason".into(), reason.as_ref().into());
+        for (k, v) in counts {
+            m.insert(k.into(), v.into());
+        }
+        serde_json::Value::Object(m).to_string()
+    } else {
+        let mut out = format!("backend: {backend}\nreason: {reason}\n");
+        for (k, v) in counts {
+            out.push_str(&format!("{k}: {v}\n"));
+        }
+        out
+    }
 }
 
 /// A completion's `res`: the bytes read, or the negation of the engine's

@@ -326,6 +326,8 @@ fn queue_run(path: &Path, size: u64, dur: Duration) -> Run {
                     len: BS,
                     buf,
                     user_data: off,
+                    ioprio: 0,
+                    cache: None,
                 };
                 if let Err(e) = q.push(req) {
                     panic!("push: {}", e.error);

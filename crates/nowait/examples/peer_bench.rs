@@ -133,6 +133,8 @@ fn queue_run(
             len: BS,
             buf,
             user_data: off,
+            ioprio: 0,
+            cache: None,
         })
         .unwrap();
         *issued += 1;

@@ -659,6 +659,8 @@ mod tests {
                     len: bs,
                     buf,
                     user_data: i,
+                    ioprio: 0,
+                    cache: None,
                 };
                 q.push(req).unwrap();
             }

@@ -447,7 +447,7 @@ impl File {
     /// every queue and engine reading it (and every clone of this handle);
     /// `None` leaves it to each queue's or engine's own policy
     /// ([`QueueBuilder::cache`](crate::QueueBuilder::cache)). A read may
-    /// still ask for its own ([`Queue::push_with_cache`](crate::Queue::push_with_cache),
+    /// still ask for its own ([`Read::cache`](crate::Read::cache),
     /// [`ReadAt::cache`](crate::ReadAt::cache)). `O_DIRECT` reads ignore it.
     ///
     /// ```no_run

@@ -40,7 +40,7 @@
 //!
 //! // Push a batch of reads, submit them with one system call, reap them.
 //! for i in 0..16u64 {
-//!     let req = Read { file: &file, offset: i * 4096, len: 4096, buf: Buf::new(4096), user_data: i };
+//!     let req = Read::new(&file, i * 4096, 4096, Buf::new(4096), i);
 //!     queue.push(req)?;
 //! }
 //! queue.submit()?;
@@ -116,7 +116,8 @@ pub use error::{ConfigError, Error, Result};
 pub use file::{AlignSource, DioAlignment, File, FileKind, MemoryBacking};
 pub use message::{errno_text, Message, PlainWords, Vocabulary};
 pub use queue::{
-    Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, MAX_DEPTH, SMALL_READ_MAX,
+    ioprio, Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, IOPRIO_CLASS_BE,
+    IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT, MAX_DEPTH, SMALL_READ_MAX,
 };
 pub use rwf_nowait::{CacheTry, CacheTryCounts, NowaitMode, NowaitOff, NowaitState, NowaitStats};
 pub use setting::{BackendChoice, BackendKind, Direct, Setting};

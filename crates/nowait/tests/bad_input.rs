@@ -221,6 +221,8 @@ fn request_larger_than_buffer_is_refused_and_buffer_returned() {
             len: 8192,
             buf: Buf::new(4096),
             user_data: 7,
+            ioprio: 0,
+            cache: None,
         });
         let rej = r.unwrap_err();
         assert!(
@@ -254,6 +256,8 @@ fn full_queue_refuses_and_hands_buffer_back() {
                 len: 10,
                 buf: Buf::new(10),
                 user_data: i,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }
@@ -264,6 +268,8 @@ fn full_queue_refuses_and_hands_buffer_back() {
                 len: 10,
                 buf: Buf::new(10),
                 user_data: 2,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap_err();
         assert!(matches!(rej.error, Error::QueueFull { depth: 2 }), "{kind}");
@@ -277,6 +283,8 @@ fn full_queue_refuses_and_hands_buffer_back() {
             len: 10,
             buf: rej.buf,
             user_data: 3,
+            ioprio: 0,
+            cache: None,
         })
         .unwrap();
     }
@@ -311,6 +319,8 @@ fn dropping_a_queue_with_reads_in_flight_waits_for_them() {
                 // the queue (and every `Buf` of it) is dropped below.
                 buf: unsafe { mem.lend(i) },
                 user_data: i as u64,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }
@@ -362,6 +372,8 @@ fn file_outlives_its_handle_while_reads_are_in_flight() {
                 len: 4096,
                 buf: Buf::new(4096),
                 user_data: i,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }

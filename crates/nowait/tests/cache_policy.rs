@@ -48,12 +48,10 @@ fn read_all(q: &mut Queue, file: &File, per_read: Option<CachePolicy>) -> u64 {
                 len: BS,
                 buf: Buf::new(BS),
                 user_data: next,
+                ioprio: 0,
+                cache: per_read,
             };
-            match per_read {
-                Some(p) => q.push_with_cache(req, p),
-                None => q.push(req),
-            }
-            .unwrap();
+            q.push(req).unwrap();
             next += 1;
         }
         q.reap(1, None, &mut out).unwrap();
@@ -424,6 +422,8 @@ fn scan_child() {
                 len: bs,
                 buf: Buf::new(bs),
                 user_data: next,
+                ioprio: 0,
+                cache: None,
             };
             q.push(req).unwrap();
             next += 1;

@@ -77,6 +77,8 @@ fn event_loop(q: &mut Queue, file: &File, size: u64, n: usize, rng: &mut Rng, la
                 len,
                 buf: Buf::new(len.max(1)),
                 user_data: pushed as u64,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap_or_else(|r| panic!("{label}: push: {}", r.error));
             pushed += 1;
@@ -177,6 +179,8 @@ fn completion_fd_is_refused_with_reads_in_flight() {
         len: 4096,
         buf: Buf::new(4096),
         user_data: 0,
+        ioprio: 0,
+        cache: None,
     })
     .map_err(|r| r.error)
     .expect("push");
@@ -235,6 +239,8 @@ fn completion_fd_direct_reads_never_lose_a_wake_up() {
                 len: 4096,
                 buf: Buf::new(4096),
                 user_data: *pushed as u64,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap_or_else(|r| panic!("push: {}", r.error));
             *pushed += 1;
@@ -362,6 +368,8 @@ fn no_finished_read_waits_for_its_wake_up() {
                             len,
                             buf: Buf::new(len),
                             user_data: *pushed as u64,
+                            ioprio: 0,
+                            cache: None,
                         })
                         .unwrap_or_else(|r| panic!("push: {}", r.error));
                         *pushed += 1;

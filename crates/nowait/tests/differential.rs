@@ -356,6 +356,8 @@ fn differential_queue() {
                     len: r.len,
                     buf: Buf::new(r.len + spare),
                     user_data: next as u64,
+                    ioprio: 0,
+                    cache: None,
                 });
                 match pushed {
                     Ok(()) => {
@@ -467,6 +469,8 @@ fn differential_queue() {
                     len: r.len,
                     buf: Buf::new(r.len),
                     user_data: i as u64,
+                    ioprio: 0,
+                    cache: None,
                 };
                 match q.push(req) {
                     Ok(()) => {
@@ -953,6 +957,8 @@ fn resizing_case(
             len: r.len,
             buf: Buf::new(r.len),
             user_data: i as u64,
+            ioprio: 0,
+            cache: None,
         }) {
             Ok(()) => {
                 flight.insert(i as u64, r);

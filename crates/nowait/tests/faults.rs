@@ -109,6 +109,8 @@ fn drive(
                 len,
                 buf: Buf::new(len),
                 user_data: next as u64,
+                ioprio: 0,
+                cache: None,
             };
             if let Err(r) = q.push(req) {
                 panic!("push of {len} at {offset} refused: {r}");
@@ -250,6 +252,8 @@ fn small_direct_path_finishes_short_reads() {
                         len: 4096,
                         buf,
                         user_data: i,
+                        ioprio: 0,
+                        cache: None,
                     };
                     q.push(req).unwrap_or_else(|r| panic!("{what}: {r}"));
                 }
@@ -421,6 +425,8 @@ fn push_slow(
         len,
         buf: Buf::new(len),
         user_data: reads.len() as u64,
+        ioprio: 0,
+        cache: None,
     };
     reads.push((off, len));
     q.push(req)
@@ -513,6 +519,8 @@ fn reap_submits_reissued_remainder_before_returning() {
                     len: 8192,
                     buf: Buf::new(8192),
                     user_data,
+                    ioprio: 0,
+                    cache: None,
                 };
                 q.push(req).unwrap();
             }

@@ -34,6 +34,8 @@ fn read_and_check(q: &mut Queue, file: &File, size: u64, reads: &[(u64, usize)])
             len,
             buf: Buf::new(len.max(1)),
             user_data: i as u64,
+            ioprio: 0,
+            cache: None,
         })
         .unwrap_or_else(|r| panic!("{kind}: push {i} (offset {off}, {len} bytes): {}", r.error));
     }
@@ -215,6 +217,8 @@ fn a_full_queue_keeps_both_halves_busy() {
                 len: 4096,
                 buf: Buf::with_align(4096, 4096),
                 user_data: id,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap();
             issued += 1;
@@ -426,6 +430,8 @@ fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
             len: 4096,
             buf: Buf::new(4096),
             user_data: i,
+            ioprio: 0,
+            cache: None,
         })
         .unwrap();
     }
@@ -440,6 +446,8 @@ fn a_reap_satisfied_by_inline_reads_still_submits_the_rest() {
         len: 4096,
         buf: Buf::new(4096),
         user_data: 3,
+        ioprio: 0,
+        cache: None,
     })
     .unwrap();
     let before = q.stats().backend.syscalls;
@@ -498,6 +506,8 @@ fn a_lone_read_is_inline_at_any_depth() {
                 len: 1000,
                 buf: Buf::new(1000),
                 user_data: i,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap();
             q.reap(1, None, &mut done).unwrap();

@@ -119,6 +119,8 @@ fn deep_queues(dir: &Path, label: &str) {
                         len,
                         buf: Buf::new(len),
                         user_data: i as u64,
+                        ioprio: 0,
+                        cache: None,
                     })
                     .unwrap_or_else(|r| panic!("{label} {kind} qd={qd}: push: {}", r.error));
                 }
@@ -295,6 +297,8 @@ fn reap_min_zero_collects_finished_reads() {
                 len: 4096,
                 buf: Buf::new(4096),
                 user_data: i,
+                ioprio: 0,
+                cache: None,
             };
             q.push(r).map_err(|r| r.error).unwrap();
         }

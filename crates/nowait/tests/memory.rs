@@ -139,6 +139,8 @@ fn a_huge_read_at_end_of_file_costs_what_it_returns() {
                         len: ASK,
                         buf,
                         user_data: 1,
+                        ioprio: 0,
+                        cache: None,
                     })
                     .map_err(|r| r.error)
                     .unwrap();
@@ -208,6 +210,8 @@ fn resident_memory_returns_after_a_burst_of_large_reads() {
                 len: LEN - 200,
                 buf: Buf::new(LEN),
                 user_data: offset,
+                ioprio: 0,
+                cache: None,
             })
             .map_err(|r| r.error)
             .unwrap();

@@ -36,6 +36,8 @@ fn rounds(mut q: Queue, path: &Path, direct: Direct, rounds: u64, p: &common::Pr
                 len: 4096,
                 buf: bufs.pop().unwrap(),
                 user_data: i,
+                ioprio: 0,
+                cache: None,
             })
             .map_err(|r| r.error)
             .unwrap();

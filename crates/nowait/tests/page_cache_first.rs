@@ -524,6 +524,8 @@ fn offsets_past_the_largest_file_position_are_refused() {
                     len: 4096,
                     buf: Buf::new(4096),
                     user_data: 0,
+                    ioprio: 0,
+                    cache: None,
                 })
                 .expect_err("refused at push");
             assert!(

@@ -158,6 +158,8 @@ fn data_scenarios(dir: &Path, label: &str) {
                             len,
                             buf: Buf::new(len),
                             user_data: i as u64,
+                            ioprio: 0,
+                            cache: None,
                         })
                         .unwrap_or_else(|r| panic!("{ctx}: push: {}", r.error));
                     }
@@ -282,6 +284,8 @@ fn nowait_hit_completes_inline() {
                 len: 4096,
                 buf: Buf::new(4096),
                 user_data: i,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }
@@ -633,6 +637,8 @@ fn one_worker_serves_a_deep_queue() {
             len: 3000,
             buf: Buf::new(3000),
             user_data: i,
+            ioprio: 0,
+            cache: None,
         })
         .unwrap();
     }
@@ -683,6 +689,8 @@ fn drop_with_reads_in_flight() {
                 // the queue (and every `Buf` of it) is dropped below.
                 buf: unsafe { mem.lend(i) },
                 user_data: i as u64,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap();
         }

@@ -36,6 +36,8 @@ fn read_at_with_reads_in_flight_returns() {
                         len: 8192,
                         buf: Buf::new(8192),
                         user_data: i,
+                        ioprio: 0,
+                        cache: None,
                     })
                     .map_err(|r| r.error)
                     .unwrap();
@@ -215,6 +217,8 @@ fn dropping_a_queue_leaves_unsubmitted_reads_unread() {
                         len: LEN,
                         buf,
                         user_data: i as u64,
+                        ioprio: 0,
+                        cache: None,
                     })
                     .map_err(|r| r.error)
                     .unwrap();

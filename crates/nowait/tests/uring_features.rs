@@ -43,6 +43,8 @@ fn read_and_verify(
             len,
             buf: b,
             user_data: i,
+            ioprio: 0,
+            cache: None,
         })
         .map_err(|r| r.error)
         .unwrap();
@@ -283,6 +285,8 @@ fn spinning_reaper_spins_for_reads_left_to_the_reap() {
             len: 4096,
             buf: Buf::new(4096),
             user_data: i,
+            ioprio: 0,
+            cache: None,
         })
         .unwrap();
         q.reap(1, None, &mut done).unwrap();
@@ -348,6 +352,8 @@ fn read_one(q: &mut Queue, f: &File, offset: u64, len: usize, buf: Buf) -> (usiz
         len,
         buf,
         user_data: offset,
+        ioprio: 0,
+        cache: None,
     })
     .map_err(|r| r.error)
     .unwrap();
@@ -507,6 +513,8 @@ fn a_queue_moved_to_another_thread_never_enters_that_threads_ring() {
             len: 4096,
             buf: Buf::new(4096),
             user_data: 2,
+            ioprio: 0,
+            cache: None,
         })
         .unwrap();
         q1.push(nowait::Read {
@@ -515,6 +523,8 @@ fn a_queue_moved_to_another_thread_never_enters_that_threads_ring() {
             len: 4096,
             buf: Buf::new(4096),
             user_data: 1,
+            ioprio: 0,
+            cache: None,
         })
         .unwrap();
         let mut done = Vec::new();

@@ -512,6 +512,50 @@ static void test_uncached(void)
     nowait_file_close(f);
 }
 
+/* A read's own I/O priority reaches the kernel on every backend: one with
+ * a class the kernel does not know (7) fails with -EINVAL; one at class
+ * idle returns the file's bytes. The reads are direct where the file
+ * allows (the pool backend answers a cached buffered read on the calling
+ * thread, where no priority applies). */
+static void test_ioprio(void)
+{
+    const uint32_t backends[] = {NOWAIT_BACKEND_URING, NOWAIT_BACKEND_AIO, NOWAIT_BACKEND_AIO_POOL,
+                                 NOWAIT_BACKEND_POOL, NOWAIT_BACKEND_SYNC};
+    struct nowait_file *f;
+    if (nowait_file_open(path, NOWAIT_DIRECT_ON, &f) < 0) {
+        printf("SKIP ioprio: %s\n", nowait_last_error());
+        return;
+    }
+    void *buf = nowait_alloc(4096, 4096);
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
+        struct nowait_queue_options o;
+        nowait_queue_options_init(&o);
+        o.backend = backends[b];
+        struct nowait_queue *q;
+        if (nowait_queue_create(&o, &q) < 0) {
+            printf("SKIP ioprio on backend %u: %s\n", backends[b], nowait_last_error());
+            continue;
+        }
+        struct nowait_read r = {f, buf, 4096, 8192, 1, (uint16_t)(7 << 13)};
+        struct nowait_cqe cqe;
+        REQUIRE(nowait_push_read(q, &r) == 0, "push_read: %s", nowait_last_error());
+        REQUIRE(nowait_reap(q, &cqe, 1, 1, -1) == 1, "reap");
+        CHECK(cqe.res == -EINVAL, "%s: a read at priority class 7 gave %" PRId64 ", not -EINVAL",
+              nowait_queue_backend(q), cqe.res);
+        r.ioprio = (uint16_t)(NOWAIT_IOPRIO_CLASS_IDLE << 13);
+        REQUIRE(nowait_push_read(q, &r) == 0, "push_read: %s", nowait_last_error());
+        REQUIRE(nowait_reap(q, &cqe, 1, 1, -1) == 1, "reap");
+        CHECK(cqe.res == 4096 && memcmp(buf, content + 8192, 4096) == 0,
+              "%s: a read at class idle gave %" PRId64, nowait_queue_backend(q), cqe.res);
+        printf("ok   ioprio on %s: class 7 refused by the kernel, class idle read\n",
+               nowait_queue_backend(q));
+        nowait_queue_destroy(q);
+    }
+    CHECK(nowait_push_read(NULL, NULL) == -EINVAL, "NULL queue and read");
+    nowait_free(buf);
+    nowait_file_close(f);
+}
+
 /* Reads into malloc'd memory the library never initialised: the header
  * allows any writable memory. With the sync and pool backends the reads
  * are pread(2)s, which valgrind sees write the buffer: it would flag the
@@ -932,6 +976,7 @@ int main(int argc, char **argv)
     test_bounce_out_of_memory(quick);
     test_probe();
     test_uncached();
+    test_ioprio();
 
     /* The fallback: io_uring disabled as seccomp or the sysctl would. */
     setenv("NOWAIT_DISABLE_URING", "1", 1);

@@ -142,6 +142,8 @@ pub fn scan_reads(file: &File, bs: usize, qd: usize, policy: CachePolicy) -> Res
                 len: bs,
                 buf,
                 user_data: next,
+                ioprio: 0,
+                cache: None,
             };
             q.push(read)
                 .map_err(|e| runtime(&format!("scan of {path}"), e))?;

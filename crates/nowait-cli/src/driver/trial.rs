@@ -38,6 +38,8 @@ pub fn submission_trial(path: &Path, direct: bool) -> Option<String> {
                 len: 4096,
                 buf: bufs.pop()?,
                 user_data: i as u64,
+                ioprio: 0,
+                cache: None,
             };
             if let Err(r) = q.push(read) {
                 return Some(format!("not measured ({})", r.error));

@@ -79,6 +79,8 @@ const IOCB_CMD_PREAD: u16 = 0;
 const IOCB_CMD_POLL: u16 = 5;
 /// `aio_flags`: signal the eventfd in `aio_resfd` on completion.
 const IOCB_FLAG_RESFD: u32 = 1;
+/// `aio_reqprio` holds the read's I/O priority (linux/aio_abi.h).
+const IOCB_FLAG_IOPRIO: u32 = 1 << 1;
 /// `aio_data` of the poll control block; slots are `u32`, so it never
 /// collides with a read's.
 const POLL_TAG: u64 = u64::MAX;
@@ -400,7 +402,10 @@ impl Backend for AioBackend {
                 IOCB_FLAG_RESFD
             } else {
                 0
-            },
+            } | if sqe.ioprio != 0 { IOCB_FLAG_IOPRIO } else { 0 },
+            // The read's own priority (the kernel reads it with
+            // IOCB_FLAG_IOPRIO; EINVAL for an invalid one).
+            aio_reqprio: sqe.ioprio as i16,
             aio_resfd: self.resfd.unwrap_or(0) as u32,
             ..Iocb::default()
         };

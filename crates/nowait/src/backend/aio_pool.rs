@@ -318,6 +318,7 @@ mod tests {
             file: std::sync::Arc::as_ptr(&file.inner),
             fixed_buf: None,
             first: true,
+            ioprio: 0,
             dontcache: false,
         }
     }

@@ -112,6 +112,12 @@ pub(crate) struct Sqe {
     /// set on a direct read. A filesystem without it answers EOPNOTSUPP,
     /// which the queue takes back (the read is sent again without it).
     pub dontcache: bool,
+    /// The read's I/O priority, as the kernel spells it (class << 13 |
+    /// level; 0: none given, the submitting thread's own applies):
+    /// io_uring's `sqe->ioprio`, the iocb's `aio_reqprio` (with
+    /// `IOCB_FLAG_IOPRIO`), `ioprio_set(2)` on the pool's worker or around
+    /// the sync backend's `pread`.
+    pub ioprio: u16,
 }
 
 // SAFETY: the raw pointers in an `Sqe` point into a buffer and a file

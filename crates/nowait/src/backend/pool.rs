@@ -212,6 +212,11 @@ pub(crate) fn setup(depth: usize, cfg: PoolConfig) -> io::Result<PoolBackend> {
 /// A worker: take a job, `pread` it, post the result, repeat; exit when told
 /// to and no job is left (so `Drop` never leaves a read half done).
 fn worker(inner: &Inner) {
+    // The worker's own I/O priority (inherited from the thread that made
+    // the pool), and the one it runs at now: a read with a priority of its
+    // own sets it (`ioprio_set(2)`) only when it differs.
+    let own = sys::ioprio_get_thread().unwrap_or(0);
+    let mut current = own;
     let mut g = inner.lock();
     loop {
         let job = loop {
@@ -226,16 +231,26 @@ fn worker(inner: &Inner) {
             g.idle -= 1;
         };
         drop(g);
+        let want = if job.sqe.ioprio != 0 {
+            job.sqe.ioprio
+        } else {
+            own
+        };
+        let prio = if want != current {
+            sys::ioprio_set_thread(want).map(|()| current = want)
+        } else {
+            Ok(())
+        };
         // SAFETY: the `push` contract keeps `ptr..ptr+len` writable and `fd`
         // open until this slot's Cqe is reaped, which needs this result first.
-        let r = unsafe {
+        let r = prio.and_then(|()| unsafe {
             let s = &job.sqe;
             if s.dontcache {
                 sys::preadv2_raw(s.fd, s.ptr, s.len as usize, s.offset, sys::RWF_DONTCACHE)
             } else {
                 sys::pread(s.fd, s.ptr, s.len as usize, s.offset)
             }
-        };
+        });
         let res = match r {
             // prefix + n <= the pushed length <= MAX_READ < i32::MAX.
             Ok(n) => (job.prefix as usize + n) as i32,

@@ -32,6 +32,26 @@ impl SyncBackend {
 
     fn run_queued(&mut self) {
         while let Some(sqe) = self.queued.pop_front() {
+            // A read with its own priority: the calling thread takes it for
+            // the read and its own back after (`ioprio_set(2)`).
+            let restore = if sqe.ioprio != 0 {
+                match sys::ioprio_get_thread().and_then(|old| {
+                    sys::ioprio_set_thread(sqe.ioprio)?;
+                    Ok(old)
+                }) {
+                    Ok(old) => Some(old),
+                    Err(e) => {
+                        self.stats.syscalls += 2;
+                        self.done.push_back(Cqe {
+                            slot: sqe.slot,
+                            res: -e,
+                        });
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
             // SAFETY: `push`'s contract keeps `ptr` valid for `len` bytes
             // until this slot's Cqe is reaped, which happens after this call.
             let r = unsafe {
@@ -48,6 +68,11 @@ impl SyncBackend {
                 }
             };
             self.stats.syscalls += 1;
+            if let Some(old) = restore {
+                // The thread's own priority back; it was valid when read.
+                let _ = sys::ioprio_set_thread(old);
+                self.stats.syscalls += 3;
+            }
             let res = match r {
                 Ok(n) => n as i32, // n <= len <= MAX_READ < i32::MAX
                 Err(e) => -e,

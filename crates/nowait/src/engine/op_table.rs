@@ -388,6 +388,8 @@ impl State {
             len,
             buf,
             user_data: idx as u64,
+            ioprio: 0,
+            cache: None,
         };
         match self.queue.push_cache(read, cache) {
             Ok(()) => {

@@ -30,6 +30,8 @@ impl Queue {
             len,
             buf,
             user_data: tag,
+            ioprio: 0,
+            cache: None,
         }) {
             return (Err(r.error), r.buf);
         }

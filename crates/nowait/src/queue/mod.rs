@@ -43,6 +43,7 @@ use crate::backend::ladder::BackendReport;
 use crate::backend::uring::UringSetupFlags;
 use crate::backend::{Backend, BackendStats, Cqe};
 use crate::buf::{Buf, BufPool};
+use crate::cache_policy::CachePolicy;
 use crate::error::{Error, Result};
 use crate::file::File;
 
@@ -79,6 +80,68 @@ pub struct Read<'a> {
     pub buf: Buf,
     /// Returned unchanged with the completion.
     pub user_data: u64,
+    /// The read's I/O priority as the kernel spells it ([`ioprio`]: class
+    /// and level), or 0 for none of its own (the submitting thread's
+    /// applies). Every backend gives it to the kernel: io_uring's
+    /// `sqe->ioprio`, native AIO's `aio_reqprio`, `ioprio_set(2)` on the
+    /// pool's worker (only when it differs from the worker's current one)
+    /// and around the sync backend's `pread`. A priority the kernel refuses
+    /// (an unknown class, the real-time class without `CAP_SYS_ADMIN`)
+    /// fails the read with EINVAL or EPERM. Reads the page cache answers
+    /// on the calling thread (the pool's `RWF_NOWAIT` try, memory-backed
+    /// files read inline) wait for no device, so no priority applies.
+    pub ioprio: u16,
+    /// The read's own cache policy, whatever its file's
+    /// ([`File::set_cache_policy`]) and the queue's
+    /// ([`QueueBuilder::cache`]): e.g. one uncached read of a file whose
+    /// other reads keep their pages. `None`: the file's, else the queue's.
+    pub cache: Option<CachePolicy>,
+}
+
+impl<'a> Read<'a> {
+    /// A read of `len` bytes at `offset` of `file` into `buf`, handed back
+    /// with `user_data`; no priority or cache policy of its own (set them
+    /// with [`Read::ioprio`] and [`Read::cache`], or write the fields).
+    pub fn new(file: &'a File, offset: u64, len: usize, buf: Buf, user_data: u64) -> Read<'a> {
+        Read {
+            file,
+            offset,
+            len,
+            buf,
+            user_data,
+            ioprio: 0,
+            cache: None,
+        }
+    }
+
+    /// The read with I/O priority `prio` ([`ioprio`]).
+    pub fn ioprio(mut self, prio: u16) -> Read<'a> {
+        self.ioprio = prio;
+        self
+    }
+
+    /// The read with its own cache policy.
+    pub fn cache(mut self, policy: CachePolicy) -> Read<'a> {
+        self.cache = Some(policy);
+        self
+    }
+}
+
+/// I/O priority class "real time" (`IOPRIO_CLASS_RT`): served first; needs
+/// `CAP_SYS_ADMIN`.
+pub const IOPRIO_CLASS_RT: u16 = 1;
+/// I/O priority class "best effort" (`IOPRIO_CLASS_BE`), every thread's
+/// default class.
+pub const IOPRIO_CLASS_BE: u16 = 2;
+/// I/O priority class "idle" (`IOPRIO_CLASS_IDLE`): served when nothing
+/// else waits.
+pub const IOPRIO_CLASS_IDLE: u16 = 3;
+
+/// A [`Read::ioprio`] value: `class` (`IOPRIO_CLASS_*`) and `level` (0,
+/// the highest, to 7), as `ioprio_set(2)` and fio's `prioclass`/`prio`
+/// spell them (`class << 13 | level`).
+pub const fn ioprio(class: u16, level: u16) -> u16 {
+    (class << 13) | level
 }
 
 /// A finished read.
@@ -132,7 +195,7 @@ impl From<Rejected> for io::Error {
 /// let file = File::open("/etc/hostname", Direct::Off)?;
 /// let mut q = Queue::builder().depth(8).build()?;
 /// for i in 0..4u64 {
-///     q.push(Read { file: &file, offset: i * 4, len: 4, buf: Buf::new(4), user_data: i })?;
+///     q.push(Read::new(&file, i * 4, 4, Buf::new(4), i))?;
 /// }
 /// q.submit()?;
 /// let mut done = Vec::new();

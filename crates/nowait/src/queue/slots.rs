@@ -50,32 +50,26 @@ pub(super) struct Slot {
     /// Read with `RWF_DONTCACHE` (decided at push; cleared if the kernel
     /// refuses it).
     pub(super) dontcache: bool,
+    /// The read's I/O priority ([`Read::ioprio`]), for each raw read of it.
+    pub(super) ioprio: u16,
 }
 
 impl Queue {
     /// Queue one read. It reaches the kernel at the next [`Queue::submit`]
     /// or [`Queue::reap`]. On refusal the buffer comes back in [`Rejected`].
     pub fn push(&mut self, req: Read<'_>) -> std::result::Result<(), Rejected> {
+        let cache = match req.cache {
+            None => ReadCache::Default,
+            Some(p) => ReadCache::Policy(p),
+        };
         if self.notify.is_none() {
             // A tail call: the result is written where the caller wants it,
             // not moved through this frame (it carries a buffer and an error).
-            return self.push_one(req, ReadCache::Default);
+            return self.push_one(req, cache);
         }
-        let r = self.push_one(req, ReadCache::Default);
+        let r = self.push_one(req, cache);
         self.signal_if_ready();
         r
-    }
-
-    /// [`Queue::push`] with the read's own cache policy, whatever its
-    /// file's ([`File::set_cache_policy`]) and the queue's
-    /// ([`QueueBuilder::cache`](super::QueueBuilder::cache)): e.g. one
-    /// uncached read of a file whose other reads keep their pages.
-    pub fn push_with_cache(
-        &mut self,
-        req: Read<'_>,
-        policy: CachePolicy,
-    ) -> std::result::Result<(), Rejected> {
-        self.push_cache(req, ReadCache::Policy(policy))
     }
 
     /// [`Queue::push`] with the read's cache policy as given.
@@ -127,26 +121,31 @@ impl Queue {
     }
 
     fn push_one(&mut self, req: Read<'_>, cache: ReadCache) -> std::result::Result<(), Rejected> {
+        if !crate::file::offset_fits(req.offset, req.len) {
+            return Err(Rejected {
+                error: Error::OffsetTooLarge {
+                    offset: req.offset,
+                    len: req.len,
+                },
+                buf: req.buf,
+            });
+        }
+        self.harvest_if_due();
+        if let Some(index) = self.small_direct_index(req.file, req.offset, req.len, &req.buf) {
+            if let Some(idx) = self.free.pop() {
+                self.push_small(idx, req, index);
+                return Ok(());
+            }
+        }
         let Read {
             file,
             offset,
             len,
             buf,
             user_data,
+            ioprio,
+            cache: _,
         } = req;
-        if !crate::file::offset_fits(offset, len) {
-            return Err(Rejected {
-                error: Error::OffsetTooLarge { offset, len },
-                buf,
-            });
-        }
-        self.harvest_if_due();
-        if let Some(index) = self.small_direct_index(file, offset, len, &buf) {
-            if let Some(idx) = self.free.pop() {
-                self.push_small(idx, file, offset, len, buf, user_data, index);
-                return Ok(());
-            }
-        }
         if len > buf.capacity() {
             return Err(Rejected {
                 error: Error::BufferTooSmall {
@@ -191,6 +190,7 @@ impl Queue {
         s.result = None;
         s.small_direct = false;
         s.dontcache = false;
+        s.ioprio = ioprio;
         match bounce {
             Some(b) => {
                 self.stats.bounced += 1;
@@ -267,6 +267,7 @@ impl Queue {
             },
             first: s.done == 0 && s.retries == 0,
             dontcache: s.dontcache,
+            ioprio: s.ioprio,
         }
     }
 

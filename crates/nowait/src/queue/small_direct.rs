@@ -7,7 +7,7 @@
 //! ready-queue round trip); anything else (short, error, EINTR/EAGAIN) falls
 //! back to the general handling, so the outcome is the same either way.
 
-use super::{Completion, Queue};
+use super::{Completion, Queue, Read};
 use crate::buf::Buf;
 use crate::file::File;
 
@@ -46,18 +46,17 @@ impl Queue {
     /// one `READ_FIXED` into registered buffer `index`. The caller checked
     /// that the read is direct, aligned, non-empty, at most one block, within
     /// `buf`, and that `buf` is tagged with this queue's registration.
-    #[allow(clippy::too_many_arguments)]
     #[inline]
-    pub(super) fn push_small(
-        &mut self,
-        idx: u32,
-        file: &File,
-        offset: u64,
-        len: usize,
-        buf: Buf,
-        user_data: u64,
-        index: u16,
-    ) {
+    pub(super) fn push_small(&mut self, idx: u32, req: Read<'_>, index: u16) {
+        let Read {
+            file,
+            offset,
+            len,
+            buf,
+            user_data,
+            ioprio,
+            cache: _,
+        } = req;
         self.stats.pushed += 1;
         let inline = self.inline_now(file);
         let s = &mut self.slots[idx as usize];
@@ -72,6 +71,7 @@ impl Queue {
         s.done = 0;
         s.retries = 0;
         s.dontcache = false;
+        s.ioprio = ioprio;
         s.recheck_end = false;
         s.small_direct = !inline;
         if inline {

@@ -47,6 +47,47 @@ pub(crate) unsafe fn pread(fd: RawFd, ptr: *mut u8, len: usize, offset: u64) -> 
         .map_err(errno_of)
 }
 
+/// `ioprio_set(2)` for the calling thread (`IOPRIO_WHO_PROCESS` with id 0
+/// names the calling thread): `prio` is the kernel's value, class << 13 |
+/// level. Errors are the kernel's (EINVAL for an unknown class or level,
+/// EPERM for the real-time class without `CAP_SYS_ADMIN`).
+pub(crate) fn ioprio_set_thread(prio: u16) -> Result<(), i32> {
+    // SAFETY: ioprio_set takes three integers and touches no memory.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            0,
+            libc::c_int::from(prio),
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(())
+    }
+}
+
+/// `ioprio_get(2)` of the calling thread: its I/O priority as the kernel's
+/// value (class << 13 | level; class 0, "none", means the kernel derives
+/// one from the thread's nice value).
+pub(crate) fn ioprio_get_thread() -> Result<u16, i32> {
+    // SAFETY: ioprio_get takes two integers and touches no memory.
+    let r = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) };
+    if r < 0 {
+        Err(io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO))
+    } else {
+        Ok(r as u16)
+    }
+}
+
+/// `ioprio_set(2)`'s "which": a thread (process) id, 0 for the caller.
+const IOPRIO_WHO_PROCESS: libc::c_int = 1;
+
 /// `preadv2(2)` with `RWF_NOWAIT` into a slice: the bytes the page cache
 /// holds at `offset`, or EAGAIN if they are not resident.
 pub(crate) fn preadv2_nowait(

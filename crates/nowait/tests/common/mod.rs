@@ -169,6 +169,8 @@ pub fn mixed_reads(
                 len,
                 buf: nowait::Buf::new(len),
                 user_data: i as u64,
+                ioprio: 0,
+                cache: None,
             })
             .unwrap_or_else(|r| panic!("{kind} round {round}: push {i}: {}", r.error));
         }

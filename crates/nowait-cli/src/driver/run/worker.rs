@@ -193,13 +193,13 @@ impl Worker<'_> {
                         // time starts before it.
                         stamps.pushed[id as usize] = Instant::now();
                     }
-                    q.push(Read {
-                        file: files[io.file as usize],
-                        offset: io.offset,
-                        len: io.len as usize,
+                    q.push(Read::new(
+                        files[io.file as usize],
+                        io.offset,
+                        io.len as usize,
                         buf,
-                        user_data: u64::from(id),
-                    })
+                        u64::from(id),
+                    ))
                     .map_err(|r| fail("queueing a read", r.error))?;
                     slot[id as usize] = (io.file as usize, io.offset, io.len as usize);
                     batch.push(id);

@@ -306,6 +306,7 @@ impl UringBackend {
                 opcode::ReadFixed::new(types::Fixed(fi), sqe.ptr, sqe.len, bi)
                     .offset(sqe.offset)
                     .rw_flags(rw_flags)
+                    .ioprio(sqe.ioprio)
                     .build()
             }
             (Some(bi), None) => {
@@ -313,15 +314,18 @@ impl UringBackend {
                 opcode::ReadFixed::new(types::Fd(sqe.fd), sqe.ptr, sqe.len, bi)
                     .offset(sqe.offset)
                     .rw_flags(rw_flags)
+                    .ioprio(sqe.ioprio)
                     .build()
             }
             (None, Some(fi)) => opcode::Read::new(types::Fixed(fi), sqe.ptr, sqe.len)
                 .offset(sqe.offset)
                 .rw_flags(rw_flags)
+                .ioprio(sqe.ioprio)
                 .build(),
             (None, None) => opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len)
                 .offset(sqe.offset)
                 .rw_flags(rw_flags)
+                .ioprio(sqe.ioprio)
                 .build(),
         };
         self.push_entry(entry.user_data(sqe.slot as u64));
@@ -436,6 +440,7 @@ impl Backend for UringBackend {
             p.sqes[sqe.slot as usize] = Some(*sqe);
             let entry = opcode::Read::new(types::Fd(sqe.fd), sqe.ptr, sqe.len)
                 .offset(sqe.offset)
+                .ioprio(sqe.ioprio)
                 .build()
                 .user_data(sqe.slot as u64);
             loop {
