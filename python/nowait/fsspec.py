@@ -502,8 +502,11 @@ class NowaitFile(AbstractBufferedFile):  # type: ignore[misc]
         lock = getattr(self, "_lock", None)
         if lock is None:  # __init__ failed before the file was opened
             return
-        # Under the fetch lock: a fetch of fsspec's background cache
-        # finishes first, and one that starts later finds the file closed.
+        # fsspec closes its cache first, waiting for the fetches of a
+        # background cache (which take the fetch lock: closing under it
+        # would wait for them forever); then, under the lock, whatever
+        # fetch is still running finishes before the file closes.
+        super().close()
         with lock:
             if self._ahead is not None:
                 try:
@@ -514,7 +517,6 @@ class NowaitFile(AbstractBufferedFile):  # type: ignore[misc]
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
                 self._pool = None
-            super().close()
             self._nw.close()
 
 

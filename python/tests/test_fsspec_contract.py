@@ -33,6 +33,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import pytest
@@ -364,6 +366,34 @@ def test_the_parts_cache_serves_known_parts_and_reads_the_rest(tree: Tree) -> No
         g = pickle.loads(pickle.dumps(f))  # reopened with no parts: all from the file
         assert g.read(10) == blob[20010:20020]
         g.close()
+
+
+def test_closing_while_a_background_fetch_waits_returns(tree: Tree,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """fsspec's "background" cache fetches the next block on its own
+    thread and, when the file closes, waits for that fetch: closing must
+    not hold what the fetch waits for. The fetch is held back a little so
+    that close() starts first."""
+    real = NowaitFile._fetch_range
+
+    def late(self: NowaitFile, start: int, end: int) -> bytes:
+        if threading.current_thread() is not threading.main_thread():
+            time.sleep(0.05)
+        return real(self, start, end)
+
+    monkeypatch.setattr(NowaitFile, "_fetch_range", late)
+    fs = NowaitFileSystem()
+
+    def open_read_close() -> None:
+        for _ in range(5):
+            f = fs.open(tree.big, "rb", cache_type="background", block_size=65536)
+            assert f.read(10) == tree.blobs[tree.big][:10]  # the next block is fetched
+            f.close()
+
+    worker = threading.Thread(target=open_read_close, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "close() waited for a fetch that waited for close()"
 
 
 def test_cache_names_fsspec_lacks_are_refused(tree: Tree) -> None:
