@@ -379,7 +379,7 @@ def test_closing_while_a_background_fetch_waits_returns(tree: Tree,
     def late(self: NowaitFile, start: int, end: int) -> bytes:
         if threading.current_thread() is not threading.main_thread():
             time.sleep(0.05)
-        return real(self, start, end)
+        return bytes(real(self, start, end))
 
     monkeypatch.setattr(NowaitFile, "_fetch_range", late)
     fs = NowaitFileSystem()
