@@ -37,17 +37,18 @@ if not sys.platform.startswith("linux"):
     )
 
 import asyncio
+import functools
 import os
 import weakref
 from asyncio import _get_running_loop
 from threading import get_ident as _get_ident
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _nowait
 from ._nowait import __version__
 from ._typing import FileStats, Probe
 
-__all__ = ["File", "FileStats", "Probe", "open", "probe", "__version__"]
+__all__ = ["File", "FileStats", "Probe", "aread_files", "open", "probe", "read_files", "__version__"]
 
 _Size = Union[int, Sequence[int]]
 
@@ -445,3 +446,36 @@ def probe(path: Optional[Union[str, bytes, "os.PathLike[str]", "os.PathLike[byte
     a buffered and a direct read take. ``result["text"]`` is what the
     ``nowait probe`` command prints."""
     return _nowait.probe(path)
+
+
+def read_files(paths: Iterable[Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]], *,
+               on_error: str = "return", max_file_size: Optional[int] = None,
+               budget_bytes: Optional[int] = None) -> List[Union[bytes, OSError]]:
+    """The bytes of each file, in the order of ``paths``, read whole.
+
+    Cached files are opened and read without a thread (io_uring's inline
+    open, or ``openat2(RESOLVE_CACHED)`` and ``preadv2(RWF_NOWAIT)``); only
+    what would wait goes to one. A path that fails (missing, a directory,
+    no permission, longer than ``max_file_size``) is its ``OSError`` in the
+    list (``FileNotFoundError``, ``IsADirectoryError``, ``PermissionError``,
+    errno EFBIG), the others are read all the same; ``on_error="raise"``
+    raises the first failure instead. ``budget_bytes`` bounds what the
+    buffers of files being read hold at once (default 64 MiB; the default
+    ``max_file_size`` is 16 MiB). The GIL is released while files are read.
+    """
+    return _nowait.read_files(paths, on_error=on_error, max_file_size=max_file_size,
+                              budget_bytes=budget_bytes)
+
+
+async def aread_files(paths: Iterable[Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]], *,
+                      on_error: str = "return", max_file_size: Optional[int] = None,
+                      budget_bytes: Optional[int] = None) -> List[Union[bytes, OSError]]:
+    """:func:`read_files` on the running asyncio loop: the batch runs on the
+    loop's default executor (one thread for the whole batch, not one per
+    file), so the loop keeps running. Cancelling the task stops waiting;
+    the batch itself finishes in the background."""
+    listed = list(paths)
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(None, functools.partial(
+        _nowait.read_files, listed, on_error=on_error, max_file_size=max_file_size,
+        budget_bytes=budget_bytes))

@@ -1,6 +1,6 @@
 """Type stubs of the nowait package (see __init__.py for the documentation)."""
 
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, Iterable, List, Literal, Optional, Union
 
 from . import _nowait
 from ._typing import (
@@ -15,7 +15,7 @@ from ._typing import (
     _Sizes,
 )
 
-__all__ = ["File", "FileStats", "Probe", "open", "probe", "__version__"]
+__all__ = ["File", "FileStats", "Probe", "aread_files", "open", "probe", "read_files", "__version__"]
 
 __version__: str
 
@@ -64,6 +64,27 @@ def open(
     first try the page cache alone with ``preadv2(RWF_NOWAIT)``; ``cache``
     ("keep", "drop" or "adaptive") is what buffered reads leave in the page
     cache ("drop": ``RWF_DONTCACHE``)."""
+    ...
+
+def read_files(
+    paths: Iterable[_Path],
+    *,
+    on_error: Literal["return", "raise"] = "return",
+    max_file_size: Optional[int] = None,
+    budget_bytes: Optional[int] = None,
+) -> List[Union[bytes, OSError]]:
+    """The bytes of each file, in the order of ``paths``, read whole; a path
+    that fails is its ``OSError`` in the list (``on_error="raise"``: raised)."""
+    ...
+
+async def aread_files(
+    paths: Iterable[_Path],
+    *,
+    on_error: Literal["return", "raise"] = "return",
+    max_file_size: Optional[int] = None,
+    budget_bytes: Optional[int] = None,
+) -> List[Union[bytes, OSError]]:
+    """``read_files`` on the running asyncio loop (one executor thread per batch)."""
     ...
 
 def probe(path: Optional[_Path] = None) -> Probe:

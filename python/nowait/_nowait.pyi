@@ -1,6 +1,6 @@
 """Stubs of the compiled module nowait._nowait."""
 
-from typing import Any, Dict, List, Literal, Optional, Tuple, TypeVar, Union, final
+from typing import Any, Dict, Iterable, List, Literal, Optional, Tuple, TypeVar, Union, final
 
 from typing_extensions import disjoint_base
 
@@ -119,6 +119,14 @@ class _Ring:
     def poll(self) -> List[Tuple[int, bool, Any]]: ...
 
 def probe(path: Optional[_Path] = None) -> Probe: ...
+
+def read_files(
+    paths: Iterable[_Path],
+    *,
+    on_error: str = "return",
+    max_file_size: Optional[int] = None,
+    budget_bytes: Optional[int] = None,
+) -> List[Union[bytes, OSError]]: ...
 
 def _error_samples() -> List[Tuple[str, int, BaseException]]:
     """For the test suite: one error of every kind the library has, as this

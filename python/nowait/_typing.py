@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional, SupportsIndex, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, SupportsIndex, Union
 
 from typing import Literal, Protocol, TypedDict
 
@@ -31,8 +31,8 @@ class _ArrayInterface(Protocol):
 #: (bytearray, memoryview, mmap, array.array, NumPy array).
 WritableBuffer = Union[Buffer, _ArrayInterface]
 
-__all__ = ["Buffer", "WritableBuffer", "FileStats", "Probe", "UringProbe", "BackendProbe", "DirectAlignment",
-           "FileProbe"]
+__all__ = ["Buffer", "WritableBuffer", "FileStats", "Probe", "MachineProbe", "UringProbe", "SetupFlagProbe",
+           "AioProbe", "BackendProbe", "ErrnoProbe", "DirectAlignment", "FlagProbe", "FileProbe"]
 
 _Path = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 #: ``direct=``: "off" (the page cache, default), "auto", "on"; True is "on",
@@ -90,69 +90,113 @@ class FileStats(TypedDict):
     nowait_path_yields: int
 
 
+class ErrnoProbe(TypedDict):
+    """An errno and its name (``EOPNOTSUPP``)."""
+
+    errno: int
+    name: str
+
+
+class SetupFlagProbe(TypedDict):
+    """One io_uring setup flag tried: accepted, or the errno it was refused
+    with."""
+
+    flag: str
+    accepted: bool
+    refused: Optional[ErrnoProbe]
+
+
 class UringProbe(TypedDict):
-    """``probe()["io_uring"]``: ``available``, then its read opcodes and
-    setup flags (each "accepted" or the errno name), or why not (``errno``,
-    ``reason``); the keys of the other case are None."""
+    """``probe()["machine"]["io_uring"]``: ``available``, then its read
+    opcodes and setup flags, or why not (``refused``, ``reason``); the keys
+    of the other case are None."""
 
     available: bool
     op_read: Optional[bool]
     op_read_fixed: Optional[bool]
-    flags: Optional[Dict[str, str]]
-    errno: Optional[int]
+    flags: Optional[List[SetupFlagProbe]]
+    refused: Optional[ErrnoProbe]
+    reason: Optional[str]
+
+
+class AioProbe(TypedDict):
+    """``probe()["machine"]["aio"]``: whether native AIO can be set up, or why not."""
+
+    available: bool
     reason: Optional[str]
 
 
 class BackendProbe(TypedDict):
-    """``probe()["backend"]``: the backend reads take and why (``kind``
-    None and ``reason`` the error when none can be set up)."""
+    """``probe()["machine"]["backend"]``: the backend reads take and why
+    (``kind`` None and ``reason`` the error when none can be set up)."""
 
     kind: Optional[str]
     reason: str
     detail: Optional[str]
 
 
-class DirectAlignment(TypedDict):
-    """``probe(path)["file"]["direct"]``: the file's O_DIRECT alignment."""
-
-    mem_align: int
-    offset_align: int
-    source: str
-
-
-class FileProbe(TypedDict):
-    """``probe(path)["file"]``."""
-
-    path: str
-    kind: Literal["regular file", "block device"]
-    fs: str
-    size: int
-    direct: Optional[DirectAlignment]
-    direct_reason: Optional[str]
-    io_poll: Optional[bool]
-    backend: str
-    buffered_path: str
-    direct_path: Optional[str]
-    rwf_nowait: str
-    nowait_path_hit_ratio: float
-    nowait_path_off: Optional[str]
-    #: whether the file's filesystem takes RWF_DONTCACHE, in words
-    rwf_dontcache: str
-
-
-class Probe(TypedDict):
-    """``probe()``: what ``nowait probe`` prints, as a dict (``text`` is the
-    printed report); ``file`` is None unless a path was given."""
+class MachineProbe(TypedDict):
+    """``probe()["machine"]``."""
 
     kernel_release: str
     cpus: int
     io_uring_disabled: Optional[str]
     memlock_bytes: Optional[int]
     io_uring: UringProbe
-    aio: str
+    aio: AioProbe
     backend: BackendProbe
     #: whether the kernel knows RWF_DONTCACHE: "known", "unknown" or
     #: "failed (ERRNO)"
     rwf_dontcache: str
+
+
+class DirectAlignment(TypedDict):
+    """``probe(path)["file"]["direct"]``: whether O_DIRECT reads are
+    possible, with the file's alignment, or why not."""
+
+    possible: bool
+    mem_align: Optional[int]
+    offset_align: Optional[int]
+    align_source: Optional[str]
+    reason: Optional[str]
+
+
+class FlagProbe(TypedDict):
+    """``probe(path)["file"]["rwf_nowait"]`` and ``["rwf_dontcache"]``: what
+    one read with the flag answered (``why``: "unsupported",
+    "syscall_refused" or "failed"), in words too."""
+
+    works: bool
+    why: Optional[Literal["unsupported", "syscall_refused", "failed"]]
+    refused: Optional[ErrnoProbe]
+    #: RWF_NOWAIT only: whether byte 0 was in the page cache
+    byte0_cached: Optional[bool]
+    words: str
+
+
+class FileProbe(TypedDict):
+    """``probe(path)["file"]``."""
+
+    path: str
+    kind: Literal["regular", "block_device"]
+    fs: str
+    size_bytes: int
+    direct: DirectAlignment
+    io_poll: Optional[bool]
+    backend: str
+    buffered_path: str
+    direct_path: Optional[str]
+    rwf_nowait: FlagProbe
+    nowait_path_hit_ratio: float
+    nowait_path_off: Optional[str]
+    rwf_dontcache: FlagProbe
+
+
+class Probe(TypedDict):
+    """``probe()``: the library's probe document (the C library's
+    ``nowait_probe`` JSON has the same keys), with ``text``, the report
+    ``nowait probe`` prints; ``file`` is None unless a path was given."""
+
+    machine: MachineProbe
     file: Optional[FileProbe]
     text: str

@@ -137,6 +137,28 @@ class NowaitFileSystem(LocalFileSystem):  # type: ignore[misc]
             s, e = _span(start, end, f.size, path)
             return f.read_at(s, e - s) if e > s else b""
 
+    def cat(self, path: Any, recursive: bool = False, on_error: str = "raise",
+            **kwargs: Any) -> Any:
+        """As fsspec's ``cat``: the bytes of one file, or a dict of path to
+        bytes for several (a list, a glob, a folder with ``recursive``).
+        Several whole files are read in one :func:`nowait.read_files` batch;
+        ``on_error`` is fsspec's ("raise", "omit", "return")."""
+        paths = self.expand_path(path, recursive=recursive)
+        if kwargs or not (len(paths) > 1 or isinstance(path, list)
+                          or paths[0] != self._strip_protocol(path)):
+            return super().cat(path, recursive=recursive, on_error=on_error, **kwargs)
+        got = nowait.read_files(paths)
+        out: Dict[str, Any] = {}
+        for p, b in zip(paths, got):
+            if isinstance(b, BaseException):
+                if on_error == "raise":
+                    raise b
+                if on_error == "return":
+                    out[p] = b
+            else:
+                out[p] = b
+        return out
+
     def cat_ranges(self, paths: List[str], starts: Union[int, None, Sequence[Optional[int]]],
                    ends: Union[int, None, Sequence[Optional[int]]],
                    max_gap: Optional[int] = None, on_error: str = "return",

@@ -925,11 +925,58 @@ fn fs_path(obj: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
     Ok(path)
 }
 
+/// Each path's bytes, in order: `read_files` below, without the GIL while
+/// the files are read. An item that fails is its exception (`"return"`),
+/// or the first failure in order is raised (`"raise"`).
+#[pyfunction]
+#[pyo3(signature = (paths, *, on_error = "return", max_file_size = None, budget_bytes = None))]
+fn read_files<'py>(
+    py: Python<'py>,
+    paths: &Bound<'py, PyAny>,
+    on_error: &str,
+    max_file_size: Option<u64>,
+    budget_bytes: Option<usize>,
+) -> PyResult<Vec<Py<PyAny>>> {
+    let raise = match on_error {
+        "return" => false,
+        "raise" => true,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "on_error={other:?} is not a choice; pass on_error=\"return\" (each failure \
+                 in its place) or on_error=\"raise\" (the first failure raised)"
+            )))
+        }
+    };
+    let list: Vec<PathBuf> = paths
+        .try_iter()?
+        .map(|p| fs_path(&p?))
+        .collect::<PyResult<_>>()?;
+    let mut b = nowait::paths::PathReader::builder();
+    if let Some(m) = max_file_size {
+        b = b.max_file_size(m);
+    }
+    if let Some(bb) = budget_bytes {
+        b = b.budget_bytes(bb);
+    }
+    let reader = b.build().map_err(errors::to_py)?;
+    let got = py.detach(|| reader.read_files(&list));
+    let mut out = Vec::with_capacity(got.len());
+    for r in got {
+        match r {
+            Ok(v) => out.push(pyo3::types::PyBytes::new(py, &v).into_any().unbind()),
+            Err(e) if raise => return Err(errors::to_py(e)),
+            Err(e) => out.push(errors::to_py(e).into_value(py).into_any()),
+        }
+    }
+    Ok(out)
+}
+
 #[pymodule]
 fn _nowait(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFile>()?;
     m.add_class::<Ring>()?;
     m.add_function(wrap_pyfunction!(probe, m)?)?;
+    m.add_function(wrap_pyfunction!(read_files, m)?)?;
     m.add_function(wrap_pyfunction!(errors::error_samples, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

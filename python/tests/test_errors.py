@@ -231,6 +231,7 @@ EXPECTED = {
     "BadPosition": (ValueError, errno.EINVAL),
     "Config": (ValueError, errno.EINVAL),
     "Closed": (BrokenPipeError, errno.EPIPE),
+    "FileTooLarge": (OSError, errno.EFBIG),
 }
 
 
@@ -248,7 +249,7 @@ def test_every_error_reaches_python_with_the_librarys_errno() -> None:
         if isinstance(exc, OSError):
             # OSError's own subclass for the errno, where Python has one.
             assert type(exc) is type(OSError(lib_errno, "x")), (name, type(exc))
-            if name in ("Open", "IsDirectory", "DirectUnsupported", "Read"):
+            if name in ("Open", "IsDirectory", "DirectUnsupported", "Read", "FileTooLarge"):
                 assert exc.filename == "/data/sample", (name, exc.filename)
         msg = str(exc)
         for other_front_end in ("::", "--", "(os error", "NOWAIT_", "Direct"):

@@ -208,14 +208,20 @@ def test_backend_and_probe(data: DataFile) -> None:
         assert st["backend"] == f.backend and st["backend_reason"]
         assert st["path"] == path and st["fs"]
     p = nowait.probe()
-    assert p["cpus"] >= 1 and p["kernel_release"]
-    assert isinstance(p["io_uring"]["available"], bool)
-    assert p["backend"]["kind"] in ("uring", "aio+pool", "aio", "pool", "sync")
+    m = p["machine"]
+    assert m["cpus"] >= 1 and m["kernel_release"]
+    assert isinstance(m["io_uring"]["available"], bool)
+    assert m["backend"]["kind"] in ("uring", "aio+pool", "aio", "pool", "sync")
     assert "Auto backend" in p["text"]
     pf = nowait.probe(path)
-    assert nowait.probe()["file"] is None and pf["file"] is not None
-    assert pf["file"]["size"] == os.path.getsize(path)
-    assert pf["file"]["path"] == path
+    assert nowait.probe()["file"] is None
+    fp = pf["file"]
+    assert fp is not None
+    # The library's one shape: the C library's JSON has the same keys.
+    assert fp["kind"] == "regular" and fp["size_bytes"] == os.path.getsize(path)
+    assert fp["path"] == path
+    assert fp["rwf_nowait"]["works"] is (fp["rwf_nowait"]["refused"] is None)
+    assert fp["rwf_nowait"]["words"] in pf["text"]
     assert path in pf["text"]
     with pytest.raises(FileNotFoundError):
         nowait.probe(path + ".missing")

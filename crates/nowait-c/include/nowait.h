@@ -189,17 +189,17 @@ struct nowait_queue;
  * `nowait_mode` (pool backend): try `RWF_NOWAIT` inline while the
  * file's hit ratio stays high (the default).
  */
-#define NOWAIT_FASTPATH_ADAPTIVE 0
+#define NOWAIT_MODE_ADAPTIVE 0
 
 /**
  * `nowait_mode`: always try `RWF_NOWAIT` inline first.
  */
-#define NOWAIT_FASTPATH_ALWAYS 1
+#define NOWAIT_MODE_ALWAYS 1
 
 /**
  * `nowait_mode`: never; every read goes to a worker thread.
  */
-#define NOWAIT_FASTPATH_OFF 2
+#define NOWAIT_MODE_OFF 2
 
 /**
  * The deepest queue (`depth` at most this).
@@ -220,6 +220,49 @@ struct nowait_queue;
  * `NowaitRead.ioprio`'s class "idle": served when nothing else waits.
  */
 #define NOWAIT_IOPRIO_CLASS_IDLE 3
+
+/**
+ * Options of `nowait_read_files` (NULL: every default). Zero-initialise
+ * and set `size` to `sizeof(struct nowait_read_files_options)`; a field
+ * left 0 takes its default.
+ */
+struct nowait_read_files_options {
+  /**
+   * `sizeof(struct nowait_read_files_options)` as the caller was compiled.
+   */
+  uint32_t size;
+  /**
+   * One of `NOWAIT_BACKEND_*` (default `NOWAIT_BACKEND_AUTO`: io_uring
+   * where it has open, read and close, else the pool).
+   */
+  uint32_t backend;
+  /**
+   * A file longer than this fails with -EFBIG (0: 16 MiB).
+   */
+  uint64_t max_file_size;
+  /**
+   * What the buffers of the files in flight hold at most (0: 64 MiB).
+   */
+  uint64_t budget_bytes;
+  /**
+   * Each file's first read (0: 256 KiB): files up to it take one read.
+   */
+  uint64_t first_read_bytes;
+};
+
+/**
+ * Called once per path, as each file finishes (not in the order of
+ * `paths`): `index` into `paths`; `err` 0 and the file's `len` bytes at
+ * `data`, or a negative errno (-ENOENT, -EACCES, -EISDIR, -EFBIG, ...),
+ * `data` NULL, and `msg` saying what failed for which path. `data` and
+ * `msg` are valid only during the call: copy what is kept.
+ */
+typedef void (*nowait_file_cb)(void *userdata,
+                               size_t index,
+                               int err,
+                               const uint8_t *data,
+                               size_t len,
+                               const char *msg);
 
 /**
  * Options for `nowait_queue_create`. Set it up with
@@ -248,7 +291,7 @@ struct nowait_queue_options {
    */
   uint32_t backend;
   /**
-   * One of `NOWAIT_FASTPATH_*` (the pool backend's `RWF_NOWAIT` policy).
+   * One of `NOWAIT_MODE_*` (the pool backend's `RWF_NOWAIT` policy).
    */
   uint32_t nowait_mode;
   /**
@@ -472,6 +515,29 @@ void nowait_free(void *p);
  * `s` must be NULL or a string from this library, not freed yet.
  */
 void nowait_string_free(char *s);
+
+/**
+ * Read `count` whole files by path, each handed to `cb` as it finishes:
+ * cached files are opened (`openat2(RESOLVE_CACHED)` or io_uring's inline
+ * open) and read (`RWF_NOWAIT`) without a thread; only misses wait on one.
+ * A missing file, a directory or a permission error fails that path
+ * alone (its callback's `err`); the buffers of files in flight never hold
+ * more than the budget. Returns when every callback has run.
+ *
+ * Returns 0, or a negative errno with no callback made: -EINVAL for NULL
+ * `paths` (with `count` > 0), a NULL path, a NULL `cb`, a bad option;
+ * -EOPNOTSUPP when the backend asked for cannot be used.
+ *
+ * # Safety
+ * `paths` must be NULL or `count` pointers, each NULL or NUL-terminated;
+ * `opts` NULL or a valid options struct; `cb` safe to call with
+ * `userdata` from this thread.
+ */
+int nowait_read_files(const char *const *paths,
+                      size_t count,
+                      const struct nowait_read_files_options *opts,
+                      nowait_file_cb cb,
+                      void *userdata);
 
 /**
  * Probe the machine (io_uring and its setup flags, native AIO, the

@@ -35,5 +35,6 @@ pub mod info;
 
 pub mod file;
 pub mod mem;
+pub mod paths;
 pub mod probe;
 pub mod queue;

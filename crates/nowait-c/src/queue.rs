@@ -30,11 +30,11 @@ pub const NOWAIT_BACKEND_SYNC: u32 = 5;
 
 /// `nowait_mode` (pool backend): try `RWF_NOWAIT` inline while the
 /// file's hit ratio stays high (the default).
-pub const NOWAIT_FASTPATH_ADAPTIVE: u32 = 0;
+pub const NOWAIT_MODE_ADAPTIVE: u32 = 0;
 /// `nowait_mode`: always try `RWF_NOWAIT` inline first.
-pub const NOWAIT_FASTPATH_ALWAYS: u32 = 1;
+pub const NOWAIT_MODE_ALWAYS: u32 = 1;
 /// `nowait_mode`: never; every read goes to a worker thread.
-pub const NOWAIT_FASTPATH_OFF: u32 = 2;
+pub const NOWAIT_MODE_OFF: u32 = 2;
 
 /// The deepest queue (`depth` at most this).
 pub const NOWAIT_MAX_DEPTH: u32 = 16384;
@@ -59,7 +59,7 @@ pub struct NowaitQueueOptions {
     pub depth: u32,
     /// One of `NOWAIT_BACKEND_*` (default `NOWAIT_BACKEND_AUTO`).
     pub backend: u32,
-    /// One of `NOWAIT_FASTPATH_*` (the pool backend's `RWF_NOWAIT` policy).
+    /// One of `NOWAIT_MODE_*` (the pool backend's `RWF_NOWAIT` policy).
     pub nowait_mode: u32,
     /// Worker threads of the pool backend (0: its default).
     pub pool_workers: u32,
@@ -74,7 +74,7 @@ impl Default for NowaitQueueOptions {
             size: std::mem::size_of::<NowaitQueueOptions>() as u32,
             depth: 32,
             backend: NOWAIT_BACKEND_AUTO,
-            nowait_mode: NOWAIT_FASTPATH_ADAPTIVE,
+            nowait_mode: NOWAIT_MODE_ADAPTIVE,
             pool_workers: 0,
             cache: NOWAIT_CACHE_KEEP,
         }
@@ -199,13 +199,13 @@ fn builder(o: &NowaitQueueOptions) -> Result<engine::QueueBuilder, Fail> {
         }
     };
     let mode = match o.nowait_mode {
-        NOWAIT_FASTPATH_ADAPTIVE => NowaitMode::Adaptive,
-        NOWAIT_FASTPATH_ALWAYS => NowaitMode::Always,
-        NOWAIT_FASTPATH_OFF => NowaitMode::Off,
+        NOWAIT_MODE_ADAPTIVE => NowaitMode::Adaptive,
+        NOWAIT_MODE_ALWAYS => NowaitMode::Always,
+        NOWAIT_MODE_OFF => NowaitMode::Off,
         m => {
             return Err(Fail::new(
                 libc::EINVAL,
-                format!("opts->nowait_mode = {m} is not a mode; pass NOWAIT_FASTPATH_ADAPTIVE (0), _ALWAYS (1) or _OFF (2)"),
+                format!("opts->nowait_mode = {m} is not a mode; pass NOWAIT_MODE_ADAPTIVE (0), _ALWAYS (1) or _OFF (2)"),
             ))
         }
     };
@@ -722,7 +722,7 @@ fn stats_report(h: &NowaitQueue, json: bool) -> String {
         ("bounced", s.bounced),
         ("inline", s.inline),
         ("small_direct", s.small_direct),
-        ("uncached", s.cache.uncached),
+        ("uncached", s.dontcache.uncached),
         ("fixed_reads", s.backend.fixed_reads),
         ("aio_reads", s.backend.aio_reads),
         ("syscalls", s.backend.syscalls),

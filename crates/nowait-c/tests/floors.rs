@@ -7,13 +7,13 @@
 //! docs/ARCHITECTURE.md's ```unsafe block, checked by
 //! crates/nowait/tests/unsafe_fence.rs.)
 //!
-//! An import is a `crate::name` path outside comments (a `use` line, or a
-//! path in an expression or a type; `crate::{a, b}` names both). These
-//! crates are flat: each file of `src/` is a module named after it.
+//! What an import is, is the workspace's one reader's (`crates/floors`),
+//! tests included: every `crate::…` and `super::…` path outside comments.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::fs;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+use nowait_floors::{circles, edges, Edges, UnitTests};
 
 /// The flat crates' `src/` directories, from the workspace's root.
 const FLAT: [&str; 3] = [
@@ -22,134 +22,25 @@ const FLAT: [&str; 3] = [
     "crates/nowait-object-store/src",
 ];
 
-/// Every `.rs` file of `dir` (from the workspace's root) and its text
-/// without comments.
-fn sources(dir: &str) -> BTreeMap<String, String> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+fn src(dir: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
-        .join(dir);
-    let mut out = BTreeMap::new();
-    for e in fs::read_dir(&dir).unwrap() {
-        let p = e.unwrap().path();
-        assert!(
-            !p.is_dir(),
-            "{} is a directory: teach tests/floors.rs about nested modules",
-            p.display()
-        );
-        if p.extension().is_some_and(|x| x == "rs") {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            let text = fs::read_to_string(&p).unwrap();
-            let code: Vec<&str> = text
-                .lines()
-                .map(|l| l.find("//").map_or(l, |i| &l[..i]))
-                .collect();
-            out.insert(name, code.join("\n"));
-        }
-    }
-    out
+        .join(dir)
 }
 
-/// The modules (files) a file's code names through `crate::`.
-fn imports(code: &str, modules: &BTreeSet<String>) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let mut rest = code;
-    while let Some(i) = rest.find("crate::") {
-        let before = rest[..i].chars().last();
-        rest = &rest[i + "crate::".len()..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$') {
-            continue;
-        }
-        let names: Vec<&str> = match rest.strip_prefix('{') {
-            Some(group) => group[..group.find('}').unwrap_or(group.len())]
-                .split(',')
-                .collect(),
-            None => vec![rest],
-        };
-        for n in names {
-            let first: String = n
-                .trim()
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_')
-                .collect();
-            if modules.contains(&first) {
-                out.insert(first);
-            }
-        }
-    }
-    out
-}
-
-/// The strongly connected sets of two or more files (Tarjan).
-fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
-    struct State<'a> {
-        edges: &'a BTreeMap<String, BTreeSet<String>>,
-        index: BTreeMap<&'a str, usize>,
-        low: BTreeMap<&'a str, usize>,
-        stack: Vec<&'a str>,
-        on: BTreeSet<&'a str>,
-        out: Vec<Vec<String>>,
-    }
-    fn visit<'a>(s: &mut State<'a>, v: &'a str) {
-        let n = s.index.len();
-        s.index.insert(v, n);
-        s.low.insert(v, n);
-        s.stack.push(v);
-        s.on.insert(v);
-        for w in &s.edges[v] {
-            let w = w.as_str();
-            if !s.index.contains_key(w) {
-                visit(s, w);
-                let l = s.low[v].min(s.low[w]);
-                s.low.insert(v, l);
-            } else if s.on.contains(w) {
-                let l = s.low[v].min(s.index[w]);
-                s.low.insert(v, l);
-            }
-        }
-        if s.low[v] == s.index[v] {
-            let mut set = Vec::new();
-            while let Some(w) = s.stack.pop() {
-                s.on.remove(w);
-                set.push(w.to_string());
-                if w == v {
-                    break;
-                }
-            }
-            if set.len() > 1 {
-                set.sort();
-                s.out.push(set);
-            }
-        }
-    }
-    let mut s = State {
-        edges,
-        index: BTreeMap::new(),
-        low: BTreeMap::new(),
-        stack: Vec::new(),
-        on: BTreeSet::new(),
-        out: Vec::new(),
-    };
-    for v in edges.keys() {
-        if !s.index.contains_key(v.as_str()) {
-            visit(&mut s, v);
-        }
-    }
-    s.out
-}
-
-fn graph(src: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> {
-    let modules: BTreeSet<String> = src
-        .keys()
-        .map(|f| f.trim_end_matches(".rs").into())
-        .collect();
-    src.iter()
-        .map(|(f, code)| {
-            let me = f.trim_end_matches(".rs").to_string();
-            let mut to = imports(code, &modules);
-            to.remove(&me);
-            (me, to)
+/// Every `.rs` file of `dir` (from the workspace's root) and its text.
+fn sources(dir: &str) -> BTreeMap<String, String> {
+    nowait_floors::read(&src(dir), UnitTests::Count)
+        .into_keys()
+        .map(|f| {
+            let text = std::fs::read_to_string(src(dir).join(&f)).unwrap();
+            (f, text)
         })
         .collect()
+}
+
+fn graph(src: &BTreeMap<String, String>) -> Edges {
+    edges(src, UnitTests::Count)
 }
 
 #[test]
@@ -177,7 +68,7 @@ fn a_planted_circle_is_found() {
     assert!(
         found
             .iter()
-            .any(|c| c.contains(&"words".to_string()) && c.contains(&"boundary".to_string())),
+            .any(|c| c.contains(&"words.rs".to_string()) && c.contains(&"boundary.rs".to_string())),
         "{found:?}"
     );
 }

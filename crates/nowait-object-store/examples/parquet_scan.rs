@@ -40,11 +40,11 @@ use std::time::Instant;
 use bytes::Bytes;
 use futures_util::future::{BoxFuture, FutureExt};
 use futures_util::TryStreamExt;
+use nowait_object_store::object_store::local::LocalFileSystem;
+use nowait_object_store::object_store::path::Path;
+use nowait_object_store::object_store::{ObjectStore, ObjectStoreExt};
 use nowait_object_store::parquet::NowaitParquetReader;
 use nowait_object_store::NowaitStore;
-use object_store::local::LocalFileSystem;
-use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };

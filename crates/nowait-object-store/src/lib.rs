@@ -11,7 +11,7 @@
 //! through nowait with it.
 //!
 //! ```
-//! use object_store::{path::Path, ObjectStore, ObjectStoreExt};
+//! use nowait_object_store::object_store::{path::Path, ObjectStore, ObjectStoreExt};
 //! use nowait_object_store::NowaitStore;
 //! # let dir = tempfile::tempdir()?;
 //! let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -24,10 +24,31 @@
 //!     let parts = store.get_ranges(&at, &[0..10, 4096..8192]).await?; // both in flight at once
 //!     assert_eq!(parts[1].len(), 4096);
 //!     assert_eq!(store.head(&at).await?.size, 1 << 20);
-//!     Ok::<_, object_store::Error>(())
+//!     Ok::<_, nowait_object_store::object_store::Error>(())
 //! })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # DataFusion, and the object_store version
+//!
+//! The store implements one `object_store`: 0.14 with the default feature
+//! `object_store_014` (arrow-rs 60), or 0.13 with
+//! `default-features = false, features = ["object_store_013"]` (DataFusion
+//! 55, arrow-rs 59), so it is the same trait the engine takes. Registering
+//! it in a DataFusion 55 `SessionContext` for every `file://` URL:
+//!
+//! ```ignore
+//! ctx.register_object_store(&url::Url::parse("file://")?, Arc::new(NowaitStore::new()?));
+//! ```
+//!
+//! `docs/bench/datafusion-count` is a whole program that does this and
+//! counts a Parquet file's rows (built by hand: DataFusion is not built in
+//! CI); it type-checks against DataFusion 55.2 with `object_store_013`,
+//! and fails with E0277 (two `object_store` versions) with the default.
+//!
+//! Concurrent `get_ranges` calls share the engine's one limit of reads and
+//! bytes in flight ([`nowait::EngineBuilder::range_budget`]; a store on its
+//! own engine: [`NowaitStore::with_engine`]).
 //!
 //! With the feature `parquet`, [`parquet::NowaitParquetReader`] is an
 //! arrow-rs `AsyncFileReader` over a nowait file: a row group's column
@@ -35,6 +56,24 @@
 //! fetched while the current one decodes.
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
+
+/// The `object_store` the store implements: 0.14 (feature
+/// `object_store_014`, the default) or 0.13 (feature `object_store_013`:
+/// DataFusion 55). Name its types through this path to be sure they are
+/// the ones [`NowaitStore`] speaks.
+#[cfg(all(feature = "object_store_013", not(feature = "object_store_014")))]
+pub extern crate object_store_013 as object_store;
+/// The `object_store` the store implements: 0.14 (feature
+/// `object_store_014`, the default) or 0.13 (feature `object_store_013`:
+/// DataFusion 55). Name its types through this path to be sure they are
+/// the ones [`NowaitStore`] speaks.
+#[cfg(feature = "object_store_014")]
+pub extern crate object_store_014 as object_store;
+#[cfg(not(any(feature = "object_store_013", feature = "object_store_014")))]
+compile_error!(
+    "nowait-object-store needs one object_store version: enable the feature \
+     `object_store_014` (the default) or `object_store_013` (DataFusion 55)"
+);
 
 #[cfg(feature = "parquet")]
 pub mod parquet;

@@ -260,16 +260,7 @@ async fn read_piece(file: EngineFile, path: PathBuf, range: Range<u64>) -> Resul
     if n < len {
         return Err(short(&path, &range, n));
     }
-    Ok(Bytes::from_owner(Owned(buf)))
-}
-
-/// An engine buffer lent to `Bytes`.
-struct Owned(Buf);
-
-impl AsRef<[u8]> for Owned {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_slice()
-    }
+    Ok(buf.into_bytes())
 }
 
 #[async_trait]
@@ -323,6 +314,8 @@ impl ObjectStore for NowaitStore {
             attributes: Default::default(),
             range,
             meta,
+            // 0.14 only (0.13's `GetResult` has no extensions).
+            #[cfg(feature = "object_store_014")]
             extensions: Default::default(),
         })
     }

@@ -6,6 +6,10 @@
 #![allow(clippy::single_range_in_vec_init)]
 // Inverted ranges are among the edges tested.
 #![allow(clippy::reversed_empty_ranges)]
+// The suite is object_store 0.14's (the default feature).
+#![cfg(feature = "object_store_014")]
+
+extern crate object_store_014 as object_store;
 
 use std::ops::Range;
 
@@ -405,4 +409,52 @@ fn empty_get_range_is_an_error_that_names_it() {
             );
         }
     });
+}
+
+/// Concurrent `get_ranges` calls share their engine's one limit of reads
+/// and bytes in flight: 16 callers together never hold more than it, and
+/// each gets the same bytes as from `LocalFileSystem`.
+#[test]
+fn concurrent_get_ranges_share_the_engines_limit() {
+    const LIMIT: usize = 512 << 10;
+    let root = tempfile::tempdir().unwrap();
+    let engine = nowait::Engine::builder()
+        .queue(|q| q.nowait(nowait::NowaitMode::Off))
+        .range_budget(LIMIT, 4)
+        .build()
+        .unwrap();
+    let store = std::sync::Arc::new(
+        NowaitStore::new_with_prefix(root.path())
+            .unwrap()
+            .with_engine(&engine),
+    );
+    let local = std::sync::Arc::new(LocalFileSystem::new_with_prefix(root.path()).unwrap());
+    let at = Path::from("blob");
+    let size = 8usize << 20;
+    let data: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+    rt().block_on(async {
+        local.put(&at, data.into()).await.unwrap();
+        let tasks: Vec<_> = (0..16u64)
+            .map(|c| {
+                let (store, local, at) = (store.clone(), local.clone(), at.clone());
+                tokio::spawn(async move {
+                    let ranges: Vec<Range<u64>> = (0..24u64)
+                        .map(|i| {
+                            let s = (c * 7919 + i * 104_729) * 37 % (size as u64 - 200_000);
+                            s..s + 1000 + (i * 8191) % 150_000
+                        })
+                        .collect();
+                    let got = store.get_ranges(&at, &ranges).await.unwrap();
+                    let want = local.get_ranges(&at, &ranges).await.unwrap();
+                    assert_eq!(got, want);
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    let b = engine.range_budget();
+    assert!(b.peak_bytes <= LIMIT && b.peak_reads <= 4, "{b:?}");
+    assert_eq!((b.bytes, b.reads, b.waiting), (0, 0, 0), "{b:?}");
 }

@@ -26,7 +26,6 @@
 
 use std::alloc::{self, Layout};
 use std::fmt;
-use std::os::fd::{AsRawFd, BorrowedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -257,6 +256,38 @@ impl Buf {
         }
     }
 
+    /// The filled bytes as [`bytes::Bytes`], without a copy: a buffer made
+    /// by [`Buf::from_vec`] gives its vector ([`Buf::into_vec`], then
+    /// `Bytes::from`), any other becomes the owner of the `Bytes`
+    /// (`Bytes::from_owner`), which frees (or, for a pool's buffer, keeps
+    /// its region alive) when the last slice of it goes.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let path = dir.path().join("f");
+    /// # nowait::pattern::write_file(&path, 1 << 20, |_| {})?;
+    /// use nowait::{block_on, Buf, Direct, Engine};
+    /// let engine = Engine::new()?;
+    /// let file = engine.open(&path, Direct::Off)?;
+    /// // Into a vector's spare capacity, and the vector back: no copy.
+    /// let (n, buf) = block_on(file.read_at(Buf::from_vec(Vec::with_capacity(8192)), 4096));
+    /// let v: Vec<u8> = buf.into_vec().expect("made from a vector");
+    /// assert_eq!((n?, v.len()), (8192, 8192));
+    /// // An engine buffer as `Bytes`: no copy either.
+    /// let (n, buf) = block_on(file.read_at(Buf::new(4096), 0));
+    /// let b: bytes::Bytes = buf.into_bytes();
+    /// assert_eq!((n?, b.len()), (4096, 4096));
+    /// nowait::pattern::check(4096, &v).unwrap();
+    /// nowait::pattern::check(0, &b).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_bytes(self) -> bytes::Bytes {
+        match self.into_vec() {
+            Ok(v) => bytes::Bytes::from(v),
+            Err(buf) => bytes::Bytes::from_owner(Filled(buf)),
+        }
+    }
+
     /// True for a buffer over the caller's memory ([`Buf::from_raw_parts`]).
     pub fn is_foreign(&self) -> bool {
         self.foreign
@@ -350,74 +381,6 @@ impl Buf {
         self.len = src.len();
     }
 
-    /// `pread(2)` of up to `len` bytes at file `offset` into bytes
-    /// `at..at + len`, without zeroing them first (`preadv2(2)` with the
-    /// `RWF_*` bits `flags` when they are not 0). Returns the bytes read or
-    /// `-errno`.
-    ///
-    /// # Panics
-    /// If `at + len` is past the capacity.
-    pub(crate) fn pread_at(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        at: usize,
-        len: usize,
-        offset: u64,
-        flags: u32,
-    ) -> i32 {
-        assert!(
-            at.checked_add(len).is_some_and(|end| end <= self.cap),
-            "read beyond capacity"
-        );
-        // SAFETY: `at..at + len` lies inside our allocation (checked above),
-        // which `&mut self` holds exclusively, and `fd` is open for the
-        // call; pread writes bytes, it never reads them.
-        let r = unsafe {
-            let ptr = self.ptr.as_ptr().add(at);
-            if flags == 0 {
-                crate::sys::pread(fd.as_raw_fd(), ptr, len, offset)
-            } else {
-                crate::sys::preadv2_raw(fd.as_raw_fd(), ptr, len, offset, flags)
-            }
-        };
-        match r {
-            // n <= len <= MAX_READ < i32::MAX (callers read at most that).
-            Ok(n) => {
-                if at <= self.init {
-                    self.init = self.init.max(at + n);
-                }
-                n as i32
-            }
-            Err(e) => -e,
-        }
-    }
-
-    /// `preadv2(2)` with the `RWF_*` bits `flags` (`RWF_NOWAIT`: the page
-    /// cache's bytes or nothing) of up to `len` bytes at file `offset` into
-    /// the start of the buffer, without zeroing it first.
-    ///
-    /// # Panics
-    /// If `len` is past the capacity.
-    pub(crate) fn preadv2_into(
-        &mut self,
-        fd: BorrowedFd<'_>,
-        len: usize,
-        offset: u64,
-        flags: u32,
-    ) -> Result<usize, i32> {
-        assert!(len <= self.cap, "read beyond capacity");
-        // SAFETY: `0..len` lies inside our allocation, which `&mut self`
-        // holds exclusively, and `fd` is open for the call; the kernel only
-        // writes the bytes it returns, from the start.
-        let r = unsafe {
-            crate::sys::preadv2_raw(fd.as_raw_fd(), self.ptr.as_ptr(), len, offset, flags)
-        };
-        if let Ok(n) = r {
-            self.init = self.init.max(n);
-        }
-        r
-    }
-
     /// The filled bytes.
     pub fn as_slice(&self) -> &[u8] {
         // SAFETY: `ptr` is valid and initialised for `cap >= len` bytes and we hold `&self`.
@@ -454,6 +417,44 @@ impl Buf {
     /// Address of the buffer, for alignment checks.
     pub(crate) fn addr(&self) -> usize {
         self.ptr.as_ptr() as usize
+    }
+}
+
+// SAFETY: `room` points into our allocation, bounds checked, which
+// `&mut self` holds exclusively; `written` raises the written mark only
+// over bytes the kernel wrote (contiguous with those written before).
+unsafe impl crate::sys::ReadTarget for Buf {
+    #[inline]
+    fn room(&mut self, at: usize, len: usize) -> *mut u8 {
+        assert!(
+            at.checked_add(len).is_some_and(|end| end <= self.cap),
+            "read beyond capacity"
+        );
+        // SAFETY: `at <= cap`, inside (or one past) the allocation.
+        unsafe { self.ptr.as_ptr().add(at) }
+    }
+
+    #[inline]
+    unsafe fn written(&mut self, at: usize, n: usize) {
+        if at <= self.init {
+            self.init = self.init.max(at + n);
+        }
+    }
+}
+
+/// A buffer lent to `Bytes`: its filled bytes.
+struct Filled(Buf);
+
+impl AsRef<[u8]> for Filled {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+impl From<Buf> for bytes::Bytes {
+    /// [`Buf::into_bytes`].
+    fn from(buf: Buf) -> bytes::Bytes {
+        buf.into_bytes()
     }
 }
 
@@ -607,6 +608,33 @@ impl BufPool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `into_bytes` hands over the memory a read landed in: a vector's own
+    /// (the `Bytes` starts where the vector did), or the engine buffer's.
+    #[test]
+    fn into_bytes_keeps_the_memory() {
+        let mut v = Vec::with_capacity(8192);
+        v.extend_from_slice(b"head");
+        let at = v.as_ptr() as usize;
+        let mut b = Buf::from_vec(v);
+        b.spare_mut()[..3].copy_from_slice(b"abc");
+        b.set_len(3);
+        let bytes = b.into_bytes();
+        assert_eq!(&bytes[..], b"headabc");
+        assert_eq!(bytes.as_ptr() as usize, at);
+
+        let mut b = Buf::with_align(10_000, 4096);
+        b.spare_mut()[..5].copy_from_slice(b"12345");
+        b.set_len(5);
+        let at = b.addr();
+        let bytes = bytes::Bytes::from(b);
+        assert_eq!(&bytes[..], b"12345");
+        assert_eq!(bytes.as_ptr() as usize, at);
+        // Slices share it; the buffer is freed with the last one.
+        let tail = bytes.slice(2..);
+        drop(bytes);
+        assert_eq!(&tail[..], b"345");
+    }
 
     #[test]
     fn buffers_are_aligned_and_zeroed() {

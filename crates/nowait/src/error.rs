@@ -137,6 +137,15 @@ pub enum Error {
         got: usize,
     },
 
+    /// A whole-file read by path ([`crate::paths`]) found the file larger
+    /// than the size limit it was given.
+    FileTooLarge {
+        /// The file read.
+        path: PathBuf,
+        /// The limit in bytes.
+        limit: u64,
+    },
+
     /// The backend asked for cannot be used on this machine.
     BackendUnavailable {
         /// What was asked for: one backend, or the automatic choice (when
@@ -238,6 +247,9 @@ impl Error {
             // own: ENODATA, "no data available"; the kind is UnexpectedEof,
             // what read_exact reports.
             Error::UnexpectedEof { .. } => libc::ENODATA,
+            // What the kernel answers for a file larger than a limit
+            // (RLIMIT_FSIZE, an offset past s_maxbytes): file too large.
+            Error::FileTooLarge { .. } => libc::EFBIG,
             // The backend asked for cannot be set up here: EOPNOTSUPP. Not
             // ENOSYS, which the kernel reserves for a system call that does
             // not exist; a backend is refused for many reasons (seccomp, a
@@ -293,7 +305,8 @@ impl Error {
             | Error::Misaligned { path, .. }
             | Error::BadPosition { path, .. }
             | Error::Read { path, .. }
-            | Error::UnexpectedEof { path, .. } => Some(path),
+            | Error::UnexpectedEof { path, .. }
+            | Error::FileTooLarge { path, .. } => Some(path),
             _ => None,
         }
     }
@@ -345,7 +358,7 @@ impl From<ConfigError> for Error {
 /// The variants, in declaration order; [`variant`] gives each error's
 /// index here. A new variant needs a name here, an arm in [`variant`] and
 /// an error in [`samples`] (the tests check all three).
-const VARIANTS: [&str; 16] = [
+const VARIANTS: [&str; 17] = [
     "Open",
     "IsDirectory",
     "Unsupported",
@@ -362,6 +375,7 @@ const VARIANTS: [&str; 16] = [
     "Config",
     "Closed",
     "BadPosition",
+    "FileTooLarge",
 ];
 
 /// The variant's name (no wildcard arm: a new variant does not compile
@@ -384,6 +398,7 @@ fn variant(e: &Error) -> &'static str {
         Error::Config(_) => 13,
         Error::Closed(_) => 14,
         Error::BadPosition { .. } => 15,
+        Error::FileTooLarge { .. } => 16,
     }]
 }
 
@@ -450,6 +465,10 @@ pub fn samples() -> Vec<(&'static str, Error)> {
             path: p(),
             asked: "seek to End(-10) from position 3 of a 5-byte file".into(),
         },
+        Error::FileTooLarge {
+            path: p(),
+            limit: 64 << 20,
+        },
         Error::BackendUnavailable {
             backend: BackendChoice::Exactly(BackendKind::Uring),
             reason: "io_uring_setup answered EPERM: blocked by a seccomp filter".into(),
@@ -513,6 +532,7 @@ mod tests {
             ("Read", libc::EIO, eio),
             ("UnexpectedEof", libc::ENODATA, K::UnexpectedEof),
             ("BadPosition", libc::EINVAL, K::InvalidInput),
+            ("FileTooLarge", libc::EFBIG, K::FileTooLarge),
             ("BackendUnavailable", libc::EOPNOTSUPP, K::Unsupported),
             ("BackendUnavailable", libc::EOPNOTSUPP, K::Unsupported),
             ("Kernel", libc::ENOMEM, K::OutOfMemory),

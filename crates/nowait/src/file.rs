@@ -1,19 +1,20 @@
 //! An open file together with what the engine learned about it when it was
 //! opened: direct or buffered, O_DIRECT alignment and where it came from, the
-//! filesystem, and why direct I/O was not used where it was asked for.
+//! filesystem, and why direct I/O was not used where it was asked for. What
+//! the page cache does with its reads (the try, the cache policy) is the
+//! `page_cache` module's.
 
 use std::fs;
 use std::io::{self, Seek, SeekFrom};
-use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
-use crate::cache_policy::{self, CacheFile, CachePolicy, CacheState, Scan, Uncached};
 use crate::error::{Error, Result};
-use crate::rwf_nowait::{Answer, Attempt, CacheTry, NowaitFile, NowaitMode, NowaitState, Outcome};
+use crate::page_cache::nowait::NowaitFile;
+use crate::page_cache::policy::CacheFile;
 pub use crate::setting::Direct;
 use crate::sys::names::{fs_name, FUSE_MAGIC, RAMFS_MAGIC, TMPFS_MAGIC};
 use crate::sys::{self, sysfs, DioAlign};
@@ -145,9 +146,9 @@ pub(crate) struct FileInner {
     /// the `uring` backend hands its reads to a thread pool doing `pread(2)`.
     pub(crate) pooled: bool,
     /// The end of file `fstat` last confirmed for a short page-cache read
-    /// (`File::ends_at_eof`; `u64::MAX`: none yet): the tail of a file
+    /// (`page_cache/try_read.rs`; `u64::MAX`: none yet): the tail of a file
     /// read again and again costs one `fstat`, not one per read.
-    eof_seen: std::sync::atomic::AtomicU64,
+    pub(crate) eof_seen: std::sync::atomic::AtomicU64,
 }
 
 /// Why io_uring cannot be trusted with reads of a file on FUSE.
@@ -170,8 +171,8 @@ const FUSE_POOLED: &str = "FUSE: io_uring re-reads a short direct_io reply from 
 /// The most bytes one `preadv2(2)` transfers (the kernel's `MAX_RW_COUNT`,
 /// `INT_MAX` rounded down to a page): [`MAX_READ`](crate::MAX_READ), which
 /// lives a layer up (lib.rs checks they agree). A longer read comes back
-/// short at this length, which [`File::try_read_cached`] would take for
-/// end of file.
+/// short at this length, which the page-cache try would take for end of
+/// file.
 pub(crate) const RW_MAX: usize = i32::MAX as usize & !(crate::buf::PAGE - 1);
 
 /// Whether a read of `len` bytes at `offset` ends within the largest file
@@ -436,88 +437,6 @@ impl File {
         self.inner.buffered_reason.as_deref()
     }
 
-    /// The `RWF_NOWAIT` path state for this file: its decaying hit ratio
-    /// and, if the path is off, why (shared by every `pool` queue and every
-    /// async engine reading the file).
-    pub fn nowait_state(&self) -> NowaitState {
-        self.inner.nowait.snapshot(self.inner.fs)
-    }
-
-    /// Set what this file's buffered reads leave in the page cache, for
-    /// every queue and engine reading it (and every clone of this handle);
-    /// `None` leaves it to each queue's or engine's own policy
-    /// ([`QueueBuilder::cache`](crate::QueueBuilder::cache)). A read may
-    /// still ask for its own ([`Read::cache`](crate::Read::cache),
-    /// [`ReadAt::cache`](crate::ReadAt::cache)). `O_DIRECT` reads ignore it.
-    ///
-    /// ```no_run
-    /// use nowait::{CachePolicy, Direct, File};
-    /// let backup = File::open("/var/lib/db/big.dat", Direct::Off)?;
-    /// backup.set_cache_policy(CachePolicy::Drop); // read once: leave the cache to others
-    /// # Ok::<(), nowait::Error>(())
-    /// ```
-    pub fn set_cache_policy(&self, policy: impl Into<Option<CachePolicy>>) {
-        self.inner.cache.set_policy(policy.into());
-    }
-
-    /// The cache policy set on the file, if any ([`File::set_cache_policy`]).
-    pub fn cache_policy(&self) -> Option<CachePolicy> {
-        self.inner.cache.policy()
-    }
-
-    /// The file's cache-policy state: whether its filesystem takes
-    /// `RWF_DONTCACHE` (as far as this process has asked), and what the
-    /// adaptive policy made of its reads so far.
-    pub fn cache_state(&self) -> CacheState {
-        self.inner.cache.snapshot(self.inner.fs)
-    }
-
-    /// What `policy` makes of a buffered read of `len` bytes at `offset`
-    /// (see [`crate::cache_policy`]): `Yes` to send it with `RWF_DONTCACHE`.
-    /// The first read of the file that wants the flag asks the kernel
-    /// whether its filesystem takes it (once per file).
-    #[inline]
-    pub(crate) fn uncached(&self, policy: CachePolicy, offset: u64, len: usize) -> Uncached {
-        let f = &*self.inner;
-        if policy == CachePolicy::Keep || f.direct {
-            return Uncached::No;
-        }
-        let want = policy == CachePolicy::Drop
-            || match f.cache.scan(offset, len) {
-                Scan::No | Scan::Keep => false,
-                Scan::Drop => true,
-                Scan::Check => self.check_scan(),
-            };
-        if !want {
-            return Uncached::No;
-        }
-        let regular = f.kind == FileKind::Regular;
-        if f.cache.usable(f.fs_magic, regular, || {
-            sys::preadv2_dontcache_probe(f.file.as_fd())
-        }) {
-            Uncached::Yes
-        } else {
-            Uncached::Kept
-        }
-    }
-
-    /// The adaptive check of a file being scanned: its size against what
-    /// the page cache can hold, and, for a large file, how much of it is
-    /// resident (`cachestat(2)` over the whole file). Returns whether its
-    /// scan reads go uncached until the next check.
-    #[cold]
-    fn check_scan(&self) -> bool {
-        let size = self.len().unwrap_or(0);
-        let (drop, resident) =
-            cache_policy::verdict(size, sys::cgroup::page_cache_budget(), || {
-                let pages = size.div_ceil(crate::buf::PAGE as u64).max(1);
-                sys::cachestat(self.inner.file.as_fd(), 0, 0)
-                    .ok()
-                    .map(|c| c.cached as f64 / pages as f64)
-            });
-        self.inner.cache.settle(drop, resident)
-    }
-
     /// Why the `uring` backend hands this file's reads to a thread pool
     /// doing `pread(2)` instead of the ring, if it does: files on FUSE,
     /// where io_uring can return wrong bytes for a short reply.
@@ -554,254 +473,9 @@ impl File {
         }
     }
 
-    /// Whether `pos` is at or past the end of the file (a block device's
-    /// short read is its end; a failed `fstat` says no).
-    fn ends_at_eof(&self, pos: u64) -> bool {
-        use std::sync::atomic::Ordering::Relaxed;
-        match self.inner.kind {
-            FileKind::Regular => {
-                // The same end as last time: a short read stopping exactly
-                // there is end of file again (a file that grew since is read
-                // through, not stopped mid-page, by the page cache).
-                if self.inner.eof_seen.load(Relaxed) == pos {
-                    return true;
-                }
-                let at_end = self.inner.file.metadata().is_ok_and(|m| pos >= m.len());
-                if at_end {
-                    self.inner.eof_seen.store(pos, Relaxed);
-                }
-                at_end
-            }
-            FileKind::BlockDevice => true,
-        }
-    }
-
     /// True if the file is empty.
     pub fn is_empty(&self) -> Result<bool> {
         Ok(self.len()? == 0)
-    }
-
-    /// Drop the file's pages from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)`),
-    /// as fio's `invalidate=1` does before a run.
-    pub fn drop_cache(&self) -> Result<()> {
-        sys::fadvise_dontneed(self.inner.file.as_fd(), 0, 0).map_err(|source| Error::Kernel {
-            what: "posix_fadvise(DONTNEED)",
-            source,
-        })
-    }
-
-    /// Try a buffered read of `buf.len()` bytes at `offset` from the page
-    /// cache alone, with `preadv2(RWF_NOWAIT)` on the calling thread, as
-    /// `mode` and the file's hit ratio (against `threshold`) allow; the
-    /// outcome is folded into the ratio. Never waits for the device. Not
-    /// tried: O_DIRECT files, empty reads, reads longer than
-    /// [`RW_MAX`] (they would come back short, as if at end of file), and
-    /// reads ending past `i64::MAX`. `dontcache`: the read is uncached
-    /// ([`Uncached::Yes`]); the try carries `RWF_DONTCACHE` too once the
-    /// file is known to take it, so a miss starts its readahead uncached.
-    /// `buf` may be uninitialised (a caller's memory): the kernel gets a
-    /// raw pointer, and on a hit its first bytes are written.
-    #[inline]
-    pub(crate) fn read_cached(
-        &self,
-        buf: &mut [MaybeUninit<u8>],
-        offset: u64,
-        mode: NowaitMode,
-        threshold: u32,
-        dontcache: bool,
-    ) -> CacheTry {
-        let len = buf.len();
-        self.read_cached_with(len, offset, mode, threshold, dontcache, |fd, flags| {
-            sys::preadv2_uninit(fd, buf, offset, flags)
-        })
-        .0
-    }
-
-    /// [`File::read_cached`] into the first `len` bytes of `buf`, which are
-    /// not zeroed first (only the bytes the page cache returns are written).
-    #[inline]
-    pub(crate) fn read_cached_into(
-        &self,
-        buf: &mut crate::buf::Buf,
-        len: usize,
-        offset: u64,
-        mode: NowaitMode,
-        threshold: u32,
-        dontcache: bool,
-    ) -> CacheTry {
-        let len = len.min(buf.capacity());
-        self.read_cached_with(len, offset, mode, threshold, dontcache, |fd, flags| {
-            buf.preadv2_into(fd, len, offset, flags)
-        })
-        .0
-    }
-
-    /// The policy and bookkeeping of a page-cache try of `len` bytes at
-    /// `offset`; `read` makes the `preadv2` call with the flags it is given
-    /// (`RWF_NOWAIT`, and `RWF_DONTCACHE` for an uncached read of a file
-    /// known to take it). Also says how many leading bytes of the buffer
-    /// hold the file's bytes: all of a hit, the resident prefix of a
-    /// [`CacheTry::Partial`], else 0.
-    #[inline]
-    fn read_cached_with(
-        &self,
-        len: usize,
-        offset: u64,
-        mode: NowaitMode,
-        threshold: u32,
-        dontcache: bool,
-        read: impl FnOnce(BorrowedFd<'_>, u32) -> std::result::Result<usize, i32>,
-    ) -> (CacheTry, usize) {
-        let f = &*self.inner;
-        if f.direct || len == 0 || len > RW_MAX || !offset_fits(offset, len) {
-            return (CacheTry::Off, 0);
-        }
-        let regular = f.kind == FileKind::Regular;
-        let reprobe = match f.nowait.attempt(mode, threshold, f.fs_magic, regular) {
-            Attempt::Try => false,
-            Attempt::Reprobe => true,
-            Attempt::Skip => return (CacheTry::Skipped, 0),
-            Attempt::Off => return (CacheTry::Off, 0),
-        };
-        let flags = if dontcache && f.cache.accepted() {
-            sys::RWF_NOWAIT | sys::RWF_DONTCACHE
-        } else {
-            sys::RWF_NOWAIT
-        };
-        let (outcome, out) = match Answer::of(read(f.file.as_fd(), flags), offset, len) {
-            // Short: end of file, which `Answer::of` infers from a stop
-            // inside a page. That holds for the page cache's own reads
-            // (`filemap_read` stops at end of file or a folio's end); a
-            // filesystem with a read path of its own might stop elsewhere,
-            // so the size is asked (one `fstat`, only for a read that was
-            // short: a file's tail) rather than trusted.
-            Answer::Whole(n) if n < len && !self.ends_at_eof(offset + n as u64) => {
-                (Outcome::Miss, (CacheTry::Partial, n))
-            }
-            Answer::Whole(n) => (Outcome::Hit, (CacheTry::Hit(n), n)),
-            // The prefix is read again with the rest (a second copy of a
-            // few cached pages, against bookkeeping for a split read), so
-            // the try saved nothing: it counts as a miss. (The `pool` keeps
-            // the prefix, and counts half.) A read across a page-aligned
-            // end of file lands here too.
-            Answer::Prefix(n) => (Outcome::Miss, (CacheTry::Partial, n)),
-            Answer::Miss => (Outcome::Miss, (CacheTry::Miss, 0)),
-            Answer::Refused(e) => {
-                f.nowait.refuse(e, f.fs_magic, regular);
-                return (CacheTry::Refused, 0);
-            }
-            Answer::Failed => return (CacheTry::Miss, 0),
-        };
-        f.nowait.record(outcome, reprobe.then_some(threshold));
-        out
-    }
-
-    /// Try a buffered read of `buf.len()` bytes at `offset` from the page
-    /// cache alone: `preadv2(RWF_NOWAIT)` on the calling thread, as `mode`
-    /// and the file's hit ratio allow, the outcome folded into that ratio
-    /// (shared with every queue and engine reading this file). For a front
-    /// end that completes reads its own way and wants a cached read done
-    /// at once, as the async engine's first poll does (the Python package's
-    /// `aread_at` uses it).
-    ///
-    /// Only [`CacheTry::Hit`] means `buf` holds the bytes (as many as it
-    /// says: all asked, or up to end of file); anything else means "read it
-    /// the usual way", which also tells end of file from a miss. Never
-    /// waits for the device and never fails. Not tried: O_DIRECT files,
-    /// empty reads, reads longer than [`MAX_READ`](crate::MAX_READ), and
-    /// the adaptive mode below [`ADAPTIVE_THRESHOLD`] (the `pool`
-    /// backend's threshold: a hit there saves a trip through a completion
-    /// path that costs as much as a thread hop; re-probed every
-    /// [`REPROBE_EVERY`] skipped reads).
-    ///
-    /// [`ADAPTIVE_THRESHOLD`]: crate::rwf_nowait::ADAPTIVE_THRESHOLD
-    /// [`REPROBE_EVERY`]: crate::rwf_nowait::REPROBE_EVERY
-    pub fn try_read_cached(&self, buf: &mut [u8], offset: u64, mode: NowaitMode) -> CacheTry {
-        let dontcache = self.inner.cache.drops_now();
-        let threshold = crate::rwf_nowait::ADAPTIVE_THRESHOLD;
-        self.read_cached_with(
-            buf.len(),
-            offset,
-            mode,
-            threshold,
-            dontcache,
-            |fd, flags| sys::preadv2(fd, buf, offset, flags),
-        )
-        .0
-    }
-
-    /// A sequential reader's page-cache try straight into the caller's
-    /// memory (`nowait::fs::File`'s reads): `preadv2(RWF_NOWAIT)` of up to
-    /// `buf.len()` bytes at `offset`, whatever the file's hit ratio (the
-    /// reader decides when to try; the outcome is still folded into the
-    /// ratio). A resident prefix counts: a stream may return fewer bytes
-    /// than asked. Into the unfilled part of tokio's `ReadBuf` (which may
-    /// be uninitialised), at most `max` bytes, the bytes read becoming
-    /// filled. The answer: how many bytes were read (0: nothing resident,
-    /// or not tried), and whether the try can ever succeed on this file
-    /// (false for O_DIRECT files and filesystems that refuse
-    /// `RWF_NOWAIT`).
-    #[cfg(feature = "tokio")]
-    pub(crate) fn read_cached_prefix(
-        &self,
-        dst: &mut tokio::io::ReadBuf<'_>,
-        offset: u64,
-        max: usize,
-    ) -> (usize, bool) {
-        let len = max.min(dst.remaining()).min(RW_MAX);
-        self.stream_try(len, offset, |fd, flags| {
-            sys::preadv2_read_buf(fd, dst, len, offset, flags)
-        })
-    }
-
-    /// [`File::read_cached_prefix`] into initialised memory.
-    pub(crate) fn read_cached_prefix_init(&self, buf: &mut [u8], offset: u64) -> (usize, bool) {
-        let len = buf.len().min(RW_MAX);
-        let buf = &mut buf[..len];
-        self.stream_try(len, offset, |fd, flags| {
-            sys::preadv2(fd, buf, offset, flags)
-        })
-    }
-
-    fn stream_try(
-        &self,
-        len: usize,
-        offset: u64,
-        read: impl FnOnce(BorrowedFd<'_>, u32) -> std::result::Result<usize, i32>,
-    ) -> (usize, bool) {
-        let dontcache = self.inner.cache.drops_now();
-        let (t, n) = self.read_cached_with(
-            len,
-            offset,
-            NowaitMode::Always,
-            crate::rwf_nowait::ADAPTIVE_THRESHOLD,
-            dontcache,
-            read,
-        );
-        (n, !matches!(t, CacheTry::Off | CacheTry::Refused))
-    }
-
-    /// [`File::try_read_cached`] into memory that may not be initialised
-    /// (a caller's, or an object's storage fresh from an allocator): the
-    /// kernel gets a raw pointer, and no `&[u8]` is formed over `buf`. Only
-    /// on [`CacheTry::Hit`]`(n)` are its first `n` bytes initialised, with
-    /// the file's bytes.
-    pub fn try_read_cached_uninit(
-        &self,
-        buf: &mut [MaybeUninit<u8>],
-        offset: u64,
-        mode: NowaitMode,
-    ) -> CacheTry {
-        // A file set to drop (or whose scan the adaptive policy drops now)
-        // tries uncached too, so a miss starts its readahead uncached.
-        let dontcache = self.inner.cache.drops_now();
-        self.read_cached(
-            buf,
-            offset,
-            mode,
-            crate::rwf_nowait::ADAPTIVE_THRESHOLD,
-            dontcache,
-        )
     }
 
     /// How far the kernel reads ahead of a sequential buffered reader of
@@ -899,5 +573,5 @@ fn refuses_nowait(file: &fs::File, direct: bool, align: DioAlignment) -> bool {
         1
     };
     let mut buf = crate::buf::Buf::with_align(len, (align.mem as usize).max(crate::buf::PAGE));
-    buf.preadv2_into(file.as_fd(), len, 0, sys::RWF_NOWAIT) == Err(libc::EOPNOTSUPP)
+    sys::read_into(file.as_fd(), &mut buf, 0, len, 0, sys::RWF_NOWAIT) == Err(libc::EOPNOTSUPP)
 }

@@ -61,15 +61,17 @@
 //!
 //! The modules, one concept each: [`engine`] (the async and blocking front
 //! ends: a ring per thread, futures, the poller), [`fs`] (an `AsyncRead`
-//! file and `read_ranges` over the engine), [`probe`] (what the machine and
+//! file and `read_ranges` over the engine; `read`, the drop-in for
+//! `tokio::fs::read`), [`paths`] (whole files by path: cached opens and
+//! reads without a thread, many files under a byte budget), [`probe`] (what the machine and
 //! a file can do), [`File`] (an open file and what was learned about it),
 //! [`Buf`] and [`BufPool`] (owned aligned buffers), [`Queue`] (slots, submit
 //! and reap, short-read completion, errno mapping), [`backend`] (the written
 //! contract and one file per backend, and the ladder of fallbacks),
-//! [`rwf_nowait`] (the `RWF_NOWAIT` policy, per-file state and counters of
-//! the `pool` backend and the async engine's first polls), [`cache_policy`]
-//! (what a buffered read leaves in the page cache: keep, drop with
-//! `RWF_DONTCACHE`, or adaptive, so a scan does not evict the hot set),
+//! [`page_cache`] (the cache-first `RWF_NOWAIT` try over any destination,
+//! what a buffered read leaves in the page cache: keep, drop with
+//! `RWF_DONTCACHE`, or adaptive, so a scan does not evict the hot set, and
+//! which filesystems refuse which flag),
 //! [`pattern`] (the verifiable data pattern). Under them a private system
 //! layer makes every system call. The layers and why they point one way:
 //! docs/ARCHITECTURE.md.
@@ -87,16 +89,17 @@
 
 pub mod backend;
 mod buf;
-pub mod cache_policy;
 pub mod engine;
 mod error;
 mod file;
 pub mod fs;
 mod message;
+pub mod page_cache;
+pub mod paths;
 pub mod pattern;
 pub mod probe;
+pub mod probe_doc;
 mod queue;
-pub mod rwf_nowait;
 mod setting;
 mod sys;
 
@@ -104,8 +107,8 @@ pub use backend::ladder::{BackendReason, BackendReport, Skipped};
 pub use backend::uring::{IoPoll, UringSetupFlags};
 pub use backend::{BackendStats, SubmitPolicy, MAX_READ};
 pub use buf::{Buf, BufPool, PAGE};
-pub use cache_policy::{CachePolicy, CacheState, CacheStats, DontcacheOff, DontcacheSupport};
 pub use engine::{block_on, BlockingFile, BlockingMany};
+pub use engine::{BudgetStats, InFlightLimit, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_READS};
 pub use engine::{
     Engine, EngineBuilder, EngineFile, EngineStats, Notifier, PollerMode, RingReport,
 };
@@ -115,13 +118,16 @@ pub use error::samples as error_samples;
 pub use error::{ConfigError, Error, Result};
 pub use file::{AlignSource, DioAlignment, File, FileKind, MemoryBacking};
 pub use message::{errno_text, Message, PlainWords, Vocabulary};
+pub use page_cache::nowait::{CacheTry, CacheTryCounts, NowaitMode, NowaitState, NowaitStats};
+pub use page_cache::policy::{CachePolicy, CacheState, DontcacheStats, DontcacheSupport};
+pub use page_cache::refusal::{ReadFlag, Refusal};
+pub use probe_doc::ProbeDoc;
 pub use queue::{
     ioprio, Completion, Queue, QueueBuilder, QueueStats, Read, Rejected, IOPRIO_CLASS_BE,
     IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT, MAX_DEPTH, SMALL_READ_MAX,
 };
-pub use rwf_nowait::{CacheTry, CacheTryCounts, NowaitMode, NowaitOff, NowaitState, NowaitStats};
 pub use setting::{BackendChoice, BackendKind, Direct, Setting};
 
-// `File::try_read_cached` (file.rs, below the backends) bounds its reads
+// The page-cache try (below the backends) bounds its reads
 // with its own copy of the backends' limit.
 const _: () = assert!(file::RW_MAX == MAX_READ);

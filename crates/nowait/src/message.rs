@@ -232,6 +232,12 @@ fn error(e: &Error, w: &dyn Vocabulary, f: &mut fmt::Formatter<'_>) -> fmt::Resu
             "read of {len} bytes at offset {offset} of {} reached end of file after {got} bytes",
             path.display()
         ),
+        Error::FileTooLarge { path, limit } => write!(
+            f,
+            "{} is larger than the {limit}-byte limit of a whole-file read; raise the limit \
+             or read the file in ranges",
+            path.display()
+        ),
         Error::BackendUnavailable {
             backend: BackendChoice::Exactly(kind),
             reason,

@@ -23,10 +23,11 @@ use io_uring::{opcode, IoUring, Probe};
 
 use crate::backend::ladder::{uring_disabled_by_env, BackendReport};
 use crate::backend::{aio, uring, BackendKind};
-use crate::cache_policy::{CacheState, DontcacheOff};
 use crate::file::{File, FileKind};
+use crate::page_cache::nowait::NowaitState;
+use crate::page_cache::policy::CacheState;
+use crate::page_cache::refusal::{ReadFlag, Refusal};
 use crate::queue::Queue;
-use crate::rwf_nowait::{NowaitOff, NowaitState};
 use crate::sys::{self, sysfs};
 
 /// Names for errnos and filesystems, as every report prints them.
@@ -569,6 +570,13 @@ impl DontcacheKernel {
     }
 }
 
+impl FileReport {
+    /// The `RWF_NOWAIT` answer in words, as `nowait probe` prints it.
+    pub fn nowait_words(&self) -> String {
+        nowait_words(self.rwf_nowait, self.fs)
+    }
+}
+
 impl DontcacheProbe {
     /// In words, as reports print it (`fs`: the file's filesystem).
     pub fn words(&self, fs: &'static str) -> String {
@@ -578,9 +586,17 @@ impl DontcacheProbe {
             }
             DontcacheProbe::Unsupported { errno } => format!(
                 "{}: reads stay cached whatever the cache policy",
-                DontcacheOff::Refused { fs, errno }
+                Refusal::Refused {
+                    flag: ReadFlag::Dontcache,
+                    fs,
+                    errno
+                }
             ),
-            DontcacheProbe::SyscallRefused { errno } => DontcacheOff::Syscall { errno }.to_string(),
+            DontcacheProbe::SyscallRefused { errno } => Refusal::Syscall {
+                flag: ReadFlag::Dontcache,
+                errno,
+            }
+            .to_string(),
         }
     }
 }
@@ -594,8 +610,17 @@ fn nowait_words(p: NowaitProbe, fs: &'static str) -> String {
         NowaitProbe::Supported { cached: false } => {
             "works (byte 0 is not cached: EAGAIN, a read of it goes to a worker)".into()
         }
-        NowaitProbe::Unsupported { errno } => NowaitOff::Refused { fs, errno }.to_string(),
-        NowaitProbe::SyscallRefused { errno } => NowaitOff::Syscall { errno }.to_string(),
+        NowaitProbe::Unsupported { errno } => Refusal::Refused {
+            flag: ReadFlag::Nowait,
+            fs,
+            errno,
+        }
+        .to_string(),
+        NowaitProbe::SyscallRefused { errno } => Refusal::Syscall {
+            flag: ReadFlag::Nowait,
+            errno,
+        }
+        .to_string(),
         NowaitProbe::Failed { errno } => {
             format!("preadv2(RWF_NOWAIT) failed with {}", errno_name(errno))
         }

@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 use common::skip;
 use common::{pattern_file, run_child};
 use nowait::{
-    BackendChoice, BackendKind, Buf, CachePolicy, Direct, DontcacheOff, DontcacheSupport, Engine,
-    File, NowaitMode, Queue, Read,
+    BackendChoice, BackendKind, Buf, CachePolicy, Direct, DontcacheSupport, Engine, File,
+    NowaitMode, Queue, Read, ReadFlag, Refusal,
 };
 
 const FILE: u64 = 8 << 20;
@@ -127,7 +127,7 @@ fn run(way: Way, path: &Path, policy: CachePolicy, how: usize) -> (f64, Option<u
                 .build()
                 .unwrap();
             let reads = read_all(&mut q, &file, per_read);
-            let st = q.stats().cache;
+            let st = q.stats().dontcache;
             assert_eq!(st.kept + st.refused, 0, "{way:?}: {st}");
             let uncached = st.uncached;
             if policy == CachePolicy::Drop {
@@ -267,28 +267,30 @@ fn tmpfs_child() {
             .build()
             .unwrap();
         let reads = read_all(&mut q, &file, None);
-        let st = q.stats().cache;
+        let st = q.stats().dontcache;
         assert_eq!(
             (st.uncached, st.kept, st.refused),
             (0, reads, 0),
             "{kind}: {st}"
         );
         let want = if i == 0 {
-            DontcacheOff::Refused {
+            Refusal::Refused {
+                flag: ReadFlag::Dontcache,
                 fs: "tmpfs",
                 errno: libc::EOPNOTSUPP,
             }
         } else {
-            DontcacheOff::Filesystem {
+            Refusal::Filesystem {
+                flag: ReadFlag::Dontcache,
                 fs: "tmpfs",
                 errno: libc::EOPNOTSUPP,
             }
         };
         assert_eq!(tmpfs_off(&file), DontcacheSupport::Off(want), "{kind}");
     }
-    assert!(nowait::cache_policy::refused_filesystems()
+    assert!(nowait::page_cache::refused_filesystems()
         .iter()
-        .any(|r| r.fs == "tmpfs"));
+        .any(|r| r.fs == "tmpfs" && r.flag == ReadFlag::Dontcache));
     // The engine decides in a read's first poll; its queue counts it.
     let engine = Engine::builder()
         .queue(|q| q.cache(CachePolicy::Drop))
@@ -296,7 +298,7 @@ fn tmpfs_child() {
         .unwrap();
     let ef = engine.open(&second, Direct::Off).unwrap();
     let reads = engine_read_all(&ef, None);
-    let st = engine.stats().queue.cache;
+    let st = engine.stats().queue.dontcache;
     assert_eq!(
         (st.uncached, st.kept, st.refused),
         (0, reads, 0),
@@ -435,7 +437,7 @@ fn scan_child() {
             done += 1;
         }
     }
-    let st = q.stats().cache;
+    let st = q.stats().dontcache;
     let state = file.cache_state();
     eprintln!("{policy}: {st}; scan file: {state:?}");
     match policy {
@@ -446,7 +448,7 @@ fn scan_child() {
             // scan read of a file four times the limit, none of it cached.
             assert!(state.scanning && state.switches == 1, "{state:?}");
             assert!(
-                st.uncached >= reads - nowait::cache_policy::SCAN_RUN as u64,
+                st.uncached >= reads - nowait::page_cache::policy::SCAN_RUN as u64,
                 "{st}"
             );
         }

@@ -598,3 +598,158 @@ fn read_ranges_in_the_callers_order() {
 fn _assert_send(f: File) -> impl Send {
     f
 }
+
+/// Concurrent `read_ranges` calls share the engine's one limit of reads
+/// and bytes in flight: 32 callers whose own budgets are each far above it
+/// never hold more than it together (the limit's own count, and the
+/// reads the engine's rings hold, sampled by a ticker task that keeps
+/// running beside them), and every byte is right.
+#[test]
+fn concurrent_read_ranges_share_one_budget() {
+    common::watchdog("read_ranges shared budget", STALL, |p| {
+        const LIMIT: usize = 1 << 20;
+        const READS: usize = 8;
+        // Every read to the ring, from a file not in the page cache, so
+        // the callers' reads are in flight together.
+        let engine = Engine::builder()
+            .queue(|q| q.nowait(nowait::NowaitMode::Off))
+            .range_budget(LIMIT, READS)
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let size = 16u64 << 20;
+        let path = common::pattern_file(dir.path(), "f", size);
+        let f = open(&engine, &path, Direct::Off, 1 << 20);
+        evict(&path);
+        let mut rng = Rng::from_env("concurrent_read_ranges_share_one_budget");
+        let calls: Vec<Vec<std::ops::Range<u64>>> = (0..32)
+            .map(|_| {
+                (0..40)
+                    .map(|_| {
+                        let s = rng.below(size);
+                        s..s + rng.below(300_000)
+                    })
+                    .collect()
+            })
+            .collect();
+        p.step(|| "32 callers beside a ticker".to_string());
+        let rt = rt_current();
+        let (ticks, most_in_ring) = rt.block_on(async {
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let ticker = {
+                let (done, engine) = (done.clone(), engine.clone());
+                tokio::spawn(async move {
+                    let (mut ticks, mut most) = (0u64, 0usize);
+                    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                        most = most.max(engine.stats().in_flight);
+                        ticks += 1;
+                        tokio::task::yield_now().await;
+                    }
+                    (ticks, most)
+                })
+            };
+            let tasks: Vec<_> = calls
+                .iter()
+                .cloned()
+                .map(|ranges| {
+                    let f: nowait::EngineFile = AsRef::<nowait::EngineFile>::as_ref(&f).clone();
+                    tokio::spawn(async move {
+                        let o = RangeOptions::default().gap(0).piece(128 << 10);
+                        let got = nowait::fs::read_ranges_with(&f, &ranges, &o).await.unwrap();
+                        (ranges, got)
+                    })
+                })
+                .collect();
+            for t in tasks {
+                let (ranges, got) = t.await.unwrap();
+                for (r, b) in ranges.iter().zip(&got) {
+                    let want = size.min(r.end).saturating_sub(r.start) as usize;
+                    assert_eq!(b[..], expected(r.start, want)[..], "{r:?}");
+                }
+            }
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            ticker.await.unwrap()
+        });
+        let b = engine.range_budget();
+        assert!(b.peak_bytes <= LIMIT, "{b:?}");
+        assert!(b.peak_reads <= READS, "{b:?}");
+        assert!(
+            most_in_ring <= READS,
+            "{most_in_ring} reads in the rings: {b:?}"
+        );
+        assert!(
+            b.waits > 0,
+            "the callers never waited for one another: {b:?}"
+        );
+        assert_eq!((b.bytes, b.reads, b.waiting), (0, 0, 0), "{b:?}");
+        assert!(ticks > 32, "the ticker ran {ticks} times");
+        settle(&engine);
+    });
+}
+
+/// A caller dropped while it holds its share of the engine's range limit,
+/// or while it waits for one, gives it back: the next caller proceeds, and
+/// nothing stays held. A piece larger than the whole limit goes alone.
+#[test]
+fn a_dropped_read_ranges_gives_its_share_back() {
+    use std::future::Future;
+    use std::task::Context;
+
+    struct Nothing;
+    impl std::task::Wake for Nothing {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    common::watchdog("read_ranges dropped share", STALL, |_| {
+        const LIMIT: usize = 1 << 20;
+        // Every read to the ring, so a first poll never completes one.
+        let engine = Engine::builder()
+            .queue(|q| q.nowait(nowait::NowaitMode::Off))
+            .range_budget(LIMIT, 64)
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let size = 8u64 << 20;
+        let path = common::pattern_file(dir.path(), "f", size);
+        evict(&path);
+        let f = open(&engine, &path, Direct::Off, 1 << 20);
+        let o = RangeOptions::default().piece(LIMIT);
+        let waker = std::task::Waker::from(std::sync::Arc::new(Nothing));
+        let mut cx = Context::from_waker(&waker);
+        #[allow(clippy::single_range_in_vec_init)]
+        let ranges = [0..4 * LIMIT as u64];
+        let mut a = Box::pin(nowait::fs::read_ranges_with(&f, &ranges, &o));
+        let mut b = Box::pin(nowait::fs::read_ranges_with(&f, &ranges, &o));
+        assert!(a.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(engine.range_budget().bytes, LIMIT);
+        assert!(b.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(engine.range_budget().waiting, 1);
+        // A goes: its share passes to B, which waited.
+        drop(a);
+        let s = engine.range_budget();
+        assert_eq!((s.bytes, s.waiting), (LIMIT, 0), "{s:?}");
+        // B goes before it ever used what it was granted.
+        drop(b);
+        let s = engine.range_budget();
+        assert_eq!((s.bytes, s.reads, s.waiting), (0, 0, 0), "{s:?}");
+        // The next caller proceeds, with pieces of twice the limit (each
+        // alone).
+        let big = RangeOptions::default().piece(2 * LIMIT);
+        let got = nowait::block_on(nowait::fs::read_ranges_with(&f, &ranges, &big)).unwrap();
+        assert_eq!(got[0][..], expected(0, 4 * LIMIT)[..]);
+        let s = engine.range_budget();
+        assert_eq!((s.bytes, s.reads, s.peak_reads), (0, 0, 1), "{s:?}");
+        assert_eq!(s.peak_bytes, 2 * LIMIT, "{s:?}");
+        settle(&engine);
+    });
+}
+
+/// Write `path` back and drop it from the page cache (its reads then wait
+/// for the device).
+fn evict(path: &Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: an open descriptor; advice only, no memory involved.
+    let rc = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
+}

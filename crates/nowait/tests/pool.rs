@@ -18,7 +18,7 @@ use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use common::{fs_of, pattern_file, Rng};
-use nowait::rwf_nowait::{refused_filesystems, NowaitOff};
+use nowait::page_cache::{refused_filesystems, ReadFlag, Refusal};
 use nowait::{
     pattern, BackendChoice, BackendKind, Buf, Direct, Error, File, FileKind, NowaitMode, Queue,
     QueueStats, Read,
@@ -542,11 +542,11 @@ fn adaptive_switches_off_then_reprobes() {
     eprintln!("warm: {d}");
     assert!(d.reprobes >= 1 && d.reprobes <= 2, "{d}");
     assert!(
-        d.skipped < 2 * nowait::rwf_nowait::REPROBE_EVERY as u64,
+        d.skipped < 2 * nowait::page_cache::nowait::REPROBE_EVERY as u64,
         "{d}"
     );
     assert!(
-        d.hits > warm_reads - 2 * nowait::rwf_nowait::REPROBE_EVERY as u64,
+        d.hits > warm_reads - 2 * nowait::page_cache::nowait::REPROBE_EVERY as u64,
         "{d}"
     );
     // A cached page can still answer EAGAIN now and then (its folio locked
@@ -735,7 +735,13 @@ fn nowait_eopnotsupp_on_tmpfs_child() {
             .contains("no RWF_NOWAIT on tmpfs (EOPNOTSUPP)"),
         "{report}"
     );
-    assert!(refused_filesystems().is_empty(), "a probe only reports");
+    let nowait_refusals = || -> Vec<_> {
+        refused_filesystems()
+            .into_iter()
+            .filter(|r| r.flag == ReadFlag::Nowait)
+            .collect()
+    };
+    assert!(nowait_refusals().is_empty(), "a probe only reports");
 
     let fa = File::open(&a, Direct::Off).unwrap();
     let mut q = pool(8, NowaitMode::Always);
@@ -749,7 +755,8 @@ fn nowait_eopnotsupp_on_tmpfs_child() {
     );
     assert_eq!(
         fa.nowait_state().off,
-        Some(NowaitOff::Refused {
+        Some(Refusal::Refused {
+            flag: ReadFlag::Nowait,
             fs: "tmpfs",
             errno: libc::EOPNOTSUPP
         })
@@ -772,9 +779,9 @@ fn nowait_eopnotsupp_on_tmpfs_child() {
     );
     assert!(matches!(
         fb.nowait_state().off,
-        Some(NowaitOff::Filesystem { fs: "tmpfs", .. })
+        Some(Refusal::Filesystem { fs: "tmpfs", .. })
     ));
-    let fs = refused_filesystems();
+    let fs = nowait_refusals();
     assert!(
         fs.iter()
             .any(|r| r.fs == "tmpfs" && r.errno == libc::EOPNOTSUPP),

@@ -928,8 +928,14 @@ static void test_probe(void)
     CHECK(strstr(s, "machine:") && strstr(s, "O_DIRECT"), "text report: %s", s);
     nowait_string_free(s);
     REQUIRE(nowait_probe(NULL, NOWAIT_PROBE_JSON, &s) == 0, "probe json");
-    CHECK(s[0] == '{' && strstr(s, "\"auto_backend\"") && strstr(s, "\"file\": null"),
+    CHECK(s[0] == '{' && strstr(s, "\"backend\"") && strstr(s, "\"file\": null"),
           "json report: %s", s);
+    nowait_string_free(s);
+    /* The file's part, in the library's one shape (Python's probe() too). */
+    REQUIRE(nowait_probe(path, NOWAIT_PROBE_JSON, &s) == 0, "probe json of a file");
+    CHECK(strstr(s, "\"kind\": \"regular\"") && strstr(s, "\"size_bytes\"")
+              && strstr(s, "\"rwf_nowait\""),
+          "json report of a file: %s", s);
     nowait_string_free(s);
     CHECK(nowait_probe(dirpath, 0, &s) == -EISDIR, "probe of a directory");
     CHECK(nowait_probe(NULL, 8, &s) == -EINVAL, "probe bad flags");
@@ -942,6 +948,97 @@ static void test_probe(void)
     CHECK(nowait_file_fs(f) && nowait_file_fs(f)[0], "fs");
     nowait_file_close(f);
     printf("ok   probe (text, JSON), describe, size, fs\n");
+}
+
+/* nowait_read_files: whole files by path, every byte checked, errors per path. */
+struct files_seen {
+    int calls[8];
+    int err[8];
+    size_t len[8];
+    int bad_bytes;
+    int msg_names_path;
+};
+
+static unsigned char file_byte(size_t i, size_t off) { return (unsigned char)(off * 7 + i * 13 + (off >> 12)); }
+
+static void on_file(void *ud, size_t index, int err, const uint8_t *data, size_t len, const char *msg)
+{
+    struct files_seen *s = ud;
+    if (index >= 8) { s->bad_bytes++; return; }
+    s->calls[index]++;
+    s->err[index] = err;
+    s->len[index] = len;
+    if (err == 0) {
+        size_t file = index == 7 ? 1 : index; /* path 7 names file 1 again */
+        for (size_t o = 0; o < len; o++)
+            if (data[o] != file_byte(file, o)) { s->bad_bytes++; break; }
+    } else if (msg && strstr(msg, "/f") != NULL) {
+        s->msg_names_path++;
+    }
+}
+
+static void test_read_files(void)
+{
+    static const size_t sizes[5] = {0, 1, 5000, 300001, 2 << 20};
+    char paths_buf[8][4200];
+    const char *paths[8];
+    for (int i = 0; i < 5; i++) {
+        snprintf(paths_buf[i], sizeof paths_buf[i], "%s/f%d.whole", dirpath, i);
+        int fd = open(paths_buf[i], O_CREAT | O_TRUNC | O_WRONLY, 0644);
+        REQUIRE(fd >= 0, "create %s", paths_buf[i]);
+        unsigned char *b = malloc(sizes[i] + 1);
+        for (size_t o = 0; o < sizes[i]; o++) b[o] = file_byte((size_t)i, o);
+        REQUIRE(write(fd, b, sizes[i]) == (ssize_t)sizes[i], "write");
+        free(b);
+        close(fd);
+        paths[i] = paths_buf[i];
+    }
+    snprintf(paths_buf[5], sizeof paths_buf[5], "%s/f-missing.whole", dirpath);
+    paths[5] = paths_buf[5];
+    paths[6] = dirpath; /* a directory */
+    snprintf(paths_buf[7], sizeof paths_buf[7], "%s/f1.whole", dirpath);
+    paths[7] = paths_buf[7]; /* the same file twice */
+    static const uint32_t kinds[4] = {NOWAIT_BACKEND_AUTO, NOWAIT_BACKEND_URING, NOWAIT_BACKEND_POOL,
+                                      NOWAIT_BACKEND_SYNC};
+    for (int k = 0; k < 4; k++) {
+        struct nowait_read_files_options o;
+        memset(&o, 0, sizeof o);
+        o.size = sizeof o;
+        o.backend = kinds[k];
+        o.first_read_bytes = 4096; /* the larger files take several reads */
+        struct files_seen s;
+        memset(&s, 0, sizeof s);
+        int r = nowait_read_files(paths, 8, &o, on_file, &s);
+        if (r == -EOPNOTSUPP && kinds[k] == NOWAIT_BACKEND_URING) {
+            printf("SKIP read_files/uring: %s\n", nowait_last_error());
+            continue;
+        }
+        REQUIRE(r == 0, "nowait_read_files backend %u: %d", kinds[k], r);
+        for (int i = 0; i < 8; i++) CHECK(s.calls[i] == 1, "backend %u: path %d called %d times", kinds[k], i, s.calls[i]);
+        for (int i = 0; i < 5; i++)
+            CHECK(s.err[i] == 0 && s.len[i] == sizes[i], "backend %u: file %d: err %d len %zu", kinds[k], i, s.err[i], s.len[i]);
+        CHECK(s.err[7] == 0 && s.len[7] == 1, "backend %u: the repeated path", kinds[k]);
+        CHECK(s.err[5] == -ENOENT, "backend %u: missing: %d", kinds[k], s.err[5]);
+        CHECK(s.err[6] == -EISDIR, "backend %u: directory: %d", kinds[k], s.err[6]);
+        CHECK(s.msg_names_path >= 1, "backend %u: the message names the path", kinds[k]);
+        CHECK(s.bad_bytes == 0, "backend %u: %d files with wrong bytes", kinds[k], s.bad_bytes);
+        /* The size limit fails the large files alone. */
+        o.max_file_size = 5000;
+        memset(&s, 0, sizeof s);
+        REQUIRE(nowait_read_files(paths, 5, &o, on_file, &s) == 0, "with a limit");
+        CHECK(s.err[2] == 0 && s.err[3] == -EFBIG && s.err[4] == -EFBIG, "limit: %d %d %d", s.err[2], s.err[3], s.err[4]);
+    }
+    struct files_seen s;
+    memset(&s, 0, sizeof s);
+    CHECK(nowait_read_files(paths, 5, NULL, on_file, &s) == 0 && s.bad_bytes == 0, "default options");
+    CHECK(nowait_read_files(NULL, 1, NULL, on_file, &s) == -EINVAL, "NULL paths");
+    CHECK(nowait_read_files(paths, 1, NULL, NULL, &s) == -EINVAL, "NULL cb");
+    const char *with_null[2] = {paths[0], NULL};
+    CHECK(nowait_read_files(with_null, 2, NULL, on_file, &s) == -EINVAL, "a NULL path");
+    CHECK(strstr(nowait_last_error(), "paths[1]") != NULL, "names the argument: %s", nowait_last_error());
+    CHECK(nowait_read_files(paths, 0, NULL, on_file, &s) == 0, "no paths");
+    for (int i = 0; i < 5; i++) unlink(paths_buf[i]);
+    printf("ok   read_files: every backend, sizes 0 B to 2 MiB, missing, directory, limit, arguments\n");
 }
 
 int main(int argc, char **argv)
@@ -977,6 +1074,7 @@ int main(int argc, char **argv)
     test_probe();
     test_uncached();
     test_ioprio();
+    test_read_files();
 
     /* The fallback: io_uring disabled as seccomp or the sysctl would. */
     setenv("NOWAIT_DISABLE_URING", "1", 1);

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nowait::{
-    Buf, CachePolicy, CacheStats, Direct, Engine, EngineFile, File, NowaitMode, Queue, Read,
+    Buf, CachePolicy, Direct, DontcacheStats, Engine, EngineFile, File, NowaitMode, Queue, Read,
 };
 
 use crate::base::failure::Failure;
@@ -116,7 +116,7 @@ pub struct Scan {
     /// How long the whole file took.
     pub elapsed: Duration,
     /// The queue's cache-policy counters.
-    pub cache: CacheStats,
+    pub cache: DontcacheStats,
 }
 
 /// Read all of `file` in order, `bs` bytes a read, `qd` in flight, through
@@ -167,7 +167,7 @@ pub fn scan_reads(file: &File, bs: usize, qd: usize, policy: CachePolicy) -> Res
     Ok(Scan {
         bytes,
         elapsed: t0.elapsed(),
-        cache: q.stats().cache,
+        cache: q.stats().dontcache,
     })
 }
 

@@ -152,9 +152,9 @@ pub fn nowait(row: &Row, peak: bool) -> Nowait {
         },
         cache: Cache {
             policy: j.normalized().cache.as_str().into(),
-            uncached: q.cache.uncached,
-            kept: q.cache.kept,
-            refused: q.cache.refused,
+            uncached: q.dontcache.uncached,
+            kept: q.dontcache.kept,
+            refused: q.dontcache.refused,
         },
         uring: Uring {
             fixed_reads: q.backend.fixed_reads,

@@ -103,7 +103,7 @@ pub fn engine_lines(s: &mut String, o: &Outcome, uring: bool, cpu_label: &str) {
             }
         );
     }
-    if let Some(c) = cache_words(j, &q.cache, m.ios) {
+    if let Some(c) = cache_words(j, &q.dontcache, m.ios) {
         let _ = writeln!(s, "  cache        : {c}");
     }
     if let Some(h) = hipri_status(j, m) {

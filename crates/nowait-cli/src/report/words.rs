@@ -32,7 +32,7 @@ pub fn hipri_status(job: &Job, m: &Measured) -> Option<String> {
 
 /// What became of `--cache=drop|adaptive` (fio's `uncached=1`), from the
 /// queue's counters over `ios` reads: `None` for keep (and direct reads).
-pub fn cache_words(job: &Job, c: &nowait::CacheStats, ios: u64) -> Option<String> {
+pub fn cache_words(job: &Job, c: &nowait::DontcacheStats, ios: u64) -> Option<String> {
     let policy = job.normalized().cache;
     if policy == nowait::CachePolicy::Keep {
         return None;

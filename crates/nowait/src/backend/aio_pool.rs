@@ -288,8 +288,8 @@ mod tests {
     use super::*;
     use crate::buf::Buf;
     use crate::file::{Direct, File};
+    use crate::page_cache::nowait::NowaitMode;
     use crate::pattern;
-    use crate::rwf_nowait::NowaitMode;
 
     const SIZE: u64 = 1 << 20;
 

@@ -69,7 +69,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::file::FileInner;
-use crate::rwf_nowait::NowaitStats;
+use crate::page_cache::nowait::NowaitStats;
 pub use crate::setting::{BackendChoice, BackendKind};
 use std::ops::{Add, AddAssign};
 use uring::UringSetupFlags;
@@ -107,7 +107,7 @@ pub(crate) struct Sqe {
     /// rest of a short read or retries after EINTR/EAGAIN.
     pub first: bool,
     /// Read with `RWF_DONTCACHE` (a buffered read whose pages are dropped
-    /// once copied out; see [`crate::cache_policy`]): io_uring's
+    /// once copied out; see [`crate::page_cache::policy`]): io_uring's
     /// `rw_flags`, `preadv2(2)`'s flags, the iocb's `aio_rw_flags`. Never
     /// set on a direct read. A filesystem without it answers EOPNOTSUPP,
     /// which the queue takes back (the read is sent again without it).

@@ -15,7 +15,7 @@
 //!   page and lets readahead work as usual;
 //! * `EOPNOTSUPP` / `ENOSYS` / `EPERM` → the nowait path is turned off for the
 //!   file and remembered for its filesystem or the process
-//!   ([`crate::rwf_nowait`]);
+//!   ([`crate::page_cache::nowait`]);
 //! * 0 bytes (end of file — or, on some kernels, a miss misreported as 0)
 //!   → a worker reads it: its plain `pread` tells the two apart, so a 0 from
 //!   `RWF_NOWAIT` is never taken as end of file.
@@ -59,7 +59,9 @@ use std::time::{Duration, Instant};
 use super::{signal, Backend, BackendStats, Cqe, Sqe};
 use crate::error::Result;
 use crate::file::FileKind;
-use crate::rwf_nowait::{Answer, Attempt, NowaitMode, Outcome, ADAPTIVE_THRESHOLD, REPROBE_EVERY};
+use crate::page_cache::nowait::{
+    Answer, Attempt, NowaitMode, Outcome, ADAPTIVE_THRESHOLD, REPROBE_EVERY,
+};
 use crate::sys;
 
 /// Most worker threads one pool may have.

@@ -2,6 +2,7 @@
 //! waits for completions, how many rings) and, in one place, the settings
 //! of the queue every ring is built from ([`EngineBuilder::queue`]).
 
+use super::budget::{InFlightLimit, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_READS};
 use super::handle::Engine;
 use super::notifier::Notifier;
 use super::ring::RingConfig;
@@ -30,6 +31,7 @@ pub struct EngineBuilder {
     queue: QueueBuilder,
     notifier: Notifier,
     max_rings: usize,
+    budget: (usize, usize),
 }
 
 impl Default for EngineBuilder {
@@ -38,6 +40,7 @@ impl Default for EngineBuilder {
             queue: Queue::builder().depth(DEFAULT_DEPTH),
             notifier: Notifier::Auto,
             max_rings: DEFAULT_MAX_RINGS,
+            budget: (DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_READS),
         }
     }
 }
@@ -62,7 +65,7 @@ impl EngineBuilder {
     ///   polling thread and, when the page cache holds it, is ready at once
     ///   (no ring, no second poll); a miss goes to the ring as usual.
     ///   `Adaptive` stops trying a file that hits less than half the time
-    ///   ([`ENGINE_THRESHOLD`](crate::rwf_nowait::ENGINE_THRESHOLD)) and
+    ///   ([`ENGINE_THRESHOLD`](crate::page_cache::nowait::ENGINE_THRESHOLD)) and
     ///   re-probes now and then; `Off` sends every read through the ring.
     ///   Only rings on `uring` and `aio` try in the first poll: on `pool`
     ///   and `aio+pool` the queue makes this try itself at push, and `sync`
@@ -104,6 +107,17 @@ impl EngineBuilder {
         self
     }
 
+    /// At most `bytes` and `reads` of range reads in flight at once, shared
+    /// by every concurrent [`read_ranges`](crate::fs::read_ranges) (and the
+    /// object store's `get_ranges`) on this engine's files (default
+    /// [`DEFAULT_BUDGET_BYTES`], [`DEFAULT_BUDGET_READS`]; each at least 1).
+    /// Callers past it wait their turn, first come first served; a single
+    /// read larger than `bytes` goes alone once nothing else is in flight.
+    pub fn range_budget(mut self, bytes: usize, reads: usize) -> Self {
+        self.budget = (bytes, reads);
+        self
+    }
+
     /// Build the engine: the calling thread's ring (which also tells which
     /// backend this machine gives) and, for backends that complete
     /// asynchronously, the poller thread. Other threads' rings are built on
@@ -120,7 +134,11 @@ impl EngineBuilder {
             #[cfg(feature = "tokio")]
             build_rt,
         };
-        Engine::start(cfg, self.max_rings)
+        Engine::start(
+            cfg,
+            self.max_rings,
+            InFlightLimit::new(self.budget.0, self.budget.1),
+        )
     }
 }
 

@@ -3,8 +3,8 @@
 
 use super::notifier::PollerMode;
 use crate::backend::ladder::BackendReport;
+use crate::page_cache::nowait::NowaitStats;
 use crate::queue::QueueStats;
-use crate::rwf_nowait::NowaitStats;
 
 /// Counters of an engine (summed over its rings, including reclaimed ones).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -13,11 +13,12 @@ use super::registry::with_first_poll;
 use super::ring::{FirstPoll, Ring};
 use super::yielding::{coop, streak};
 use crate::buf::Buf;
-use crate::cache_policy::{CachePolicy, Uncached};
 use crate::error::Result;
 use crate::file::File;
+use crate::page_cache::nowait::{CacheTry, NowaitMode, ENGINE_THRESHOLD};
+use crate::page_cache::policy::{CachePolicy, Uncached};
+use crate::page_cache::try_read::{self, How};
 use crate::queue::ReadCache;
-use crate::rwf_nowait::{CacheTry, NowaitMode, ENGINE_THRESHOLD};
 
 /// A read's cache policy: its own (`ReadAt::cache`), and what it was
 /// decided to be if its first poll decided.
@@ -101,7 +102,7 @@ pub(crate) fn first_poll(
 
 /// The engine's first try at a read: `preadv2(RWF_NOWAIT)` on the polling
 /// thread, as the ring's mode and the file's hit ratio allow
-/// ([`crate::rwf_nowait::ENGINE_THRESHOLD`]). A hit needs no op, no lock
+/// ([`crate::page_cache::nowait::ENGINE_THRESHOLD`]). A hit needs no op, no lock
 /// and no second poll (seed 003's cached-read path).
 ///
 /// A task whose reads all hit never returns `Pending` on its own, so this
@@ -144,7 +145,12 @@ fn try_page_cache(
     let uncached = cache.decide(first.cache, file, offset, len) == Uncached::Yes;
     // The buffer may be a caller's memory not yet written: the kernel gets
     // a raw pointer, and a hit marks what it filled.
-    let tried = file.read_cached_into(buf, len, offset, first.mode, ENGINE_THRESHOLD, uncached);
+    let how = How {
+        mode: first.mode,
+        threshold: ENGINE_THRESHOLD,
+        dontcache: uncached,
+    };
+    let (tried, _) = try_read::try_cached(file, buf, len.min(buf.capacity()), offset, how);
     first.counts.count(tried);
     match tried {
         CacheTry::Hit(n) => {

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
 use std::thread::JoinHandle;
 
+use super::budget::BudgetStats;
 use super::engine_stats::{EngineStats, RingReport};
 use super::notifier::{Poke, PollerMode};
 use super::registry::Registry;
@@ -61,7 +62,11 @@ impl Engine {
     /// which backend this machine gives) and, for backends that complete
     /// asynchronously, the poller thread. Other threads' rings are built on
     /// their first read.
-    pub(crate) fn start(cfg: RingConfig, max_rings: usize) -> Result<Engine> {
+    pub(crate) fn start(
+        cfg: RingConfig,
+        max_rings: usize,
+        budget: super::budget::InFlightLimit,
+    ) -> Result<Engine> {
         let poke = Arc::new(Poke::new().map_err(|source| Error::Kernel {
             what: "eventfd (the async front end's poller control)",
             source,
@@ -84,6 +89,7 @@ impl Engine {
             mode,
             poller_reason,
             poller: Mutex::new(poller),
+            budget,
         });
         Ok(Engine {
             handles: Arc::new(HandleCount { rings }),
@@ -166,6 +172,14 @@ impl Engine {
     pub fn stats(&self) -> EngineStats {
         self.shared().reg.stats()
     }
+
+    /// The limit of range reads in flight that every
+    /// [`read_ranges`](crate::fs::read_ranges) on this engine's files
+    /// shares ([`EngineBuilder::range_budget`](crate::EngineBuilder::range_budget)),
+    /// and what is held now.
+    pub fn range_budget(&self) -> BudgetStats {
+        self.shared().budget.stats()
+    }
 }
 
 /// A file read through an [`Engine`]. Cheap to clone (one reference
@@ -235,6 +249,9 @@ pub(crate) struct EngineRings {
     mode: PollerMode,
     poller_reason: String,
     poller: Mutex<Option<JoinHandle<()>>>,
+    /// The limit of range reads and bytes in flight that every
+    /// [`crate::fs::read_ranges`] on this engine's files shares.
+    pub(crate) budget: super::budget::InFlightLimit,
 }
 
 impl EngineRings {

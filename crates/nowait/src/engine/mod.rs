@@ -63,8 +63,9 @@
 //! `notifier.rs` (who wakes a parked task: [`Notifier`], [`PollerMode`],
 //! the tick constants, the poller's kick), `tokio_reactor.rs` (completions
 //! through tokio's reactor, feature `tokio`), `engine_stats.rs`
-//! ([`EngineStats`], [`RingReport`]), `op_table.rs` (one ring's op table and
-//! line for a free op: start, reap, collect, abandon), `ring.rs` (one
+//! ([`EngineStats`], [`RingReport`]), `ring_state.rs` (one ring's state
+//! behind its two locks: its queue, and its op table with the line for a
+//! free op: start, reap, collect, abandon), `ring.rs` (one
 //! thread's ring: its queue, notifier and locks), `registry.rs` (an engine's
 //! rings: the thread-local lookup, the cap, thread exit), `poller_thread.rs`
 //! (the engine's poller thread), `handle.rs` ([`Engine`], [`EngineFile`] and
@@ -73,26 +74,30 @@
 //! page-cache try of a read's first poll), `ring_poll.rs` (the three phases
 //! every read future's poll on a ring goes through), `read_at.rs`
 //! ([`ReadAt`], [`ReadExactAt`]), `read_many.rs` ([`ReadMany`]),
-//! `blocking_file.rs` ([`block_on`], [`BlockingFile`]).
+//! `blocking_file.rs` ([`block_on`], [`BlockingFile`]). Beside them,
+//! `budget.rs` ([`InFlightLimit`]: the engine's one limit of range reads
+//! and bytes in flight, shared by every concurrent range read).
 
 mod blocking_file;
+pub(crate) mod budget;
 mod builder;
 mod engine_stats;
 mod first_poll;
 mod handle;
 mod notifier;
-mod op_table;
 mod poller_thread;
 mod read_at;
 mod read_many;
 mod registry;
 mod ring;
 mod ring_poll;
+mod ring_state;
 #[cfg(feature = "tokio")]
 mod tokio_reactor;
 pub(crate) mod yielding;
 
 pub use blocking_file::{block_on, BlockingFile, BlockingMany};
+pub use budget::{BudgetStats, InFlightLimit, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_READS};
 pub use builder::{EngineBuilder, DEFAULT_MAX_RINGS};
 pub use engine_stats::{EngineStats, RingReport};
 pub use handle::{Engine, EngineFile};

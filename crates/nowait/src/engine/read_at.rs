@@ -22,8 +22,8 @@ use super::handle::EngineFile;
 use super::ring::Ring;
 use super::ring_poll::{poll_on_ring, release, Polled, Reads, Submit};
 use crate::buf::Buf;
-use crate::cache_policy::CachePolicy;
 use crate::error::Error;
+use crate::page_cache::policy::CachePolicy;
 use crate::queue::ReadCache;
 
 impl EngineFile {
@@ -264,7 +264,7 @@ impl ReadAt {
         else {
             unreachable!("a hit is only tried for a read not started")
         };
-        // The kernel wrote the first `n` bytes (`Buf::preadv2_into` marked
+        // The kernel wrote the first `n` bytes (`sys::read_into` marked
         // them written): nothing to zero.
         buf.set_len(n);
         (Ok(n), buf)

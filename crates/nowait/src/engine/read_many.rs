@@ -17,7 +17,7 @@ use super::ring::Ring;
 use super::ring_poll::{poll_on_ring, release, Polled, Reads, Submit};
 use super::yielding::streak;
 use crate::buf::Buf;
-use crate::cache_policy::CachePolicy;
+use crate::page_cache::policy::CachePolicy;
 use crate::queue::ReadCache;
 
 impl EngineFile {

@@ -1,9 +1,9 @@
 //! One ring: a [`crate::Queue`] owned by the thread that first read through
-//! it, with its op table ([`super::op_table`]), and how its completions are
+//! it, with its op table ([`super::ring_state`]), and how its completions are
 //! noticed while every task is parked (its own eventfd, watched by the tokio
 //! reactor or the engine's poller thread).
 //!
-//! A ring has two locks of its own, not the engine's (see [`super::op_table`]):
+//! A ring has two locks of its own, not the engine's (see [`super::ring_state`]):
 //! the state lock around its queue, held across system calls by whoever
 //! submits or reaps, and the table lock around its ops, held only for a few
 //! loads and stores. Collecting a result or registering a waker takes only
@@ -25,13 +25,13 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use super::engine_stats::EngineStats;
 use super::engine_stats::RingReport;
 use super::notifier::{Notifier, Poke, PollerMode, TICK};
-use super::op_table::{lock_table, Deferred, State, Table};
+use super::ring_state::{lock_table, Deferred, State, Table};
 use crate::backend::ladder::BackendReport;
 use crate::backend::BackendKind;
 use crate::error::Result as NwResult;
 use crate::error::{Error, Result};
+use crate::page_cache::nowait::{CacheTryCounts, NowaitMode};
 use crate::queue::QueueBuilder;
-use crate::rwf_nowait::{CacheTryCounts, NowaitMode};
 use crate::sys::eventfd::EventFd;
 
 /// What every ring of an engine is built from.
@@ -51,7 +51,7 @@ pub(crate) struct RingConfig {
 pub(crate) struct FirstPoll {
     pub(crate) mode: NowaitMode,
     /// The ring's cache policy (`QueueBuilder::cache`), for the try's flags.
-    pub(crate) cache: crate::cache_policy::CachePolicy,
+    pub(crate) cache: crate::page_cache::policy::CachePolicy,
     pub(crate) counts: CacheTryCounts,
     /// The ring is closed (`Ring::retire`): its counts are no longer
     /// summed, and reads must take the thread's new ring.

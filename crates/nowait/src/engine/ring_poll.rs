@@ -13,9 +13,9 @@
 use std::io;
 use std::task::Context;
 
-use super::op_table::{Deferred, Started, Table};
 use super::registry::thread_key;
 use super::ring::Ring;
+use super::ring_state::{Deferred, Started, Table};
 use super::yielding::reschedule;
 use crate::buf::Buf;
 use crate::error::Result;

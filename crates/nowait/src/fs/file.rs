@@ -635,7 +635,7 @@ trait Sink {
     /// Append `d` (at most [`Sink::room`] bytes).
     fn put(&mut self, d: &[u8]);
     /// Append up to `max` bytes at `offset` of `file` straight from the page
-    /// cache: see `crate::File::read_cached_prefix` for the answer.
+    /// cache: see `page_cache::try_read::stream` for the answer.
     fn try_cached(&mut self, file: &crate::File, offset: u64, max: usize) -> (usize, bool);
 }
 
@@ -655,7 +655,9 @@ impl Sink for SliceSink<'_> {
     }
     fn try_cached(&mut self, file: &crate::File, offset: u64, max: usize) -> (usize, bool) {
         let end = self.at + max.min(self.room());
-        let (n, can) = file.read_cached_prefix_init(&mut self.dst[self.at..end], offset);
+        let dst = &mut self.dst[self.at..end];
+        let len = dst.len();
+        let (n, can) = crate::page_cache::try_read::stream(file, dst, len, offset);
         self.at += n;
         (n, can)
     }
@@ -688,7 +690,8 @@ mod tokio_io {
             self.put_slice(d)
         }
         fn try_cached(&mut self, file: &crate::File, offset: u64, max: usize) -> (usize, bool) {
-            file.read_cached_prefix(self, offset, max)
+            let len = max.min(self.remaining());
+            crate::page_cache::try_read::stream(file, self, len, offset)
         }
     }
 

@@ -4,7 +4,9 @@
 //! `read_to_end`, `BufReader`, `tokio::io::copy` and `read_exact` work on
 //! it as on `tokio::fs::File`, without a thread hop per read; and
 //! [`read_ranges`] reads many byte ranges of a file at once, as columnar
-//! formats ask for them.
+//! formats ask for them; and [`read`] (the drop-in for `tokio::fs::read`)
+//! and [`read_files`] read whole files by path, cached ones without a
+//! thread hop.
 //!
 //! ```
 //! # #[cfg(feature = "tokio")] {
@@ -43,9 +45,11 @@ pub mod file;
 pub mod ranges;
 pub mod readahead;
 mod shared;
+pub mod whole;
 
 pub use file::{
     File, OpenOptions, OwnedBuf, BUFFERED_READAHEAD, DEFAULT_READAHEAD, KERNEL_READS_AHEAD,
 };
 pub use ranges::{read_ranges, read_ranges_with, RangeOptions};
 pub use shared::engine;
+pub use whole::{read, read_files, read_files_with, ReadFile, ReadFiles};

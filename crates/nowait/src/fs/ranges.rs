@@ -15,9 +15,14 @@
 //!
 //! Memory: the bytes of the ranges asked for, plus the gaps merged and (on
 //! an `O_DIRECT` file) the alignment around each read, held until every
-//! result that shares a buffer is dropped. At most
-//! [`RangeOptions::budget`] bytes of reads are in flight at once; past
-//! that the next batch starts as earlier reads finish.
+//! result that shares a buffer is dropped. Reads in flight are bounded
+//! twice: by the engine's one limit, shared by every concurrent call on
+//! its files ([`crate::EngineBuilder::range_budget`], default 256 MiB and
+//! 1,024 reads: 32 callers together hold no more than one caller may),
+//! taken piece by piece in arrival order and given back as each piece
+//! completes or the call is dropped; and by the call's own
+//! [`RangeOptions::budget`]. Past either, the next batch starts as earlier
+//! reads finish. A piece larger than the engine's limit goes alone.
 
 use std::io;
 use std::ops::Range;
@@ -25,7 +30,8 @@ use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::{Buf, EngineFile, Error, ManyItem, ReadMany, MAX_READ};
+use crate::engine::budget::Ticket;
+use crate::{Buf, EngineFile, Error, InFlightLimit, ManyItem, ReadMany, MAX_READ};
 
 /// How [`read_ranges_with`] merges, splits and bounds its reads.
 #[derive(Clone, Debug)]
@@ -61,8 +67,10 @@ impl RangeOptions {
         self
     }
 
-    /// At most `bytes` of reads in flight at once (default 256 MiB; at
-    /// least one piece is always in flight).
+    /// At most `bytes` of this call's reads in flight at once (default
+    /// 256 MiB; at least one piece is always in flight). The engine's
+    /// limit, shared by every call, applies as well
+    /// ([`crate::EngineBuilder::range_budget`]).
     pub fn budget(mut self, bytes: usize) -> Self {
         self.budget = bytes;
         self
@@ -92,7 +100,8 @@ pub async fn read_ranges_with(
     let plan = Plan::new(file, ranges, opts)?;
     let mut run = Run::new(file, &plan, opts.budget);
     std::future::poll_fn(|cx| run.poll(cx)).await?;
-    Ok(plan.assemble(ranges, run.bufs))
+    let bufs = std::mem::take(&mut run.bufs);
+    Ok(plan.assemble(ranges, bufs))
 }
 
 impl AsRef<EngineFile> for EngineFile {
@@ -171,7 +180,7 @@ impl Plan {
     fn assemble(&self, ranges: &[Range<u64>], bufs: Vec<Option<Buf>>) -> Vec<Bytes> {
         let whole: Vec<Bytes> = bufs
             .into_iter()
-            .map(|b| b.map_or_else(Bytes::new, |b| Bytes::from_owner(Owned(b))))
+            .map(|b| b.map_or_else(Bytes::new, Buf::into_bytes))
             .collect();
         ranges
             .iter()
@@ -211,24 +220,22 @@ impl Plan {
     }
 }
 
-/// A finished piece's buffer, lent to `Bytes` (which frees it with the
-/// last slice).
-struct Owned(Buf);
-
-impl AsRef<[u8]> for Owned {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_slice()
-    }
-}
-
-/// The reads of a plan in flight: batches started as the budget allows.
+/// The reads of a plan in flight: batches started as the engine's shared
+/// limit ([`crate::InFlightLimit`]) and the call's own budget allow.
 struct Run<'a> {
     file: &'a EngineFile,
     plan: &'a Plan,
     budget: usize,
     /// The next piece to start.
     next: usize,
+    /// Bytes of this call's reads in flight (and granted by the engine's
+    /// limit, given back piece by piece as each completes).
     in_flight: usize,
+    /// Reads granted by the engine's limit and not yet given back.
+    held: usize,
+    /// Our place in the engine limit's line, while waiting for the piece
+    /// `next`.
+    ticket: Option<Ticket>,
     batches: Vec<(usize, ReadMany)>,
     bufs: Vec<Option<Buf>>,
     mem_align: usize,
@@ -248,21 +255,41 @@ impl<'a> Run<'a> {
             budget,
             next: 0,
             in_flight: 0,
+            held: 0,
+            ticket: None,
             batches: Vec::new(),
             bufs: (0..plan.pieces.len()).map(|_| None).collect(),
             mem_align,
         }
     }
 
-    /// Start the pieces that fit the budget (at least one when none is in
-    /// flight) as one batch.
-    fn start(&mut self) {
+    fn limit(&self) -> &'a InFlightLimit {
+        &self.file.bound.rings.budget
+    }
+
+    /// Start the pieces that fit this call's budget and the engine's limit
+    /// (one at least when none of ours is in flight, the limit permitting)
+    /// as one batch. Waits its turn in the engine's line otherwise.
+    fn start(&mut self, cx: &mut Context<'_>) {
         let first = self.next;
+        let limit = self.limit();
         let mut bytes = 0;
         while let Some(p) = self.plan.pieces.get(self.next) {
             if self.in_flight + bytes + p.len > self.budget && (self.in_flight + bytes) > 0 {
                 break;
             }
+            let ok = if self.ticket.is_some() || self.next == first {
+                // Our first piece of this batch, or one we already wait
+                // for: take a place in line.
+                limit.poll_take(cx, p.len, &mut self.ticket).is_ready()
+            } else {
+                // More of the batch only while nobody waits.
+                limit.try_take(p.len)
+            };
+            if !ok {
+                break;
+            }
+            self.held += 1;
             bytes += p.len;
             self.next += 1;
         }
@@ -279,7 +306,7 @@ impl<'a> Run<'a> {
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
-            self.start();
+            self.start(cx);
             let mut progress = false;
             let mut i = 0;
             while i < self.batches.len() {
@@ -288,9 +315,12 @@ impl<'a> Run<'a> {
                     Poll::Ready(Some(ManyItem {
                         index, result, buf, ..
                     })) => {
-                        result?;
                         let piece = *first + index;
-                        self.in_flight -= self.plan.pieces[piece].len;
+                        let len = self.plan.pieces[piece].len;
+                        self.in_flight -= len;
+                        self.held -= 1;
+                        self.limit().give_back(len);
+                        result?;
                         self.bufs[piece] = Some(buf);
                         progress = true;
                     }
@@ -309,6 +339,19 @@ impl<'a> Run<'a> {
                 return Poll::Pending;
             }
         }
+    }
+}
+
+impl Drop for Run<'_> {
+    /// A call dropped (or failed) mid-way gives its share of the engine's
+    /// limit back: the reads still in flight are abandoned to the engine,
+    /// which keeps their buffers until the kernel is done.
+    fn drop(&mut self) {
+        let limit = self.limit();
+        if let Some(t) = self.ticket.take() {
+            limit.cancel(t);
+        }
+        limit.give_back_many(self.held, self.in_flight);
     }
 }
 

@@ -8,9 +8,9 @@ use crate::backend::ladder;
 use crate::backend::pool::{self, PoolConfig};
 use crate::backend::uring::{IoPoll, UringConfig};
 use crate::backend::{BackendChoice, BackendKind};
-use crate::cache_policy::CachePolicy;
 use crate::error::{ConfigError, Error, Result};
-use crate::rwf_nowait::NowaitMode;
+use crate::page_cache::nowait::NowaitMode;
+use crate::page_cache::policy::CachePolicy;
 
 /// Builds a [`Queue`].
 #[derive(Debug, Clone)]
@@ -162,10 +162,10 @@ impl QueueBuilder {
     /// are dropped once copied out, so a scan does not evict what other
     /// files depend on); [`CachePolicy::Adaptive`] does so for the scan
     /// reads of files too large to stay cached (see
-    /// [`crate::cache_policy`]). On every backend and on inline reads;
+    /// [`crate::page_cache::policy`]). On every backend and on inline reads;
     /// `O_DIRECT` reads ignore it, and a filesystem without uncached reads
     /// (tmpfs, FUSE) reads as usual. Counted in
-    /// [`QueueStats::cache`](crate::QueueStats::cache).
+    /// [`QueueStats::dontcache`](crate::QueueStats::dontcache).
     pub fn cache(mut self, policy: CachePolicy) -> Self {
         self.cache = policy;
         self
@@ -222,7 +222,7 @@ impl QueueBuilder {
         q.builder = Some(self.clone());
         q.small_direct = self.small_direct;
         q.cache = self.cache;
-        q.cache_code = crate::cache_policy::PolicyCode::of(self.cache);
+        q.cache_code = crate::page_cache::policy::PolicyCode::of(self.cache);
         let inline_on = self.memory_inline && q.report.kind != BackendKind::Sync;
         q.inline_window = if inline_on {
             self.inline_window.unwrap_or((self.depth / 2).min(32))

@@ -248,7 +248,7 @@ impl Queue {
                     .inner;
                 f.cache
                     .refuse(errno, f.fs_magic, f.kind == crate::FileKind::Regular);
-                self.stats.cache.refused += 1;
+                self.stats.dontcache.refused += 1;
                 self.issue(idx);
             }
             // Interrupted by a signal, or the device asked us to try again:

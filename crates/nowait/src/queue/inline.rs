@@ -81,13 +81,17 @@ impl Queue {
             } else {
                 0
             };
-            let res = target.pread_at(
+            let res = match crate::sys::read_into(
                 file.inner.file.as_fd(),
+                target,
                 s.done,
                 s.io_len - s.done,
                 offset,
                 flags,
-            );
+            ) {
+                Ok(n) => n as i32,
+                Err(e) => -e,
+            };
             self.stats.inline += 1;
             self.inline_since_enter = self.inline_since_enter.saturating_add(1);
             self.on_result(idx, res);

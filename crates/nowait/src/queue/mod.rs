@@ -43,9 +43,9 @@ use crate::backend::ladder::BackendReport;
 use crate::backend::uring::UringSetupFlags;
 use crate::backend::{Backend, BackendStats, Cqe};
 use crate::buf::{Buf, BufPool};
-use crate::cache_policy::CachePolicy;
 use crate::error::{Error, Result};
 use crate::file::File;
+use crate::page_cache::policy::CachePolicy;
 
 mod blocking;
 mod bounce;
@@ -275,9 +275,9 @@ pub struct Queue {
     /// when a completion fd is asked for.
     builder: Option<QueueBuilder>,
     /// The cache policy of reads whose file and request set none.
-    cache: crate::cache_policy::CachePolicy,
+    cache: crate::page_cache::policy::CachePolicy,
     /// The same as the byte the hot path compares.
-    cache_code: crate::cache_policy::PolicyCode,
+    cache_code: crate::page_cache::policy::PolicyCode,
 }
 
 impl fmt::Debug for Queue {
@@ -322,8 +322,10 @@ impl Queue {
             inline_next: None,
             notify: None,
             builder: None,
-            cache: crate::cache_policy::CachePolicy::Keep,
-            cache_code: crate::cache_policy::PolicyCode::of(crate::cache_policy::CachePolicy::Keep),
+            cache: crate::page_cache::policy::CachePolicy::Keep,
+            cache_code: crate::page_cache::policy::PolicyCode::of(
+                crate::page_cache::policy::CachePolicy::Keep,
+            ),
         }
     }
     /// How this queue hands queued reads to the kernel and, with the

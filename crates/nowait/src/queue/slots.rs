@@ -6,9 +6,9 @@ use super::bounce::Bounce;
 use super::{Queue, Read, Rejected};
 use crate::backend::{Sqe, MAX_READ};
 use crate::buf::Buf;
-use crate::cache_policy::{CachePolicy, Uncached};
 use crate::error::{Error, Result};
 use crate::file::File;
+use crate::page_cache::policy::{CachePolicy, Uncached};
 
 /// How one read's cache policy is given to `push`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,11 +109,11 @@ impl Queue {
         let on = match u {
             Uncached::No => false,
             Uncached::Yes => {
-                self.stats.cache.uncached += 1;
+                self.stats.dontcache.uncached += 1;
                 true
             }
             Uncached::Kept => {
-                self.stats.cache.kept += 1;
+                self.stats.dontcache.kept += 1;
                 false
             }
         };

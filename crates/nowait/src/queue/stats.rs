@@ -3,7 +3,7 @@
 use std::ops::{Add, AddAssign};
 
 use crate::backend::BackendStats;
-use crate::cache_policy::CacheStats;
+use crate::page_cache::policy::DontcacheStats;
 
 /// Counters a queue keeps (cheap: plain integers on the owning thread).
 /// Sums over queues or threads with `+=`; a run's share with
@@ -39,7 +39,7 @@ pub struct QueueStats {
     /// The cache policy's counters: reads sent with `RWF_DONTCACHE`, kept
     /// cached where the filesystem refuses it, refused and resent (see
     /// [`QueueBuilder::cache`](crate::QueueBuilder::cache)).
-    pub cache: CacheStats,
+    pub dontcache: DontcacheStats,
     /// The backend's counters (system calls, the `pool` backend's
     /// `RWF_NOWAIT` path, registered buffers, polling, …).
     pub backend: BackendStats,
@@ -70,7 +70,7 @@ impl QueueStats {
             bounced: self.bounced.saturating_sub(earlier.bounced),
             small_direct: self.small_direct.saturating_sub(earlier.small_direct),
             inline: self.inline.saturating_sub(earlier.inline),
-            cache: self.cache.since(&earlier.cache),
+            dontcache: self.dontcache.since(&earlier.dontcache),
             backend: self.backend.since(&earlier.backend),
         }
     }
@@ -87,7 +87,7 @@ impl AddAssign for QueueStats {
         self.bounced += o.bounced;
         self.small_direct += o.small_direct;
         self.inline += o.inline;
-        self.cache += o.cache;
+        self.dontcache += o.dontcache;
         self.backend += o.backend;
     }
 }

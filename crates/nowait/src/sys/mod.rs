@@ -23,6 +23,7 @@ use rustix::io::{IoSliceMut, ReadWriteFlags};
 pub(crate) mod cgroup;
 pub(crate) mod eventfd;
 pub(crate) mod names;
+pub(crate) mod open;
 pub(crate) mod sysfs;
 pub(crate) mod uring;
 pub(crate) mod valgrind;
@@ -164,51 +165,153 @@ pub(crate) unsafe fn preadv2_raw(
     Ok(r as usize)
 }
 
-/// `preadv2(2)` with the `RWF_*` bits `flags` into memory that may be
-/// uninitialised (a caller's, lent as `MaybeUninit`): only the bytes the
-/// kernel returns are written.
-#[inline]
-pub(crate) fn preadv2_uninit(
-    fd: BorrowedFd<'_>,
-    buf: &mut [MaybeUninit<u8>],
-    offset: u64,
-    flags: u32,
-) -> Result<usize, i32> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: `fd` is borrowed, so open for the call; `buf` is a live
-    // exclusive borrow, writable for its whole length.
-    unsafe {
-        preadv2_raw(
-            fd.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            offset,
-            flags,
-        )
+/// Memory a read writes a file's bytes into, which may be uninitialised:
+/// an engine [`Buf`](crate::Buf), a caller's slice (initialised or
+/// `MaybeUninit`), tokio's `ReadBuf`. The kernel gets a raw pointer into
+/// it and no `&[u8]` is formed over a byte before it is written, so
+/// [`read_into`] is the one read every destination shares.
+///
+/// # Safety
+/// `room(at, len)` returns a pointer valid for writes of `len` bytes for as
+/// long as `self` stays borrowed (it panics instead when `at + len` is out
+/// of bounds), and `written` only records what the kernel wrote there.
+pub(crate) unsafe trait ReadTarget {
+    /// A pointer to bytes `at..at + len` of the memory.
+    ///
+    /// # Panics
+    /// If `at + len` is past the end of the memory.
+    fn room(&mut self, at: usize, len: usize) -> *mut u8;
+
+    /// Record that the kernel wrote bytes `at..at + n` through [`ReadTarget::room`].
+    ///
+    /// # Safety
+    /// Every byte of `at..at + n` was written, and it lies in the memory.
+    unsafe fn written(&mut self, at: usize, n: usize);
+}
+
+fn checked_room(at: usize, len: usize, cap: usize) {
+    assert!(
+        at.checked_add(len).is_some_and(|end| end <= cap),
+        "read of {len} bytes at {at} beyond the {cap} bytes of its destination"
+    );
+}
+
+// SAFETY: the pointer is into the exclusively borrowed slice, bounds
+// checked; initialised bytes stay initialised (the kernel writes bytes).
+unsafe impl ReadTarget for [u8] {
+    #[inline]
+    fn room(&mut self, at: usize, len: usize) -> *mut u8 {
+        checked_room(at, len, self.len());
+        self[at..].as_mut_ptr()
+    }
+    #[inline]
+    unsafe fn written(&mut self, _: usize, _: usize) {}
+}
+
+// SAFETY: as for `[u8]`; the bytes need not be initialised.
+unsafe impl ReadTarget for [MaybeUninit<u8>] {
+    #[inline]
+    fn room(&mut self, at: usize, len: usize) -> *mut u8 {
+        checked_room(at, len, self.len());
+        self[at..].as_mut_ptr().cast()
+    }
+    #[inline]
+    unsafe fn written(&mut self, _: usize, _: usize) {}
+}
+
+/// The unfilled part of tokio's `ReadBuf` (which may be uninitialised), from
+/// its start (`at` is 0): the bytes the kernel returns become filled.
+// SAFETY: the unfilled part is only handed to the kernel, which writes the
+// file's bytes into it: no initialised byte is made uninitialised.
+#[cfg(feature = "tokio")]
+unsafe impl ReadTarget for tokio::io::ReadBuf<'_> {
+    #[inline]
+    fn room(&mut self, at: usize, len: usize) -> *mut u8 {
+        assert_eq!(at, 0, "a ReadBuf is read into from its unfilled start");
+        // SAFETY: see the impl: the memory is only written.
+        let room = unsafe { self.unfilled_mut() };
+        checked_room(0, len, room.len());
+        room.as_mut_ptr().cast()
+    }
+    #[inline]
+    unsafe fn written(&mut self, _: usize, n: usize) {
+        // SAFETY: the caller says the first `n` unfilled bytes were written.
+        unsafe { self.assume_init(n) };
+        self.advance(n);
     }
 }
 
-/// `preadv2(2)` with the `RWF_*` bits `flags` into the unfilled part of
-/// tokio's `ReadBuf`, at most `max` bytes; the bytes the kernel returns
-/// become filled (a stream read straight into its caller's memory, which
-/// may be uninitialised).
-#[cfg(feature = "tokio")]
-pub(crate) fn preadv2_read_buf(
+/// Read up to `len` bytes at file `offset` into bytes `at..at + len` of
+/// `dst` (which may be uninitialised): `pread(2)` when `flags` is 0, else
+/// `preadv2(2)` with those `RWF_*` bits (`RWF_DONTCACHE`: uncached). The
+/// bytes read are recorded as written in `dst`. Returns the bytes read or
+/// the errno.
+///
+/// # Panics
+/// If `at + len` is past the end of `dst`.
+#[inline]
+pub(crate) fn read_into<T: ReadTarget + ?Sized>(
     fd: BorrowedFd<'_>,
-    dst: &mut tokio::io::ReadBuf<'_>,
-    max: usize,
+    dst: &mut T,
+    at: usize,
+    len: usize,
     offset: u64,
     flags: u32,
 ) -> Result<usize, i32> {
-    // SAFETY: the unfilled part is only handed to `preadv2`, which writes
-    // the file's bytes into it: no initialised byte is made uninitialised.
-    let room = unsafe { dst.unfilled_mut() };
-    let max = max.min(room.len());
-    let r = preadv2_uninit(fd, &mut room[..max], offset, flags);
+    if flags == 0 {
+        // SAFETY: `pread` writes at most `len` bytes at the pointer it is
+        // given (writable, `read_with` checked) and returns how many.
+        unsafe { read_with(fd, dst, at, len, |fd, ptr| pread(fd, ptr, len, offset)) }
+    } else {
+        preadv2_into(fd, dst, at, len, offset, flags)
+    }
+}
+
+/// [`read_into`] with `preadv2(2)` and the `RWF_*` bits `flags` always
+/// (`RWF_NOWAIT`: the page cache's bytes or EAGAIN), for the page-cache
+/// try, whose flags are never 0.
+#[inline]
+pub(crate) fn preadv2_into<T: ReadTarget + ?Sized>(
+    fd: BorrowedFd<'_>,
+    dst: &mut T,
+    at: usize,
+    len: usize,
+    offset: u64,
+    flags: u32,
+) -> Result<usize, i32> {
+    // SAFETY: `preadv2` writes at most `len` bytes at the pointer it is
+    // given (writable, `read_with` checked) and returns how many.
+    unsafe {
+        read_with(fd, dst, at, len, |fd, ptr| {
+            preadv2_raw(fd, ptr, len, offset, flags)
+        })
+    }
+}
+
+/// The read of [`read_into`]: `read(fd, ptr)` with `ptr` valid for writes
+/// of `len` bytes of `dst`, the count it returns recorded as written.
+///
+/// # Safety
+/// `read` writes at most `len` bytes at `ptr`, and every one of the first
+/// `n` when it returns `Ok(n)`.
+#[inline]
+unsafe fn read_with<T: ReadTarget + ?Sized>(
+    fd: BorrowedFd<'_>,
+    dst: &mut T,
+    at: usize,
+    len: usize,
+    read: impl FnOnce(RawFd, *mut u8) -> Result<usize, i32>,
+) -> Result<usize, i32> {
+    use std::os::fd::AsRawFd;
+    // `fd` is borrowed, so open for the call; `room` gives a pointer
+    // writable for `len` bytes while `dst` is borrowed (`ReadTarget`'s
+    // contract).
+    let ptr = dst.room(at, len);
+    let r = read(fd.as_raw_fd(), ptr);
     if let Ok(n) = r {
-        // SAFETY: the kernel wrote the first `n` bytes of the unfilled part.
-        unsafe { dst.assume_init(n) };
-        dst.advance(n);
+        // SAFETY: the read wrote the first `n <= len` bytes at `ptr`
+        // (this function's contract).
+        unsafe { dst.written(at, n) };
     }
     r
 }

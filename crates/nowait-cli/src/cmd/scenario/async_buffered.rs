@@ -96,6 +96,9 @@ SCENARIOS:
                      per cache policy (keep, drop = RWF_DONTCACHE, adaptive); fio's
                      uncached=0/1 and fio on nowait's engine beside (nowait scenario
                      scan --help)
+    small-files      many small files read whole, cold and warm: nowait's path reader
+                     beside thread pools, tokio::fs::read and Python (nowait scenario
+                     small-files --help)
 
 USAGE:
     nowait scenario async-buffered [OPTIONS]

@@ -46,19 +46,18 @@
 //! that wants the flag (one `preadv2(RWF_DONTCACHE)` of a byte past any end
 //! of file: no I/O); a refusal turns the flag off for the file and is
 //! remembered process-wide for its filesystem, and the reads go on cached,
-//! counted in [`CacheStats::kept`]. A read refused all the same is sent
-//! again without the flag ([`CacheStats::refused`]): never an error.
+//! counted in [`DontcacheStats::kept`]. A read refused all the same is sent
+//! again without the flag ([`DontcacheStats::refused`]): never an error.
 //!
-//! Everything here is safe code; the system calls are made by `file.rs`,
-//! the backends and the queue.
+//! Everything here is safe code; the system calls are made by the
+//! per-read decision (`decide.rs`: the flag's probe, `cachestat(2)`, the
+//! cgroup's limit), the backends and the queue.
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
-use crate::rwf_nowait::answer::{self, OFF_FS, OFF_SYSCALL, ON, UNCHECKED};
-use crate::rwf_nowait::RefusedFs;
-use crate::sys::names::errno_name;
+use crate::page_cache::refusal::{FlagState, ReadFlag, Refusal};
 
 /// What a buffered read leaves in the page cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -158,9 +157,9 @@ pub const SCAN_RECHECK: u64 = 64 << 20;
 /// Fixed-point scale of the stored residency: 1024 = all resident.
 const SCALE: u32 = 1024;
 
-/// Counters of a queue's cache policy ([`crate::QueueStats::cache`]).
+/// Counters of a queue's cache policy ([`crate::QueueStats::dontcache`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CacheStats {
+pub struct DontcacheStats {
     /// Reads sent with `RWF_DONTCACHE` (their pages are dropped once read).
     pub uncached: u64,
     /// Reads the policy wanted uncached that went cached because their
@@ -171,10 +170,10 @@ pub struct CacheStats {
     pub refused: u64,
 }
 
-impl CacheStats {
+impl DontcacheStats {
     /// The counts since `earlier`, saturating at zero.
-    pub fn since(&self, earlier: &CacheStats) -> CacheStats {
-        CacheStats {
+    pub fn since(&self, earlier: &DontcacheStats) -> DontcacheStats {
+        DontcacheStats {
             uncached: self.uncached.saturating_sub(earlier.uncached),
             kept: self.kept.saturating_sub(earlier.kept),
             refused: self.refused.saturating_sub(earlier.refused),
@@ -182,67 +181,21 @@ impl CacheStats {
     }
 }
 
-impl std::ops::AddAssign for CacheStats {
-    fn add_assign(&mut self, o: CacheStats) {
+impl std::ops::AddAssign for DontcacheStats {
+    fn add_assign(&mut self, o: DontcacheStats) {
         self.uncached += o.uncached;
         self.kept += o.kept;
         self.refused += o.refused;
     }
 }
 
-impl fmt::Display for CacheStats {
+impl fmt::Display for DontcacheStats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "RWF_DONTCACHE reads {}, kept cached (filesystem refuses it) {}, refused and resent {}",
             self.uncached, self.kept, self.refused
         )
-    }
-}
-
-/// Why a file's reads do not carry `RWF_DONTCACHE`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DontcacheOff {
-    /// This file answered `errno` (EOPNOTSUPP: the filesystem has no
-    /// uncached buffered reads, as tmpfs and ramfs, or the kernel predates
-    /// the flag).
-    Refused {
-        /// Filesystem of the file.
-        fs: &'static str,
-        /// The errno.
-        errno: i32,
-    },
-    /// Another file on the same filesystem answered `errno`; this one never asked.
-    Filesystem {
-        /// Filesystem of the file.
-        fs: &'static str,
-        /// The errno.
-        errno: i32,
-    },
-    /// `preadv2(2)` itself is refused in this process (ENOSYS, EPERM).
-    Syscall {
-        /// The errno.
-        errno: i32,
-    },
-}
-
-impl fmt::Display for DontcacheOff {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            DontcacheOff::Refused { fs, errno } => {
-                write!(f, "no RWF_DONTCACHE on {fs} ({})", errno_name(errno))
-            }
-            DontcacheOff::Filesystem { fs, errno } => write!(
-                f,
-                "no RWF_DONTCACHE on {fs} ({} from another file on it)",
-                errno_name(errno)
-            ),
-            DontcacheOff::Syscall { errno } => write!(
-                f,
-                "preadv2 is refused in this process ({})",
-                errno_name(errno)
-            ),
-        }
     }
 }
 
@@ -254,7 +207,7 @@ pub enum DontcacheSupport {
     /// The file's filesystem takes it.
     Accepted,
     /// It does not, and why.
-    Off(DontcacheOff),
+    Off(Refusal),
 }
 
 /// A snapshot of one file's cache-policy state ([`crate::File::cache_state`]).
@@ -305,23 +258,15 @@ const UNDECIDED: u8 = 0;
 const KEEP: u8 = 1;
 const DROP: u8 = 2;
 
-/// Where `RWF_DONTCACHE` is refused, remembered for the process.
-static MEMORY: answer::Memory = answer::Memory::new();
-
-/// Every filesystem this process learned has no `RWF_DONTCACHE` reads.
-pub fn refused_filesystems() -> Vec<RefusedFs> {
-    MEMORY.filesystems()
-}
-
 /// Per-file cache-policy state, shared by every queue and engine reading
-/// the file. Relaxed loads and stores, as `rwf_nowait`'s: two threads
+/// the file. Relaxed loads and stores, as `nowait.rs`'s: two threads
 /// racing on one file may lose a run step or check twice, never more.
 #[derive(Debug)]
 pub(crate) struct CacheFile {
     /// The policy set on the file (`CachePolicy::code`).
     policy: AtomicU8,
-    /// Whether reads may carry `RWF_DONTCACHE` (`UNCHECKED`, `ON`, off word).
-    support: AtomicU32,
+    /// Whether reads may carry `RWF_DONTCACHE`, or why not.
+    support: FlagState,
     /// Where the file's last adaptive read ended.
     next: AtomicU64,
     /// Reads in a row, each continuing the one before.
@@ -340,7 +285,7 @@ impl Default for CacheFile {
     fn default() -> Self {
         CacheFile {
             policy: AtomicU8::new(0),
-            support: AtomicU32::new(UNCHECKED),
+            support: FlagState::new(ReadFlag::Dontcache),
             next: AtomicU64::new(u64::MAX),
             run: AtomicU32::new(0),
             verdict: AtomicU8::new(UNDECIDED),
@@ -386,6 +331,7 @@ impl CacheFile {
 
     /// Follow one adaptive read of `len` bytes at `offset`: is it a scan
     /// read, and what is the file's verdict?
+    #[inline(never)]
     pub(crate) fn scan(&self, offset: u64, len: usize) -> Scan {
         let next = self.next.load(Relaxed);
         let end = offset.saturating_add(len as u64);
@@ -442,72 +388,41 @@ impl CacheFile {
         regular: bool,
         probe: impl FnOnce() -> Result<usize, i32>,
     ) -> bool {
-        match self.support.load(Relaxed) {
-            ON => true,
-            UNCHECKED => self.first_use(fs_magic, regular, probe),
-            _ => false,
-        }
-    }
-
-    #[cold]
-    fn first_use(
-        &self,
-        fs_magic: i64,
-        regular: bool,
-        probe: impl FnOnce() -> Result<usize, i32>,
-    ) -> bool {
-        let word = match MEMORY.known(fs_magic, regular) {
-            Some(w) => w,
-            None => match probe() {
-                Err(e @ (libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM)) => {
-                    self.refuse(e, fs_magic, regular);
-                    return false;
-                }
-                // Taken, or an answer from past the flag check: the reads
-                // tell, and a refusal among them is resent without it.
-                _ => ON,
-            },
-        };
-        let _ = self
-            .support
-            .compare_exchange(UNCHECKED, word, Relaxed, Relaxed);
-        self.support.load(Relaxed) == ON
+        self.support.usable(fs_magic, regular, || match probe() {
+            Err(e @ (libc::EOPNOTSUPP | libc::ENOSYS | libc::EPERM)) => Some(e),
+            // Taken, or an answer from past the flag check: the reads
+            // tell, and a refusal among them is resent without it.
+            _ => None,
+        })
     }
 
     /// Take the flag for accepted without asking (tests: a file whose
     /// reads then meet the kernel's refusal).
     #[cfg(test)]
     pub(crate) fn assume_accepted(&self) {
-        self.support.store(ON, Relaxed);
+        self.support.assume_on();
     }
 
     /// True once the file is known to take `RWF_DONTCACHE` (then it may be
     /// joined with `RWF_NOWAIT` in a try: an EOPNOTSUPP is the latter's).
     #[inline]
     pub(crate) fn accepted(&self) -> bool {
-        self.support.load(Relaxed) == ON
+        self.support.is_on()
     }
 
     /// Turn the flag off for the file after `errno` (EOPNOTSUPP, ENOSYS,
     /// EPERM) and remember it for its filesystem (a regular file's) or the
     /// process. Returns true if this call turned it off.
     pub(crate) fn refuse(&self, errno: i32, fs_magic: i64, regular: bool) -> bool {
-        let word = MEMORY.refuse(errno, fs_magic, regular);
-        matches!(self.support.swap(word, Relaxed), ON | UNCHECKED)
+        self.support.refuse(errno, fs_magic, regular)
     }
 
     /// A snapshot for reports.
     pub(crate) fn snapshot(&self, fs: &'static str) -> CacheState {
-        let s = self.support.load(Relaxed);
-        let (kind, errno) = answer::parts(s);
-        let dontcache = match s {
-            UNCHECKED => DontcacheSupport::Unknown,
-            ON => DontcacheSupport::Accepted,
-            _ => DontcacheSupport::Off(match kind {
-                OFF_FS => DontcacheOff::Filesystem { fs, errno },
-                OFF_SYSCALL => DontcacheOff::Syscall { errno },
-                _ => DontcacheOff::Refused { fs, errno },
-            }),
+        let dontcache = match self.support.answer(fs) {
+            None => DontcacheSupport::Unknown,
+            Some(Ok(())) => DontcacheSupport::Accepted,
+            Some(Err(r)) => DontcacheSupport::Off(r),
         };
         let r = self.resident.load(Relaxed);
         CacheState {
@@ -672,7 +587,7 @@ mod tests {
                 assert_eq!(*c.result.as_ref().unwrap(), bs, "{kind}");
                 crate::pattern::check(c.user_data * bs as u64, c.buf.as_slice()).unwrap();
             }
-            let st = q.stats().cache;
+            let st = q.stats().dontcache;
             assert!(
                 st.refused >= 1 && st.uncached >= 1,
                 "{kind} inline {inline}: {st}"
@@ -681,7 +596,7 @@ mod tests {
             assert!(
                 matches!(
                     file.cache_state().dontcache,
-                    DontcacheSupport::Off(DontcacheOff::Refused {
+                    DontcacheSupport::Off(Refusal::Refused {
                         errno: libc::EOPNOTSUPP,
                         ..
                     })
@@ -697,12 +612,14 @@ mod tests {
         let magic = 0x7e57_0d0c;
         let c = CacheFile::default();
         assert!(!c.usable(magic, true, || Err(libc::EOPNOTSUPP)));
-        assert!(refused_filesystems().iter().any(|r| r.magic == magic));
+        assert!(crate::page_cache::refusal::refused_filesystems()
+            .iter()
+            .any(|r| r.magic == magic && r.flag == ReadFlag::Dontcache));
         let other = CacheFile::default();
         assert!(!other.usable(magic, true, || panic!("the filesystem is known")));
         assert!(matches!(
             other.snapshot("x").dontcache,
-            DontcacheSupport::Off(DontcacheOff::Filesystem { errno, .. }) if errno == libc::EOPNOTSUPP
+            DontcacheSupport::Off(Refusal::Filesystem { errno, .. }) if errno == libc::EOPNOTSUPP
         ));
         let ok = CacheFile::default();
         assert!(ok.usable(0x7e57_0d0d, true, || Ok(0)));

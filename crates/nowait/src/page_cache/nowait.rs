@@ -12,21 +12,22 @@
 //!
 //! The async engine takes the same path one step earlier: a future's first
 //! poll tries its read with `preadv2(RWF_NOWAIT)` and, on a hit, is ready
-//! without touching its ring (`File::read_cached`, used by `engine/first_poll.rs`),
+//! without touching its ring (`try_read.rs`, used by `engine/first_poll.rs`),
 //! with its own threshold, [`ENGINE_THRESHOLD`].
 //!
 //! A file whose filesystem has no `RWF_NOWAIT` reads (tmpfs and zram answer
 //! `EOPNOTSUPP`) has the nowait path turned off, and the filesystem is
-//! remembered process-wide so the next file on it never tries.
+//! remembered process-wide so the next file on it never tries
+//! (`refusal.rs`).
 //!
 //! Everything here is safe code; the system calls are made by
-//! `backend/pool.rs` and `file.rs`.
+//! `backend/pool.rs` and the page-cache try (`try_read.rs`).
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use crate::sys::names::errno_name;
+use crate::page_cache::refusal::{FlagState, ReadFlag, Refusal};
 
 /// Whether a buffered read is first tried from the page cache with
 /// `preadv2(RWF_NOWAIT)`: by the `pool` backend before handing it to a
@@ -112,151 +113,6 @@ const SCALE: u32 = 1024;
 /// forgets a stretch of misses after a few dozen hits and vice versa.
 const DECAY_SHIFT: u32 = 4;
 
-/// A file's answer to one `RWF_*` read flag, as a word, and the
-/// process-wide memory of where that flag is refused: shared by the
-/// `RWF_NOWAIT` path (here) and `RWF_DONTCACHE` (`cache_policy.rs`).
-pub(crate) mod answer {
-    use std::sync::atomic::{AtomicI32, Ordering::Relaxed};
-    use std::sync::Mutex;
-
-    use crate::rwf_nowait::RefusedFs;
-    use crate::sys::names::fs_name;
-
-    /// Not yet checked against the process-wide memory (or asked).
-    pub(crate) const UNCHECKED: u32 = 0;
-    /// The flag is taken.
-    pub(crate) const ON: u32 = 1;
-    /// This file refused it: `OFF_FILE << 16 | errno`.
-    pub(crate) const OFF_FILE: u32 = 2;
-    /// Another file on its filesystem refused it.
-    pub(crate) const OFF_FS: u32 = 3;
-    /// `preadv2` itself is refused in this process.
-    pub(crate) const OFF_SYSCALL: u32 = 4;
-
-    /// The word of an `errno` refusal of `kind`.
-    pub(crate) fn off(kind: u32, errno: i32) -> u32 {
-        kind << 16 | (errno as u32 & 0xffff)
-    }
-
-    /// A word's kind (`OFF_*`, or 0 for `UNCHECKED`/`ON`) and errno.
-    pub(crate) fn parts(word: u32) -> (u32, i32) {
-        (word >> 16, (word & 0xffff) as i32)
-    }
-
-    /// Where one flag is refused, remembered for the process.
-    pub(crate) struct Memory {
-        fs: Mutex<Vec<RefusedFs>>,
-        syscall: AtomicI32,
-    }
-
-    impl Memory {
-        pub(crate) const fn new() -> Memory {
-            Memory {
-                fs: Mutex::new(Vec::new()),
-                syscall: AtomicI32::new(0),
-            }
-        }
-
-        /// Every filesystem that refused the flag.
-        pub(crate) fn filesystems(&self) -> Vec<RefusedFs> {
-            self.fs.lock().unwrap_or_else(|e| e.into_inner()).clone()
-        }
-
-        /// What the process already knows for a file on `fs_magic`: the
-        /// off word, or `None`.
-        pub(crate) fn known(&self, fs_magic: i64, regular: bool) -> Option<u32> {
-            let e = self.syscall.load(Relaxed);
-            if e != 0 {
-                return Some(off(OFF_SYSCALL, e));
-            }
-            if !regular {
-                return None;
-            }
-            let v = self.fs.lock().unwrap_or_else(|e| e.into_inner());
-            v.iter()
-                .find(|r| r.magic == fs_magic)
-                .map(|r| off(OFF_FS, r.errno))
-        }
-
-        /// Remember a file's refusal with `errno`: for the process (ENOSYS,
-        /// EPERM: `preadv2` itself), else for its filesystem (a regular
-        /// file's: a block device node's magic is that of the filesystem
-        /// holding the node, devtmpfs, which says nothing about the device).
-        /// Returns the file's word.
-        pub(crate) fn refuse(&self, errno: i32, fs_magic: i64, regular: bool) -> u32 {
-            if matches!(errno, libc::ENOSYS | libc::EPERM) {
-                self.syscall.store(errno, Relaxed);
-                return off(OFF_SYSCALL, errno);
-            }
-            if regular && fs_magic != 0 {
-                let mut v = self.fs.lock().unwrap_or_else(|e| e.into_inner());
-                if !v.iter().any(|r| r.magic == fs_magic) {
-                    v.push(RefusedFs {
-                        magic: fs_magic,
-                        fs: fs_name(fs_magic),
-                        errno,
-                    });
-                }
-            }
-            off(OFF_FILE, errno)
-        }
-    }
-}
-
-use answer::{OFF_FILE, OFF_FS, OFF_SYSCALL, ON, UNCHECKED};
-
-/// Why the nowait path is off for a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NowaitOff {
-    /// This file answered `preadv2(RWF_NOWAIT)` with `errno` (EOPNOTSUPP:
-    /// the filesystem or device does not support non-blocking buffered
-    /// reads, as tmpfs and zram).
-    Refused {
-        /// Filesystem of the file.
-        fs: &'static str,
-        /// The errno.
-        errno: i32,
-    },
-    /// Another file on the same filesystem answered `errno`; this one never tried.
-    Filesystem {
-        /// Filesystem of the file.
-        fs: &'static str,
-        /// The errno.
-        errno: i32,
-    },
-    /// `preadv2(2)` itself is refused in this process (ENOSYS: the kernel
-    /// lacks it; EPERM: a seccomp filter blocks it).
-    Syscall {
-        /// The errno.
-        errno: i32,
-    },
-}
-
-impl fmt::Display for NowaitOff {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {
-            NowaitOff::Refused { fs, errno } => {
-                write!(f, "no RWF_NOWAIT on {fs} ({})", errno_name(errno))
-            }
-            NowaitOff::Filesystem { fs, errno } => write!(
-                f,
-                "no RWF_NOWAIT on {fs} ({} from another file on it)",
-                errno_name(errno)
-            ),
-            NowaitOff::Syscall { errno } => write!(
-                f,
-                "preadv2 is refused in this process ({}{})",
-                errno_name(errno),
-                if errno == libc::EPERM {
-                    ": blocked by seccomp?"
-                } else {
-                    ""
-                }
-            ),
-        }
-    }
-}
-
 /// A snapshot of one file's nowait-path state ([`crate::File::nowait_state`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NowaitState {
@@ -269,7 +125,7 @@ pub struct NowaitState {
     /// [`ENGINE_THRESHOLD`]).
     pub engine_skipping: bool,
     /// Why the nowait path is off for this file, if it is.
-    pub off: Option<NowaitOff>,
+    pub off: Option<Refusal>,
 }
 
 /// Counters of an `RWF_NOWAIT` path: the `pool` backend's
@@ -368,26 +224,6 @@ impl fmt::Display for NowaitStats {
             self.wakeups
         )
     }
-}
-
-/// A filesystem the process learned refuses a read flag (`RWF_NOWAIT`:
-/// [`refused_filesystems`]; `RWF_DONTCACHE`: the `cache_policy` module's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RefusedFs {
-    /// `f_type` magic number from `fstatfs(2)`.
-    pub magic: i64,
-    /// Its name.
-    pub fs: &'static str,
-    /// What `preadv2` with the flag answered.
-    pub errno: i32,
-}
-
-/// Where `RWF_NOWAIT` is refused, remembered for the process.
-static MEMORY: answer::Memory = answer::Memory::new();
-
-/// Every filesystem this process learned has no `RWF_NOWAIT` reads.
-pub fn refused_filesystems() -> Vec<RefusedFs> {
-    MEMORY.filesystems()
 }
 
 /// What the nowait try should do for one read.
@@ -532,8 +368,8 @@ pub(crate) struct NowaitFile {
     score: AtomicU32,
     /// Reads skipped since the last re-probe.
     skipped: AtomicU32,
-    /// `UNCHECKED`, `ON`, or why it is off.
-    state: AtomicU32,
+    /// Whether the file takes `RWF_NOWAIT`, or why not.
+    state: FlagState,
 }
 
 impl Default for NowaitFile {
@@ -541,7 +377,7 @@ impl Default for NowaitFile {
         NowaitFile {
             score: AtomicU32::new(SCALE),
             skipped: AtomicU32::new(0),
-            state: AtomicU32::new(UNCHECKED),
+            state: FlagState::new(ReadFlag::Nowait),
         }
     }
 }
@@ -557,7 +393,8 @@ impl NowaitFile {
         fs_magic: i64,
         regular: bool,
     ) -> Attempt {
-        if self.state(fs_magic, regular) != ON {
+        // Nothing to ask the kernel first: the tries tell.
+        if !self.state.usable(fs_magic, regular, || None) {
             return Attempt::Off;
         }
         match mode {
@@ -611,36 +448,13 @@ impl NowaitFile {
     /// remember it for the filesystem (EOPNOTSUPP on a regular file) or the
     /// process (ENOSYS, EPERM). Returns true if this call turned it off.
     pub(crate) fn refuse(&self, errno: i32, fs_magic: i64, regular: bool) -> bool {
-        let word = MEMORY.refuse(errno, fs_magic, regular);
-        matches!(self.state.swap(word, Relaxed), ON | UNCHECKED)
-    }
-
-    /// The state word, checking the process-wide memory on first use.
-    fn state(&self, fs_magic: i64, regular: bool) -> u32 {
-        let s = self.state.load(Relaxed);
-        if s != UNCHECKED {
-            return s;
-        }
-        let word = MEMORY.known(fs_magic, regular).unwrap_or(ON);
-        match self
-            .state
-            .compare_exchange(UNCHECKED, word, Relaxed, Relaxed)
-        {
-            Ok(_) => word,
-            Err(now) => now,
-        }
+        self.state.refuse(errno, fs_magic, regular)
     }
 
     /// A snapshot for reports.
     pub(crate) fn snapshot(&self, fs: &'static str) -> NowaitState {
         let score = self.score.load(Relaxed);
-        let (kind, errno) = answer::parts(self.state.load(Relaxed));
-        let off = match kind {
-            OFF_FILE => Some(NowaitOff::Refused { fs, errno }),
-            OFF_FS => Some(NowaitOff::Filesystem { fs, errno }),
-            OFF_SYSCALL => Some(NowaitOff::Syscall { errno }),
-            _ => None,
-        };
+        let off = self.state.answer(fs).and_then(|a| a.err());
         NowaitState {
             hit_ratio: score as f64 / SCALE as f64,
             adaptive_skipping: score < ADAPTIVE_THRESHOLD,
@@ -715,7 +529,9 @@ mod tests {
             fp.attempt(NowaitMode::Always, ADAPTIVE_THRESHOLD, magic, true),
             Attempt::Off
         );
-        assert!(refused_filesystems().iter().any(|r| r.magic == magic));
+        assert!(crate::page_cache::refusal::refused_filesystems()
+            .iter()
+            .any(|r| r.magic == magic && r.flag == ReadFlag::Nowait));
         let other = NowaitFile::default();
         assert_eq!(
             other.attempt(NowaitMode::Always, ADAPTIVE_THRESHOLD, magic, true),
@@ -723,7 +539,7 @@ mod tests {
         );
         assert!(matches!(
             other.snapshot("x").off,
-            Some(NowaitOff::Filesystem { errno, .. }) if errno == libc::EOPNOTSUPP
+            Some(Refusal::Filesystem { errno, .. }) if errno == libc::EOPNOTSUPP
         ));
     }
 }

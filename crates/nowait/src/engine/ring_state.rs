@@ -1,4 +1,5 @@
-//! One ring's op table: a state per read the ring owns (the op index is the
+//! One ring's state behind its two locks: its queue ([`State`]) and its op
+//! table ([`Table`]: a state per read the ring owns, the op index being the
 //! read's `user_data`), the wait line for a free op, and how results are
 //! filed, collected and abandoned, with wakers run only after every lock is
 //! released ([`Deferred`]).
