@@ -18,7 +18,7 @@ from ._typing import (
 
 _T = TypeVar("_T")
 
-__all__ = ["File", "_Ring", "probe", "_error_samples", "__version__"]
+__all__ = ["File", "_Ring", "probe", "read_files", "_error_samples", "__version__"]
 
 __version__: str
 
