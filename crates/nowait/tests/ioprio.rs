@@ -185,12 +185,18 @@ fn every_engine(path: &Path, direct: Direct, label: &str) {
                 assert_eq!(io_errno(&e), Some(libc::EINVAL), "{what}: read_at: {e}");
                 let (r, _) = file.read_exact_at(Buf::new(4096), 8192).ioprio(bad).await;
                 let e = r.expect_err(&format!("{what}: read_exact_at not refused"));
-                assert_eq!(io_errno(&e), Some(libc::EINVAL), "{what}: read_exact_at: {e}");
+                assert_eq!(
+                    io_errno(&e),
+                    Some(libc::EINVAL),
+                    "{what}: read_exact_at: {e}"
+                );
                 let mut many = file
                     .read_many([(0, Buf::new(4096)), (65536, Buf::new(4096))])
                     .ioprio(bad);
                 while let Some(item) = many.next().await {
-                    let e = item.result.expect_err(&format!("{what}: read_many not refused"));
+                    let e = item
+                        .result
+                        .expect_err(&format!("{what}: read_many not refused"));
                     assert_eq!(io_errno(&e), Some(libc::EINVAL), "{what}: read_many: {e}");
                 }
                 let opts = nowait::fs::RangeOptions::default().ioprio(bad);

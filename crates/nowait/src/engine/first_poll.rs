@@ -114,17 +114,15 @@ pub(crate) fn first_poll(
 ) -> Result<FirstPollOutcome> {
     let id = bound.engine_id;
     let file = &bound.file;
-    let tried = with_first_poll(id, |fp| {
-        try_page_cache(fp, file, buf, read, yielded, cx)
-    });
+    let tried = with_first_poll(id, |fp| try_page_cache(fp, file, buf, read, yielded, cx));
     if let Some(outcome) = tried {
         return Ok(outcome);
     }
     *ring = Some(bound.rings.ring()?);
-    Ok(with_first_poll(id, |fp| {
-        try_page_cache(fp, file, buf, read, yielded, cx)
-    })
-    .unwrap_or(FirstPollOutcome::ToRing))
+    Ok(
+        with_first_poll(id, |fp| try_page_cache(fp, file, buf, read, yielded, cx))
+            .unwrap_or(FirstPollOutcome::ToRing),
+    )
 }
 
 /// The engine's first try at a read: `preadv2(RWF_NOWAIT)` on the polling
