@@ -26,6 +26,7 @@ __all__ = [
     "_Ring",
     "ioprio",
     "probe",
+    "read_files",
     "_error_samples",
     "__version__",
 ]

@@ -82,3 +82,21 @@ def test_valid_priority_reads_the_bytes(data: DataFile) -> None:
         assert run(f.aread_at(12288, 4096, ioprio=idle)) == blob[12288:16384]
         assert run(f.aread_many([4096], 4096, ioprio=low)) == [blob[4096:8192]]
         assert run(f.aread(ioprio=idle)) == blob
+
+
+def test_trio_reads_carry_the_priority(data: DataFile) -> None:
+    trio = pytest.importorskip("trio")
+    f, blob = _opened(data)
+    idle = nowait.ioprio(nowait.IOPRIO_CLASS_IDLE, 0)
+
+    async def main() -> None:
+        with pytest.raises(OSError) as e:
+            await f.aread_at(8192, 4096, ioprio=BAD)
+        assert e.value.errno == errno.EINVAL, e.value
+        with pytest.raises(OSError) as e:
+            await f.aread_many([0], 4096, ioprio=BAD)
+        assert e.value.errno == errno.EINVAL, e.value
+        assert await f.aread_at(16384, 4096, ioprio=idle) == blob[16384:20480]
+
+    with f:
+        trio.run(main)
