@@ -45,10 +45,11 @@ from threading import get_ident as _get_ident
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 from . import _nowait
-from ._nowait import __version__
+from ._nowait import IOPRIO_CLASS_BE, IOPRIO_CLASS_IDLE, IOPRIO_CLASS_RT, __version__, ioprio
 from ._typing import FileStats, Probe
 
-__all__ = ["File", "FileStats", "Probe", "aread_files", "open", "probe", "read_files", "__version__"]
+__all__ = ["File", "FileStats", "IOPRIO_CLASS_BE", "IOPRIO_CLASS_IDLE", "IOPRIO_CLASS_RT", "Probe",
+           "aread_files", "ioprio", "open", "probe", "read_files", "__version__"]
 
 _Size = Union[int, Sequence[int]]
 
@@ -120,9 +121,10 @@ class _LoopRing:
                 loop.call_soon(self._submit)
 
     def start(self, loop: asyncio.AbstractEventLoop, file: "File", kind: str,
-              offsets: Any, size: Any, buffer: Any = None) -> "asyncio.Future[Any]":
+              offsets: Any, size: Any, buffer: Any = None,
+              ioprio: int = 0) -> "asyncio.Future[Any]":
         """Start a call; returns the future its result is set on."""
-        op, queued = self._ring.start(file, kind, offsets, size, buffer)
+        op, queued = self._ring.start(file, kind, offsets, size, buffer, ioprio)
         fut = loop.create_future()
         self._futures[op] = fut
         if queued and not self._submit_scheduled:
@@ -182,18 +184,18 @@ def _trio_ring(what: str) -> Any:
 
 
 def _call(file: "File", what: str, kind: str, offsets: Any, size: Any,
-          buffer: Any = None) -> Any:
-    """Start a call on the running loop's ring; returns what to await for
-    its result (an asyncio future, or under trio the coroutine that waits
-    for it)."""
+          buffer: Any = None, ioprio: int = 0) -> Any:
+    """Start a call on the running loop's ring, its reads at I/O priority
+    ``ioprio``; returns what to await for its result (an asyncio future, or
+    under trio the coroutine that waits for it)."""
     ref, ring = _last
     loop = ref()
     if ring is None or getattr(loop, "_thread_id", None) != _get_ident():
         loop = _get_running_loop()
         if loop is None:
-            return _trio_ring(what).call(file, kind, offsets, size, buffer)
+            return _trio_ring(what).call(file, kind, offsets, size, buffer, ioprio)
         ring = _ring_for(loop)
-    return ring.start(loop, file, kind, offsets, size, buffer)
+    return ring.start(loop, file, kind, offsets, size, buffer, ioprio)
 
 
 def _forget_closed_loops() -> None:
@@ -304,7 +306,7 @@ class File(_nowait.File):
     def __deepcopy__(self, memo: Dict[int, Any]) -> "File":
         return self.__copy__()
 
-    async def aread_at(self, offset: int, size: int) -> bytes:
+    async def aread_at(self, offset: int, size: int, *, ioprio: int = 0) -> bytes:
         """Read up to ``size`` bytes at ``offset`` on the running loop.
 
         Returns fewer bytes only at end of file. Cancelling the awaiting
@@ -318,6 +320,13 @@ class File(_nowait.File):
         hits in a row on a thread; the next read then goes through the ring
         so the loop runs the other tasks (under trio too: such a hit is no
         checkpoint).
+
+        ``ioprio`` (every ``a*`` method takes it, as the blocking ones do):
+        the I/O priority of the reads that go to the kernel, made by
+        :func:`ioprio` (0, the default: the thread's); a page-cache hit
+        needs none. A priority the kernel refuses raises ``OSError``
+        (EINVAL for an unknown class, EPERM for the real-time class without
+        CAP_SYS_ADMIN).
         """
         # Page cache first: bytes, or None for the ring (a miss, a partly
         # cached range, end of file, O_DIRECT, the mode or the file's hit
@@ -329,7 +338,7 @@ class File(_nowait.File):
             data = self._read_cached(offset, size)
             if data is not None:
                 return data
-            return await ring.call(self, "one", offset, size)
+            return await ring.call(self, "one", offset, size, None, ioprio)
         data = self._read_cached(offset, size)
         if data is not None:
             return data
@@ -340,7 +349,7 @@ class File(_nowait.File):
         if ring is None or getattr(loop, "_thread_id", None) != _get_ident():
             loop = _get_running_loop()
             ring = _ring_for(loop)
-        op, queued = ring._ring.start(self, "one", offset, size)
+        op, queued = ring._ring.start(self, "one", offset, size, None, ioprio)
         fut = loop.create_future()
         ring._futures[op] = fut
         if queued and not ring._submit_scheduled:
@@ -348,13 +357,14 @@ class File(_nowait.File):
             loop.call_soon(ring._submit)
         return await fut
 
-    async def aread_many(self, offsets: Any, size: Any) -> List[bytes]:
+    async def aread_many(self, offsets: Any, size: Any, *, ioprio: int = 0) -> List[bytes]:
         """Read one record per offset (all submitted at once) on the running
         loop; ``offsets`` is any iterable of ints or an integer NumPy array,
         ``size`` one int for every record or one per offset."""
-        return await _call(self, "aread_many", "many", offsets, size)
+        return await _call(self, "aread_many", "many", offsets, size, None, ioprio)
 
-    async def aread_into(self, buffer: Any, offsets: Any, size: Any) -> List[int]:
+    async def aread_into(self, buffer: Any, offsets: Any, size: Any, *,
+                         ioprio: int = 0) -> List[int]:
         """Fill ``buffer`` with the records read at ``offsets``, back to
         back, on the running loop (``size``: one int, or one per offset for
         variable-length records packed); returns the bytes read per record.
@@ -362,18 +372,18 @@ class File(_nowait.File):
         The buffer stays exported (a ``bytearray`` cannot be resized) until
         every read is done, even if the awaiting task is cancelled.
         """
-        return await _call(self, "aread_into", "into", offsets, size, buffer)
+        return await _call(self, "aread_into", "into", offsets, size, buffer, ioprio)
 
-    async def areadinto(self, buffer: Any, offset: int) -> int:
+    async def areadinto(self, buffer: Any, offset: int, *, ioprio: int = 0) -> int:
         """Read ``len(buffer)`` bytes (its size in bytes) at ``offset`` into
         ``buffer`` on the running loop; returns the bytes read (fewer only
         at end of file)."""
-        return await _call(self, "areadinto", "intoone", offset, 0, buffer)
+        return await _call(self, "areadinto", "intoone", offset, 0, buffer, ioprio)
 
-    async def aread(self) -> bytes:
+    async def aread(self, *, ioprio: int = 0) -> bytes:
         """The whole file, as it is when the call starts, on the running
         loop (in 2 MiB parts, many at once, into the one ``bytes``)."""
-        return await _call(self, "aread", "whole", 0, 0)
+        return await _call(self, "aread", "whole", 0, 0, None, ioprio)
 
 
 def _reopen(path: Any, options: Dict[str, Any]) -> File:

@@ -3,6 +3,12 @@
 from typing import Any, Dict, Iterable, List, Literal, Optional, Union
 
 from . import _nowait
+from ._nowait import (
+    IOPRIO_CLASS_BE as IOPRIO_CLASS_BE,
+    IOPRIO_CLASS_IDLE as IOPRIO_CLASS_IDLE,
+    IOPRIO_CLASS_RT as IOPRIO_CLASS_RT,
+    ioprio as ioprio,
+)
 from ._typing import (
     WritableBuffer,
     FileStats as FileStats,
@@ -15,7 +21,20 @@ from ._typing import (
     _Sizes,
 )
 
-__all__ = ["File", "FileStats", "Probe", "aread_files", "open", "probe", "read_files", "__version__"]
+__all__ = [
+    "File",
+    "FileStats",
+    "IOPRIO_CLASS_BE",
+    "IOPRIO_CLASS_IDLE",
+    "IOPRIO_CLASS_RT",
+    "Probe",
+    "aread_files",
+    "ioprio",
+    "open",
+    "probe",
+    "read_files",
+    "__version__",
+]
 
 __version__: str
 
@@ -31,23 +50,26 @@ class File(_nowait.File):
     def __reduce__(self) -> "tuple[Any, ...]": ...
     def __copy__(self) -> "File": ...
     def __deepcopy__(self, memo: Dict[int, Any]) -> "File": ...
-    async def aread_at(self, offset: int, size: int) -> bytes:
+    async def aread_at(self, offset: int, size: int, *, ioprio: int = 0) -> bytes:
         """Read up to ``size`` bytes at ``offset`` on the running event loop,
         asyncio's or trio's (fewer only at end of file); cancelling the task is safe. A buffered
         read whose bytes are all in the page cache returns at once, without
-        the ring (see ``open``'s ``nowait``)."""
+        the ring (see ``open``'s ``nowait``). ``ioprio`` (every ``a*`` method
+        takes it): the I/O priority of the reads that reach the kernel."""
         ...
-    async def aread_many(self, offsets: _Offsets, size: _Sizes) -> List[bytes]:
+    async def aread_many(self, offsets: _Offsets, size: _Sizes, *, ioprio: int = 0) -> List[bytes]:
         """One record per offset, all submitted at once, on the running loop."""
         ...
-    async def aread_into(self, buffer: WritableBuffer, offsets: _Offsets, size: _Sizes) -> List[int]:
+    async def aread_into(
+        self, buffer: WritableBuffer, offsets: _Offsets, size: _Sizes, *, ioprio: int = 0
+    ) -> List[int]:
         """Fill ``buffer`` with the records back to back on the running loop;
         returns the bytes read per record."""
         ...
-    async def areadinto(self, buffer: WritableBuffer, offset: int) -> int:
+    async def areadinto(self, buffer: WritableBuffer, offset: int, *, ioprio: int = 0) -> int:
         """Read ``len(buffer)`` bytes at ``offset`` into ``buffer``."""
         ...
-    async def aread(self) -> bytes:
+    async def aread(self, *, ioprio: int = 0) -> bytes:
         """The whole file, on the running loop."""
         ...
 

@@ -18,9 +18,32 @@ from ._typing import (
 
 _T = TypeVar("_T")
 
-__all__ = ["File", "_Ring", "probe", "read_files", "_error_samples", "__version__"]
+__all__ = [
+    "File",
+    "IOPRIO_CLASS_BE",
+    "IOPRIO_CLASS_IDLE",
+    "IOPRIO_CLASS_RT",
+    "_Ring",
+    "ioprio",
+    "probe",
+    "read_files",
+    "_error_samples",
+    "__version__",
+]
 
 __version__: str
+
+IOPRIO_CLASS_RT: int
+"""I/O priority class "real time": served first; needs CAP_SYS_ADMIN."""
+IOPRIO_CLASS_BE: int
+"""I/O priority class "best effort", every thread's default class."""
+IOPRIO_CLASS_IDLE: int
+"""I/O priority class "idle": served when nothing else waits."""
+
+def ioprio(cls: int, level: int) -> int:
+    """The ``ioprio=`` value of priority class ``cls`` (``IOPRIO_CLASS_*``)
+    and ``level`` (0, the highest, to 7), as ``ioprio_set(2)`` spells it."""
+    ...
 
 @disjoint_base
 class File:
@@ -75,24 +98,29 @@ class File:
     def close(self) -> None:
         """Close the file (idempotent); reads in flight finish first."""
         ...
-    def read_at(self, offset: int, size: int) -> bytes:
+    def read_at(self, offset: int, size: int, *, ioprio: int = 0) -> bytes:
         """Read up to ``size`` bytes at ``offset``; fewer only at end of file.
-        Tried from the page cache first on a buffered file (see ``nowait``)."""
+        Tried from the page cache first on a buffered file (see ``nowait``).
+        ``ioprio`` (every read method takes it): the I/O priority of the
+        reads that reach the kernel (``nowait.ioprio(cls, level)``; 0: the
+        thread's); one the kernel refuses raises OSError (EINVAL, EPERM)."""
         ...
-    def read_many(self, offsets: _Offsets, size: _Sizes) -> List[bytes]:
+    def read_many(self, offsets: _Offsets, size: _Sizes, *, ioprio: int = 0) -> List[bytes]:
         """One record per offset, all submitted at once; ``size`` is one int
         or one per offset."""
         ...
-    def read_into(self, buffer: WritableBuffer, offsets: _Offsets, size: _Sizes) -> List[int]:
+    def read_into(
+        self, buffer: WritableBuffer, offsets: _Offsets, size: _Sizes, *, ioprio: int = 0
+    ) -> List[int]:
         """Fill a writable, C-contiguous buffer with the records read at
         ``offsets``, back to back (one size, or one per record: packed);
         returns the bytes read per record."""
         ...
-    def readinto(self, buffer: WritableBuffer, offset: int) -> int:
+    def readinto(self, buffer: WritableBuffer, offset: int, *, ioprio: int = 0) -> int:
         """Read ``len(buffer)`` bytes at ``offset`` into ``buffer``; returns
         the bytes read."""
         ...
-    def read(self) -> bytes:
+    def read(self, *, ioprio: int = 0) -> bytes:
         """The whole file."""
         ...
     def stats(self) -> FileStats:
@@ -112,7 +140,13 @@ class _Ring:
     def queue_stats(self) -> Dict[str, int]: ...
     def submit_chunk(self) -> int: ...
     def start(
-        self, file: File, kind: str, offsets: Any, size: Any, buffer: Any = None
+        self,
+        file: File,
+        kind: str,
+        offsets: Any,
+        size: Any,
+        buffer: Any = None,
+        ioprio: int = 0,
     ) -> Tuple[int, bool]: ...
     def submit(self) -> None: ...
     def settle(self) -> None: ...

@@ -48,9 +48,10 @@ class _TrioRing:
         trio.lowlevel.spawn_system_task(self._submit_loop, name="nowait ring: submits")
 
     async def call(self, file: Any, kind: str, offsets: Any, size: Any,
-                   buffer: Any = None) -> Any:
-        """Start a call on the ring and wait for its result."""
-        op, queued = self._ring.start(file, kind, offsets, size, buffer)
+                   buffer: Any = None, ioprio: int = 0) -> Any:
+        """Start a call on the ring (its reads at I/O priority ``ioprio``)
+        and wait for its result."""
+        op, queued = self._ring.start(file, kind, offsets, size, buffer, ioprio)
         if queued:
             self._want_submit()
         self._waiters[op] = trio.lowlevel.current_task()

@@ -101,6 +101,9 @@ pub struct Source {
     /// Try each part from the page cache first in this mode (buffered
     /// files only).
     pub cached_first: Option<nowait::NowaitMode>,
+    /// The I/O priority of every read of the call (`ioprio=`), 0 for the
+    /// thread's.
+    pub ioprio: u16,
 }
 
 /// One call in flight or finished.
@@ -132,6 +135,9 @@ pub struct Op {
     /// The part [`Op::try_cached`] stopped at (not a hit): the queue does
     /// not try it from the page cache again.
     stopped_at: Option<usize>,
+    /// The I/O priority of every read the queue makes (a page-cache hit
+    /// needs none).
+    ioprio: u16,
 }
 
 impl Op {
@@ -150,6 +156,7 @@ impl Op {
             file,
             tally,
             cached_first,
+            ioprio,
         } = src;
         let (landings, dests) = match shared {
             Some((l, d)) => (vec![l], Some(d)),
@@ -186,6 +193,7 @@ impl Op {
             cached_first,
             tried: 0,
             stopped_at: None,
+            ioprio,
         })
     }
 
@@ -512,7 +520,7 @@ impl Core {
                 len: p.len,
                 buf,
                 user_data: (p.op << 24) | u64::from(p.idx),
-                ioprio: 0,
+                ioprio: op.ioprio,
                 cache: None,
             };
             match self.queue.push(req) {

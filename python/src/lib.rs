@@ -172,7 +172,7 @@ impl PyFile {
     /// the reads already with the kernel finish in the background (the
     /// core reaps them before its next call; their memory is released
     /// then), the ones not yet submitted are dropped.
-    fn run_sync(&self, py: Python<'_>, call: Call<'_, '_>) -> PyResult<Py<PyAny>> {
+    fn run_sync(&self, py: Python<'_>, call: Call<'_, '_>, ioprio: u16) -> PyResult<Py<PyAny>> {
         let file = self.file()?;
         let Plan { kind, reqs, shared } = args::plan(py, &file, call)?;
         // Batches try each record from the page cache first, on this thread
@@ -183,6 +183,7 @@ impl PyFile {
             file,
             tally: self.tally.clone(),
             cached_first,
+            ioprio,
         };
         let mut op = Op::new(py, src, kind, reqs, shared)?;
         if op.cached_first() {
@@ -487,14 +488,21 @@ impl PyFile {
         Ok(())
     }
 
-    /// read_at(offset, size) -> bytes
+    /// read_at(offset, size, *, ioprio=0) -> bytes
     ///
     /// Read up to `size` bytes at `offset`. Fewer bytes come back only at
     /// end of file (none past it). The kernel reads into the `bytes`
     /// returned (no copy); a read longer than the rest of the file costs
     /// what it returns, not `size`. The GIL is released while the engine
     /// waits.
-    fn read_at(&self, py: Python<'_>, offset: i64, size: i64) -> PyResult<Py<PyAny>> {
+    ///
+    /// `ioprio` (keyword only): the I/O priority of the reads that go to
+    /// the kernel, as `nowait.ioprio(class, level)` makes it (0, the
+    /// default: the calling thread's); a page-cache hit needs none. A
+    /// priority the kernel refuses raises OSError (EINVAL for an unknown
+    /// class, EPERM for the real-time class without CAP_SYS_ADMIN).
+    #[pyo3(signature = (offset, size, *, ioprio = 0))]
+    fn read_at(&self, py: Python<'_>, offset: i64, size: i64, ioprio: u16) -> PyResult<Py<PyAny>> {
         let offset = args::offset(offset)?;
         let size = args::check_size(size)?;
         // From the page cache first, like aread_at (the GIL held for the
@@ -502,10 +510,10 @@ impl PyFile {
         if let Some(bytes) = self.cached_bytes(py, offset, size, false) {
             return Ok(bytes.into_any());
         }
-        self.run_sync(py, Call::One { offset, size })
+        self.run_sync(py, Call::One { offset, size }, ioprio)
     }
 
-    /// read_many(offsets, size) -> list[bytes]
+    /// read_many(offsets, size, *, ioprio=0) -> list[bytes]
     ///
     /// Read one record per offset: on a buffered file each is tried from
     /// the page cache first (`preadv2(RWF_NOWAIT)` on this thread, the GIL
@@ -513,16 +521,19 @@ impl PyFile {
     /// `offsets` is any iterable of ints or an integer NumPy array, `size`
     /// one int for every record or one per offset. Records are returned in
     /// the order of `offsets`, each shorter than asked only at end of file.
+    /// `ioprio`: as for `read_at`.
+    #[pyo3(signature = (offsets, size, *, ioprio = 0))]
     fn read_many(
         &self,
         py: Python<'_>,
         offsets: &Bound<'_, PyAny>,
         size: &Bound<'_, PyAny>,
+        ioprio: u16,
     ) -> PyResult<Py<PyAny>> {
-        self.run_sync(py, Call::Many { offsets, size })
+        self.run_sync(py, Call::Many { offsets, size }, ioprio)
     }
 
-    /// read_into(buffer, offsets, size) -> list[int]
+    /// read_into(buffer, offsets, size, *, ioprio=0) -> list[int]
     ///
     /// Fill `buffer` (bytearray, memoryview, NumPy array: any writable,
     /// C-contiguous buffer) with the records read at `offsets`, back to
@@ -534,12 +545,15 @@ impl PyFile {
     /// alignment allows; on an O_DIRECT file opened with direct="auto", an
     /// unaligned slot is read through an aligned bounce buffer. The buffer
     /// stays exported (cannot be resized) until the call returns.
+    /// `ioprio`: as for `read_at`.
+    #[pyo3(signature = (buffer, offsets, size, *, ioprio = 0))]
     fn read_into(
         &self,
         py: Python<'_>,
         buffer: &Bound<'_, PyAny>,
         offsets: &Bound<'_, PyAny>,
         size: &Bound<'_, PyAny>,
+        ioprio: u16,
     ) -> PyResult<Py<PyAny>> {
         self.run_sync(
             py,
@@ -548,30 +562,35 @@ impl PyFile {
                 offsets,
                 size,
             },
+            ioprio,
         )
     }
 
-    /// readinto(buffer, offset) -> int
+    /// readinto(buffer, offset, *, ioprio=0) -> int
     ///
     /// Read `len(buffer)` bytes (its size in bytes) at `offset` into
     /// `buffer`, as `os.preadv` and `RawIOBase.readinto` do; returns the
-    /// bytes read (fewer only at end of file).
+    /// bytes read (fewer only at end of file). `ioprio`: as for `read_at`.
+    #[pyo3(signature = (buffer, offset, *, ioprio = 0))]
     fn readinto(
         &self,
         py: Python<'_>,
         buffer: &Bound<'_, PyAny>,
         offset: i64,
+        ioprio: u16,
     ) -> PyResult<Py<PyAny>> {
         let offset = args::offset(offset)?;
-        self.run_sync(py, Call::IntoOne { buffer, offset })
+        self.run_sync(py, Call::IntoOne { buffer, offset }, ioprio)
     }
 
-    /// read() -> bytes
+    /// read(*, ioprio=0) -> bytes
     ///
     /// The whole file, as it is when the call starts: read in parts of
-    /// 2 MiB, many at once, into the one `bytes` returned.
-    fn read(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        self.run_sync(py, Call::Whole)
+    /// 2 MiB, many at once, into the one `bytes` returned. `ioprio`: as for
+    /// `read_at`.
+    #[pyo3(signature = (*, ioprio = 0))]
+    fn read(&self, py: Python<'_>, ioprio: u16) -> PyResult<Py<PyAny>> {
+        self.run_sync(py, Call::Whole, ioprio)
     }
 
     /// stats() -> dict
@@ -796,8 +815,9 @@ impl Ring {
 
     /// Start a call; returns its id and whether reads it pushed wait for
     /// `submit`. `kind` is "one", "many", "into", "intoone" (readinto: the
-    /// offset in `offsets`) or "whole" (read).
-    #[pyo3(signature = (file, kind, offsets, size, buffer = None))]
+    /// offset in `offsets`) or "whole" (read); `ioprio` the I/O priority of
+    /// its reads.
+    #[pyo3(signature = (file, kind, offsets, size, buffer = None, ioprio = 0))]
     fn start(
         &self,
         file: &Bound<'_, PyFile>,
@@ -805,6 +825,7 @@ impl Ring {
         offsets: &Bound<'_, PyAny>,
         size: &Bound<'_, PyAny>,
         buffer: Option<&Bound<'_, PyAny>>,
+        ioprio: u16,
     ) -> PyResult<(u64, bool)> {
         let pf = file.get();
         // This thread's task suspends for this read: the loop runs the others.
@@ -834,6 +855,7 @@ impl Ring {
             file: f,
             tally: pf.tally.clone(),
             cached_first: None,
+            ioprio,
         };
         let op = Op::new(file.py(), src, kind, reqs, shared)?;
         pf.async_calls.fetch_add(1, Relaxed);
@@ -971,9 +993,28 @@ fn read_files<'py>(
     Ok(out)
 }
 
+/// `nowait.ioprio(cls, level) -> int`: the `ioprio=` value of I/O priority
+/// class `cls` (`IOPRIO_CLASS_RT`, `_BE`, `_IDLE`) and `level` (0, the
+/// highest, to 7), as `ioprio_set(2)` and fio's `prioclass`/`prio` spell
+/// them. The kernel judges the value when a read reaches it.
+#[pyfunction]
+fn ioprio(cls: u16, level: u16) -> PyResult<u16> {
+    if cls > 7 || level > 0x1fff {
+        return Err(PyValueError::new_err(format!(
+            "ioprio({cls}, {level}): the class is 3 bits (use IOPRIO_CLASS_RT, IOPRIO_CLASS_BE \
+             or IOPRIO_CLASS_IDLE) and the level 13 bits (0, the highest, to 7)"
+        )));
+    }
+    Ok(nowait::ioprio(cls, level))
+}
+
 #[pymodule]
 fn _nowait(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyFile>()?;
+    m.add_function(wrap_pyfunction!(ioprio, m)?)?;
+    m.add("IOPRIO_CLASS_RT", nowait::IOPRIO_CLASS_RT)?;
+    m.add("IOPRIO_CLASS_BE", nowait::IOPRIO_CLASS_BE)?;
+    m.add("IOPRIO_CLASS_IDLE", nowait::IOPRIO_CLASS_IDLE)?;
     m.add_class::<Ring>()?;
     m.add_function(wrap_pyfunction!(probe, m)?)?;
     m.add_function(wrap_pyfunction!(read_files, m)?)?;

@@ -375,9 +375,15 @@ fn read_hint(e: &io::Error) -> &'static str {
     match e.raw_os_error() {
         Some(libc::EIO) => "; the device reported an error: check the kernel log (dmesg)",
         Some(libc::EINVAL) => {
-            "; the kernel refused the request's shape: on an O_DIRECT file check the alignment"
+            "; the kernel refused the request: on an O_DIRECT file check the alignment; \
+             with an I/O priority of its own, check its class (IOPRIO_CLASS_RT, _BE or _IDLE) \
+             and level (0 to 7)"
         }
         Some(libc::EFAULT) => "; the memory the read was given is not writable",
+        Some(libc::EPERM) => {
+            "; not permitted: a read with the real-time I/O priority class needs \
+             CAP_SYS_ADMIN"
+        }
         Some(libc::ECANCELED) => "; the request was cancelled",
         _ => "",
     }

@@ -128,3 +128,130 @@ fn pool_worker_runs_at_the_priority_of_its_read() {
         "no pool worker runs at priority {want:#x} after serving a read with it: {seen:x?}"
     );
 }
+
+/// An engine reading on backend `kind`, with no first-poll page-cache try
+/// (every read goes to the ring), or `None` when the machine lacks it.
+fn engine_of(kind: nowait::BackendKind) -> Option<nowait::Engine> {
+    match nowait::Engine::builder()
+        .queue(|q| {
+            q.backend(nowait::BackendChoice::Exactly(kind))
+                .depth(8)
+                .nowait(nowait::NowaitMode::Off)
+        })
+        .build()
+    {
+        Ok(e) => Some(e),
+        Err(e) => {
+            common::skip_line(&format!("engine on backend {kind}: {e}"));
+            None
+        }
+    }
+}
+
+/// The errno of an engine read's error (the library's [`Error`] inside
+/// the `io::Error`).
+fn io_errno(e: &std::io::Error) -> Option<i32> {
+    e.raw_os_error().or_else(|| {
+        e.get_ref()
+            .and_then(|inner| inner.downcast_ref::<Error>())
+            .and_then(errno_of)
+    })
+}
+
+/// Engine reads of `path` (direct or not) on every backend: each way the
+/// async engine takes a priority (`ReadAt`, `ReadExactAt`, `ReadMany`,
+/// `fs::File::set_ioprio`, `RangeOptions::ioprio`) reaches the kernel,
+/// which refuses an unknown class with EINVAL; a valid one reads the
+/// file's bytes.
+fn every_engine(path: &Path, direct: Direct, label: &str) {
+    for kind in backend_kinds() {
+        let Some(engine) = engine_of(kind) else {
+            continue;
+        };
+        let what = format!("engine {kind} {label}");
+        // As for the queue: the pool answers a buffered read the page
+        // cache holds on the calling thread, with no priority.
+        let reaches_device = direct == Direct::On
+            || !matches!(
+                kind,
+                nowait::BackendKind::Pool | nowait::BackendKind::AioPool
+            );
+        let file = engine.open(path, direct).unwrap();
+        let bad = ioprio(BAD_CLASS, 0);
+        nowait::block_on(async {
+            if reaches_device {
+                let (r, _) = file.read_at(Buf::new(4096), 8192).ioprio(bad).await;
+                let e = r.expect_err(&format!("{what}: read_at with class {BAD_CLASS} was not refused: the priority never reached the kernel"));
+                assert_eq!(io_errno(&e), Some(libc::EINVAL), "{what}: read_at: {e}");
+                let (r, _) = file.read_exact_at(Buf::new(4096), 8192).ioprio(bad).await;
+                let e = r.expect_err(&format!("{what}: read_exact_at not refused"));
+                assert_eq!(
+                    io_errno(&e),
+                    Some(libc::EINVAL),
+                    "{what}: read_exact_at: {e}"
+                );
+                let mut many = file
+                    .read_many([(0, Buf::new(4096)), (65536, Buf::new(4096))])
+                    .ioprio(bad);
+                while let Some(item) = many.next().await {
+                    let e = item
+                        .result
+                        .expect_err(&format!("{what}: read_many not refused"));
+                    assert_eq!(io_errno(&e), Some(libc::EINVAL), "{what}: read_many: {e}");
+                }
+                let opts = nowait::fs::RangeOptions::default().ioprio(bad);
+                let e = nowait::fs::read_ranges_with(&file, &[0..100, 200_000..200_010], &opts)
+                    .await
+                    .expect_err(&format!("{what}: read_ranges not refused"));
+                assert_eq!(io_errno(&e), Some(libc::EINVAL), "{what}: read_ranges: {e}");
+                let mut f = nowait::fs::File::options()
+                    .engine(&engine)
+                    .direct(direct)
+                    .open(path)
+                    .await
+                    .unwrap();
+                f.set_ioprio(bad);
+                let mut dst = vec![0u8; 4096];
+                let e = f
+                    .read_at(&mut dst, 4096 * 9)
+                    .await
+                    .expect_err(&format!("{what}: fs::File::read_at not refused"));
+                assert_eq!(io_errno(&e), Some(libc::EINVAL), "{what}: fs::File: {e}");
+            }
+            let good = ioprio(IOPRIO_CLASS_IDLE, 0);
+            let off = 4096 * 40;
+            let (r, buf) = file.read_at(Buf::new(4096), off).ioprio(good).await;
+            assert_eq!(r.unwrap_or_else(|e| panic!("{what}: {e}")), 4096, "{what}");
+            pattern::check(off, buf.as_slice()).unwrap_or_else(|m| panic!("{what}: {m:?}"));
+            let mut many = file
+                .read_many([(8192, Buf::new(4096)), (1 << 19, Buf::new(8192))])
+                .ioprio(ioprio(IOPRIO_CLASS_BE, 7));
+            while let Some(item) = many.next().await {
+                let n = item.result.unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(n, item.buf.capacity(), "{what}");
+                pattern::check(item.offset, item.buf.as_slice())
+                    .unwrap_or_else(|m| panic!("{what}: {m:?}"));
+            }
+            let opts = nowait::fs::RangeOptions::default().ioprio(good);
+            let parts = nowait::fs::read_ranges_with(&file, &[100..200, 300_000..300_050], &opts)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            pattern::check(100, &parts[0]).unwrap_or_else(|m| panic!("{what}: {m:?}"));
+            pattern::check(300_000, &parts[1]).unwrap_or_else(|m| panic!("{what}: {m:?}"));
+        });
+    }
+}
+
+#[test]
+fn engine_reads_carry_their_priority_to_the_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = pattern_file(dir.path(), "f", SIZE);
+    every_engine(&path, Direct::Off, "buffered");
+    match direct_dir() {
+        Ok(d) => {
+            let path = pattern_file(d.path(), "f", SIZE);
+            every_engine(&path, Direct::On, "direct");
+        }
+        Err(why) => common::skip("ioprio direct engine reads", &why),
+    }
+}

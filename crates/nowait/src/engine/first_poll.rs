@@ -54,6 +54,37 @@ impl Cache {
     }
 }
 
+/// A read of the async engine as its future keeps it until it reaches a
+/// ring: where, how much, its I/O priority and its cache policy (the
+/// engine's side of the read record, [`crate::Read`]; the buffer is the
+/// future's).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadSpec {
+    /// Byte offset in the file.
+    pub(crate) offset: u64,
+    /// Bytes to read.
+    pub(crate) len: usize,
+    /// Its I/O priority ([`crate::ioprio`]), 0 for none of its own: given to
+    /// the ring's read; a page-cache hit waits for no device and needs none.
+    pub(crate) ioprio: u16,
+    /// Its cache policy, and what its first poll decided.
+    pub(crate) cache: Cache,
+}
+
+impl ReadSpec {
+    /// A read of `len` bytes at `offset`, with no priority or cache policy
+    /// of its own.
+    #[inline]
+    pub(crate) fn new(offset: u64, len: usize) -> ReadSpec {
+        ReadSpec {
+            offset,
+            len,
+            ioprio: 0,
+            cache: Cache::default(),
+        }
+    }
+}
+
 /// What a read's first poll came to ([`first_poll`]).
 pub(crate) enum FirstPollOutcome {
     /// Read from the page cache: this many bytes.
@@ -64,40 +95,34 @@ pub(crate) enum FirstPollOutcome {
     ToRing,
 }
 
-/// The first poll of a read of `len` bytes at `offset` into `buf` on
+/// The first poll of `read` into `buf` on
 /// `bound`'s engine, not on a ring yet: the page-cache try with the polling
 /// thread's ring's mode and counters, found through a thread-local lookup
 /// that takes no reference count. On the thread's first read through the
 /// engine there is no entry to find: the thread's ring is taken (into
 /// `ring`, which the read then keeps), which registers the entry, and the
-/// try is made. `Err` only when that ring cannot be built. `cache` is the
-/// read's cache policy, decided here for the try and for the ring's read
-/// after it.
+/// try is made. `Err` only when that ring cannot be built. The read's cache
+/// policy is decided here, for the try and for the ring's read after it.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn first_poll(
     bound: &BoundFile,
     ring: &mut Option<Arc<Ring>>,
     buf: &mut Buf,
-    offset: u64,
-    len: usize,
+    read: &mut ReadSpec,
     yielded: bool,
-    cache: &mut Cache,
     cx: &mut Context<'_>,
 ) -> Result<FirstPollOutcome> {
     let id = bound.engine_id;
     let file = &bound.file;
-    let tried = with_first_poll(id, |fp| {
-        try_page_cache(fp, file, buf, offset, len, yielded, cache, cx)
-    });
+    let tried = with_first_poll(id, |fp| try_page_cache(fp, file, buf, read, yielded, cx));
     if let Some(outcome) = tried {
         return Ok(outcome);
     }
     *ring = Some(bound.rings.ring()?);
-    Ok(with_first_poll(id, |fp| {
-        try_page_cache(fp, file, buf, offset, len, yielded, cache, cx)
-    })
-    .unwrap_or(FirstPollOutcome::ToRing))
+    Ok(
+        with_first_poll(id, |fp| try_page_cache(fp, file, buf, read, yielded, cx))
+            .unwrap_or(FirstPollOutcome::ToRing),
+    )
 }
 
 /// The engine's first try at a read: `preadv2(RWF_NOWAIT)` on the polling
@@ -115,17 +140,15 @@ pub(crate) fn first_poll(
 /// self-wake). The turn counts under tokio too (per thread, across tasks),
 /// where it bounds the bytes a task copies between yields.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 fn try_page_cache(
     first: &FirstPoll,
     file: &File,
     buf: &mut Buf,
-    offset: u64,
-    len: usize,
+    read: &mut ReadSpec,
     yielded: bool,
-    cache: &mut Cache,
     cx: &mut Context<'_>,
 ) -> FirstPollOutcome {
+    let (offset, len) = (read.offset, read.len);
     if first.mode == NowaitMode::Off {
         return FirstPollOutcome::ToRing;
     }
@@ -142,7 +165,7 @@ fn try_page_cache(
     }
     // Decided once, here, for the try and for the ring's read after it
     // (the adaptive policy follows each read once).
-    let uncached = cache.decide(first.cache, file, offset, len) == Uncached::Yes;
+    let uncached = read.cache.decide(first.cache, file, offset, len) == Uncached::Yes;
     // The buffer may be a caller's memory not yet written: the kernel gets
     // a raw pointer, and a hit marks what it filled.
     let how = How {

@@ -17,7 +17,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use super::first_poll::{first_poll, Cache, FirstPollOutcome};
+use super::first_poll::{first_poll, FirstPollOutcome, ReadSpec};
 use super::handle::EngineFile;
 use super::ring::Ring;
 use super::ring_poll::{poll_on_ring, release, Polled, Reads, Submit};
@@ -44,10 +44,8 @@ impl EngineFile {
             yielded: false,
             ring: None,
             read: OneRead {
-                offset,
-                len,
+                spec: ReadSpec::new(offset, len),
                 token: None,
-                cache: Cache::default(),
                 state: ReadState::Unstarted(buf),
             },
         }
@@ -81,12 +79,10 @@ pub struct ReadAt {
 
 /// The one read of a [`ReadAt`].
 struct OneRead {
-    offset: u64,
-    len: usize,
+    /// Where, how much, its priority and its cache policy.
+    spec: ReadSpec,
     /// Its place in the ring's line for a free op, while in it.
     token: Option<u64>,
-    /// Its cache policy, and what its first poll decided.
-    cache: Cache,
     state: ReadState,
 }
 
@@ -116,7 +112,7 @@ impl Reads for OneRead {
         else {
             unreachable!("checked above")
         };
-        Some(((), self.offset, self.len, buf))
+        Some(((), self.spec.offset, self.spec.len, buf))
     }
 
     #[inline]
@@ -126,7 +122,12 @@ impl Reads for OneRead {
 
     #[inline]
     fn cache(&self) -> ReadCache {
-        self.cache.for_queue()
+        self.spec.cache.for_queue()
+    }
+
+    #[inline]
+    fn ioprio(&self) -> u16 {
+        self.spec.ioprio
     }
 
     #[inline]
@@ -182,8 +183,8 @@ impl fmt::Debug for ReadAt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ReadAt")
             .field("path", &self.file.file().path())
-            .field("offset", &self.read.offset)
-            .field("len", &self.read.len)
+            .field("offset", &self.read.spec.offset)
+            .field("len", &self.read.spec.len)
             .finish()
     }
 }
@@ -202,10 +203,9 @@ impl Future for ReadAt {
             // Only a read not in line for an op tries the page cache.
             if let (ReadState::Unstarted(buf), None) = (&mut this.read.state, this.read.token) {
                 let yielded = std::mem::take(&mut this.yielded);
-                let (offset, len) = (this.read.offset, this.read.len);
                 let bound = &this.file.bound;
-                let cache = &mut this.read.cache;
-                match first_poll(bound, &mut this.ring, buf, offset, len, yielded, cache, cx) {
+                let spec = &mut this.read.spec;
+                match first_poll(bound, &mut this.ring, buf, spec, yielded, cx) {
                     Ok(FirstPollOutcome::Hit(n)) => return Poll::Ready(this.hit(n)),
                     Ok(FirstPollOutcome::YieldFirst) => {
                         this.yielded = true;
@@ -252,7 +252,20 @@ impl ReadAt {
     /// `file.read_at(buf, off).cache(CachePolicy::Drop).await` for one
     /// uncached read. Set before the first poll; `O_DIRECT` files ignore it.
     pub fn cache(mut self, policy: CachePolicy) -> ReadAt {
-        self.read.cache.policy = Some(policy);
+        self.read.spec.cache.policy = Some(policy);
+        self
+    }
+
+    /// This read's own I/O priority ([`crate::ioprio`]: class and level),
+    /// as [`Read::ioprio`](crate::Read::ioprio) gives it to the queue: e.g.
+    /// `file.read_at(buf, off).ioprio(ioprio(IOPRIO_CLASS_IDLE, 0)).await`
+    /// for a background scan. Set before the first poll. A read the page
+    /// cache answers in its first poll waits for no device and needs none;
+    /// one the ring reads carries it to the kernel, which fails the read
+    /// with EINVAL or EPERM when it refuses it (an unknown class, the
+    /// real-time class without `CAP_SYS_ADMIN`).
+    pub fn ioprio(mut self, prio: u16) -> ReadAt {
+        self.read.spec.ioprio = prio;
         self
     }
 
@@ -294,12 +307,26 @@ pub struct ReadExactAt {
     inner: ReadAt,
 }
 
+impl ReadExactAt {
+    /// This read's own cache policy ([`ReadAt::cache`]).
+    pub fn cache(mut self, policy: CachePolicy) -> ReadExactAt {
+        self.inner = self.inner.cache(policy);
+        self
+    }
+
+    /// This read's own I/O priority ([`ReadAt::ioprio`]).
+    pub fn ioprio(mut self, prio: u16) -> ReadExactAt {
+        self.inner = self.inner.ioprio(prio);
+        self
+    }
+}
+
 impl Future for ReadExactAt {
     type Output = (io::Result<()>, Buf);
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let (r, buf) = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
-        let (offset, len) = (self.inner.read.offset, self.inner.read.len);
+        let (offset, len) = (self.inner.read.spec.offset, self.inner.read.spec.len);
         let r = match r {
             Ok(n) if n == len => Ok(()),
             Ok(got) => Err(Error::UnexpectedEof {

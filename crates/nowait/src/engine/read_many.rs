@@ -45,6 +45,7 @@ impl EngineFile {
                 ready: VecDeque::new(),
                 token: None,
                 cache: ReadCache::Default,
+                ioprio: 0,
             },
         }
     }
@@ -88,6 +89,8 @@ struct Batch {
     token: Option<u64>,
     /// The batch's own cache policy ([`ReadMany::cache`]).
     cache: ReadCache,
+    /// The batch's own I/O priority ([`ReadMany::ioprio`]).
+    ioprio: u16,
 }
 
 impl Reads for Batch {
@@ -104,6 +107,10 @@ impl Reads for Batch {
 
     fn cache(&self) -> ReadCache {
         self.cache
+    }
+
+    fn ioprio(&self) -> u16 {
+        self.ioprio
     }
 
     fn token(&self) -> Option<u64> {
@@ -153,6 +160,14 @@ impl ReadMany {
     /// poll.
     pub fn cache(mut self, policy: CachePolicy) -> ReadMany {
         self.batch.cache = ReadCache::Policy(policy);
+        self
+    }
+
+    /// The batch's own I/O priority, for every read of it (see
+    /// [`ReadAt::ioprio`](crate::ReadAt::ioprio)). Set before the first
+    /// poll.
+    pub fn ioprio(mut self, prio: u16) -> ReadMany {
+        self.batch.ioprio = prio;
         self
     }
 

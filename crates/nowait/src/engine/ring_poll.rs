@@ -15,12 +15,12 @@ use std::task::Context;
 
 use super::registry::thread_key;
 use super::ring::Ring;
-use super::ring_state::{Deferred, Started, Table};
+use super::ring_state::{Deferred, Started, Table, Waiter};
 use super::yielding::reschedule;
 use crate::buf::Buf;
 use crate::error::Result;
 use crate::file::File;
-use crate::queue::ReadCache;
+use crate::queue::{Read, ReadCache};
 
 /// Reads a gathering poll leaves queued for a later poll to submit
 /// together; the poll that would queue more submits at once (bounds the
@@ -40,6 +40,9 @@ pub(crate) trait Reads {
     fn put_back(&mut self, tag: Self::Tag, offset: u64, len: usize, buf: Buf);
     /// How the ring's queue takes the reads' cache policy.
     fn cache(&self) -> ReadCache;
+    /// The reads' I/O priority ([`crate::ioprio`]), 0 for none of their
+    /// own.
+    fn ioprio(&self) -> u16;
     /// The future's place in the ring's line for a free op, if it is in it.
     fn token(&self) -> Option<u64>;
     /// Join (`Some`) or leave (`None`) the line.
@@ -119,20 +122,23 @@ fn phases<R: Reads>(
         let mut next = Some(first);
         let mut was_idle = None;
         while let Some((tag, offset, len, buf)) = next {
-            let started = st.start(
-                ring.table_mutex(),
+            let read = Read {
                 file,
                 offset,
                 len,
                 buf,
-                cx.waker(),
-                reads.token(),
+                user_data: 0,
+                ioprio: reads.ioprio(),
+                cache: None,
+            };
+            let waiter = Waiter {
+                waker: cx.waker(),
+                token: reads.token(),
                 // The op keeps the waker unless the task is rescheduled by a
                 // self-wake, which needs none.
-                !gather || via_tokio,
-                reads.cache(),
-                d,
-            );
+                wake_on_done: !gather || via_tokio,
+            };
+            let started = st.start(ring.table_mutex(), read, reads.cache(), waiter, d);
             match started {
                 Started::Op { idx, was_idle: w } => {
                     was_idle.get_or_insert(w);

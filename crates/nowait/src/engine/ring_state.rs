@@ -18,7 +18,6 @@ use std::task::Waker;
 use super::engine_stats::EngineStats;
 use crate::buf::Buf;
 use crate::error::{Error, Result};
-use crate::file::File;
 use crate::queue::{Completion, Queue, Read, ReadCache};
 
 /// The state of one op (one read owned by the ring).
@@ -307,6 +306,18 @@ pub(crate) fn lock_table(t: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
     t.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Who a read [`State::start`] starts wakes when it is done.
+#[derive(Clone, Copy)]
+pub(crate) struct Waiter<'a> {
+    /// The task's waker.
+    pub(crate) waker: &'a Waker,
+    /// The task's place in the ring's line for a free op, if it has one.
+    pub(crate) token: Option<u64>,
+    /// Whether the op keeps the waker (not when the task is rescheduled by
+    /// a self-wake, which needs none).
+    pub(crate) wake_on_done: bool,
+}
+
 impl State {
     /// The queue's state (its op table is a separate [`Table`]).
     pub(crate) fn new(queue: Queue) -> State {
@@ -353,45 +364,36 @@ impl State {
         s
     }
 
-    /// Start a read of `len` bytes at `offset` into `buf`, whose completion
-    /// wakes `waker` if `wake_on_done`. `token` is the caller's place in the
-    /// wait line, if it has one; `cache` its cache policy.
-    #[allow(clippy::too_many_arguments)]
+    /// Start `read` (its `user_data` is set here, to its op), whose
+    /// completion wakes `waiter`'s waker if it asks; `cache` is how the
+    /// queue takes its cache policy (decided already, or not).
     #[inline]
     pub(crate) fn start(
         &mut self,
         table: &Mutex<Table>,
-        file: &File,
-        offset: u64,
-        len: usize,
-        buf: Buf,
-        waker: &Waker,
-        token: Option<u64>,
-        wake_on_done: bool,
+        mut read: Read<'_>,
         cache: ReadCache,
+        waiter: Waiter<'_>,
         d: &mut Deferred,
     ) -> Started {
         let (taken, was_idle) = {
             let mut t = lock_table(table);
             if t.retired {
-                return Started::Retired(buf);
+                return Started::Retired(read.buf);
             }
             let was_idle = t.in_use() == 0;
+            let Waiter {
+                waker,
+                token,
+                wake_on_done,
+            } = waiter;
             (t.take_op(waker, token, wake_on_done, d), was_idle)
         };
         let idx = match taken {
             Ok(idx) => idx,
-            Err(t) => return Started::Wait(buf, t),
+            Err(t) => return Started::Wait(read.buf, t),
         };
-        let read = Read {
-            file,
-            offset,
-            len,
-            buf,
-            user_data: idx as u64,
-            ioprio: 0,
-            cache: None,
-        };
+        read.user_data = idx as u64;
         match self.queue.push_cache(read, cache) {
             Ok(()) => {
                 self.unsubmitted += 1;

@@ -212,6 +212,8 @@ pub struct File {
     /// (they yield when it reaches [`YIELD_READS`](crate::YIELD_READS) or
     /// [`YIELD_BYTES`](crate::YIELD_BYTES)).
     turn: StreamTurn,
+    /// The I/O priority of its positional reads ([`File::set_ioprio`]).
+    ioprio: u16,
 }
 
 impl fmt::Debug for File {
@@ -263,6 +265,7 @@ impl File {
             },
             seeked: None,
             turn: StreamTurn::default(),
+            ioprio: 0,
         }
     }
 
@@ -499,6 +502,19 @@ impl File {
         Poll::Ready(Ok(done))
     }
 
+    /// Give the file's positional reads ([`File::read_at`],
+    /// [`File::read_exact_at`], [`File::read_owned_at`],
+    /// [`File::read_exact_owned_at`]) I/O priority `prio`
+    /// ([`crate::ioprio`]: class and level; 0, the default, for the calling
+    /// thread's), as [`ReadAt::ioprio`](crate::ReadAt::ioprio) does for
+    /// one read. The cursor's reads (`AsyncRead`, and what it reads
+    /// ahead) keep the thread's. A priority the kernel refuses fails a read
+    /// that reaches it with EINVAL or EPERM; a read the page cache answers
+    /// needs none.
+    pub fn set_ioprio(&mut self, prio: u16) {
+        self.ioprio = prio;
+    }
+
     /// Read up to `dst.len()` bytes at `offset` into a borrowed slice,
     /// leaving the cursor alone; fewer only at end of file. The engine
     /// reads into a buffer of its own (its first poll tries the page cache
@@ -519,7 +535,8 @@ impl File {
         while done < dst.len() {
             let want = (dst.len() - done).min(PIECE);
             let buf = Buf::with_align(want, mem_align);
-            let (r, buf) = self.file.read_at(buf, offset + done as u64).await;
+            let read = self.file.read_at(buf, offset + done as u64);
+            let (r, buf) = read.ioprio(self.ioprio).await;
             let n = r?;
             dst[done..done + n].copy_from_slice(&buf.as_slice()[..n]);
             done += n;
@@ -561,7 +578,8 @@ impl File {
     /// buffer (a failed `io_uring_enter`) the buffer stays with it until
     /// the kernel is done, and an empty one comes back.
     pub async fn read_owned_at<B: OwnedBuf>(&self, buf: B, offset: u64) -> (io::Result<usize>, B) {
-        let (r, b) = self.file.read_at(buf.into_buf(), offset).await;
+        let read = self.file.read_at(buf.into_buf(), offset);
+        let (r, b) = read.ioprio(self.ioprio).await;
         (r, B::from_buf(b))
     }
 

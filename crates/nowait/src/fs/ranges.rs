@@ -39,6 +39,7 @@ pub struct RangeOptions {
     gap: u64,
     piece: usize,
     budget: usize,
+    ioprio: u16,
 }
 
 impl Default for RangeOptions {
@@ -47,6 +48,7 @@ impl Default for RangeOptions {
             gap: 64 << 10,
             piece: 4 << 20,
             budget: 256 << 20,
+            ioprio: 0,
         }
     }
 }
@@ -75,6 +77,16 @@ impl RangeOptions {
         self.budget = bytes;
         self
     }
+
+    /// The I/O priority of every read of the call ([`crate::ioprio`]:
+    /// class and level; default 0, the calling thread's), as
+    /// [`ReadMany::ioprio`] gives it: e.g. `ioprio(IOPRIO_CLASS_IDLE, 0)`
+    /// for a background scan beside foreground reads. A priority the
+    /// kernel refuses fails the call with EINVAL or EPERM.
+    pub fn ioprio(mut self, prio: u16) -> Self {
+        self.ioprio = prio;
+        self
+    }
 }
 
 /// Read every range of `file` at once (default [`RangeOptions`]) and return
@@ -98,7 +110,7 @@ pub async fn read_ranges_with(
 ) -> io::Result<Vec<Bytes>> {
     let file = file.as_ref();
     let plan = Plan::new(file, ranges, opts)?;
-    let mut run = Run::new(file, &plan, opts.budget);
+    let mut run = Run::new(file, &plan, opts);
     std::future::poll_fn(|cx| run.poll(cx)).await?;
     let bufs = std::mem::take(&mut run.bufs);
     Ok(plan.assemble(ranges, bufs))
@@ -226,6 +238,8 @@ struct Run<'a> {
     file: &'a EngineFile,
     plan: &'a Plan,
     budget: usize,
+    /// The I/O priority of every read ([`RangeOptions::ioprio`]).
+    ioprio: u16,
     /// The next piece to start.
     next: usize,
     /// Bytes of this call's reads in flight (and granted by the engine's
@@ -242,7 +256,7 @@ struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    fn new(file: &'a EngineFile, plan: &'a Plan, budget: usize) -> Run<'a> {
+    fn new(file: &'a EngineFile, plan: &'a Plan, opts: &RangeOptions) -> Run<'a> {
         let f = file.file();
         let mem_align = if f.is_direct() {
             (f.dio_align().mem as usize).max(crate::PAGE)
@@ -252,7 +266,8 @@ impl<'a> Run<'a> {
         Run {
             file,
             plan,
-            budget,
+            budget: opts.budget,
+            ioprio: opts.ioprio,
             next: 0,
             in_flight: 0,
             held: 0,
@@ -300,7 +315,8 @@ impl<'a> Run<'a> {
         let reads = self.plan.pieces[first..self.next]
             .iter()
             .map(|p| (p.offset, Buf::with_align(p.len, align)));
-        self.batches.push((first, self.file.read_many(reads)));
+        let batch = self.file.read_many(reads).ioprio(self.ioprio);
+        self.batches.push((first, batch));
         self.in_flight += bytes;
     }
 

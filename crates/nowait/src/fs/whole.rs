@@ -22,7 +22,7 @@ use std::task::{Context, Poll, Waker};
 use crate::engine::yielding::{coop, reschedule, streak};
 use crate::error::Error;
 use crate::paths::budget::Budget;
-use crate::paths::pool::{punt, try_cached, Tried};
+use crate::paths::pool::{punt, try_cached, Punted, Tried};
 use crate::paths::stats::Counters;
 use crate::paths::whole::Held;
 use crate::paths::{shared, PathLimits};
@@ -183,11 +183,14 @@ impl Future for ReadFiles {
                         Tried::Punt(cpath, fd) => {
                             streak::end();
                             let inbox = Arc::clone(&this.inbox);
-                            punt(
-                                &sh.workers,
-                                Arc::from(path),
+                            let file = Punted {
+                                path: Arc::from(path),
                                 cpath,
                                 fd,
+                            };
+                            punt(
+                                &sh.workers,
+                                file,
                                 held,
                                 Arc::clone(&this.budget),
                                 Arc::clone(&sh.counters),

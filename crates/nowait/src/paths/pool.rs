@@ -199,19 +199,25 @@ pub(crate) fn try_cached(
     }
 }
 
+/// A file the caches did not answer, for a worker to read: its path, as
+/// a C string too, and its descriptor if it was opened already.
+pub(crate) struct Punted {
+    pub(crate) path: Arc<Path>,
+    pub(crate) cpath: CString,
+    pub(crate) fd: Option<OwnedFd>,
+}
+
 /// A file's read finished by a worker, reported to `done`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn punt(
     workers: &Workers,
-    path: Arc<Path>,
-    cpath: CString,
-    fd: Option<OwnedFd>,
+    file: Punted,
     mut held: Held,
     budget: Arc<Budget>,
     counters: Arc<Counters>,
     done: Box<dyn FnOnce(Held, Result<(), Error>) + Send>,
 ) {
     let job: Job = Box::new(move || {
+        let Punted { path, cpath, fd } = file;
         let r = read_blocking(&path, &cpath, fd, &mut held, &budget, &counters);
         done(held, r);
     });
@@ -251,11 +257,14 @@ pub(crate) fn read_batch<P: AsRef<Path>>(
                     Tried::Punt(cpath, fd) => {
                         out += 1;
                         let tx = tx.clone();
-                        punt(
-                            workers,
-                            Arc::from(path),
+                        let file = Punted {
+                            path: Arc::from(path),
                             cpath,
                             fd,
+                        };
+                        punt(
+                            workers,
+                            file,
                             held,
                             Arc::clone(budget),
                             Arc::clone(counters),

@@ -297,9 +297,11 @@ pub(crate) fn read_batch<P: AsRef<Path>>(
             }
             let got = drain(
                 ring,
-                &mut flights,
-                &mut free,
-                &mut busy,
+                Slots {
+                    flights: &mut flights,
+                    free: &mut free,
+                    busy: &mut busy,
+                },
                 round,
                 budget,
                 counters,
@@ -312,9 +314,11 @@ pub(crate) fn read_batch<P: AsRef<Path>>(
                 enter(ring, 1)?;
                 drain(
                     ring,
-                    &mut flights,
-                    &mut free,
-                    &mut busy,
+                    Slots {
+                        flights: &mut flights,
+                        free: &mut free,
+                        busy: &mut busy,
+                    },
                     0,
                     budget,
                     counters,
@@ -403,7 +407,8 @@ fn continue_read(
     let limit = budget.limits().max_file_size;
     if f.held.buf.len() as u64 > limit {
         let e = too_large(f.path, budget);
-        return conclude(ring, f, slot, budget, counters, sink, Err(e));
+        deliver(f, budget, counters, sink, Err(e));
+        return close_file(ring, f, slot);
     }
     if f.held.buf.len() == f.held.buf.capacity() {
         let want = growth(f.held.buf.capacity(), limit);
@@ -433,20 +438,22 @@ fn continue_read(
     push(ring, &[read])
 }
 
-/// The file's outcome is known: deliver it, and close the descriptor.
-fn conclude(
-    ring: &mut Ring,
+/// The file's outcome is known: deliver it ([`close_file`] follows).
+fn deliver(
     f: &mut Flight<'_>,
-    slot: usize,
     budget: &Budget,
     counters: &Counters,
     sink: &mut Sink<'_>,
     r: Result<(), Error>,
-) -> Result<(), Error> {
+) {
     f.waiting = false;
     f.delivered = true;
     let held = std::mem::replace(&mut f.held, Held::new(0));
     finish(budget, counters, sink, f.index, held, r);
+}
+
+/// Close a delivered file's descriptor (in slot `slot`).
+fn close_file(ring: &mut Ring, f: &mut Flight<'_>, slot: usize) -> Result<(), Error> {
     let close = match (ring.direct, f.fd) {
         (true, _) => opcode::Close::new(types::Fixed(slot as u32)),
         (false, Some(fd)) => opcode::Close::new(types::Fd(fd)),
@@ -456,19 +463,29 @@ fn conclude(
     push(ring, &[close.build().user_data(user_data(slot, CLOSE))])
 }
 
+/// A batch's slots as [`drain`] changes them: the files in flight by
+/// slot, the free slots, and how many are taken.
+struct Slots<'a, 'p> {
+    flights: &'a mut [Option<Flight<'p>>],
+    free: &'a mut Vec<usize>,
+    busy: &'a mut usize,
+}
+
 /// Reap every completion waiting; `round` nonzero names the submission
 /// just made (opens completing in it were answered inline).
-#[allow(clippy::too_many_arguments)]
 fn drain(
     ring: &mut Ring,
-    flights: &mut [Option<Flight<'_>>],
-    free: &mut Vec<usize>,
-    busy: &mut usize,
+    slots: Slots<'_, '_>,
     round: u64,
     budget: &Budget,
     counters: &Counters,
     sink: &mut Sink<'_>,
 ) -> Result<usize, Error> {
+    let Slots {
+        flights,
+        free,
+        busy,
+    } = slots;
     let mut n = 0;
     loop {
         let Some(cqe) = ring.ring.completion().next() else {
@@ -524,7 +541,8 @@ fn drain(
                         } else {
                             Ok(())
                         };
-                        conclude(ring, f, slot, budget, counters, sink, r)?;
+                        deliver(f, budget, counters, sink, r);
+                        close_file(ring, f, slot)?;
                     }
                     Next::More | Next::Again => {
                         continue_read(ring, &mut flights[slot], slot, budget, counters, sink)?
@@ -532,7 +550,8 @@ fn drain(
                     Next::Fail(e) => {
                         let asked = f.asked;
                         let err = failure(f.path, Step::Read { offset, len: asked }, e);
-                        conclude(ring, f, slot, budget, counters, sink, Err(err))?;
+                        deliver(f, budget, counters, sink, Err(err));
+                        close_file(ring, f, slot)?;
                     }
                 }
             }
