@@ -30,7 +30,7 @@ from typing import Any, Dict, Optional
 import outcome
 import trio
 
-from . import _nowait
+from . import _nowait  # pyright: ignore[reportPrivateUsage]  # the package's own extension
 
 
 class _TrioRing:
