@@ -30,7 +30,8 @@ from typing import Any, Dict, Optional
 import outcome
 import trio
 
-from . import _nowait  # pyright: ignore[reportPrivateUsage]  # the package's own extension
+# The package's own extension module: not private use.
+from . import _nowait  # pyright: ignore[reportPrivateUsage]
 
 
 class _TrioRing:
