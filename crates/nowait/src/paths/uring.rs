@@ -528,11 +528,14 @@ fn drain(
                 let r = if res < 0 { Err(-res) } else { Ok(res as usize) };
                 if let Ok(got) = r {
                     debug_assert!(got <= f.asked);
+                    let len = f.held.buf.len();
+                    // io_uring wrote the bytes, which Memcheck cannot see.
+                    crate::sys::valgrind::mark_defined(f.held.buf.as_ptr() as usize + len, got);
                     // SAFETY: the kernel wrote `got` bytes (at most the
                     // `asked` it was given) at the start of the spare
                     // capacity this read pointed at; the buffer was not
                     // touched while the read was in flight.
-                    unsafe { f.held.buf.set_len(f.held.buf.len() + got) };
+                    unsafe { f.held.buf.set_len(len + got) };
                 }
                 match next_after(r, offset, f.asked) {
                     Next::Done => {
